@@ -1,0 +1,11 @@
+/**
+ * Every benchmark suite, in the order `npm run bench` runs them. A suite prints its own
+ * figures and ratios. Add a suite: its file in bench/ and one line here.
+ * `npm run bench -- <name>` runs only the named suites.
+ */
+export interface BenchSuite {
+  name: string;
+  run: () => Promise<void>;
+}
+
+export const SUITES: BenchSuite[] = [];

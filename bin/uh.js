@@ -1,0 +1,2 @@
+#!/usr/bin/env node
+import '../dist/src/producers/cli/main.js';

@@ -1,0 +1,74 @@
+import { z } from 'zod';
+import { OutcomeSchema, UsageSchema } from './runtime-result.js';
+import { RuntimeStatusSchema, VerdictSchema } from './status.js';
+
+export const CheckResultSchema = z.strictObject({
+  name: z.string(),
+  argv: z.array(z.string()),
+  exit_code: z.number().int().nullable(),
+  signal: z.string().nullable(),
+  duration_ms: z.number().int().nonnegative(),
+  timed_out: z.boolean(),
+  passed: z.boolean(),
+  output_bytes: z.number().int().nonnegative(),
+  output_truncated: z.boolean(),
+  /** Digest of the captured (capped) output. */
+  output_digest: z.string(),
+  log: z.string(),
+});
+export type CheckResult = z.infer<typeof CheckResultSchema>;
+
+export const ChangedFileSchema = z.strictObject({
+  path: z.string(),
+  status: z.enum(['added', 'modified', 'deleted', 'renamed', 'type_changed', 'copied']),
+  /** For renames and copies: the path before. */
+  from: z.string().optional(),
+});
+export type ChangedFile = z.infer<typeof ChangedFileSchema>;
+
+export const ScopeViolationSchema = z.strictObject({
+  path: z.string(),
+  reason: z.enum(['outside_allowed', 'forbidden']),
+  glob: z.string().optional(),
+});
+
+export const PhaseTimingsSchema = z.record(z.string(), z.number().int().nonnegative());
+
+/** `uh.receipt.v0`: the immutable record of one operation, written for every terminal state. */
+export const ReceiptSchema = z.strictObject({
+  schema_version: z.literal('uh.receipt.v0'),
+  operation_id: z.string(),
+  mission_id: z.string(),
+  title: z.string(),
+  contract_digest: z.string(),
+  prompt_digest: z.string(),
+  repository: z.strictObject({ url: z.string(), ref: z.string(), base_commit: z.string().nullable() }),
+  head_commit: z.string().nullable(),
+  runtime: z.strictObject({
+    adapter_id: z.string(),
+    runtime_kind: z.string(),
+    session_id: z.string().nullable(),
+    thread_id: z.string().nullable(),
+    turn_id: z.string().nullable(),
+  }),
+  attempt: z.number().int().positive(),
+  worker: z.strictObject({ host: z.string(), pid: z.number().int(), mode: z.enum(['inline', 'queue']) }),
+  started_at: z.string(),
+  finished_at: z.string(),
+  timings_ms: PhaseTimingsSchema,
+  status: RuntimeStatusSchema,
+  outcome: OutcomeSchema,
+  verdict: VerdictSchema,
+  changed_files: z.array(ChangedFileSchema),
+  diff_digest: z.string(),
+  diff_bytes: z.number().int().nonnegative(),
+  scope: z.strictObject({ ok: z.boolean(), violations: z.array(ScopeViolationSchema) }),
+  checks: z.array(CheckResultSchema),
+  usage: UsageSchema,
+  final_message: z.string(),
+  final_message_source: z.enum(['sentinel', 'native', 'none']),
+  exit_code: z.number().int(),
+  sandbox: z.strictObject({ path: z.string().nullable(), retained: z.boolean() }),
+  labels: z.record(z.string(), z.string()),
+});
+export type Receipt = z.infer<typeof ReceiptSchema>;

@@ -1,0 +1,3 @@
+export * from './runtime-adapter-v1.js';
+export * from './runtime-context.js';
+export * from './runtime-event.js';

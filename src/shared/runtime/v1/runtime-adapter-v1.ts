@@ -1,0 +1,69 @@
+import type { z } from 'zod';
+import type { Capability } from '../../contracts/mission.js';
+import type { RuntimeEventV1 } from './runtime-event.js';
+import type { CheckContextV1, RuntimeContextV1 } from './runtime-context.js';
+
+/** Result of `check()`: is the runtime usable on this machine, with what version. */
+export interface AdapterCheckV1 {
+  ok: boolean;
+  /** One line: `codex 0.171.0 at /usr/bin/codex`, `proxy reachable at … (3 models available)`. */
+  summary: string;
+  version?: string;
+  errors: string[];
+  hint?: string;
+  /** Extra facts for `--json` (model list, detected features). */
+  details?: Record<string, unknown>;
+}
+
+/** What `prepare()` returns: everything needed to launch, plus a redacted description for dry runs. */
+export interface LaunchPlanV1<Config = unknown> {
+  readonly config: Config;
+  /** The full prompt (objective, context, sentinel instruction). */
+  readonly prompt: string;
+  /** Human/JSON view of what will be run (`argv`, `POST <url>` and body), secrets already redacted. */
+  readonly describe: Record<string, unknown>;
+}
+
+export interface PrepareInputV1<Config> {
+  readonly config: Config;
+  readonly prompt: string;
+  readonly workDir: string;
+  readonly mission: { readonly missionId: string; readonly operationId: string };
+}
+
+/**
+ * A running session. `events` is the observe stream: it ends with exactly one `runtime.finished`,
+ * even when the transport breaks; the pipeline guards that but adapters must not rely on it.
+ */
+export interface RuntimeSessionV1 {
+  readonly events: AsyncIterable<RuntimeEventV1>;
+  /** Optional interactive steering; must record the message as a `runtime.steering` event. */
+  send?(message: string): Promise<void>;
+}
+
+/**
+ * The runtime port, version 1. Implementations live in `src/workers/runtimes/<id>/` and register
+ * once in `src/workers/runtimes/registry.ts`. No implementation imports BullMQ or touches worktrees.
+ */
+export interface RuntimeAdapterV1<Config = unknown> {
+  readonly specificationVersion: 'v1';
+  /** The runtime kind, e.g. `command`, `codex`, `hermes-proxy`. */
+  readonly id: string;
+  readonly displayName: string;
+  /** Capabilities this runtime has; the producer refuses missions that require others. */
+  readonly capabilities: readonly Capability[];
+  /** Defaults for the manifest's runtime_config (before overrides). */
+  readonly defaultConfig: Record<string, unknown>;
+  /** Strict: an unknown key is an error. Parsed after overrides are merged. */
+  readonly configSchema: z.ZodType<Config>;
+  /** Values in the config that must never reach logs, events or receipts (tokens, header values). */
+  secretsOf(config: Config): string[];
+  /** Is the runtime usable here? Must never throw; a problem is `ok: false` with a hint. */
+  check(config: Config, ctx: CheckContextV1): Promise<AdapterCheckV1>;
+  /** Validate and build the launch plan; no side effects. Throws UhError for a bad config. */
+  prepare(input: PrepareInputV1<Config>): Promise<LaunchPlanV1<Config>>;
+  /** Start the runtime. Must honour `ctx.signal` (cancel and timeout) and end with one terminal event. */
+  launch(plan: LaunchPlanV1<Config>, ctx: RuntimeContextV1): RuntimeSessionV1;
+}
+
+export type AnyRuntimeAdapter = RuntimeAdapterV1<any>;

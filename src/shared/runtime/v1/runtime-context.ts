@@ -1,0 +1,46 @@
+import type { Logger } from '../../logger.js';
+import type { SpawnGroup } from '../../process/spawn-group.js';
+
+/** Why the run's signal was aborted: a cancel (→ `cancelled`) or the mission timeout (→ `failed`, timed_out). */
+export type AbortReasonV1 = { kind: 'cancel'; message: string } | { kind: 'timeout'; message: string; timeoutMs: number };
+
+export function abortReasonOf(signal: AbortSignal): AbortReasonV1 {
+  const reason: unknown = signal.reason;
+  if (reason && typeof reason === 'object' && 'kind' in reason) {
+    const r = reason as AbortReasonV1;
+    if (r.kind === 'cancel' || r.kind === 'timeout') return r;
+  }
+  return { kind: 'cancel', message: reason instanceof Error ? reason.message : 'cancelled' };
+}
+
+/**
+ * All I/O an adapter does goes through this context, which defaults to the real thing, so tests
+ * can drive every branch.
+ */
+export interface RuntimeContextV1 {
+  /** The sandbox worktree. The adapter must run inside it and must not write outside it or `logDir`. */
+  readonly workDir: string;
+  /** Where runtime logs go (the operation's state dir). */
+  readonly logDir: string;
+  /** Aborted on cancel or timeout; see `abortReasonOf`. Must stop spawned processes and requests. */
+  readonly signal: AbortSignal;
+  /** Spawns a child in its own process group, output streamed to disk. */
+  readonly spawn: SpawnGroup;
+  readonly fetch: typeof globalThis.fetch;
+  readonly now: () => number;
+  readonly generateId: () => string;
+  readonly logger: Logger;
+  /** Environment for children (already contains the mission's sandbox env). */
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Identity of this execution, for prompts, client message ids and logs. */
+  readonly mission: { readonly missionId: string; readonly operationId: string; readonly attempt: number };
+}
+
+/** Context for `check()`: no sandbox, a short budget. */
+export interface CheckContextV1 {
+  readonly spawn: SpawnGroup;
+  readonly fetch: typeof globalThis.fetch;
+  readonly now: () => number;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly signal?: AbortSignal;
+}

@@ -1,0 +1,87 @@
+/**
+ * The `command` runtime: runs `runtime_config.argv` inside the sandbox as the "agent", with the
+ * prompt on stdin (or in the file named by `UH_PROMPT_FILE`). stdout and stderr go straight to
+ * log files; the final-message sentinel is scanned from stdout as it streams.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SentinelScanner, resolveFinalMessage } from '../../../shared/sentinel.js';
+import { abortReasonOf } from '../../../shared/runtime/v1/runtime-context.js';
+import { secretEnvValues } from '../../../shared/redact.js';
+import type { RuntimeAdapterV1, RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
+import { checkProgram } from '../../../shared/process/check-program.js';
+import { CommandSettingsSchema, type CommandSettings } from './command-settings.js';
+import { classifyCommand } from './classify-command.js';
+
+export const commandAdapter: RuntimeAdapterV1<CommandSettings> = {
+  specificationVersion: 'v1',
+  id: 'command',
+  displayName: 'Command (any program as the agent)',
+  capabilities: ['non_interactive_run'],
+  defaultConfig: {},
+  configSchema: CommandSettingsSchema,
+  secretsOf: (config) => secretEnvValues(config.env),
+
+  async check(config, ctx) {
+    return checkProgram(config.argv[0] ?? '', ctx);
+  },
+
+  async prepare({ config, prompt }) {
+    return {
+      config,
+      prompt,
+      describe: { argv: config.argv, prompt_via: config.prompt_via, env: Object.keys(config.env) },
+    };
+  },
+
+  launch(plan, ctx) {
+    const config = plan.config;
+    async function* run(): AsyncGenerator<RuntimeEventV1> {
+      let promptDir: string | undefined;
+      const env: Record<string, string | undefined> = { ...ctx.env, ...config.env };
+      env.UH_OPERATION_ID = ctx.mission.operationId;
+      env.UH_MISSION_ID = ctx.mission.missionId;
+      if (config.prompt_via === 'file') {
+        // Outside the work dir so the prompt never shows up in the diff.
+        promptDir = await mkdtemp(join(tmpdir(), 'uh-prompt-'));
+        env.UH_PROMPT_FILE = join(promptDir, 'prompt.md');
+        await writeFile(env.UH_PROMPT_FILE, plan.prompt);
+      }
+      const scanner = new SentinelScanner();
+      const decoder = new TextDecoder();
+      const stdoutLog = join(ctx.logDir, 'runtime.stdout.log');
+      const stderrLog = join(ctx.logDir, 'runtime.stderr.log');
+      try {
+        const child = ctx.spawn({
+          argv: config.argv,
+          cwd: ctx.workDir,
+          env,
+          stdin: config.prompt_via === 'stdin' ? { text: plan.prompt } : 'ignore',
+          stdout: { file: stdoutLog, tap: (chunk) => scanner.push(decoder.decode(chunk, { stream: true })) },
+          stderr: { file: stderrLog },
+          signal: ctx.signal,
+          killGraceMs: config.kill_grace_ms,
+        });
+        yield { type: 'runtime.started', data: { pid: child.pid, argv: config.argv } };
+        const exit = await child.result;
+        scanner.push(decoder.decode());
+        const outcome = classifyCommand({
+          exitCode: exit.exitCode,
+          signal: exit.signal,
+          timedOut: exit.timedOut,
+          abort: ctx.signal.aborted ? abortReasonOf(ctx.signal) : null,
+          program: config.argv[0] ?? '',
+          ...(exit.spawnError ? { spawnError: exit.spawnError } : {}),
+        });
+        yield {
+          type: 'runtime.finished',
+          data: { outcome, ...resolveFinalMessage(scanner.result(), null), logs: [stdoutLog, stderrLog] },
+        };
+      } finally {
+        if (promptDir) await rm(promptDir, { recursive: true, force: true });
+      }
+    }
+    return { events: run() };
+  },
+};

@@ -1,0 +1,14 @@
+/**
+ * The one place runtimes are registered. Adding a runtime: its folder under
+ * `src/workers/runtimes/<id>/` and one line here.
+ */
+import type { AnyRuntimeAdapter } from '../../shared/runtime/v1/index.js';
+import { commandAdapter } from './command/command-adapter.js';
+
+export const RUNTIME_ADAPTERS: readonly AnyRuntimeAdapter[] = [
+  commandAdapter,
+];
+
+export function findRuntimeAdapter(kind: string): AnyRuntimeAdapter | undefined {
+  return RUNTIME_ADAPTERS.find((a) => a.id === kind);
+}

@@ -1,0 +1,66 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { AnyRuntimeAdapter, RuntimeContextV1, RuntimeEventV1 } from '../../src/shared/runtime/v1/index.js';
+import { spawnGroup } from '../../src/shared/process/spawn-group.js';
+import { silentLogger } from '../../src/shared/logger.js';
+import { parseOrThrow } from '../../src/shared/contracts/zod-issues.js';
+import { makeRepo } from './git-repo.js';
+import { tempDir } from './temp.js';
+
+export interface AdapterRun {
+  events: RuntimeEventV1[];
+  workDir: string;
+  logDir: string;
+  root: string;
+}
+
+export interface RunAdapterOptions {
+  /** Aborted by the test to cancel; the default never aborts. */
+  signal?: AbortSignal;
+  env?: Record<string, string | undefined>;
+  prompt?: string;
+  /** Called for each event as it arrives (to cancel after `runtime.started`, say). */
+  onEvent?: (event: RuntimeEventV1) => void;
+  workDir?: string;
+}
+
+/**
+ * Drive an adapter directly, with no pipeline: parse the config strictly, prepare, launch and
+ * collect the raw event stream (not guarded, so tests see what the adapter really yields).
+ * The work dir is a real git repository under a fresh temp root.
+ */
+export async function runAdapter(adapter: AnyRuntimeAdapter, configInput: unknown, options: RunAdapterOptions = {}): Promise<AdapterRun> {
+  const root = tempDir('uh-adapter-');
+  const workDir = options.workDir ?? makeRepo({ 'README.md': '# work\n' }, join(root, 'work'));
+  if (!options.workDir) mkdirSync(workDir, { recursive: true });
+  const logDir = join(root, 'logs');
+  mkdirSync(logDir, { recursive: true });
+  const config = parseOrThrow(adapter.configSchema, { ...adapter.defaultConfig, ...(configInput as object) }, 'runtime_config');
+  const prompt = options.prompt ?? 'Say hello.';
+  const plan = await adapter.prepare({ config, prompt, workDir, mission: { missionId: 'm-test', operationId: 'op-test' } });
+  let seq = 0;
+  const ctx: RuntimeContextV1 = {
+    workDir,
+    logDir,
+    signal: options.signal ?? new AbortController().signal,
+    spawn: spawnGroup,
+    fetch: globalThis.fetch,
+    now: () => Date.now(),
+    generateId: () => `id-${++seq}`,
+    logger: silentLogger,
+    env: options.env ?? { ...process.env },
+    mission: { missionId: 'm-test', operationId: 'op-test', attempt: 1 },
+  };
+  const events: RuntimeEventV1[] = [];
+  for await (const event of adapter.launch(plan, ctx).events) {
+    events.push(event);
+    options.onEvent?.(event);
+  }
+  return { events, workDir, logDir, root };
+}
+
+export function terminalOf(events: RuntimeEventV1[]) {
+  const last = events.at(-1);
+  if (!last || last.type !== 'runtime.finished') throw new Error(`no terminal event; got ${events.map((e) => e.type).join(', ')}`);
+  return last.data;
+}
