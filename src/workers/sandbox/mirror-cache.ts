@@ -56,6 +56,7 @@ export async function resolveInMirror(cacheDir: string, url: string, ref: string
     throw new UhError('invalid_input', `repository.url: no such directory: ${url}`, { hint: 'give a git URL or a path to a local repository' });
   }
   const mirror = mirrorFor(cacheDir, url);
+  mkdirSync(join(mirror.lockDir, '..'), { recursive: true });
   return withFileLock(mirror.lockDir, async () => {
     await ensureMirror(mirror);
     let wanted: string | null = null;
