@@ -8,4 +8,8 @@ export interface BenchSuite {
   run: () => Promise<void>;
 }
 
-export const SUITES: BenchSuite[] = [];
+import { runQueueLatency } from './queue-latency.js';
+
+export const SUITES: BenchSuite[] = [
+  { name: 'queue', run: runQueueLatency },
+];

@@ -31,7 +31,7 @@ export async function materialize(store: OperationStore, operationId: string, di
     files.push(join(dir, file));
   }
   const entries = await store.redis.xrange(store.keys.events(operationId), '-', '+');
-  const lines = entries.map(([, fields]) => fields[fields.indexOf('event') + 1] ?? '').filter(Boolean);
+  const lines = entries.flatMap(([, fields]) => (fields.includes('event') ? [fields[fields.indexOf('event') + 1] ?? ''] : [])).filter(Boolean);
   writeFileSync(join(dir, 'events.jsonl'), lines.map((l) => `${l}\n`).join(''));
   files.push(join(dir, 'events.jsonl'));
   return { dir, files, receipt: artifacts.receipt ? ReceiptSchema.parse(JSON.parse(artifacts.receipt)) : null };

@@ -60,8 +60,8 @@ return 1
 `;
 
 /**
- * Settle: the terminal write of an operation, all or nothing: record fields, artifacts (the
- * receipt written once), one outbox entry, one event. KEYS: op, artifacts, outbox, events.
+ * Settle: the terminal write of an operation, all or nothing: record fields, artifacts, one
+ * outbox entry, one event-stream entry (the given event, else a bare `settled` marker). KEYS: op, artifacts, outbox, events.
  * ARGV: owner ('' = anyone), allowed states (comma list), event_json, outbox_json,
  *       n_record_pairs, record pairs…, artifact pairs… → 1 | 0.
  */
@@ -74,7 +74,9 @@ if not ok then return 0 end
 local n = tonumber(ARGV[5])
 for i = 6, 5 + n * 2, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 for i = 6 + n * 2, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
-if ARGV[3] ~= '' then redis.call('XADD', KEYS[4], 'MAXLEN', '~', '100000', '*', 'event', ARGV[3]) end
+-- Always one stream entry, so a tail blocked on the stream wakes up at once ('settled' entries carry no event).
+if ARGV[3] ~= '' then redis.call('XADD', KEYS[4], 'MAXLEN', '~', '100000', '*', 'event', ARGV[3])
+else redis.call('XADD', KEYS[4], 'MAXLEN', '~', '100000', '*', 'settled', 'finished') end
 if ARGV[4] ~= '' then redis.call('XADD', KEYS[3], 'MAXLEN', '~', '1000000', '*', 'completion', ARGV[4]) end
 return 1
 `;
