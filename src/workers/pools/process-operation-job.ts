@@ -10,7 +10,7 @@
  * The job itself never fails for a mission's outcome (BullMQ must not retry it); it returns a
  * summary that BullMQ publishes as its `completed` event.
  */
-import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { mkdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Job, Queue } from 'bullmq';
 import type { Outcome } from '../../shared/contracts/runtime-result.js';

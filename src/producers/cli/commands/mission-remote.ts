@@ -12,7 +12,7 @@ import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, typ
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 import { missionCollect, missionList, missionStatus } from './mission-status.js';
 
-const REDIS_NOTE = 'Queue mode: with --redis (or $REDIS_URL when the operation is not in the local state dir) this reads Redis.';
+const REDIS_NOTE = 'Queue mode: with --redis, or with $REDIS_URL when the operation is not in the local state dir, this reads Redis.';
 
 const STATUS: CommandSpec = {
   usage: 'uh mission status <operation_id> [--json] [--state-dir dir] [--redis url]',
@@ -32,16 +32,19 @@ const COLLECT: CommandSpec = {
 
 const LIST: CommandSpec = {
   usage: 'uh mission list [--state queued|running|verifying|finished|unknown] [--json] [--state-dir dir] [--redis url]',
-  summary: 'List operations, newest first: the local state dir, or Redis with --redis / $REDIS_URL.',
+  summary: 'List operations, newest first: Redis with --redis (or $REDIS_URL without --state-dir), else the local state dir.',
   options: { ...COMMON_OPTIONS, state: { type: 'string' }, redis: { type: 'string' }, limit: { type: 'string' } },
   examples: ['uh mission list', 'uh mission list --redis redis://queue:6379 --state unknown --json'],
 };
 
-/** Redis when asked for, or when configured and the operation is not local. */
+/**
+ * Redis when asked for (`--redis`); else local when the operation is in the local state dir (or,
+ * for list, when `--state-dir` is given); else Redis when `$REDIS_URL` is set; else local.
+ */
 function useRedis(values: Record<string, unknown>, operationId: string | undefined): boolean {
   if (values.redis) return true;
   if (!process.env.REDIS_URL) return false;
-  if (operationId === undefined) return true;
+  if (operationId === undefined) return values['state-dir'] === undefined; // list: an explicit state dir means local
   return readRecord(resolveStateDir(values['state-dir'] as string | undefined), operationId) === null;
 }
 
