@@ -128,6 +128,10 @@ export async function runQueueLatency(): Promise<void> {
     const settled = await Promise.all(ids.map((id) => tailOperation(client.store, id, { from: 'start', timeoutMs: 600_000 })));
     const totalMs = performance.now() - t0;
     const ok = settled.filter((r) => r?.state === 'finished' && r.status === 'completed').length;
+    for (const r of settled.filter((x) => !(x?.state === 'finished' && x.status === 'completed'))) {
+      const receipt = r ? await client.store.redis.hget(client.store.keys.artifacts(r.operation_id), 'receipt') : null;
+      console.log(`not completed: ${r?.operation_id} ${r?.state} ${r?.status}: ${receipt ? JSON.parse(receipt).outcome.message : r?.unknown_reason}`);
+    }
     printTable(`Queue throughput: ${MISSIONS} trivial missions, 2 worker processes × concurrency 4`, [
       {
         missions: MISSIONS,
