@@ -4,9 +4,13 @@
  */
 import type { AnyRuntimeAdapter } from '../../shared/runtime/v1/index.js';
 import { commandAdapter } from './command/command-adapter.js';
+import { piAdapter } from './pi/pi-adapter.js';
+import { ohMyPiAdapter } from './oh-my-pi/oh-my-pi-adapter.js';
 
 export const RUNTIME_ADAPTERS: readonly AnyRuntimeAdapter[] = [
   commandAdapter,
+  piAdapter,
+  ohMyPiAdapter,
 ];
 
 export function findRuntimeAdapter(kind: string): AnyRuntimeAdapter | undefined {
