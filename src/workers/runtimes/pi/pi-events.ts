@@ -5,6 +5,7 @@
 import type { Usage } from '../../../shared/contracts/runtime-result.js';
 import type { RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
 import { addUsage } from '../../../shared/runtime/fold-events.js';
+import { preview } from '../../../shared/runtime/preview.js';
 import type { PiLine, PiMessage, PiUsage } from './pi-protocol.js';
 
 /** What a run has learnt so far; read by the classifier and the final message resolution. */
@@ -36,9 +37,6 @@ export function newPiRunState(): PiRunState {
   };
 }
 
-/** Longest string kept in a tool call's arguments or result preview (file contents can be huge). */
-const PREVIEW = 2000;
-
 /** Text blocks of a message, joined; null when it has none. */
 export function assistantText(message: PiMessage): string | null {
   const content = message.content;
@@ -58,24 +56,6 @@ export function toUsage(u: PiUsage): Usage {
   else if (u.input !== undefined || u.output !== undefined) out.total_tokens = Math.round((u.input ?? 0) + (u.output ?? 0));
   if (u.cost?.total !== undefined && u.cost.total > 0) out.cost_usd = u.cost.total;
   return out;
-}
-
-/** A bounded, JSON-safe preview of any value (tool arguments, tool results). */
-export function preview(value: unknown): unknown {
-  if (typeof value === 'string') return value.length > PREVIEW ? `${value.slice(0, PREVIEW)}… [${value.length} chars]` : value;
-  if (value === null || typeof value !== 'object') return value;
-  const text = JSON.stringify(value) ?? '';
-  if (text.length <= PREVIEW) return value;
-  if (Array.isArray(value)) return `[${value.length} items, ${text.length} chars]`;
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = typeof v === 'string' || typeof v === 'object' ? previewShallow(v) : v;
-  return out;
-}
-
-function previewShallow(v: unknown): unknown {
-  if (typeof v === 'string') return v.length > 200 ? `${v.slice(0, 200)}… [${v.length} chars]` : v;
-  const text = JSON.stringify(v) ?? '';
-  return text.length > 200 ? `[${text.length} chars]` : v;
 }
 
 /** Update `state` with one line and return the shared events it maps to (often none). */
