@@ -4,9 +4,11 @@
  */
 import type { AnyRuntimeAdapter } from '../../shared/runtime/v1/index.js';
 import { commandAdapter } from './command/command-adapter.js';
+import { codexAdapter } from './codex/codex-adapter.js';
 
 export const RUNTIME_ADAPTERS: readonly AnyRuntimeAdapter[] = [
   commandAdapter,
+  codexAdapter,
 ];
 
 export function findRuntimeAdapter(kind: string): AnyRuntimeAdapter | undefined {
