@@ -14,7 +14,7 @@ export async function checkHermes(config: HermesSettings, ctx: CheckContextV1): 
   if (found === null) {
     return {
       ok: false,
-      summary: `hermes: program not found: ${config.binary}`,
+      summary: `program not found: ${config.binary}`,
       errors: [`${config.binary} is not on PATH (or not executable)`],
       hint: `install Hermes Agent >= ${HERMES_MIN_VERSION} or set runtime_config.binary`,
     };
@@ -24,7 +24,7 @@ export async function checkHermes(config: HermesSettings, ctx: CheckContextV1): 
   const v = parseSemver(`${version.stdout}\n${version.stderr}`);
   if (version.exitCode !== 0 || v === null) {
     const why = version.spawnError?.message ?? (version.timedOut ? 'timed out' : `exited ${version.exitCode}, no version in its output`);
-    return { ok: false, summary: `hermes: ${found} --version failed`, errors: [why], hint: `run "${found} --version" by hand to see what is wrong` };
+    return { ok: false, summary: `${found} --version failed`, errors: [why], hint: `run "${found} --version" by hand to see what is wrong` };
   }
   if (compareSemver(v, HERMES_MIN_VERSION) < 0) {
     return {

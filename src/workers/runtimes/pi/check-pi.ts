@@ -17,7 +17,7 @@ export async function checkPi(
   if (found === null) {
     return {
       ok: false,
-      summary: `${variant.id}: program not found: ${config.binary}`,
+      summary: `program not found: ${config.binary}`,
       errors: [`${config.binary} is not on PATH (or not executable)`],
       hint: `install it (${variant.install}) or set runtime_config.binary`,
     };
@@ -26,7 +26,7 @@ export async function checkPi(
   const version = await captureOutput(ctx.spawn, { argv: [found, '--version'], ...opts });
   if (version.exitCode !== 0) {
     const why = version.spawnError?.message ?? (version.timedOut ? 'timed out' : `exited ${version.exitCode}: ${version.stderr.trim().slice(0, 300)}`);
-    return { ok: false, summary: `${variant.id}: ${found} --version failed`, errors: [why], hint: `run "${found} --version" by hand to see what is wrong` };
+    return { ok: false, summary: `${found} --version failed`, errors: [why], hint: `run "${found} --version" by hand to see what is wrong` };
   }
   const v = parseSemver(`${version.stdout}\n${version.stderr}`);
   const help = await captureOutput(ctx.spawn, { argv: [found, '--help'], ...opts });
@@ -35,7 +35,7 @@ export async function checkPi(
   if (missing.length > 0) {
     return {
       ok: false,
-      summary: `${variant.id}: ${found} lacks the JSON print mode`,
+      summary: `${found} lacks the JSON print mode`,
       ...(v ? { version: v } : {}),
       errors: [`--help does not mention ${missing.join(', ')}`],
       hint: `upgrade ${config.binary} (${variant.install})`,

@@ -136,5 +136,5 @@ export const piAdapter = createPiAdapter({
   displayName: 'pi coding agent (pi --mode json)',
   binary: 'pi',
   prompt_via: 'stdin',
-  install: 'scripts/install-real-runtimes.sh (pinned @mariozechner/pi-coding-agent), or npm i -g @mariozechner/pi-coding-agent',
+  install: 'bash scripts/install-real-runtimes.sh pi, or npm i -g @mariozechner/pi-coding-agent',
 });
