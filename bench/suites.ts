@@ -8,4 +8,8 @@ export interface BenchSuite {
   run: () => Promise<void>;
 }
 
-export const SUITES: BenchSuite[] = [];
+import { runCodexVsUh09 } from './codex-vs-uh09.js';
+
+export const SUITES: BenchSuite[] = [
+  { name: 'codex-vs-uh09', run: runCodexVsUh09 },
+];
