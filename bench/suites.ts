@@ -8,4 +8,8 @@ export interface BenchSuite {
   run: () => Promise<void>;
 }
 
-export const SUITES: BenchSuite[] = [];
+import { runInlineVsFloor } from './inline-vs-floor.js';
+
+export const SUITES: BenchSuite[] = [
+  { name: 'inline', run: runInlineVsFloor },
+];
