@@ -20,7 +20,7 @@ import { spawnGroup, type SpawnGroup } from '../shared/process/spawn-group.js';
 import { redact, secretEnvValues } from '../shared/redact.js';
 import { foldOne, type FoldedRuntime } from '../shared/runtime/fold-events.js';
 import { guardTerminal } from '../shared/runtime/guard-terminal.js';
-import type { AbortReasonV1, RuntimeContextV1 } from '../shared/runtime/v1/index.js';
+import type { AbortReasonV1, RuntimeContextV1, RuntimeJournalV1 } from '../shared/runtime/v1/index.js';
 import type { PreparedOperation } from '../producers/prepare-operation.js';
 import { captureDiff, type DiffCapture } from './verification/capture-diff.js';
 import { checkScope, type ScopeViolation } from './verification/scope-check.js';
@@ -28,6 +28,7 @@ import { runChecks } from './verification/run-checks.js';
 import { decideVerdict } from './results/verdict.js';
 import { createSandbox, removeSandbox, retainSandbox, type Sandbox } from './sandbox/worktree.js';
 import { EventLog } from './state/event-log.js';
+import { fileJournal } from './state/file-journal.js';
 import { operationDir, writeReceiptOnce, writeRecord, type OperationRecord } from './state/operation-files.js';
 
 export interface ExecuteOptions {
@@ -50,6 +51,8 @@ export interface ExecuteOptions {
   onEventLog?: (log: EventLog) => void;
   /** Called right before the runtime starts (queue mode persists "runtime started" here). */
   beforeRuntime?: () => Promise<void>;
+  /** Durable journal for the runtime (default: runtime-journal.json in the operation dir). */
+  journal?: RuntimeJournalV1;
   /** Called on each state change, after operation.json is written. */
   onState?: (state: OperationState, record: OperationRecord) => Promise<void>;
 }
@@ -297,6 +300,7 @@ async function runRuntime(
     generateId: () => `${mission.operation_id}-${++ids}`,
     logger,
     env,
+    journal: options.journal ?? fileJournal(join(dir, 'runtime-journal.json')),
     mission: { missionId: mission.mission_id, operationId: mission.operation_id, attempt: options.attempt ?? 1 },
   };
   const folded = emptyFold();
