@@ -21,10 +21,12 @@ export interface HermesRunState {
   toolCalls: number;
   /** Ids handed to tool calls that came without one, per tool name, to pair use and result. */
   openTools: Map<string, string[]>;
+  /** Event types this adapter does not know, reported once each. */
+  unknownTypes: Set<string>;
 }
 
 export function newHermesRunState(): HermesRunState {
-  return { sessionId: null, model: null, pendingText: '', result: null, toolCalls: 0, openTools: new Map() };
+  return { sessionId: null, model: null, pendingText: '', result: null, toolCalls: 0, openTools: new Map(), unknownTypes: new Set() };
 }
 
 /** Hermes' result tokens → our usage (cumulative for the run). */
@@ -100,6 +102,8 @@ export function translateHermesEvent(state: HermesRunState, line: HermesLine, pi
       return events;
     }
     case 'unknown':
-      return [{ type: 'runtime.raw', data: { source: 'stdout', reason: 'unknown_event_type', event_type: line.raw_type } }];
+      if (state.unknownTypes.has(line.raw_type)) return [];
+      state.unknownTypes.add(line.raw_type);
+      return [{ type: 'runtime.raw', data: { source: 'stdout', reason: 'unknown_event_type', event_type: line.raw_type, note: 'reported once per type' } }];
   }
 }

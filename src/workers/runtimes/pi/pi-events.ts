@@ -22,6 +22,8 @@ export interface PiRunState {
   /** Summed over assistant messages (each `message_end` reports its own request). */
   usage: Usage;
   toolCalls: number;
+  /** Event types this adapter does not know, reported once each (oh-my-pi has many more). */
+  unknownTypes: Set<string>;
 }
 
 export function newPiRunState(): PiRunState {
@@ -34,6 +36,7 @@ export function newPiRunState(): PiRunState {
     sawAgentEnd: false,
     usage: {},
     toolCalls: 0,
+    unknownTypes: new Set(),
   };
 }
 
@@ -98,7 +101,9 @@ export function translatePiEvent(state: PiRunState, line: PiLine, pid?: number):
     case 'compaction_end':
       return line.errorMessage ? [{ type: 'runtime.log', data: { level: 'warn', message: `pi compaction failed: ${line.errorMessage}` } }] : [];
     case 'unknown':
-      return [{ type: 'runtime.raw', data: { source: 'stdout', reason: 'unknown_event_type', event_type: line.raw_type } }];
+      if (state.unknownTypes.has(line.raw_type)) return [];
+      state.unknownTypes.add(line.raw_type);
+      return [{ type: 'runtime.raw', data: { source: 'stdout', reason: 'unknown_event_type', event_type: line.raw_type, note: 'reported once per type' } }];
     default:
       // agent_start, turn_*, message_start, message_update, tool_execution_update, queue_update:
       // nothing a receipt needs (deltas are summed up by the message_end that follows).

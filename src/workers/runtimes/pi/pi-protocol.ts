@@ -19,7 +19,12 @@
  * cost:{total}}`. A provider failure is NOT a non-zero exit in JSON mode: the last assistant
  * message ends with `stopReason:"error"` and an `errorMessage` such as `401 Incorrect API key`,
  * and pi exits 0. Startup failures (no API key) print to stderr and exit 1.
- * Unknown event types are accepted as `{type:"unknown"}` so a newer CLI never breaks a run.
+ *
+ * oh-my-pi (`omp`, @oh-my-pi/pi-coding-agent 18.x, read from its `src/modes/print-mode.ts`) prints
+ * the same header and events, drops the `partial` snapshot from `message_update`, exits 1 on a
+ * terminal `stopReason` error/aborted, and adds event types of its own (`notice`, `tool_call`,
+ * `auto_compaction_*`, `model_changed`…). Unknown event types are accepted as `{type:"unknown"}`
+ * (reported once per type) so a newer CLI never breaks a run.
  */
 import { z } from 'zod';
 
