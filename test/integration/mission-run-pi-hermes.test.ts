@@ -4,7 +4,7 @@
  * hermes. The receipt must carry the runtime session id, token usage, the diff and the final
  * message; no secret may reach the receipt or events.jsonl.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
@@ -16,6 +16,7 @@ import { realRuntimeBinary } from '../support/real-runtimes.js';
 import { removeDir, tempDir } from '../support/temp.js';
 
 const FAKE_HERMES = fileURLToPath(new URL('../fixtures/bin/fake-hermes.mjs', import.meta.url));
+const FAKE_PI = fileURLToPath(new URL('../fixtures/bin/fake-pi.mjs', import.meta.url));
 const API_KEY = 'sk-uh-mission-pi-8e2c41d0';
 let server: ChatServer;
 let home: string;
@@ -41,7 +42,7 @@ afterAll(async () => {
   created.forEach(removeDir);
 });
 
-async function missionRun(runtime: string, overrides: Record<string, unknown>) {
+async function missionRun(runtime: string, overrides: Record<string, unknown>, sampleMemory = false) {
   const operationId = `op-${runtime}-${process.pid}`;
   const dir = tempDir('uh-mission-');
   const stateDir = tempDir('uh-state-');
@@ -62,9 +63,10 @@ async function missionRun(runtime: string, overrides: Record<string, unknown>) {
   const result = await runCli(['mission', 'run', join(dir, 'mission.yaml'), '--json', '--state-dir', stateDir], {
     cwd: repo,
     env: { UH_CACHE_DIR: cacheDir, HOME: home },
+    sampleMemory,
   });
   const opDir = join(stateDir, 'operations', operationId);
-  return { result, receipt: JSON.parse(result.stdout), events: readFileSync(join(opDir, 'events.jsonl'), 'utf8'), opDir };
+  return { result, receipt: JSON.parse(result.stdout), events: readFileSync(join(opDir, 'events.jsonl'), 'utf8'), opDir, peakRssKb: result.peakRssKb };
 }
 
 describe('uh mission run with pi and hermes', () => {
@@ -110,5 +112,15 @@ describe('uh mission run with pi and hermes', () => {
     const { result, receipt } = await missionRun('hermes', { binary: FAKE_HERMES, env: { UH_FAKE_SCENARIO: 'auth' } });
     expect(result.code).toBe(3);
     expect(receipt).toMatchObject({ status: 'blocked', outcome: { raw: 'provider:auth' } });
+  });
+
+  it('keeps memory flat while pi prints 150 MB of JSONL (and one line over the cap)', async () => {
+    const { result, receipt, opDir, peakRssKb } = await missionRun('pi', { binary: FAKE_PI, env: { UH_FAKE_SCENARIO: 'huge', FAKE_PI_HUGE_MB: '150' } }, true);
+    expect(result.code, result.stderr).toBe(0);
+    expect(receipt.final_message).toBe('Created hello.txt with a greeting.');
+    const size = readdirSync(opDir).filter((f) => f.endsWith('.stdout.jsonl')).map((f) => statSync(join(opDir, f)).size);
+    expect(Math.max(...size)).toBeGreaterThan(150 * 1024 * 1024);
+    expect(peakRssKb).toBeGreaterThan(0);
+    expect(peakRssKb).toBeLessThan(200 * 1024); // far below the 150 MB printed
   });
 });
