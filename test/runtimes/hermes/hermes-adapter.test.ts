@@ -43,6 +43,7 @@ describe('hermes adapter (fake hermes)', () => {
     expect(readFileSync(join(run.workDir, 'hello.txt'), 'utf8')).toBe('hello from fake hermes\n');
     const folded = foldRuntimeEvents(run.events);
     expect(folded.session_id).toBe('20261130_101500_fa4e01');
+    expect(JSON.parse(readFileSync(join(run.logDir, 'runtime-journal.json'), 'utf8'))).toMatchObject({ session_id: folded.session_id });
     expect(folded.usage).toEqual({ input_tokens: 5000, output_tokens: 200, total_tokens: 5200, cached_input_tokens: 1200 });
     expect(folded.tool_calls).toBe(1);
     const seen = JSON.parse(readFileSync(join(argvDir, 'argv.json'), 'utf8'));

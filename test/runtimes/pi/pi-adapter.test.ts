@@ -31,6 +31,8 @@ describe('pi adapter (fake pi)', () => {
     expect(readFileSync(join(run.workDir, 'hello.txt'), 'utf8')).toBe('hello from fake pi\n');
     const folded = foldRuntimeEvents(run.events);
     expect(folded.session_id).toBe('01a22bfb-fake-7000-8000-00000000cafe');
+    // The session id is journaled (durably) as soon as it is known.
+    expect(JSON.parse(readFileSync(join(run.logDir, 'runtime-journal.json'), 'utf8'))).toMatchObject({ session_id: folded.session_id });
     expect(folded.usage).toMatchObject({ input_tokens: 320, output_tokens: 50, total_tokens: 370 });
     expect(folded.tool_calls).toBe(1);
     const tools = run.events.filter((e) => e.type === 'runtime.tool_call').map((e) => e.data.status);

@@ -30,16 +30,20 @@ interface RunEnd {
 }
 
 /** stream-json mode: JSONL through the shared transport. */
-async function* runStreamJson(config: HermesSettings, argv: string[], stdin: 'ignore' | { text: string }, ctx: RuntimeContextV1, scanner: SentinelScanner, end: RunEnd): AsyncGenerator<RuntimeEventV1> {
+async function* runStreamJson(config: HermesSettings, argv: string[], env: Record<string, string | undefined>, stdin: 'ignore' | { text: string }, ctx: RuntimeContextV1, scanner: SentinelScanner, end: RunEnd): AsyncGenerator<RuntimeEventV1> {
   const state = newHermesRunState();
   let pid: number | undefined;
-  const items = runCliJsonl({ spawn: ctx.spawn, argv, cwd: ctx.workDir, env: { ...ctx.env, ...config.env }, schema: HermesLineSchema, logDir: ctx.logDir, logName: 'hermes', stdin, signal: ctx.signal, killGraceMs: config.kill_grace_ms });
+  const items = runCliJsonl({ spawn: ctx.spawn, argv, cwd: ctx.workDir, env, schema: HermesLineSchema, logDir: ctx.logDir, logName: 'hermes', stdin, signal: ctx.signal, killGraceMs: config.kill_grace_ms });
   for await (const item of items) {
     if (item.kind === 'spawned') pid = item.pid;
     else if (item.kind === 'malformed') yield { type: 'runtime.raw', data: { source: 'stdout', reason: item.reason, line: item.line, detail: item.detail } };
     else if (item.kind === 'message') {
       if (item.value.type === 'text') scanner.push(item.value.text);
-      yield* translateHermesEvent(state, item.value, pid);
+      for (const event of translateHermesEvent(state, item.value, pid)) {
+        // Durable before anyone sees it: a crash of uh still leaves the session id behind.
+        if (event.type === 'runtime.started' && state.sessionId) await ctx.journal.put({ session_id: state.sessionId, pid });
+        yield event;
+      }
     } else {
       yield* flushHermesText(state);
       const exit = item.exit;
@@ -54,7 +58,7 @@ async function* runStreamJson(config: HermesSettings, argv: string[], stdin: 'ig
 }
 
 /** Quiet text mode (`-Q`, no `--format`): stdout is the answer, `session_id: …` is on stderr. */
-async function* runText(config: HermesSettings, argv: string[], stdin: 'ignore' | { text: string }, ctx: RuntimeContextV1, scanner: SentinelScanner, end: RunEnd): AsyncGenerator<RuntimeEventV1> {
+async function* runText(config: HermesSettings, argv: string[], env: Record<string, string | undefined>, stdin: 'ignore' | { text: string }, ctx: RuntimeContextV1, scanner: SentinelScanner, end: RunEnd): AsyncGenerator<RuntimeEventV1> {
   const stdoutLog = join(ctx.logDir, 'hermes.stdout.log');
   const stderrLog = join(ctx.logDir, 'hermes.stderr.log');
   const stdoutTail = new TailBuffer(4096);
@@ -63,7 +67,7 @@ async function* runText(config: HermesSettings, argv: string[], stdin: 'ignore' 
   const child = ctx.spawn({
     argv,
     cwd: ctx.workDir,
-    env: { ...ctx.env, ...config.env },
+    env,
     stdin,
     stdout: { file: stdoutLog, tap: (chunk) => { stdoutTail.push(chunk); scanner.push(decoder.decode(chunk, { stream: true })); } },
     stderr: { file: stderrLog, tap: (chunk) => stderrTail.push(chunk) },
@@ -102,7 +106,7 @@ export const hermesAdapter: RuntimeAdapterV1<HermesSettings> = {
   launch(plan, ctx) {
     const config = plan.config;
     async function* run(): AsyncGenerator<RuntimeEventV1> {
-      const env = { ...ctx.env, ...config.env };
+      const env = { ...ctx.env, ...config.env, UH_OPERATION_ID: ctx.mission.operationId, UH_MISSION_ID: ctx.mission.missionId };
       const needsHelp = config.format === 'auto' || config.prompt_via === 'auto';
       const features = needsHelp ? await detectHermesFeatures(ctx.spawn, config.binary, env, ctx.signal) : { streamJson: false, queryFile: false };
       const mode = hermesLaunchMode(config, features);
@@ -110,8 +114,8 @@ export const hermesAdapter: RuntimeAdapterV1<HermesSettings> = {
       const stdin = mode.promptViaStdin ? { text: plan.prompt } : ('ignore' as const);
       const scanner = new SentinelScanner();
       const end: RunEnd = { facts: { binary: config.binary, mode: mode.format, exitCode: null, signal: null, timedOut: false, stderrTail: '', stdoutTail: '', result: null }, sessionId: null, usage: {}, logs: [] };
-      if (mode.format === 'stream-json') yield* runStreamJson(config, argv, stdin, ctx, scanner, end);
-      else yield* runText(config, argv, stdin, ctx, scanner, end);
+      if (mode.format === 'stream-json') yield* runStreamJson(config, argv, env, stdin, ctx, scanner, end);
+      else yield* runText(config, argv, env, stdin, ctx, scanner, end);
       const outcome = classifyHermes({ ...end.facts, abort: ctx.signal.aborted ? abortReasonOf(ctx.signal) : null });
       yield {
         type: 'runtime.finished',

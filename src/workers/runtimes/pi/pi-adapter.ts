@@ -60,7 +60,7 @@ export function createPiAdapter(variant: PiVariant): RuntimeAdapterV1<PiSettings
     launch(plan, ctx) {
       const config = plan.config;
       async function* run(): AsyncGenerator<RuntimeEventV1> {
-        const env: Record<string, string | undefined> = { ...ctx.env, ...config.env };
+        const env: Record<string, string | undefined> = { ...ctx.env, ...config.env, UH_OPERATION_ID: ctx.mission.operationId, UH_MISSION_ID: ctx.mission.missionId };
         if (config.offline) env.PI_OFFLINE = '1';
         const state = newPiRunState();
         const scanner = new SentinelScanner();
@@ -85,6 +85,8 @@ export function createPiAdapter(variant: PiVariant): RuntimeAdapterV1<PiSettings
             case 'message':
               for (const event of translatePiEvent(state, item.value, pid)) {
                 if (event.type === 'runtime.message') scanner.push(`${event.data.text}\n`);
+                // Durable before anyone sees it: a crash of uh still leaves the session id behind.
+                if (event.type === 'runtime.started') await ctx.journal.put({ session_id: event.data.session_id, pid });
                 yield event;
               }
               break;
