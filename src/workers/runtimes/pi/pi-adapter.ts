@@ -6,7 +6,7 @@
 import { SentinelScanner, resolveFinalMessage } from '../../../shared/sentinel.js';
 import { abortReasonOf } from '../../../shared/runtime/v1/runtime-context.js';
 import type { RuntimeAdapterV1, RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
-import { secretEnvValues } from '../../../shared/redact.js';
+import { redact, secretEnvValues } from '../../../shared/redact.js';
 import { runCliJsonl } from '../../../shared/transport/cli-jsonl.js';
 import { PiLineSchema } from './pi-protocol.js';
 import { newPiRunState, translatePiEvent } from './pi-events.js';
@@ -41,6 +41,11 @@ export function buildPiArgv(config: PiSettings, prompt: string): string[] {
 
 export function createPiAdapter(variant: PiVariant): RuntimeAdapterV1<PiSettings> {
   const schema = piSettingsSchema(variant);
+  // An `--api-key <key>` passed through extra_args is a secret too.
+  const secretsOf = (config: PiSettings): string[] => [
+    ...secretEnvValues(config.env),
+    ...config.extra_args.filter((_, i) => config.extra_args[i - 1] === '--api-key'),
+  ];
   return {
     specificationVersion: 'v1',
     id: variant.id,
@@ -48,13 +53,14 @@ export function createPiAdapter(variant: PiVariant): RuntimeAdapterV1<PiSettings
     capabilities: ['non_interactive_run', 'structured_events', 'json_output', 'file_tools', 'terminal', 'skills'],
     defaultConfig: { binary: variant.binary, prompt_via: variant.prompt_via },
     configSchema: schema,
-    secretsOf: (config) => secretEnvValues(config.env),
+    secretsOf,
 
     check: (config, ctx) => checkPi(variant, config, ctx),
 
     async prepare({ config, prompt }) {
       const argv = buildPiArgv(config, prompt).map((a) => (a === prompt || a === `\n${prompt}` ? `<prompt: ${prompt.length} chars>` : a));
-      return { config, prompt, describe: { argv, prompt_via: config.prompt_via, env: Object.keys(config.env), offline: config.offline } };
+      const describe = { argv, prompt_via: config.prompt_via, env: Object.keys(config.env), offline: config.offline };
+      return { config, prompt, describe: redact(describe, secretsOf(config)) };
     },
 
     launch(plan, ctx) {
