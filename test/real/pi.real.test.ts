@@ -91,6 +91,16 @@ describe('real pi --mode json against the scripted Chat Completions server', () 
     expect(JSON.stringify(result.events)).not.toContain(API_KEY);
   });
 
+  it("without a sentinel, the final message is pi's last assistant text", async () => {
+    await server.script([{ kind: 'text', text: 'Nothing to change; the repository already says hello.' }], API_KEY);
+    const finished = terminalOf((await runReal()).events);
+    expect(finished).toMatchObject({
+      outcome: { status: 'completed' },
+      final_message: 'Nothing to change; the repository already says hello.',
+      final_message_source: 'native',
+    });
+  });
+
   it.each([
     ['HTTP 500', { kind: 'error', status: 500, body: { error: { message: 'internal boom', type: 'server_error' } } } as const, 'failed', 'stopReason:error'],
     ['HTTP 429 insufficient_quota', { kind: 'error', status: 429, body: { error: { message: 'You exceeded your current quota', type: 'insufficient_quota', code: 'insufficient_quota' } } } as const, 'blocked', 'provider:quota'],
