@@ -84,6 +84,15 @@ describe('codex adapter (fake codex)', () => {
     expect(git(result.workDir, 'status', '--porcelain')).toBe('');
   });
 
+  it('stops codex waiting for an unreachable endpoint after network_wait_ms, as blocked', async () => {
+    const started = Date.now();
+    const result = await run('offline', { network_wait_ms: 300, kill_grace_ms: 500 });
+    const finished = terminalOf(result.events);
+    expect(finished.outcome).toMatchObject({ status: 'blocked', raw: 'unreachable' });
+    expect(finished.outcome.message).toMatch(/waiting for network/);
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+
   it('is blocked with an install hint when the binary is missing', async () => {
     const result = await runAdapter(codexAdapter, { binary: '/nonexistent/codex' });
     const finished = terminalOf(result.events);

@@ -16,6 +16,7 @@ import { CodexEventSchema } from './codex-protocol.js';
 import { initialCodexState, translateCodexEvent } from './codex-events.js';
 import { classifyCodex } from './classify-codex.js';
 import { checkCodex } from './check-codex.js';
+import { NetworkWaitWatch } from './network-wait-watch.js';
 
 const LAST_MESSAGE_FILE = 'codex-last-message.txt';
 /** The -o file is read up to this size; a longer one is cut (memory stays bounded). */
@@ -77,22 +78,31 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
       await rm(lastMessageFile, { force: true }); // a stale file from an earlier attempt must not count
       const state = initialCodexState();
       let exit: CliJsonlExit | undefined;
-      for await (const item of runCliJsonl({
-        spawn: ctx.spawn,
-        argv: buildCodexArgv(config, ctx.workDir, lastMessageFile, plan.prompt),
-        cwd: ctx.workDir,
-        env: childEnv(config, ctx.env),
-        schema: CodexEventSchema,
-        logDir: ctx.logDir,
-        logName: 'codex',
-        signal: ctx.signal,
-        killGraceMs: config.kill_grace_ms,
-      })) {
-        if (item.kind === 'spawned') state.pid = item.pid;
-        else if (item.kind === 'message') yield* translateCodexEvent(item.value, state);
-        else if (item.kind === 'malformed') {
-          yield { type: 'runtime.raw', data: { source: 'codex.stdout', reason: item.reason, line: item.line, detail: item.detail } };
-        } else exit = item.exit;
+      const stop = new AbortController();
+      const watch = new NetworkWaitWatch(config.network_wait_ms, () => stop.abort());
+      try {
+        for await (const item of runCliJsonl({
+          spawn: ctx.spawn,
+          argv: buildCodexArgv(config, ctx.workDir, lastMessageFile, plan.prompt),
+          cwd: ctx.workDir,
+          env: childEnv(config, ctx.env),
+          schema: CodexEventSchema,
+          logDir: ctx.logDir,
+          logName: 'codex',
+          signal: AbortSignal.any([ctx.signal, stop.signal]),
+          killGraceMs: config.kill_grace_ms,
+        })) {
+          if (item.kind === 'spawned') state.pid = item.pid;
+          else if (item.kind === 'message') {
+            if (item.value.type === 'error') watch.notice(item.value.message);
+            else watch.progress();
+            yield* translateCodexEvent(item.value, state);
+          } else if (item.kind === 'malformed') {
+            yield { type: 'runtime.raw', data: { source: 'codex.stdout', reason: item.reason, line: item.line, detail: item.detail } };
+          } else exit = item.exit;
+        }
+      } finally {
+        watch.dispose();
       }
       if (exit === undefined) throw new Error('CLI-JSONL transport ended without an exit item');
       const lastMessage = await readLastMessage(lastMessageFile);
@@ -109,6 +119,7 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
         stderrTail: exit.stderrTail,
         exitMessage: exit.message,
         lastMessagePresent: lastMessage !== null && lastMessage.trim() !== '',
+        gaveUpUnreachable: watch.gaveUp,
       });
       const native = lastMessage !== null && lastMessage.trim() !== '' ? lastMessage : state.lastAgentMessage;
       const final = resolveFinalMessage(lastMessage === null ? null : extractRuntimeFinalMessageSentinel(lastMessage), native);
