@@ -57,6 +57,8 @@ describe('codex adapter (fake codex)', () => {
     // The non-fatal error item is a warning, not a failure.
     expect(ofType(result.events, 'runtime.log').some((e) => e.data.non_fatal === true && e.data.level === 'warn')).toBe(true);
     expect(statSync(join(result.logDir, 'codex.stdout.jsonl')).size).toBeGreaterThan(0);
+    // The thread id is in the durable journal too.
+    expect(JSON.parse(readFileSync(join(result.logDir, 'runtime-journal.json'), 'utf8'))).toMatchObject({ codex_thread_id: folded.thread_id });
   });
 
   it('falls back to the raw -o file content when the sentinel is missing', async () => {

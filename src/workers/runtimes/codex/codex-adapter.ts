@@ -96,6 +96,9 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
           else if (item.kind === 'message') {
             if (item.value.type === 'error') watch.notice(item.value.message);
             else watch.progress();
+            // The thread id is durable before anyone hears of it: a worker that dies mid-run still
+            // knows which codex thread ran (codex keeps it under CODEX_HOME unless --ephemeral).
+            if (item.value.type === 'thread.started') await ctx.journal.put({ codex_thread_id: item.value.thread_id });
             yield* translateCodexEvent(item.value, state);
           } else if (item.kind === 'malformed') {
             yield { type: 'runtime.raw', data: { source: 'codex.stdout', reason: item.reason, line: item.line, detail: item.detail } };
