@@ -4,13 +4,13 @@
  * the `--output-last-message` file lives in the log dir, never in the worktree. The final
  * message is that file's sentinel block, else its raw content, else the last agent_message.
  */
-import { readFile, rm } from 'node:fs/promises';
+import { open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { abortReasonOf } from '../../../shared/runtime/v1/runtime-context.js';
 import type { RuntimeAdapterV1, RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
 import { extractRuntimeFinalMessageSentinel, resolveFinalMessage } from '../../../shared/sentinel.js';
 import { runCliJsonl, type CliJsonlExit } from '../../../shared/transport/cli-jsonl.js';
-import { REDACTED, secretEnvValues } from '../../../shared/redact.js';
+import { redactString, secretEnvValues } from '../../../shared/redact.js';
 import { CodexSettingsSchema, buildCodexArgv, tomlValue, type CodexSettings } from './codex-settings.js';
 import { CodexEventSchema } from './codex-protocol.js';
 import { initialCodexState, translateCodexEvent } from './codex-events.js';
@@ -30,12 +30,21 @@ function childEnv(config: CodexSettings, base: Readonly<Record<string, string | 
   return env;
 }
 
+/** The -o file's text (at most LAST_MESSAGE_CAP bytes read), or null when codex wrote none. */
 async function readLastMessage(path: string): Promise<string | null> {
+  let file;
   try {
-    const text = await readFile(path, 'utf8');
-    return text.length > LAST_MESSAGE_CAP ? `${text.slice(0, LAST_MESSAGE_CAP)}\n[… final message truncated by uh]` : text;
+    file = await open(path, 'r');
   } catch {
     return null;
+  }
+  try {
+    const buffer = Buffer.alloc(LAST_MESSAGE_CAP + 1);
+    const { bytesRead } = await file.read(buffer, 0, buffer.length, 0);
+    const text = buffer.subarray(0, Math.min(bytesRead, LAST_MESSAGE_CAP)).toString('utf8');
+    return bytesRead > LAST_MESSAGE_CAP ? `${text}\n[… final message truncated by uh]` : text;
+  } finally {
+    await file.close();
   }
 }
 
@@ -63,7 +72,7 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
       config,
       prompt,
       describe: {
-        argv: argv.map((a) => secrets.reduce((s, secret) => (secret.length >= 4 ? s.split(secret).join(REDACTED) : s), a)),
+        argv: argv.map((a) => redactString(a, secrets)),
         stdin: 'closed',
         env: Object.keys(config.env),
         ...(config.codex_home ? { codex_home: config.codex_home } : {}),
