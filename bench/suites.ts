@@ -8,8 +8,10 @@ export interface BenchSuite {
   run: () => Promise<void>;
 }
 
+import { runInlineVsFloor } from './inline-vs-floor.js';
 import { runQueueLatency } from './queue-latency.js';
 
 export const SUITES: BenchSuite[] = [
+  { name: 'inline', run: runInlineVsFloor },
   { name: 'queue', run: runQueueLatency },
 ];

@@ -18,9 +18,9 @@ import { errorMessage, UhError } from '../shared/errors.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import { spawnGroup, type SpawnGroup } from '../shared/process/spawn-group.js';
 import { redact, secretEnvValues } from '../shared/redact.js';
-import { foldOne, type FoldedRuntime } from '../shared/runtime/fold-events.js';
+import { foldOne, initialFold, type FoldedRuntime } from '../shared/runtime/fold-events.js';
 import { guardTerminal } from '../shared/runtime/guard-terminal.js';
-import type { AbortReasonV1, RuntimeContextV1 } from '../shared/runtime/v1/index.js';
+import type { AbortReasonV1, RuntimeContextV1, RuntimeJournalV1 } from '../shared/runtime/v1/index.js';
 import type { PreparedOperation } from '../producers/prepare-operation.js';
 import { captureDiff, type DiffCapture } from './verification/capture-diff.js';
 import { checkScope, type ScopeViolation } from './verification/scope-check.js';
@@ -28,6 +28,7 @@ import { runChecks } from './verification/run-checks.js';
 import { decideVerdict } from './results/verdict.js';
 import { createSandbox, removeSandbox, retainSandbox, type Sandbox } from './sandbox/worktree.js';
 import { EventLog } from './state/event-log.js';
+import { fileJournal } from './state/file-journal.js';
 import { operationDir, writeReceiptOnce, writeRecord, type OperationRecord } from './state/operation-files.js';
 
 export interface ExecuteOptions {
@@ -50,6 +51,8 @@ export interface ExecuteOptions {
   onEventLog?: (log: EventLog) => void;
   /** Called right before the runtime starts (queue mode persists "runtime started" here). */
   beforeRuntime?: () => Promise<void>;
+  /** Durable journal for the runtime (default: runtime-journal.json in the operation dir). */
+  journal?: RuntimeJournalV1;
   /** Called on each state change, after operation.json is written. */
   onState?: (state: OperationState, record: OperationRecord) => Promise<void>;
 }
@@ -61,18 +64,7 @@ export interface ExecuteResult {
 }
 
 function emptyFold(): FoldedRuntime {
-  return {
-    outcome: { status: 'failed', raw: 'not_started', message: 'runtime did not start', timed_out: false },
-    session_id: null,
-    thread_id: null,
-    turn_id: null,
-    final_message: '',
-    final_message_source: 'none',
-    usage: {},
-    tool_calls: 0,
-    messages: 0,
-    assistant_text: '',
-  };
+  return initialFold({ status: 'failed', raw: 'not_started', message: 'runtime did not start', timed_out: false });
 }
 
 export async function executeOperation(options: ExecuteOptions): Promise<ExecuteResult> {
@@ -216,13 +208,7 @@ export async function executeOperation(options: ExecuteOptions): Promise<Execute
       prompt_digest: prepared.promptDigest,
       repository: { url: mission.repository.url, ref: mission.repository.ref, base_commit: prepared.baseCommit },
       head_commit: diff?.headCommit ?? null,
-      runtime: {
-        adapter_id: runtime.runtimeId,
-        runtime_kind: runtime.adapter.id,
-        session_id: folded.session_id,
-        thread_id: folded.thread_id,
-        turn_id: folded.turn_id,
-      },
+      runtime: runtimeIdentity(prepared, folded),
       attempt: record.attempt,
       worker: { host: hostname(), pid: process.pid, mode: options.mode },
       started_at: startedAt.toISOString(),
@@ -298,10 +284,10 @@ async function runRuntime(
     generateId: () => `${mission.operation_id}-${++ids}`,
     logger,
     env,
+    journal: options.journal ?? fileJournal(join(dir, 'runtime-journal.json')),
     mission: { missionId: mission.mission_id, operationId: mission.operation_id, attempt: options.attempt ?? 1 },
   };
-  const folded = emptyFold();
-  folded.outcome = { status: 'failed', raw: 'no_terminal_event', message: 'runtime ended without a terminal outcome', timed_out: false };
+  const folded = initialFold();
   const toolIds = new Set<string>();
   try {
     const plan = await runtime.adapter.prepare({
@@ -328,13 +314,7 @@ function toRuntimeResult(prepared: PreparedOperation, folded: FoldedRuntime, dir
     schema_version: 'uh.runtime-result.v0',
     mission_id: mission.mission_id,
     operation_id: mission.operation_id,
-    runtime: {
-      adapter_id: runtime.runtimeId,
-      runtime_kind: runtime.adapter.id,
-      session_id: folded.session_id,
-      thread_id: folded.thread_id,
-      turn_id: folded.turn_id,
-    },
+    runtime: runtimeIdentity(prepared, folded),
     outcome: folded.outcome,
     status: folded.outcome.status,
     summary: folded.final_message.split('\n')[0]?.slice(0, 200) ?? '',
@@ -347,5 +327,15 @@ function toRuntimeResult(prepared: PreparedOperation, folded: FoldedRuntime, dir
     logs: readdirSync(dir)
       .filter((f) => f.startsWith('runtime.') && f.endsWith('.log'))
       .map((f) => join(dir, f)),
+  };
+}
+
+function runtimeIdentity(prepared: PreparedOperation, folded: FoldedRuntime) {
+  return {
+    adapter_id: prepared.runtime.runtimeId,
+    runtime_kind: prepared.runtime.adapter.id,
+    session_id: folded.session_id,
+    thread_id: folded.thread_id,
+    turn_id: folded.turn_id,
   };
 }

@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { resolve, join } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { EXIT } from '../../shared/contracts/status.js';
+import { EXIT } from '../../shared/contracts/exit-codes.js';
 import { errorMessage, UhError, invalidInput } from '../../shared/errors.js';
 
 export interface CommandSpec {
