@@ -89,3 +89,17 @@ describe('operation record transitions', () => {
     expect((await store.claim(j.operation_id, 'w1', worker('w1'), jobIdFor(j.operation_id), done(j))).kind).toBe('settled');
   });
 });
+
+describe('runtime journal in the record', () => {
+  it('merges puts durably, only for the owner, and survives in the record', async () => {
+    const { redisJournal } = await import('../../src/workers/pools/redis-journal.js');
+    const j = job();
+    await store.createOrAttach(j, fields);
+    await store.claim(j.operation_id, 'w1', worker('w1'), jobIdFor(j.operation_id), done(j));
+    const journal = redisJournal(store, j.operation_id, 'w1');
+    await Promise.all([journal.put({ thread_id: 't-1' }), journal.put({ baseline_turns: [] })]);
+    expect(await journal.get()).toEqual({ thread_id: 't-1', baseline_turns: [] });
+    expect((await store.get(j.operation_id))?.journal).toEqual({ thread_id: 't-1', baseline_turns: [] });
+    await expect(redisJournal(store, j.operation_id, 'w2').put({ turn_id: 'x' })).rejects.toThrow('no longer owns');
+  });
+});

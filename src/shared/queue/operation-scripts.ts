@@ -101,7 +101,7 @@ if s[1] ~= ARGV[1] or s[2] == 'finished' or s[2] == 'unknown' then return 0 end
 if s[3] and s[3] ~= '' then return 0 end
 redis.call('RPUSH', KEYS[2], ARGV[5])
 redis.call('HSET', KEYS[1], 'state', 'queued', 'attempt', ARGV[3], 'job_id', ARGV[4], 'runtime_started', '0',
-  'owner', '', 'updated_at', ARGV[2], 'retry_at', ARGV[6], 'status', '', 'verdict', '', 'exit_code', '')
+  'owner', '', 'updated_at', ARGV[2], 'retry_at', ARGV[6], 'status', '', 'verdict', '', 'exit_code', '', 'journal', '')
 return 1
 `;
 

@@ -47,6 +47,8 @@ export const QueueRecordSchema = z.object({
   turn_id: nullable,
   sandbox_path: nullable,
   job: z.string().transform((v) => JSON.parse(v) as OperationJob),
+  /** The runtime journal (RuntimeJournalV1) of the current attempt, as JSON. */
+  journal: nullable.transform((v) => (v ? (JSON.parse(v) as Record<string, unknown>) : {})),
 });
 export type QueueRecord = z.infer<typeof QueueRecordSchema>;
 

@@ -22,6 +22,7 @@ import { executeOperation } from '../execute-operation.js';
 import { collectArtifacts } from '../results/store-artifacts.js';
 import { retryDecision } from '../results/retry-policy.js';
 import { synthesizeReceipt } from '../results/synthesize-receipt.js';
+import { redisJournal } from './redis-journal.js';
 import { claimOperationDir, operationDir, operationsRoot } from '../state/operation-files.js';
 import type { EventLog } from '../state/event-log.js';
 
@@ -108,6 +109,7 @@ export async function processOperationJob(ctx: PoolContext, job: Job<OperationJo
       logger,
       sandboxKeepHours: ctx.sandboxKeepHours,
       keepSandbox: ctx.keepSandbox,
+      journal: redisJournal(store, id, owner),
       onEventLog: (log) => {
         eventLog = log;
         log.subscribe((event) => store.appendEvent(id, JSON.stringify(event)));

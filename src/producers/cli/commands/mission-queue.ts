@@ -133,6 +133,7 @@ export async function missionRecover(argv: string[]): Promise<number> {
     if (values.settle !== 'failed' && values.settle !== 'cancelled') throw invalidInput(`--settle: "${values.settle}" must be failed or cancelled`);
     const { completionOf, eventJson } = await import('../../../shared/queue/operation-store.js');
     const steps: string[] = [];
+    if (Object.keys(record.journal).length > 0) steps.push(`runtime journal (identity facts to inspect): ${JSON.stringify(record.journal)}`);
     if ((record.state === 'running' || record.state === 'verifying') && record.worker) {
       const alive = (await client.redis.exists(client.store.keys.worker(record.worker.id))) === 1;
       if (alive) steps.push(`running on worker ${record.worker.id} (alive): nothing to recover`);
