@@ -99,12 +99,18 @@ export async function runQueueLatency(): Promise<void> {
     await (await raw.queue.add('x', {})).waitUntilFinished(rawEvents);
 
     let n = 0;
+    const submitMs: number[] = [];
+    const pipelineMs: number[] = [];
     const times = await interleave(ROUNDS, {
       'uh submit → receipt (queue, 1 worker process)': async () => {
         const id = `lat-${++n}`;
+        const t = performance.now();
         await submitOperation(client, mission(id), opts);
+        submitMs.push(performance.now() - t);
         const record = await tailOperation(client.store, id, { from: 'start', timeoutMs: 60_000 });
         if (record?.state !== 'finished') throw new Error(`${id} did not finish: ${record?.state}`);
+        const receipt = JSON.parse((await client.store.redis.hget(client.store.keys.artifacts(id), 'receipt')) ?? '{}');
+        pipelineMs.push(receipt.timings_ms?.total_ms ?? Number.NaN);
       },
       'raw BullMQ add → completed': async () => {
         await (await raw.queue.add('x', {})).waitUntilFinished(rawEvents);
@@ -116,6 +122,13 @@ export async function runQueueLatency(): Promise<void> {
       { contender: uhName, p50: fmtMs(p(uhName, 50)), p95: fmtMs(p(uhName, 95)) },
       { contender: rawName, p50: fmtMs(p(rawName, 50)), p95: fmtMs(p(rawName, 95)) },
       { contender: 'ratio uh / raw', p50: `${(p(uhName, 50) / p(rawName, 50)).toFixed(1)}×`, p95: `${(p(uhName, 95) / p(rawName, 95)).toFixed(1)}×` },
+    ]);
+
+    const total = p(uhName, 50);
+    printTable('Where a no-op mission\'s queue latency goes (medians)', [
+      { part: 'submit: prepare (runtime, ref → commit under the mirror lock) + record + add', ms: fmtMs(percentile(submitMs, 50)) },
+      { part: 'worker pipeline (receipt total_ms: sandbox, runtime, diff, receipt)', ms: fmtMs(percentile(pipelineMs, 50)) },
+      { part: 'the rest: pickup, claim, artifacts + settle, tail wake-up', ms: fmtMs(total - percentile(submitMs, 50) - percentile(pipelineMs, 50)) },
     ]);
 
     // Throughput: 2 worker processes × concurrency 4.

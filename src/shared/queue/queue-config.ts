@@ -52,7 +52,8 @@ export interface QueueConfig {
 }
 
 export function loadQueueConfig(flagRedis?: string, env: Readonly<Record<string, string | undefined>> = process.env): QueueConfig {
-  const result = QueueEnvSchema.safeParse({ ...env, ...(flagRedis ? { REDIS_URL: flagRedis } : {}) });
+  const redisUrl = flagRedis || env.REDIS_URL || undefined; // an empty REDIS_URL means unset
+  const result = QueueEnvSchema.safeParse({ ...env, REDIS_URL: redisUrl });
   if (!result.success) {
     const details = result.error.issues.map((i) => {
       const key = String(i.path[0]);
