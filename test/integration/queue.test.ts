@@ -292,6 +292,25 @@ describe('a worker killed with -9 mid-run', () => {
   });
 });
 
+describe('recover of a queued operation whose job is gone', () => {
+  it('enqueues it again (its runtime never started) and it runs once', async () => {
+    const prefix = redis.prefix('requeue');
+    const countFile = join(tempDir('uh-count-'), 'count');
+    const { path, operationId } = writeMission(repo, ['count', countFile]);
+    expect((await uh(prefix, ['mission', 'submit', path, '--state-dir', state()])).code).toBe(0);
+    // The job vanishes (Redis flushed by an operator, a crash before the add): the record stays.
+    await redis.redis.del(`${prefix}:bull:runtime.command:wait`, `${prefix}:bull:runtime.command:op.${operationId}`);
+    const recovered = await uh(prefix, ['mission', 'recover', operationId, '--json']);
+    expect(recovered.code).toBe(5); // still queued
+    expect(json(recovered).steps.join(' ')).toContain('enqueued again');
+    const w = await worker(prefix, ['--runtime', 'command']);
+    const watched = await uh(prefix, ['mission', 'watch', operationId, '--timeout', '30']);
+    expect(watched.code).toBe(0);
+    expect(lines(countFile)).toHaveLength(1);
+    expect(await w.stop()).toBe(0);
+  });
+});
+
 describe('completion outbox', () => {
   it('a results consumer started late receives every completion, webhook signed and retried; a waiting job cancels at once', async () => {
     const prefix = redis.prefix('outbox');

@@ -145,11 +145,17 @@ export async function missionRecover(argv: string[]): Promise<number> {
     }
     if (record.state === 'queued') {
       const queue = await client.queue(record.runtime);
-      if (!(await queue.getJob(record.job_id))) {
+      const job = await queue.getJob(record.job_id);
+      const jobState = job ? await job.getState() : 'missing';
+      if (['waiting', 'delayed', 'active', 'prioritized', 'waiting-children'].includes(jobState)) {
+        steps.push(`queued, its job is ${jobState}: nothing to recover`);
+      } else {
+        // Failed or completed without settling the record (or gone): the runtime never started.
+        if (job) await job.remove().catch(() => undefined);
         const { JOB_OPTIONS } = await import('../../submit.js');
         await queue.add('operation', { ...record.job, attempt: record.attempt }, { ...JOB_OPTIONS, jobId: record.job_id });
-        steps.push('its job was gone: enqueued again (its runtime never started)');
-      } else steps.push('queued, its job is in the queue: nothing to recover');
+        steps.push(`its job was ${jobState}: enqueued again (its runtime never started)`);
+      }
     }
     if (record.state === 'unknown') {
       const { synthesizeReceipt } = await import('../../../workers/results/synthesize-receipt.js');
