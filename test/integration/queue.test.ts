@@ -20,6 +20,7 @@ import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
 
 const BURST = fileURLToPath(new URL('../fixtures/bin/submit-burst.mjs', import.meta.url));
+const FAKE_HERMES = fileURLToPath(new URL('../fixtures/bin/fake-hermes.mjs', import.meta.url));
 
 let redis: TestRedis;
 let repo: string;
@@ -289,6 +290,28 @@ describe('a worker killed with -9 mid-run', () => {
     expect(receipt.outcome).toMatchObject({ status: 'failed', raw: 'unknown' });
     expect(receipt.outcome.hint).toContain('new operation_id');
     expect(lines(countFile)).toHaveLength(1);
+  });
+});
+
+describe('rate limits', () => {
+  it('a 429 with "try again in 7s" runs again as a new attempt, only after the first settled, after the asked delay', async () => {
+    const prefix = redis.prefix('retry');
+    await worker(prefix, ['--runtime', 'hermes'], { UH_RETRY_MAX_ATTEMPTS: '2' });
+    const { path, operationId } = writeMission(repo, [], {
+      runtime: 'hermes',
+      runtime_config_overrides: { hermes: { binary: FAKE_HERMES, env: { UH_FAKE_SCENARIO: 'rate-limit' } } },
+    });
+    const waited = await uh(prefix, ['mission', 'submit', path, '--wait', '--json', '--state-dir', state()]);
+    expect(waited.code).toBe(3);
+    const second = json(waited);
+    expect(second).toMatchObject({ attempt: 2, status: 'blocked', outcome: { raw: 'provider:rate_limit', retry_after_ms: 7000 } });
+    const attempts = (await redis.redis.lrange(`${prefix}:op:${operationId}:attempts`, 0, -1)).map((r) => JSON.parse(r));
+    expect(attempts.map((r) => [r.attempt, r.status])).toEqual([[1, 'blocked']]);
+    // Never two at once: attempt 2 started after attempt 1 finished, at least the asked delay later.
+    expect(Date.parse(second.started_at) - Date.parse(attempts[0].finished_at)).toBeGreaterThanOrEqual(6900);
+    expect((await record(prefix, operationId)).job_id).toBe(`op.${operationId}@2`);
+    const events = (await redis.redis.xrange(`${prefix}:op:${operationId}:events`, '-', '+')).flatMap(([, f]) => (f[0] === 'event' ? [JSON.parse(f[1] as string)] : []));
+    expect(events.find((e) => e.type === 'operation.queued' && e.data.attempt === 2)?.data).toMatchObject({ delay_ms: 7000, reason: 'rate_limit' });
   });
 });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Outcome } from '../../src/shared/contracts/runtime-result.js';
-import { retryDecision } from '../../src/workers/results/retry-policy.js';
+import { RETRY_POLICY, retryDecision, withMaxAttempts } from '../../src/workers/results/retry-policy.js';
 
 const outcome = (status: Outcome['status'], extra: Partial<Outcome> = {}): Outcome => ({ status, raw: 'x', message: 'm', timed_out: false, ...extra });
 
@@ -17,4 +17,11 @@ describe('retry policy (one row per rule and per "never")', () => {
   ])('%s', (_name, o, attempt, expected) => {
     expect(retryDecision(o, attempt)).toEqual(expected);
   });
+});
+
+it('UH_RETRY_MAX_ATTEMPTS overrides the attempt limit of every rule (1 = never)', () => {
+  const limited = outcome('blocked', { retry_after_ms: 1000 });
+  expect(retryDecision(limited, 1, withMaxAttempts(RETRY_POLICY, 1))).toEqual({ retry: false });
+  expect(retryDecision(limited, 4, withMaxAttempts(RETRY_POLICY, 5))).toMatchObject({ retry: true });
+  expect(withMaxAttempts(RETRY_POLICY, null)).toBe(RETRY_POLICY);
 });

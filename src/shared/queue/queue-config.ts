@@ -21,6 +21,7 @@ const QueueEnvSchema = z.object({
   UH_WEBHOOK_SECRET: z.string().min(1).optional(),
   UH_WEBHOOK_ATTEMPTS: z.coerce.number().int().positive().default(5),
   UH_WEBHOOK_BACKOFF_MS: ms(500),
+  UH_RETRY_MAX_ATTEMPTS: z.coerce.number().int().positive().optional(),
 });
 
 const OPTION_OF: Record<string, string> = {
@@ -36,6 +37,7 @@ const OPTION_OF: Record<string, string> = {
   UH_WEBHOOK_SECRET: 'webhook signing secret',
   UH_WEBHOOK_ATTEMPTS: 'webhook attempts',
   UH_WEBHOOK_BACKOFF_MS: 'webhook first backoff',
+  UH_RETRY_MAX_ATTEMPTS: 'attempts per operation under the retry policy',
 };
 
 export interface QueueConfig {
@@ -49,6 +51,8 @@ export interface QueueConfig {
   heartbeatMs: number;
   artifactCapBytes: number;
   webhook: { url: string; secret: string | null; attempts: number; backoffMs: number } | null;
+  /** Overrides every retry rule's maxAttempts (1 = never retry); unset = the policy's own. */
+  retryMaxAttempts: number | null;
 }
 
 export function loadQueueConfig(flagRedis?: string, env: Readonly<Record<string, string | undefined>> = process.env): QueueConfig {
@@ -74,6 +78,7 @@ export function loadQueueConfig(flagRedis?: string, env: Readonly<Record<string,
     webhook: e.UH_WEBHOOK_URL
       ? { url: e.UH_WEBHOOK_URL, secret: e.UH_WEBHOOK_SECRET ?? null, attempts: e.UH_WEBHOOK_ATTEMPTS, backoffMs: e.UH_WEBHOOK_BACKOFF_MS }
       : null,
+    retryMaxAttempts: e.UH_RETRY_MAX_ATTEMPTS ?? null,
   };
 }
 

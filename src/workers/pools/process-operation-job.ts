@@ -20,7 +20,7 @@ import { completionOf, eventJson, type OperationJob, type OperationStore } from 
 import { jobIdFor } from '../../shared/queue/topology.js';
 import { executeOperation } from '../execute-operation.js';
 import { collectArtifacts } from '../results/store-artifacts.js';
-import { retryDecision } from '../results/retry-policy.js';
+import { retryDecision, type RetryRule } from '../results/retry-policy.js';
 import { synthesizeReceipt } from '../results/synthesize-receipt.js';
 import { redisJournal } from './redis-journal.js';
 import { claimOperationDir, operationDir, operationsRoot } from '../state/operation-files.js';
@@ -39,6 +39,8 @@ export interface PoolContext {
   queues: Map<string, Queue>;
   /** The abort controller of every operation this process runs (cancel and shutdown use them). */
   active: Map<string, AbortController>;
+  /** Which settled outcomes run again as a new attempt (results/retry-policy.ts). */
+  retryPolicy: readonly RetryRule[];
 }
 
 export interface JobSummary {
@@ -134,7 +136,7 @@ export async function processOperationJob(ctx: PoolContext, job: Job<OperationJo
     const { receipt } = result;
     const artifacts = collectArtifacts(result.dir, ctx.artifactCapBytes);
 
-    const decision = retryDecision(receipt.outcome, data.attempt);
+    const decision = retryDecision(receipt.outcome, data.attempt, ctx.retryPolicy);
     if (decision.retry) {
       const attempt = data.attempt + 1;
       const jobId = jobIdFor(id, attempt);

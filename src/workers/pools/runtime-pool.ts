@@ -21,6 +21,7 @@ import { completionOf, OperationStore, type OperationJob } from '../../shared/qu
 import type { QueueConfig } from '../../shared/queue/queue-config.js';
 import { connectRedis } from '../../shared/queue/redis-connection.js';
 import { queueName } from '../../shared/queue/topology.js';
+import { RETRY_POLICY, withMaxAttempts } from '../results/retry-policy.js';
 import { processOperationJob, type JobSummary, type PoolContext } from './process-operation-job.js';
 
 export interface PoolOptions {
@@ -67,6 +68,7 @@ export async function startRuntimePool(options: PoolOptions): Promise<RuntimePoo
     keepSandbox: options.keepSandbox,
     queues,
     active,
+    retryPolicy: withMaxAttempts(RETRY_POLICY, config.retryMaxAttempts),
   };
 
   // Cancel from any host: the flag is in the record (checked at claim and before launch); the

@@ -33,3 +33,8 @@ export function retryDecision(outcome: Outcome, attempt: number, policy: readonl
   if (delayMs > rule.maxDelayMs) return { retry: false };
   return { retry: true, delayMs, rule: rule.name };
 }
+
+/** The policy with every rule's attempt limit replaced (operator setting UH_RETRY_MAX_ATTEMPTS). */
+export function withMaxAttempts(policy: readonly RetryRule[], maxAttempts: number | null): readonly RetryRule[] {
+  return maxAttempts === null ? policy : policy.map((rule) => ({ ...rule, maxAttempts }));
+}
