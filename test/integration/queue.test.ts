@@ -250,6 +250,27 @@ describe('one fleet: worker pool, --wait exit codes, cancel, collect, watch', ()
     expect(m?.[2]).toBe('line one\nline two');
   });
 
+  it('keeps a runtime secret out of every output, event, artifact and completion', async () => {
+    const secret = 'sk-live-queue-3e9b1d7a5c';
+    const { FAKE_AGENT } = await import('../support/cli.js');
+    const { path, operationId } = writeMission(repo, [], {
+      runtime_config_overrides: { command: { argv: [process.execPath, FAKE_AGENT, 'echo-env', 'MY_API_KEY'], env: { MY_API_KEY: secret } } },
+    });
+    const outputs = [await uh(prefix(), ['mission', 'submit', path, '--wait', '--json', '--state-dir', producerState])];
+    expect(outputs[0]!.code).toBe(0);
+    outputs.push(await uh(prefix(), ['mission', 'status', operationId, '--json']));
+    outputs.push(await uh(prefix(), ['mission', 'list', '--json']));
+    outputs.push(await uh(prefix(), ['mission', 'watch', operationId, '--json']));
+    outputs.push(await uh(prefix(), ['mission', 'recover', operationId, '--json']));
+    for (const o of outputs) expect(o.stdout + o.stderr).not.toContain(secret);
+    const artifacts = await redis.redis.hgetall(`${prefix()}:op:${operationId}:artifacts`);
+    expect(Object.keys(artifacts)).toContain('receipt');
+    expect(JSON.stringify(artifacts)).not.toContain(secret);
+    const stored = await redis.redis.xrange(`${prefix()}:op:${operationId}:events`, '-', '+');
+    expect(JSON.stringify(stored)).not.toContain(secret);
+    expect(JSON.stringify(await redis.redis.xrange(`${prefix()}:outbox`, '-', '+'))).not.toContain(secret);
+  });
+
   it('lists operations from Redis', async () => {
     const listed = await uh(prefix(), ['mission', 'list', '--json', '--state', 'finished']);
     expect(listed.code).toBe(0);

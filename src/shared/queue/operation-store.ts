@@ -268,6 +268,16 @@ export class OperationStore {
   }
 }
 
+/**
+ * The record as printed (`--json` of status, list, recover, submit): without the job payload,
+ * whose mission may carry secrets in runtime_config_overrides (the worker needs them; output
+ * that lands in CI logs must not show them).
+ */
+export function publicRecord(record: QueueRecord): Omit<QueueRecord, 'job'> {
+  const { job: _job, ...rest } = record;
+  return rest;
+}
+
 /** The completion entry for a record (the outbox and unknown transitions share it). */
 export function completionOf(record: Pick<QueueRecord, 'operation_id' | 'attempt' | 'runtime'>, patch: Partial<Completion> = {}): Completion {
   return {

@@ -2,7 +2,7 @@
 import { EXIT } from '../../../shared/contracts/status.js';
 import type { UhEvent } from '../../../shared/contracts/event.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
-import type { QueueRecord } from '../../../shared/queue/operation-store.js';
+import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-store.js';
 import type { QueueClient } from '../../queue/queue-client.js';
 import { COMMON_OPTIONS, helpText, parseCommand, writeJson, type CommandSpec } from '../cli-kit.js';
 
@@ -178,7 +178,7 @@ export async function missionRecover(argv: string[]): Promise<number> {
       steps.push(ok ? `unknown → settled as ${status} with a receipt (not re-run)` : 'changed while recovering: run recover again');
       record = (await client.store.get(id)) as QueueRecord;
     } else if (record.state === 'finished') steps.push(`finished (${record.status}, ${record.verdict}): nothing to recover`);
-    if (values.json) writeJson({ operation_id: id, steps, operation: record });
+    if (values.json) writeJson({ operation_id: id, steps, operation: publicRecord(record) });
     else process.stdout.write(`${id}:\n${steps.map((s) => `  ${s}`).join('\n')}\n`);
     return settledCode(record);
   } finally {

@@ -6,7 +6,7 @@
 import { resolve } from 'node:path';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
-import type { QueueRecord } from '../../../shared/queue/operation-store.js';
+import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-store.js';
 import { readRecord } from '../../../workers/state/operation-files.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
@@ -70,7 +70,7 @@ export async function missionStatusAny(argv: string[]): Promise<number> {
     const { readReceiptFromStore } = await import('../../queue/materialize.js');
     const receipt = await readReceiptFromStore(client.store, id);
     const where = `redis:${client.config.prefix}:op:${id}`;
-    if (values.json) writeJson({ operation: record, receipt: receipt ? receiptJson(receipt, where) : null });
+    if (values.json) writeJson({ operation: publicRecord(record), receipt: receipt ? receiptJson(receipt, where) : null });
     else if (receipt && record.state === 'finished') printReceiptSummary(receipt, where, false);
     else process.stdout.write(`${id}: ${record.state} (runtime ${record.runtime}, attempt ${record.attempt}, updated ${record.updated_at}${record.worker ? `, worker ${record.worker.id}` : ''})${record.unknown_reason ? `\n  why: ${record.unknown_reason}\n  hint: uh mission recover ${id}` : ''}\n`);
     return record.state === 'finished' ? (record.exit_code ?? EXIT.failed) : EXIT.unknown;
@@ -106,7 +106,7 @@ export async function missionListAny(argv: string[]): Promise<number> {
   try {
     const ids = await client.store.listIds(limit);
     const records = (await Promise.all(ids.map((id) => client.store.get(id)))).filter((r): r is QueueRecord => r !== null).filter((r) => values.state === undefined || r.state === values.state);
-    if (values.json) writeJson(records);
+    if (values.json) writeJson(records.map(publicRecord));
     else if (records.length === 0) process.stdout.write(`no operations in Redis (prefix ${client.config.prefix})\n`);
     else {
       for (const r of records) {

@@ -6,6 +6,7 @@ import { invalidInput } from '../../../shared/errors.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 import { writeGithubOutput } from '../../queue/github-output.js';
+import { publicRecord } from '../../../shared/queue/operation-store.js';
 
 export const MISSION_SUBMIT: CommandSpec = {
   usage: 'uh mission submit <mission.yaml|json> [--wait [--timeout s]] [--json] [--redis url] [--runtime id] [--state-dir dir]',
@@ -64,7 +65,7 @@ export async function missionSubmit(argv: string[]): Promise<number> {
         record === null
           ? `operation ${id} is still ${now?.state ?? 'queued'} after ${timeoutS} s (it keeps running)`
           : `operation ${id} is unknown: ${record.unknown_reason ?? 'dispatch cannot be proven'}`;
-      if (values.json) writeJson({ operation_id: id, state: record === null ? 'wait_timed_out' : 'unknown', operation: now });
+      if (values.json) writeJson({ operation_id: id, state: record === null ? 'wait_timed_out' : 'unknown', operation: now ? publicRecord(now) : null });
       else process.stderr.write(`uh: ${message}\nhint: ${record === null ? `uh mission watch ${id}` : `uh mission recover ${id}`}\n`);
       writeOutputs({ status: record === null ? 'wait_timed_out' : 'unknown', verdict: '', operation_id: id, receipt_path: '', final_message: '', diff_path: '' });
       return EXIT.unknown;
