@@ -4,9 +4,11 @@
  */
 import type { AnyRuntimeAdapter } from '../../shared/runtime/v1/index.js';
 import { commandAdapter } from './command/command-adapter.js';
+import { hermesProxyAdapter } from './hermes-proxy/hermes-proxy-adapter.js';
 
 export const RUNTIME_ADAPTERS: readonly AnyRuntimeAdapter[] = [
   commandAdapter,
+  hermesProxyAdapter,
 ];
 
 export function findRuntimeAdapter(kind: string): AnyRuntimeAdapter | undefined {
