@@ -76,8 +76,8 @@ export async function* runHermesProxyExchange(input: HermesProxyRunInput): Async
   const emitText = async function* (text: string): AsyncGenerator<RuntimeEventV1> {
     if (text === '') return;
     x.contentChars += text.length;
-    scanner.push(text);
     const clean = scrub(text);
+    scanner.push(clean);
     await out.write(clean);
     yield messageEvent(clean);
   };
@@ -164,7 +164,9 @@ export async function* runHermesProxyExchange(input: HermesProxyRunInput): Async
 
   function finish(): HermesProxyRunResult {
     if (input.signal.aborted) x.abort = abortReasonOf(input.signal);
-    return { exchange: x, sentinel: scanner.result(), usage, responseId, logs: [out.path, diag.path] };
+    const sentinel = scanner.result();
+    // Scrubbed again whole: a secret split across two network reads escapes the per-chunk scrub.
+    return { exchange: x, sentinel: sentinel === null ? null : scrub(sentinel), usage, responseId, logs: [out.path, diag.path] };
   }
 }
 
