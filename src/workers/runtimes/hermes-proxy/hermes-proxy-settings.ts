@@ -42,13 +42,19 @@ export const HermesProxySettingsSchema = z.strictObject({
   stream: z.boolean().default(true),
   /** Extra request headers; their values are treated as secrets. Cannot override the adapter's own. */
   extra_headers: z
-    .record(
-      z
-        .string()
-        .regex(HEADER_NAME, 'must be an HTTP header name')
-        .refine((name) => !RESERVED_HEADERS.has(name.toLowerCase()), 'is set by the adapter (use auth_token for the bearer)'),
-      z.string().refine((v) => !/[\r\n]/.test(v), 'must be a single line'),
-    )
+    .record(z.string(), z.string())
+    .superRefine((headers, ctx) => {
+      for (const [name, value] of Object.entries(headers)) {
+        const problem = !HEADER_NAME.test(name)
+          ? 'must be an HTTP header name'
+          : RESERVED_HEADERS.has(name.toLowerCase())
+            ? 'is set by the adapter (use auth_token for the bearer)'
+            : /[\r\n]/.test(value)
+              ? 'must be a single line'
+              : null;
+        if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
+      }
+    })
     .default({}),
 });
 
