@@ -8,4 +8,8 @@ export interface BenchSuite {
   run: () => Promise<void>;
 }
 
-export const SUITES: BenchSuite[] = [];
+import { runHermesProxySseBench } from './hermes-proxy-sse.js';
+
+export const SUITES: BenchSuite[] = [
+  { name: 'hermes-proxy-sse', run: runHermesProxySseBench },
+];

@@ -1,5 +1,4 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { once } from 'node:events';
 
 /**
  * An append-only text log on disk whose writer waits for the disk when the stream's buffer is
@@ -13,18 +12,32 @@ export class TextLog {
 
   constructor(path: string) {
     this.path = path;
-    this.stream = createWriteStream(path, { flags: 'a' });
+    // 1 MiB of slack: a full buffer makes the reader wait for the disk on every network read.
+    this.stream = createWriteStream(path, { flags: 'a', highWaterMark: 1024 * 1024 });
     this.stream.on('error', (error) => {
       this.error ??= error;
     });
   }
 
-  /** Append `text`; resolves at once unless the buffer is full, then when it has drained. */
-  async write(text: string): Promise<void> {
-    if (this.error || text === '') return;
-    if (!this.stream.write(text)) {
-      await Promise.race([once(this.stream, 'drain'), once(this.stream, 'close')]).catch(() => undefined);
-    }
+  /**
+   * Append `text`. Returns undefined when the buffer has room, else a promise that resolves when
+   * it has drained: the caller must await it before writing more (that is what bounds memory).
+   */
+  write(text: string): Promise<void> | undefined {
+    if (this.error || text === '') return undefined;
+    return this.stream.write(text) ? undefined : this.drained();
+  }
+
+  private drained(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        this.stream.off('drain', done);
+        this.stream.off('close', done);
+        resolve();
+      };
+      this.stream.on('drain', done);
+      this.stream.on('close', done);
+    });
   }
 
   /** Flush and close; idempotent. */

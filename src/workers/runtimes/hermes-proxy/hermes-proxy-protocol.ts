@@ -52,6 +52,33 @@ export const ChatCompletionChunkSchema = z.object({
 });
 export type ChatCompletionChunk = z.infer<typeof ChatCompletionChunkSchema>;
 
+/**
+ * The common streamed frame (`{id, choices:[{index, delta:{content|role}, finish_reason}]}`, no
+ * usage) read without zod's copy: the hot path on a long stream. Returns null for anything
+ * else, which then goes through `ChatCompletionChunkSchema`; for the frames it accepts it agrees
+ * with the schema exactly (tested frame by frame).
+ */
+export function fastChunk(json: unknown): ChatCompletionChunk | null {
+  if (typeof json !== 'object' || json === null) return null;
+  const frame = json as Record<string, unknown>;
+  if (frame.usage !== undefined && frame.usage !== null) return null;
+  if ((frame.id !== undefined && typeof frame.id !== 'string') || (frame.model !== undefined && typeof frame.model !== 'string')) return null;
+  const choices = frame.choices;
+  if (!Array.isArray(choices) || choices.length !== 1) return null;
+  const choice = choices[0] as Record<string, unknown> | null;
+  if (typeof choice !== 'object' || choice === null || Array.isArray(choice)) return null;
+  if (choice.index !== undefined && typeof choice.index !== 'number') return null;
+  const finish = choice.finish_reason;
+  if (finish !== undefined && finish !== null && typeof finish !== 'string') return null;
+  const delta = choice.delta as Record<string, unknown> | null | undefined;
+  if (delta !== undefined && delta !== null && (typeof delta !== 'object' || Array.isArray(delta))) return null;
+  const content = delta?.content;
+  const role = delta?.role;
+  if (content !== undefined && content !== null && typeof content !== 'string') return null;
+  if (role !== undefined && role !== null && typeof role !== 'string') return null;
+  return frame as ChatCompletionChunk;
+}
+
 /** A non-streamed completion. */
 export const ChatCompletionSchema = z.object({
   id: z.string().optional(),

@@ -15,7 +15,7 @@ import { readSseBatches } from '../../../shared/transport/sse.js';
 import type { HermesProxyExchange } from './classify-hermes-proxy.js';
 import { factsOfChunk, factsOfCompletion, messageEvent, parseRetryAfter, type ChunkFacts } from './hermes-proxy-events.js';
 import { TextLog } from './hermes-proxy-log.js';
-import { ChatCompletionChunkSchema, ChatCompletionSchema, ErrorEnvelopeSchema, parseErrorEnvelope, type ChatCompletionRequest } from './hermes-proxy-protocol.js';
+import { ChatCompletionChunkSchema, ChatCompletionSchema, ErrorEnvelopeSchema, fastChunk, parseErrorEnvelope, type ChatCompletionRequest } from './hermes-proxy-protocol.js';
 import type { HermesProxySettings } from './hermes-proxy-settings.js';
 import { bodyText, networkErrorOf, requestHeaders, sniffSse } from './hermes-proxy-http.js';
 
@@ -73,13 +73,14 @@ export async function* runHermesProxyExchange(input: HermesProxyRunInput): Async
     if (facts.usage) usage = facts.usage;
     responseId ??= facts.id;
   };
-  const emitText = async function* (text: string): AsyncGenerator<RuntimeEventV1> {
-    if (text === '') return;
+  /** Count, scan and log a piece of assistant text; returns its event (scrubbed). */
+  const takeText = async (text: string): Promise<RuntimeEventV1> => {
     x.contentChars += text.length;
     const clean = scrub(text);
     scanner.push(clean);
-    await out.write(clean);
-    yield messageEvent(clean);
+    const pending = out.write(clean);
+    if (pending) await pending;
+    return messageEvent(clean);
   };
   try {
     const { request } = await import('undici');
@@ -133,7 +134,7 @@ export async function* runHermesProxyExchange(input: HermesProxyRunInput): Async
             }
           }
         }
-        yield* emitText(text);
+        if (text !== '') yield await takeText(text);
         if (x.errorEnvelope) break;
       }
       if (x.finishReason !== null) x.complete = true;
@@ -150,7 +151,7 @@ export async function* runHermesProxyExchange(input: HermesProxyRunInput): Async
       if (frame.kind === 'chunk') {
         apply(frame.facts);
         x.complete = true;
-        yield* emitText(frame.facts.text);
+        if (frame.facts.text !== '') yield await takeText(frame.facts.text);
       } else if (frame.kind === 'error') x.errorEnvelope = { ...frame.envelope, message: scrub(frame.envelope.message) };
       else x.bodyError = `the reply is neither SSE nor a chat completion (${frame.reason}): ${scrub(text.slice(0, 200))}`;
     }
@@ -188,6 +189,8 @@ function parseFrame(data: string, whole = false): Frame {
     const completion = ChatCompletionSchema.safeParse(json);
     return completion.success ? { kind: 'chunk', facts: factsOfCompletion(completion.data) } : { kind: 'bad', reason: 'unexpected_shape' };
   }
+  const fast = fastChunk(json);
+  if (fast) return { kind: 'chunk', facts: factsOfChunk(fast) };
   const chunk = ChatCompletionChunkSchema.safeParse(json);
   return chunk.success ? { kind: 'chunk', facts: factsOfChunk(chunk.data) } : { kind: 'bad', reason: 'unexpected_shape' };
 }
