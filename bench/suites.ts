@@ -9,7 +9,9 @@ export interface BenchSuite {
 }
 
 import { runHermesProxySseBench } from './hermes-proxy-sse.js';
+import { runInlineVsFloor } from './inline-vs-floor.js';
 
 export const SUITES: BenchSuite[] = [
+  { name: 'inline', run: runInlineVsFloor },
   { name: 'hermes-proxy-sse', run: runHermesProxySseBench },
 ];
