@@ -75,6 +75,7 @@ async function throughAdapter(url: string, root: string): Promise<number> {
   const ctx: RuntimeContextV1 = {
     workDir: root, logDir, signal: new AbortController().signal, spawn: spawnGroup, fetch: globalThis.fetch,
     now: Date.now, generateId: () => 'id', logger: silentLogger, env: process.env,
+    journal: { get: async () => ({}), put: async () => undefined }, // hermes-proxy keeps no journal
     mission: { missionId: 'bench', operationId: 'bench', attempt: 1 },
   };
   let chars = 0;

@@ -12,7 +12,12 @@ import { checkHermesProxy } from './hermes-proxy-check.js';
 import { buildRequestBody, usageEvent } from './hermes-proxy-events.js';
 import { requestHeaders } from './hermes-proxy-http.js';
 import { runHermesProxyExchange } from './hermes-proxy-runner.js';
-import { HermesProxySettingsSchema, type HermesProxySettings } from './hermes-proxy-settings.js';
+import {
+  HERMES_PROXY_DEFAULT_ENDPOINT,
+  HERMES_PROXY_PLACEHOLDER_TOKEN,
+  HermesProxySettingsSchema,
+  type HermesProxySettings,
+} from './hermes-proxy-settings.js';
 
 /** Values that must never leave the process: the bearer and every extra header value. */
 export function hermesProxySecrets(config: HermesProxySettings): string[] {
@@ -25,6 +30,16 @@ export const hermesProxyAdapter: RuntimeAdapterV1<HermesProxySettings> = {
   displayName: 'Hermes proxy (OpenAI-compatible HTTP)',
   capabilities: ['non_interactive_run', 'structured_events'],
   defaultConfig: {},
+  /** What `uh adapter add hermes-proxy` writes (see also `hermesProxyManifestTemplate`, commented). */
+  exampleConfig: {
+    endpoint: HERMES_PROXY_DEFAULT_ENDPOINT,
+    model: 'hermes-4-405b',
+    auth_token: HERMES_PROXY_PLACEHOLDER_TOKEN,
+    provider: 'nous',
+    temperature: 0,
+    request_timeout_ms: 300_000,
+    stream: true,
+  },
   configSchema: HermesProxySettingsSchema,
   secretsOf: hermesProxySecrets,
 

@@ -22,9 +22,10 @@ export async function checkHermesProxy(
   }
   const provider = config.provider ?? 'nous';
   const secrets = [config.auth_token, ...Object.values(config.extra_headers ?? {})];
-  const fail = (summary: string, hint?: string, details?: Record<string, unknown>): AdapterCheckV1 => {
+  /** `error` is the raw cause (the envelope, the socket error); the summary when there is none. */
+  const fail = (summary: string, hint?: string, details?: Record<string, unknown>, error?: string): AdapterCheckV1 => {
     const clean = redactString(summary, secrets);
-    return { ok: false, summary: clean, errors: [clean], ...(hint ? { hint } : {}), ...(details ? { details } : {}) };
+    return { ok: false, summary: clean, errors: [redactString(error ?? summary, secrets)], ...(hint ? { hint } : {}), ...(details ? { details } : {}) };
   };
   const unreachable = `endpoint unreachable: ${endpoint} (is "hermes proxy start" running?)`;
   const controller = new AbortController();
@@ -73,6 +74,7 @@ export async function checkHermesProxy(
           : `proxy at ${endpoint} refused the request (HTTP ${status}): ${verbatim}`,
         `run "hermes auth status ${provider}" and re-authenticate`,
         { state: locked ? 'locked' : 'refused', http_status: status },
+        `HTTP ${status} ${verbatim}`,
       );
     }
     if (status === 404) {
@@ -84,7 +86,7 @@ export async function checkHermesProxy(
     if (controller.signal.aborted) return fail('adapter check cancelled');
     const net = networkErrorOf(error);
     const hint = `start the proxy with "hermes proxy start --provider ${provider}" or fix runtime_config.endpoint`;
-    if (net.code === 'ECONNREFUSED') return fail(unreachable, hint, { code: net.code });
+    if (net.code === 'ECONNREFUSED') return fail(unreachable, hint, { code: net.code }, net.message);
     return fail(`${unreachable}: ${net.code ? `${net.code} ` : ''}${net.message}`, hint, { code: net.code });
   } finally {
     clearTimeout(timer);
