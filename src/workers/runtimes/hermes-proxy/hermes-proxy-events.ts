@@ -1,10 +1,20 @@
 /**
  * Pure translation between the proxy's OpenAI-compatible wire and the shared runtime events:
- * the request body, text and usage from chunks and completions, Retry-After. No I/O.
+ * the request body, frames → text/usage/finish facts, Retry-After. No I/O.
  */
 import type { Usage } from '../../../shared/contracts/runtime-result.js';
 import type { RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
-import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, UsageWire } from './hermes-proxy-protocol.js';
+import {
+  ChatCompletionChunkSchema,
+  ChatCompletionSchema,
+  ErrorEnvelopeSchema,
+  fastChunk,
+  type ChatCompletion,
+  type ChatCompletionChunk,
+  type ChatCompletionRequest,
+  type ErrorEnvelope,
+  type UsageWire,
+} from './hermes-proxy-protocol.js';
 import type { HermesProxySettings } from './hermes-proxy-settings.js';
 
 /** The body POSTed to `<endpoint>/chat/completions`. */
@@ -84,4 +94,32 @@ export function parseRetryAfter(value: string | null | undefined, nowMs: number)
   const at = Date.parse(text);
   if (Number.isNaN(at)) return null;
   return Math.max(0, at - nowMs);
+}
+
+/** What one `data:` frame (or a whole JSON body) is. */
+export type Frame = { kind: 'chunk'; facts: ChunkFacts } | { kind: 'error'; envelope: ErrorEnvelope } | { kind: 'bad'; reason: string };
+
+/**
+ * One SSE data frame (or, with `whole`, a JSON body) → chunk facts, an error envelope, or why it
+ * is neither. Validated with the zod schemas (common frames through `fastChunk`). Pure.
+ */
+export function parseFrame(data: string, whole = false): Frame {
+  let json: unknown;
+  try {
+    json = JSON.parse(data);
+  } catch {
+    return { kind: 'bad', reason: 'invalid_json' };
+  }
+  if (json !== null && typeof json === 'object' && 'error' in json) {
+    const env = ErrorEnvelopeSchema.safeParse(json);
+    if (env.success) return { kind: 'error', envelope: env.data.error };
+  }
+  if (whole) {
+    const completion = ChatCompletionSchema.safeParse(json);
+    return completion.success ? { kind: 'chunk', facts: factsOfCompletion(completion.data) } : { kind: 'bad', reason: 'unexpected_shape' };
+  }
+  const fast = fastChunk(json);
+  if (fast) return { kind: 'chunk', facts: factsOfChunk(fast) };
+  const chunk = ChatCompletionChunkSchema.safeParse(json);
+  return chunk.success ? { kind: 'chunk', facts: factsOfChunk(chunk.data) } : { kind: 'bad', reason: 'unexpected_shape' };
 }

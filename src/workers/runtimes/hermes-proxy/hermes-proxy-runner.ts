@@ -13,9 +13,9 @@ import { SentinelScanner } from '../../../shared/sentinel.js';
 import { abortReasonOf, type RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
 import { readSseBatches } from '../../../shared/transport/sse.js';
 import type { HermesProxyExchange } from './classify-hermes-proxy.js';
-import { factsOfChunk, factsOfCompletion, messageEvent, parseRetryAfter, type ChunkFacts } from './hermes-proxy-events.js';
+import { messageEvent, parseFrame, parseRetryAfter, type ChunkFacts } from './hermes-proxy-events.js';
 import { TextLog } from './hermes-proxy-log.js';
-import { ChatCompletionChunkSchema, ChatCompletionSchema, ErrorEnvelopeSchema, fastChunk, parseErrorEnvelope, type ChatCompletionRequest } from './hermes-proxy-protocol.js';
+import { parseErrorEnvelope, type ChatCompletionRequest } from './hermes-proxy-protocol.js';
 import type { HermesProxySettings } from './hermes-proxy-settings.js';
 import { bodyText, networkErrorOf, requestHeaders, sniffSse } from './hermes-proxy-http.js';
 
@@ -169,30 +169,6 @@ export async function* runHermesProxyExchange(input: HermesProxyRunInput): Async
     // Scrubbed again whole: a secret split across two network reads escapes the per-chunk scrub.
     return { exchange: x, sentinel: sentinel === null ? null : scrub(sentinel), usage, responseId, logs: [out.path, diag.path] };
   }
-}
-
-type Frame = { kind: 'chunk'; facts: ChunkFacts } | { kind: 'error'; envelope: NonNullable<ReturnType<typeof parseErrorEnvelope>> } | { kind: 'bad'; reason: string };
-
-/** One SSE data frame (or a whole JSON body) → chunk facts, an error envelope, or why it is neither. */
-function parseFrame(data: string, whole = false): Frame {
-  let json: unknown;
-  try {
-    json = JSON.parse(data);
-  } catch {
-    return { kind: 'bad', reason: 'invalid_json' };
-  }
-  if (json !== null && typeof json === 'object' && 'error' in json) {
-    const env = ErrorEnvelopeSchema.safeParse(json);
-    if (env.success) return { kind: 'error', envelope: env.data.error };
-  }
-  if (whole) {
-    const completion = ChatCompletionSchema.safeParse(json);
-    return completion.success ? { kind: 'chunk', facts: factsOfCompletion(completion.data) } : { kind: 'bad', reason: 'unexpected_shape' };
-  }
-  const fast = fastChunk(json);
-  if (fast) return { kind: 'chunk', facts: factsOfChunk(fast) };
-  const chunk = ChatCompletionChunkSchema.safeParse(json);
-  return chunk.success ? { kind: 'chunk', facts: factsOfChunk(chunk.data) } : { kind: 'bad', reason: 'unexpected_shape' };
 }
 
 function describeError(error: unknown): string {
