@@ -31,7 +31,11 @@ export interface HermesProxyExchange {
 
 /** Network errors that mean "the operator must bring the proxy (or the network) back". */
 const UNREACHABLE_CODES = new Set(['ETIMEDOUT', 'ENETUNREACH', 'EHOSTUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
-const AUTH_MESSAGE = /auth(entication)?|invalid_api_key/i;
+/**
+ * The spec's "message matches auth(entication)? / invalid_api_key", on word boundaries so that a
+ * message merely naming the `Authorization` header is not read as an upstream login problem.
+ */
+const AUTH_MESSAGE = /\b(o?auth|authentication|unauthori[sz]ed)\b|invalid_api_key/i;
 
 /**
  * The `hermes-proxy` outcome, in fixed priority: abort (cancel, mission timeout) → request
