@@ -88,6 +88,8 @@ const ROWS: Row[] = [
     { status: 'failed', raw: 'http:200:server_error', messageHas: 'upstream overloaded' }],
   ['stream cut mid-frame (socket dropped) → failed', () => config({ model: 'cut-mid-frame' }), { status: 'failed', raw: 'stream_error', messageHas: 'after 11 chars' }],
   ['stream ended mid-frame without [DONE] → failed, truncated', () => config({ model: 'eof-no-done' }), { status: 'failed', raw: 'stream_truncated' }],
+  ['200 that is neither SSE nor JSON → failed, saying so', () => config({ model: 'text-plain' }),
+    { status: 'failed', raw: 'stream_error', messageHas: 'neither SSE nor JSON (content-type text/plain)' }],
   ['200 SSE with empty content → failed', () => config({ model: 'sse-empty' }), { status: 'failed', messageHas: 'empty assistant message' }],
   ['200 JSON with empty content → failed', () => config({ model: 'json-empty' }), { status: 'failed', messageHas: 'empty assistant message' }],
   ['200 SSE + content with sentinel → completed, sentinel is the final message', () => config(),

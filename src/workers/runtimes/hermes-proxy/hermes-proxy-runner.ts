@@ -115,9 +115,11 @@ export async function* runHermesProxyExchange(input: HermesProxyRunInput): Async
     if (sse) {
       let rawReports = 0;
       let unparsed = 0;
+      let frames = 0;
       for await (const batch of readSseBatches(body)) {
         let text = '';
         for (const item of batch) {
+          frames += 1;
           if (item.type === 'done') x.complete = true;
           else if (item.type === 'error') {
             if (!controller.signal.aborted) x.bodyError = scrub(describeError(item.error));
@@ -138,6 +140,10 @@ export async function* runHermesProxyExchange(input: HermesProxyRunInput): Async
         if (x.errorEnvelope) break;
       }
       if (x.finishReason !== null) x.complete = true;
+      // Sniffed as SSE only for want of a JSON start, and not one frame in it: say what it was.
+      if (frames === 0 && x.bodyError === null && !/event-stream/i.test(contentType)) {
+        x.bodyError = `the reply is neither SSE nor JSON (content-type ${contentType || 'none'})`;
+      }
       if (unparsed > MAX_RAW_REPORTS) yield { type: 'runtime.log', data: { level: 'warn', message: `${unparsed} SSE frames were not completion chunks (first ${MAX_RAW_REPORTS} reported)` } };
     } else {
       let text: string;
