@@ -60,10 +60,17 @@ export async function* runHermesProxyExchange(input: HermesProxyRunInput): Async
   let usage: Usage | undefined;
   let responseId: string | undefined;
   const controller = new AbortController();
-  const onAbort = () => controller.abort(input.signal.reason);
+  /** Set once the reply has been read: a cancel or timer firing later changes nothing. */
+  let settled = false;
+  const onAbort = () => {
+    if (settled || controller.signal.aborted) return; // the first of cancel, timer and completion wins
+    x.abort = abortReasonOf(input.signal);
+    controller.abort(input.signal.reason);
+  };
   if (input.signal.aborted) onAbort();
   else input.signal.addEventListener('abort', onAbort, { once: true });
   const timer = setTimeout(() => {
+    if (settled || controller.signal.aborted) return;
     x.requestTimedOut = true;
     controller.abort(new Error(`request timed out after ${config.request_timeout_ms} ms`));
   }, config.request_timeout_ms);
@@ -139,6 +146,7 @@ export async function* runHermesProxyExchange(input: HermesProxyRunInput): Async
         if (text !== '') yield await takeText(text);
         if (x.errorEnvelope) break;
       }
+      settled = true;
       if (x.finishReason !== null) x.complete = true;
       // Sniffed as SSE only for want of a JSON start, and not one frame in it: say what it was.
       if (frames === 0 && x.bodyError === null && !/event-stream/i.test(contentType)) {
@@ -170,7 +178,7 @@ export async function* runHermesProxyExchange(input: HermesProxyRunInput): Async
   }
 
   function finish(): HermesProxyRunResult {
-    if (input.signal.aborted) x.abort = abortReasonOf(input.signal);
+    settled = true;
     const sentinel = scanner.result();
     // Scrubbed again whole: a secret split across two network reads escapes the per-chunk scrub.
     return { exchange: x, sentinel: sentinel === null ? null : scrub(sentinel), usage, responseId, logs: [out.path, diag.path] };
