@@ -108,6 +108,14 @@ describe('real codex exec against the scripted Responses server', () => {
     expect(git(result.workDir, 'status', '--porcelain')).toBe('');
   });
 
+  it('layers a profile from CODEX_HOME (-p)', async () => {
+    writeFileSync(join(codexHome, 'uhci.config.toml'), 'model = "uh-profile-model"\n');
+    await server.script([{ kind: 'message', text: 'ok' }]);
+    const result = await runReal(API_KEY, {}, { profile: 'uhci' });
+    expect(terminalOf(result.events).outcome.status).toBe('completed');
+    expect((await server.requests())[0]!.body.model).toBe('uh-profile-model');
+  });
+
   it('is blocked (auth) on HTTP 401 from a wrong API key', async () => {
     await server.script([{ kind: 'message', text: 'never sent' }]);
     const result = await runReal('sk-wrong-key-0000');
