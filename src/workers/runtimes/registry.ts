@@ -5,10 +5,16 @@
 import type { AnyRuntimeAdapter } from '../../shared/runtime/v1/index.js';
 import { commandAdapter } from './command/command-adapter.js';
 import { codexAdapter } from './codex/codex-adapter.js';
+import { piAdapter } from './pi/pi-adapter.js';
+import { ohMyPiAdapter } from './oh-my-pi/oh-my-pi-adapter.js';
+import { hermesAdapter } from './hermes/hermes-adapter.js';
 
 export const RUNTIME_ADAPTERS: readonly AnyRuntimeAdapter[] = [
   commandAdapter,
   codexAdapter,
+  piAdapter,
+  ohMyPiAdapter,
+  hermesAdapter,
 ];
 
 export function findRuntimeAdapter(kind: string): AnyRuntimeAdapter | undefined {
