@@ -8,10 +8,16 @@ export interface BenchSuite {
   run: () => Promise<void>;
 }
 
+import { runHermesProxySseBench } from './hermes-proxy-sse.js';
 import { runInlineVsFloor } from './inline-vs-floor.js';
 import { runQueueLatency } from './queue-latency.js';
+import { runCodexVsUh09 } from './codex-vs-uh09.js';
+import { runPiJsonl } from './pi-jsonl.js';
 
 export const SUITES: BenchSuite[] = [
   { name: 'inline', run: runInlineVsFloor },
+  { name: 'codex-vs-uh09', run: runCodexVsUh09 },
+  { name: 'pi-jsonl', run: runPiJsonl },
+  { name: 'hermes-proxy-sse', run: runHermesProxySseBench },
   { name: 'queue', run: runQueueLatency },
 ];

@@ -8,6 +8,7 @@ import { codexAdapter } from './codex/codex-adapter.js';
 import { piAdapter } from './pi/pi-adapter.js';
 import { ohMyPiAdapter } from './oh-my-pi/oh-my-pi-adapter.js';
 import { hermesAdapter } from './hermes/hermes-adapter.js';
+import { hermesProxyAdapter } from './hermes-proxy/hermes-proxy-adapter.js';
 
 export const RUNTIME_ADAPTERS: readonly AnyRuntimeAdapter[] = [
   commandAdapter,
@@ -15,6 +16,7 @@ export const RUNTIME_ADAPTERS: readonly AnyRuntimeAdapter[] = [
   piAdapter,
   ohMyPiAdapter,
   hermesAdapter,
+  hermesProxyAdapter,
 ];
 
 export function findRuntimeAdapter(kind: string): AnyRuntimeAdapter | undefined {
