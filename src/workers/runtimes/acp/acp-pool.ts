@@ -32,10 +32,13 @@ export class AcpClientPool {
     }
   }
 
-  /** A live client for this work dir and command, started if needed. */
-  acquire(options: AcpClientOptions): AcpClient {
+  /**
+   * A live client for this work dir, started if needed. `identity` (the command and the config's
+   * own env, not the whole inherited environment) must match too: two commands never share a child.
+   */
+  acquire(options: AcpClientOptions, identity: unknown = options.argv): AcpClient {
     const cwd = AcpClientPool.resolveCwd(options.cwd);
-    const key = JSON.stringify([cwd, options.argv, options.env]);
+    const key = JSON.stringify([cwd, identity]);
     const existing = this.entries.get(key);
     if (existing && existing.client.healthy) {
       if (existing.idleTimer) clearTimeout(existing.idleTimer);

@@ -158,7 +158,7 @@ export function runAcp(plan: LaunchPlanV1<AcpCommonSettings>, ctx: RuntimeContex
         env: { ...ctx.env, ...config.env },
         stderrFile: join(ctx.logDir, 'runtime.stderr.log'),
         killGraceMs: config.kill_grace_ms,
-      });
+      }, { argv: config.command, env: config.env });
       client = c;
       const unNotice = c.onNotice((notice) => emit(noticeEvent(notice)));
       try {
