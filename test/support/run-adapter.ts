@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AnyRuntimeAdapter, RuntimeContextV1, RuntimeEventV1 } from '../../src/shared/runtime/v1/index.js';
+import type { AnyRuntimeAdapter, RuntimeContextV1, RuntimeEventV1, RuntimeSessionV1 } from '../../src/shared/runtime/v1/index.js';
 import { spawnGroup } from '../../src/shared/process/spawn-group.js';
 import { silentLogger } from '../../src/shared/logger.js';
 import { parseOrThrow } from '../../src/shared/contracts/zod-issues.js';
@@ -23,6 +23,8 @@ export interface RunAdapterOptions {
   /** Called for each event as it arrives (to cancel after `runtime.started`, say). */
   onEvent?: (event: RuntimeEventV1) => void;
   workDir?: string;
+  /** Called with the launched session before its events are read (to `send` to it). */
+  onSession?: (session: RuntimeSessionV1) => void;
 }
 
 /**
@@ -54,7 +56,9 @@ export async function runAdapter(adapter: AnyRuntimeAdapter, configInput: unknow
     mission: { missionId: 'm-test', operationId: 'op-test', attempt: 1 },
   };
   const events: RuntimeEventV1[] = [];
-  for await (const event of adapter.launch(plan, ctx).events) {
+  const session = adapter.launch(plan, ctx);
+  options.onSession?.(session);
+  for await (const event of session.events) {
     events.push(event);
     options.onEvent?.(event);
   }
