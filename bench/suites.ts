@@ -9,7 +9,9 @@ export interface BenchSuite {
 }
 
 import { runInlineVsFloor } from './inline-vs-floor.js';
+import { runCodexVsUh09 } from './codex-vs-uh09.js';
 
 export const SUITES: BenchSuite[] = [
   { name: 'inline', run: runInlineVsFloor },
+  { name: 'codex-vs-uh09', run: runCodexVsUh09 },
 ];

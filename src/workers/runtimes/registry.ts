@@ -6,11 +6,13 @@ import type { AnyRuntimeAdapter } from '../../shared/runtime/v1/index.js';
 import { commandAdapter } from './command/command-adapter.js';
 import { acpAdapter } from './acp/acp-adapter.js';
 import { hermesAcpAdapter } from './hermes-acp/hermes-acp-adapter.js';
+import { codexAdapter } from './codex/codex-adapter.js';
 
 export const RUNTIME_ADAPTERS: readonly AnyRuntimeAdapter[] = [
   commandAdapter,
   acpAdapter,
   hermesAcpAdapter,
+  codexAdapter,
 ];
 
 export function findRuntimeAdapter(kind: string): AnyRuntimeAdapter | undefined {
