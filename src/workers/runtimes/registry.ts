@@ -7,12 +7,14 @@ import { commandAdapter } from './command/command-adapter.js';
 import { acpAdapter } from './acp/acp-adapter.js';
 import { hermesAcpAdapter } from './hermes-acp/hermes-acp-adapter.js';
 import { codexAdapter } from './codex/codex-adapter.js';
+import { codexAppServerAdapter } from './codex-app-server/codex-app-server-adapter.js';
 
 export const RUNTIME_ADAPTERS: readonly AnyRuntimeAdapter[] = [
   commandAdapter,
   acpAdapter,
   hermesAcpAdapter,
   codexAdapter,
+  codexAppServerAdapter,
 ];
 
 export function findRuntimeAdapter(kind: string): AnyRuntimeAdapter | undefined {
