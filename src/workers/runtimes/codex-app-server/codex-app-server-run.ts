@@ -171,6 +171,18 @@ export async function* runCodexAppServer(config: CodexAppServerSettings, prompt:
     let grace: Promise<'grace'> | null = null;
     let notified: Turn | null = null;
     let lostServer: string | null = null;
+    // The server refuses turn/interrupt ("no active turn") until the turn has really started:
+    // an abort before `turn/started` is held and sent when it arrives.
+    let turnActive = false;
+    let interruptPending = false;
+    const interrupt = async function* (): AsyncGenerator<RuntimeEventV1> {
+      interruptPending = false;
+      const answer = await client
+        .call('turn/interrupt', { threadId, turnId }, Anything, config.request_timeout_ms)
+        .then(() => 'ok', (e: unknown) => errorMessage(e));
+      yield { type: 'runtime.log', data: { level: 'debug', message: `turn/interrupt: ${answer}` } };
+      grace = delay(config.interrupt_grace_ms).then(() => 'grace' as const);
+    };
     for (;;) {
       const got: AppServerInput | 'abort' | 'grace' = await Promise.race([nextInput, grace ?? aborted]);
       yield* permissions.splice(0);
@@ -178,8 +190,10 @@ export async function* runCodexAppServer(config: CodexAppServerSettings, prompt:
         const reason = abortReasonOf(ctx.signal);
         await identity.put({ interrupt: reason.kind });
         yield { type: 'runtime.log', data: { level: 'info', message: `${reason.message}: interrupting turn ${turnId}` } };
-        await client.call('turn/interrupt', { threadId, turnId }, Anything, config.request_timeout_ms).catch(() => undefined);
-        grace = delay(config.interrupt_grace_ms).then(() => 'grace' as const);
+        // Until the turn is active, a bounded wait for turn/started (then the interrupt goes).
+        grace = delay(config.interrupt_grace_ms + config.request_timeout_ms).then(() => 'grace' as const);
+        if (turnActive) yield* interrupt();
+        else interruptPending = true;
         continue;
       }
       if (got === 'grace') {
@@ -191,12 +205,15 @@ export async function* runCodexAppServer(config: CodexAppServerSettings, prompt:
         lostServer = `the app server went away: ${got.message}`;
         break;
       }
-      if (got.method === 'turn/completed') {
+      if (got.method === 'turn/started' || got.method === 'turn/completed') {
         const p = TurnNotificationSchema.safeParse(got.params);
-        if (p.success && p.data.turn.id === turnId) {
+        if (!p.success || p.data.turn.id !== turnId) continue;
+        if (got.method === 'turn/completed') {
           notified = p.data.turn;
           break;
         }
+        turnActive = true;
+        if (interruptPending) yield* interrupt();
         continue;
       }
       yield* translateAppServerNotification(got.method, got.params, state);
