@@ -211,6 +211,9 @@ export function runAcp(plan: LaunchPlanV1<AcpCommonSettings>, ctx: RuntimeContex
             }
             next = stopReason === 'end_turn' ? followUps.shift() : undefined;
           }
+          if (followUps.length > 0) {
+            emit({ type: 'runtime.log', data: { level: 'warn', message: `${followUps.length} follow-up message(s) not sent: the turn ended ${stopReason ?? 'early'}` } });
+          }
         } finally {
           detach();
         }
