@@ -8,4 +8,8 @@ export interface BenchSuite {
   run: () => Promise<void>;
 }
 
-export const SUITES: BenchSuite[] = [];
+import { runJsonRpcBench } from './jsonrpc-ndjson.bench.js';
+
+export const SUITES: BenchSuite[] = [
+  { name: 'jsonrpc-ndjson', run: runJsonRpcBench },
+];
