@@ -194,7 +194,7 @@ export function runAcp(plan: LaunchPlanV1<AcpCommonSettings>, ctx: RuntimeContex
             emit({ type: 'runtime.log', data: { level: 'info', message: `session mode set to ${config.session_mode}` } });
           }
           const preamble = reasoningPreamble(c, session.id);
-          if (preamble) {
+          if (preamble && !ctx.signal.aborted) {
             const answer = await turn(c, session.id, preamble);
             transcript.assistantText = ''; // the preamble's reply is not the mission's answer
             emit({ type: 'runtime.log', data: { level: 'info', message: `reasoning preamble "${preamble}" answered ${answer.stopReason}` } });
