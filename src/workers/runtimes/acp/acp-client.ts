@@ -176,6 +176,11 @@ export class AcpClient {
     return true;
   }
 
+  /** `session/set_mode`; the result is not used. */
+  async setMode(sessionId: string, modeId: string, timeoutMs: number): Promise<void> {
+    await this.child.connection.request('session/set_mode', { sessionId, modeId }, { timeoutMs });
+  }
+
   /**
    * `session/prompt` with one text block. Prompts on one session are sent one at a time: a second
    * prompt waits for the first (Hermes answers a prompt on a busy session `end_turn` at once).

@@ -110,7 +110,12 @@ export function runAcp(plan: LaunchPlanV1<AcpCommonSettings>, ctx: RuntimeContex
       onUpdate: (update) => {
         for (const event of translateSessionUpdate(update, transcript, replaying)) emit(event);
       },
-      onPermission: (request, signal) => broker.handle(request, signal),
+      onPermission: (request, signal) => {
+        // Some agents (Qwen Code) announce a tool only in its permission request: keep its title.
+        const { toolCallId, title } = request.toolCall;
+        if (title && !transcript.turnTools.has(toolCallId)) transcript.turnTools.set(toolCallId, title);
+        return broker.handle(request, signal);
+      },
     });
   }
 
@@ -184,8 +189,12 @@ export function runAcp(plan: LaunchPlanV1<AcpCommonSettings>, ctx: RuntimeContex
           },
         });
         try {
+          if (config.session_mode) {
+            await abortable(c.setMode(session.id, config.session_mode, config.request_timeout_ms), ctx.signal);
+            emit({ type: 'runtime.log', data: { level: 'info', message: `session mode set to ${config.session_mode}` } });
+          }
           const preamble = reasoningPreamble(c, session.id);
-          if (preamble) {
+          if (preamble && !ctx.signal.aborted) {
             const answer = await turn(c, session.id, preamble);
             transcript.assistantText = ''; // the preamble's reply is not the mission's answer
             emit({ type: 'runtime.log', data: { level: 'info', message: `reasoning preamble "${preamble}" answered ${answer.stopReason}` } });
@@ -201,6 +210,9 @@ export function runAcp(plan: LaunchPlanV1<AcpCommonSettings>, ctx: RuntimeContex
               emit({ type: 'runtime.usage', data: turnUsage });
             }
             next = stopReason === 'end_turn' ? followUps.shift() : undefined;
+          }
+          if (followUps.length > 0) {
+            emit({ type: 'runtime.log', data: { level: 'warn', message: `${followUps.length} follow-up message(s) not sent: the turn ended ${stopReason ?? 'early'}` } });
           }
         } finally {
           detach();

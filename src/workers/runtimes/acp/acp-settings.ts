@@ -36,6 +36,8 @@ export function acpSettingsShape(defaults: AcpDefaults) {
     auth_method_id: z.string().min(1).optional(),
     /** Continue this agent session with `session/load` (needs the agent's `loadSession`). */
     session_id: z.string().min(1).optional(),
+    /** Switch the session to this mode (`session/set_mode`) before prompting, e.g. `default`, `plan`. */
+    session_mode: z.string().min(1).optional(),
     /** After a `session/load` reply, how long late history replay is still treated as replay. */
     load_settle_ms: z.number().int().nonnegative().max(10_000).default(defaults.loadSettleMs),
     /** Deadline for initialize, authenticate, session/new and session/load. */
