@@ -108,7 +108,7 @@ export async function runCodexVsUh09(): Promise<void> {
     let sbN = 0;
     let ipN = 0;
     const contenders: Record<string, () => Promise<void>> = {
-      // TODO(lead): this already is the inline `uh mission run`; switch to the queued path too when it lands.
+      // The real inline `uh mission run` from main (merged into this branch), one process per run.
       ours: async () => {
         const mission = ourMission(work, ourRepo, ourN++);
         const { stdout } = await run(process.execPath, [UH, 'mission', 'run', mission, '--json', '--state-dir', ourState], { env: ourEnv, maxBuffer: 64 * 1024 * 1024 });

@@ -18,7 +18,7 @@ import { errorMessage, UhError } from '../shared/errors.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import { spawnGroup, type SpawnGroup } from '../shared/process/spawn-group.js';
 import { redact, secretEnvValues } from '../shared/redact.js';
-import { foldOne, type FoldedRuntime } from '../shared/runtime/fold-events.js';
+import { foldOne, initialFold, type FoldedRuntime } from '../shared/runtime/fold-events.js';
 import { guardTerminal } from '../shared/runtime/guard-terminal.js';
 import type { AbortReasonV1, RuntimeContextV1, RuntimeJournalV1 } from '../shared/runtime/v1/index.js';
 import type { PreparedOperation } from '../producers/prepare-operation.js';
@@ -64,18 +64,7 @@ export interface ExecuteResult {
 }
 
 function emptyFold(): FoldedRuntime {
-  return {
-    outcome: { status: 'failed', raw: 'not_started', message: 'runtime did not start', timed_out: false },
-    session_id: null,
-    thread_id: null,
-    turn_id: null,
-    final_message: '',
-    final_message_source: 'none',
-    usage: {},
-    tool_calls: 0,
-    messages: 0,
-    assistant_text: '',
-  };
+  return initialFold({ status: 'failed', raw: 'not_started', message: 'runtime did not start', timed_out: false });
 }
 
 export async function executeOperation(options: ExecuteOptions): Promise<ExecuteResult> {
@@ -218,13 +207,7 @@ export async function executeOperation(options: ExecuteOptions): Promise<Execute
       prompt_digest: prepared.promptDigest,
       repository: { url: mission.repository.url, ref: mission.repository.ref, base_commit: prepared.baseCommit },
       head_commit: diff?.headCommit ?? null,
-      runtime: {
-        adapter_id: runtime.runtimeId,
-        runtime_kind: runtime.adapter.id,
-        session_id: folded.session_id,
-        thread_id: folded.thread_id,
-        turn_id: folded.turn_id,
-      },
+      runtime: runtimeIdentity(prepared, folded),
       attempt: record.attempt,
       worker: { host: hostname(), pid: process.pid, mode: options.mode },
       started_at: startedAt.toISOString(),
@@ -303,8 +286,7 @@ async function runRuntime(
     journal: options.journal ?? fileJournal(join(dir, 'runtime-journal.json')),
     mission: { missionId: mission.mission_id, operationId: mission.operation_id, attempt: options.attempt ?? 1 },
   };
-  const folded = emptyFold();
-  folded.outcome = { status: 'failed', raw: 'no_terminal_event', message: 'runtime ended without a terminal outcome', timed_out: false };
+  const folded = initialFold();
   const toolIds = new Set<string>();
   try {
     const plan = await runtime.adapter.prepare({
@@ -331,13 +313,7 @@ function toRuntimeResult(prepared: PreparedOperation, folded: FoldedRuntime, dir
     schema_version: 'uh.runtime-result.v0',
     mission_id: mission.mission_id,
     operation_id: mission.operation_id,
-    runtime: {
-      adapter_id: runtime.runtimeId,
-      runtime_kind: runtime.adapter.id,
-      session_id: folded.session_id,
-      thread_id: folded.thread_id,
-      turn_id: folded.turn_id,
-    },
+    runtime: runtimeIdentity(prepared, folded),
     outcome: folded.outcome,
     status: folded.outcome.status,
     summary: folded.final_message.split('\n')[0]?.slice(0, 200) ?? '',
@@ -350,5 +326,15 @@ function toRuntimeResult(prepared: PreparedOperation, folded: FoldedRuntime, dir
     logs: readdirSync(dir)
       .filter((f) => f.startsWith('runtime.') && f.endsWith('.log'))
       .map((f) => join(dir, f)),
+  };
+}
+
+function runtimeIdentity(prepared: PreparedOperation, folded: FoldedRuntime) {
+  return {
+    adapter_id: prepared.runtime.runtimeId,
+    runtime_kind: prepared.runtime.adapter.id,
+    session_id: folded.session_id,
+    thread_id: folded.thread_id,
+    turn_id: folded.turn_id,
   };
 }

@@ -139,6 +139,23 @@ describe('real codex exec against the scripted Responses server', () => {
     expect(await server.requests()).toHaveLength(1);
   });
 
+  it('is blocked (unreachable) when the model endpoint refuses connections', async () => {
+    const offlineHome = tempDir('uh-codex-home-offline-');
+    // Port 1 on loopback: nothing listens there, every connection is refused.
+    writeFileSync(join(offlineHome, 'config.toml'), readFileSync(join(codexHome, 'config.toml'), 'utf8').replace(server.url, 'http://127.0.0.1:1/v1'));
+    try {
+      const result = await runAdapter(
+        codexAdapter,
+        { binary: realRuntimeBinary('codex'), codex_home: offlineHome, env: { UH_MOCK_API_KEY: API_KEY }, network_wait_ms: 0, kill_grace_ms: 500 },
+        { env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, prompt: 'Say hi.' },
+      );
+      const finished = terminalOf(result.events);
+      expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({ status: 'blocked', raw: 'unreachable' });
+    } finally {
+      removeDir(offlineHome);
+    }
+  });
+
   it('check() reports the pinned version', async () => {
     const check = await codexAdapter.check(codexAdapter.configSchema.parse({ binary: realRuntimeBinary('codex') }), {
       spawn: spawnGroup,

@@ -88,7 +88,11 @@ export async function* runCliJsonl<T>(options: CliJsonlOptions<T>): AsyncGenerat
   });
   let exited = false;
   const log = createWriteStream(stdoutLog, { flags: 'a' });
-  log.on('error', () => {}); // a failing log must not break the run; the close below still resolves
+  let logOpen = true;
+  // A failing log must not break the run: parsing goes on, the log is dropped.
+  log.on('error', () => (logOpen = false));
+  log.on('close', () => (logOpen = false));
+  const logClosed = new Promise<void>((resolve) => log.once('close', () => resolve()));
   const splitter = new BoundedLineSplitter(options.maxLineBytes ?? 4 * 1024 * 1024);
   let lines = 0;
   let malformed = 0;
@@ -103,7 +107,8 @@ export async function* runCliJsonl<T>(options: CliJsonlOptions<T>): AsyncGenerat
     yield { kind: 'spawned', pid: child.pid };
     if (child.stdout) {
       for await (const chunk of child.stdout as AsyncIterable<Buffer>) {
-        if (!log.write(chunk)) await once(log, 'drain');
+        // Backpressure from the disk, unless the log has failed (then 'drain' never comes).
+        if (logOpen && !log.write(chunk)) await Promise.race([once(log, 'drain'), logClosed]);
         for (const line of splitter.push(chunk)) {
           const item = toItem(line);
           if (item) yield item;
@@ -117,7 +122,7 @@ export async function* runCliJsonl<T>(options: CliJsonlOptions<T>): AsyncGenerat
     const result = await child.result;
     exited = true;
     log.end();
-    await once(log, 'close').catch(() => {});
+    await logClosed;
     const stderrTail = tail.text();
     yield {
       kind: 'exit',

@@ -32,6 +32,7 @@ const rows: Array<[string, Partial<CodexRunFacts>, { status: string; raw: string
   ['cancel', { abort: { kind: 'cancel', message: 'cancelled by user' }, exitCode: null, signal: 'SIGTERM' }, { status: 'cancelled', raw: 'cancel' }],
   ['turn completed, exit 0', {}, { status: 'completed', raw: 'turn.completed' }],
   ['turn completed with non-fatal error items', { lastError: 'Reconnecting... 2/5 (stream disconnected)' }, { status: 'completed', raw: 'turn.completed' }],
+  ['stopped by the adapter: endpoint unreachable too long', { gaveUpUnreachable: true, exitCode: null, signal: 'SIGTERM', turnCompleted: false, lastError: 'Reconnecting... waiting for network' }, { status: 'blocked', raw: 'unreachable' }],
   ['401 Unauthorized', failedTurn('unexpected status 401 Unauthorized: Incorrect API key provided'), { status: 'blocked', raw: 'auth' }],
   ['not logged in (stderr)', { exitCode: 1, turnCompleted: false, lastMessagePresent: false, stderrTail: 'Error: Not logged in. Run codex login.' }, { status: 'blocked', raw: 'auth' }],
   ['missing provider key', failedTurn('Missing environment variable: `UH_MOCK_KEY`.'), { status: 'blocked', raw: 'auth' }],

@@ -57,6 +57,8 @@ describe('codex adapter (fake codex)', () => {
     // The non-fatal error item is a warning, not a failure.
     expect(ofType(result.events, 'runtime.log').some((e) => e.data.non_fatal === true && e.data.level === 'warn')).toBe(true);
     expect(statSync(join(result.logDir, 'codex.stdout.jsonl')).size).toBeGreaterThan(0);
+    // The thread id is in the durable journal too.
+    expect(JSON.parse(readFileSync(join(result.logDir, 'runtime-journal.json'), 'utf8'))).toMatchObject({ codex_thread_id: folded.thread_id });
   });
 
   it('falls back to the raw -o file content when the sentinel is missing', async () => {
@@ -82,6 +84,15 @@ describe('codex adapter (fake codex)', () => {
     if (scenario === 'usage-limit') expect(finished.outcome.retry_after_ms).toBe(180_000);
     if (scenario === 'crash') expect(finished.outcome.message).toMatch(/exited with code 101: .*panicked/s);
     expect(git(result.workDir, 'status', '--porcelain')).toBe('');
+  });
+
+  it('stops codex waiting for an unreachable endpoint after network_wait_ms, as blocked', async () => {
+    const started = Date.now();
+    const result = await run('offline', { network_wait_ms: 300, kill_grace_ms: 500 });
+    const finished = terminalOf(result.events);
+    expect(finished.outcome).toMatchObject({ status: 'blocked', raw: 'unreachable' });
+    expect(finished.outcome.message).toMatch(/waiting for network/);
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it('is blocked with an install hint when the binary is missing', async () => {

@@ -142,6 +142,14 @@ describe('runCliJsonl', () => {
     expect(statSync(join(opts.logDir, 'cli.stdout.jsonl')).size).toBeGreaterThan(20_000_000);
   });
 
+  it('still parses and reports the exit when the log dir cannot be written', async () => {
+    const opts = options(['flood', '2000']);
+    opts.logDir = join(opts.logDir, 'missing', 'dir');
+    let count = 0;
+    for await (const item of runCliJsonl(opts)) if (item.kind === 'message') count += 1;
+    expect(count).toBe(2001);
+  });
+
   it('closes stdin by default and passes a given text', async () => {
     const closed = await collect(options(['stdin']));
     expect(closed.find((i) => i.kind === 'message')).toMatchObject({ value: { type: 'stdin', text: '' } });

@@ -4,6 +4,7 @@
  *   2. timeout (process or mission)                → failed, timed_out
  *   3. cancel                                      → cancelled
  *   4. turn completed and exit 0                   → completed
+ *   4b. stopped by the adapter: endpoint unreachable longer than network_wait_ms → blocked
  *   5. an operator problem in the error text       → blocked (auth, usage limit, quota,
  *      (turn.failed, then last `error`, then stderr)   rate limit, unknown model, unreachable)
  *   6. turn.failed                                 → failed
@@ -30,6 +31,8 @@ export interface CodexRunFacts {
   exitMessage: string;
   /** The `--output-last-message` file exists and is not blank. */
   lastMessagePresent: boolean;
+  /** The adapter stopped codex after it waited for an unreachable endpoint longer than allowed. */
+  gaveUpUnreachable?: boolean;
 }
 
 interface BlockedRule {
@@ -119,6 +122,16 @@ export function classifyCodex(f: CodexRunFacts): Outcome {
   }
   if (f.exitCode === 0 && f.turnCompleted && f.turnFailed === null) {
     return { status: 'completed', raw: 'turn.completed', message: 'codex completed the turn', timed_out: false, ...base };
+  }
+  if (f.gaveUpUnreachable) {
+    return {
+      status: 'blocked',
+      raw: 'unreachable',
+      message: `the model endpoint is unreachable: ${oneLine(f.lastError ?? 'codex kept waiting for the network')}`,
+      hint: 'check the network and the base_url of the model provider in config.toml (runtime_config.network_wait_ms bounds the wait)',
+      timed_out: false,
+      ...base,
+    };
   }
   const evidence = [f.turnFailed, f.lastError, f.stderrTail].filter((t): t is string => !!t);
   for (const rule of CODEX_BLOCKED_RULES) {

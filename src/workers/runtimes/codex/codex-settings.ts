@@ -24,6 +24,12 @@ export const CodexSettingsSchema = z.strictObject({
   ephemeral: z.boolean().default(true),
   /** Extra environment for the child (provider API keys); values of secret-looking names are secrets. */
   env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), z.string()).default({}),
+  /**
+   * How long codex may wait for an unreachable model endpoint ("Reconnecting... waiting for
+   * network", which it repeats forever) before the run is stopped as blocked `unreachable`.
+   * 0 stops at the first such notice.
+   */
+  network_wait_ms: z.number().int().nonnegative().max(3_600_000).default(60_000),
   /** After SIGTERM on cancel or timeout, how long before SIGKILL. */
   kill_grace_ms: z.number().int().nonnegative().max(60_000).default(2000),
 });
