@@ -21,6 +21,7 @@ import { CodexAppServerSettingsSchema } from '../../src/workers/runtimes/codex-a
 import { fileJournal } from '../../src/workers/state/file-journal.js';
 import { spawnGroup } from '../../src/shared/process/spawn-group.js';
 import { silentLogger } from '../../src/shared/logger.js';
+import { recoverOperationRuntime } from '../../src/producers/recover-runtime.js';
 
 const API_KEY = 'sk-uh-appserver-pipeline-0e7c2b55';
 let server: ResponsesServer;
@@ -141,7 +142,10 @@ describe('uh mission run --runtime codex-app-server (real app server)', () => {
     // 1. Recovery from the journal the dead worker left: the exact turn, read back terminal.
     const copy = join(tempDir('uh-journal-'), 'runtime-journal.json');
     copyFileSync(journalPath, copy);
-    const recovered = await codexAppServerAdapter.recover!(config, recoverCtx(journalPath));
+    // Through the state dir `uh mission run` left (mission.json, operation.json, the journal).
+    const viaState = await recoverOperationRuntime(stateDir, operationId, { env: { PATH: process.env.PATH, HOME: tempDir('uh-home-') } });
+    expect(viaState?.runtime).toBe('codex-app-server');
+    const recovered = viaState!.recovery;
     expect(recovered.state, recovered.reason).toBe('settled');
     expect(recovered.thread_id).toBe(left.thread_id);
     if (left.turn_id) expect(recovered.turn_id).toBe(left.turn_id);
