@@ -3,7 +3,7 @@
  * against the scripted Responses API server on 127.0.0.1, with an isolated CODEX_HOME and HOME.
  * Never skipped: a missing binary fails each test with the install command.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codexAppServerAdapter } from '../../src/workers/runtimes/codex-app-server/codex-app-server-adapter.js';
@@ -117,6 +117,24 @@ describe('real codex app-server: one turn per operation, read back', () => {
     expect(finished.readback_status).toBe('failed');
     expect(finished.turn_id).toBeTruthy();
     expect(await server.requests()).toHaveLength(1);
+  });
+
+  it('answers approval requests by the declared policy: declines a command reaching outside the worktree, accepts one inside', async () => {
+    const outside = join(tempDir('uh-outside-'), 'escaped.txt');
+    await server.script([
+      { kind: 'function_call', name: 'exec_command', arguments: { cmd: `touch ${outside}`, sandbox_permissions: 'require_escalated', justification: 'test' }, call_id: 'call_out' },
+      { kind: 'function_call', name: 'exec_command', arguments: { cmd: 'touch inside.txt', sandbox_permissions: 'require_escalated', justification: 'test' }, call_id: 'call_in' },
+      { kind: 'message', text: 'done' },
+    ]);
+    const run = await runAdapter(codexAppServerAdapter, config({ approval_policy: 'on-request' }), { env: env(), mission: mission() });
+    expect(terminalOf(run.events).outcome.status).toBe('completed');
+    const answers = run.events.filter((e) => e.type === 'runtime.permission').map((e) => [e.data.accepted, e.data.answer]);
+    expect(answers).toEqual([
+      [false, { decision: 'decline' }],
+      [true, { decision: 'accept' }],
+    ]);
+    expect(existsSync(outside)).toBe(false);
+    expect(existsSync(join(run.workDir, 'inside.txt'))).toBe(true);
   });
 
   it('a follow-up operation of the same mission resumes the thread: a new turn, the first one in its baseline', async () => {

@@ -95,6 +95,8 @@ export const CommandApprovalParamsSchema = z.looseObject({
   command: z.string().nullable().optional(),
   cwd: z.string().nullable().optional(),
   reason: z.string().nullable().optional(),
+  commandActions: z.array(z.unknown()).nullable().optional(),
+  networkApprovalContext: z.unknown().optional(),
 });
 export const FileChangeApprovalParamsSchema = z.looseObject({
   threadId: z.string(),
