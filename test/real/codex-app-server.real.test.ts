@@ -104,6 +104,30 @@ describe('real codex app-server: one turn per operation, read back', () => {
     expect(terminalOf(run.events).readback_by).toBe('run');
   });
 
+  it('when the app server dies mid-turn, a fresh one reads the turn back (interrupted), nothing is re-sent', async () => {
+    await server.script([{ kind: 'hang' }]);
+    let pid = 0;
+    const run = await runAdapter(codexAppServerAdapter, config(), {
+      env: env(),
+      mission: mission(),
+      onEvent: (e) => {
+        if (e.type !== 'runtime.started') return;
+        pid = e.data.pid as number;
+        // Once the turn reached the model, kill the app server's whole process group.
+        void (async () => {
+          while ((await server.requests()).length === 0) await new Promise((r) => setTimeout(r, 25));
+          process.kill(-pid, 'SIGKILL');
+        })();
+      },
+    });
+    const finished = terminalOf(run.events);
+    expect(pid).toBeGreaterThan(0);
+    expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({ status: 'failed', raw: 'readback:interrupted' });
+    expect(finished).toMatchObject({ readback_status: 'interrupted', readback_by: 'recover', recovery: { state: 'settled' } });
+    expect(finished.turn_id).toBe(foldRuntimeEvents(run.events).turn_id);
+    expect(await server.requests()).toHaveLength(1);
+  });
+
   it.each([
     ['response.failed (server_error)', { kind: 'failed', code: 'server_error', message: 'boom' }, { status: 'failed', raw: 'readback:failed:other' }],
     ['response.failed (rate_limit_exceeded)', { kind: 'failed', code: 'rate_limit_exceeded', message: 'Rate limit reached. Please try again in 2.5s.' }, { status: 'blocked', raw: 'readback:failed:rateLimitExceeded', retry_after_ms: 2500 }],
