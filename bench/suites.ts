@@ -11,9 +11,11 @@ export interface BenchSuite {
 import { runInlineVsFloor } from './inline-vs-floor.js';
 import { runCodexVsUh09 } from './codex-vs-uh09.js';
 import { runJsonRpcBench } from './jsonrpc-ndjson.bench.js';
+import { runCodexAppServerBench } from './codex-app-server.bench.js';
 
 export const SUITES: BenchSuite[] = [
   { name: 'inline', run: runInlineVsFloor },
   { name: 'codex-vs-uh09', run: runCodexVsUh09 },
   { name: 'jsonrpc-ndjson', run: runJsonRpcBench },
+  { name: 'codex-app-server', run: runCodexAppServerBench },
 ];
