@@ -121,7 +121,12 @@ export async function* runCodexAppServer(config: CodexAppServerSettings, prompt:
     threadId = thread.id;
     sessionId = thread.sessionId ?? thread.id;
     await identity.put({ codex_home: client.codexHome, thread_id: threadId, thread_origin: origin });
-    rememberMissionThread(client.codexHome, ctx.mission.missionId, threadId, ctx.mission.operationId, new Date(ctx.now()));
+    try {
+      rememberMissionThread(client.codexHome, ctx.mission.missionId, threadId, ctx.mission.operationId, new Date(ctx.now()));
+    } catch (error) {
+      // Only follow-ups lose their thread (they start a new one); this run is unaffected.
+      yield { type: 'runtime.log', data: { level: 'warn', message: `cannot record the mission's thread in ${client.codexHome}: ${errorMessage(error)}` } };
+    }
 
     // baseline: every turn already in the thread (none in a thread we just started).
     const baseline = origin === 'started' ? [] : (await listAllTurns(client, threadId)).map((t) => t.id);
