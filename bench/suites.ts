@@ -8,8 +8,10 @@ export interface BenchSuite {
   run: () => Promise<void>;
 }
 
+import { runInlineVsFloor } from './inline-vs-floor.js';
 import { runJsonRpcBench } from './jsonrpc-ndjson.bench.js';
 
 export const SUITES: BenchSuite[] = [
+  { name: 'inline', run: runInlineVsFloor },
   { name: 'jsonrpc-ndjson', run: runJsonRpcBench },
 ];

@@ -1,4 +1,4 @@
-import { pino } from 'pino';
+import { createRequire } from 'node:module';
 
 /** The logging seam: adapters and workers log through this, never `console`. */
 export interface Logger {
@@ -9,23 +9,46 @@ export interface Logger {
   child(bindings: Record<string, unknown>): Logger;
 }
 
+const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+
 /**
- * A pino logger on stderr (stdout belongs to `--json` output). Secrets are scrubbed by the
- * caller through `redact()` before they reach a log line; pino's own redaction covers the
- * well-known key names as a second net.
+ * A pino logger on stderr (stdout belongs to `--json` output), created on the first line that
+ * passes the level, so a quiet CLI run never pays for pino's import. Secrets are scrubbed by
+ * the caller through `redact()`; pino's redaction of well-known key names is a second net.
  */
-export function createLogger(level: string = process.env.UH_LOG_LEVEL ?? 'warn'): Logger {
-  return pino(
-    {
-      level,
-      base: { pid: process.pid },
-      redact: {
-        paths: ['*.auth_token', '*.authorization', '*.Authorization', '*.api_key', '*.extra_headers', 'headers.*'],
-        censor: '[redacted]',
-      },
-    },
-    pino.destination({ fd: 2, sync: true }),
-  ) as unknown as Logger;
+export function createLogger(level: string = process.env.UH_LOG_LEVEL ?? 'warn', bindings: Record<string, unknown> = {}): Logger {
+  const threshold = LEVELS.indexOf(level);
+  if (threshold < 0 || level === 'silent') return silentLogger;
+  let real: Logger | undefined;
+  const get = (): Logger => {
+    if (!real) {
+      const { pino } = createRequire(import.meta.url)('pino') as typeof import('pino');
+      real = (
+        pino(
+          {
+            level,
+            base: { pid: process.pid },
+            redact: {
+              paths: ['*.auth_token', '*.authorization', '*.Authorization', '*.api_key', '*.extra_headers', 'headers.*'],
+              censor: '[redacted]',
+            },
+          },
+          pino.destination({ fd: 2, sync: true }),
+        ) as unknown as Logger
+      ).child(bindings);
+    }
+    return real;
+  };
+  const at = (name: 'debug' | 'info' | 'warn' | 'error') => (obj: Record<string, unknown> | string, msg?: string) => {
+    if (LEVELS.indexOf(name) >= threshold) get()[name](obj, msg);
+  };
+  return {
+    debug: at('debug'),
+    info: at('info'),
+    warn: at('warn'),
+    error: at('error'),
+    child: (more) => createLogger(level, { ...bindings, ...more }),
+  };
 }
 
 /** A logger that drops everything: the default in tests. */

@@ -4,6 +4,7 @@ import type { AnyRuntimeAdapter, RuntimeContextV1, RuntimeEventV1, RuntimeSessio
 import { spawnGroup } from '../../src/shared/process/spawn-group.js';
 import { silentLogger } from '../../src/shared/logger.js';
 import { parseOrThrow } from '../../src/shared/contracts/zod-issues.js';
+import { fileJournal } from '../../src/workers/state/file-journal.js';
 import { makeRepo } from './git-repo.js';
 import { tempDir } from './temp.js';
 
@@ -51,6 +52,7 @@ export async function runAdapter(adapter: AnyRuntimeAdapter, configInput: unknow
     generateId: () => `id-${++seq}`,
     logger: silentLogger,
     env: options.env ?? { ...process.env },
+    journal: fileJournal(join(logDir, 'runtime-journal.json')),
     mission: { missionId: 'm-test', operationId: 'op-test', attempt: 1 },
   };
   const events: RuntimeEventV1[] = [];

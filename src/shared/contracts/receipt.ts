@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { OutcomeSchema, UsageSchema } from './runtime-result.js';
+import { OutcomeSchema, RuntimeIdentitySchema, UsageSchema } from './runtime-result.js';
 import { RuntimeStatusSchema, VerdictSchema } from './status.js';
 
 export const CheckResultSchema = z.strictObject({
@@ -44,13 +44,7 @@ export const ReceiptSchema = z.strictObject({
   prompt_digest: z.string(),
   repository: z.strictObject({ url: z.string(), ref: z.string(), base_commit: z.string().nullable() }),
   head_commit: z.string().nullable(),
-  runtime: z.strictObject({
-    adapter_id: z.string(),
-    runtime_kind: z.string(),
-    session_id: z.string().nullable(),
-    thread_id: z.string().nullable(),
-    turn_id: z.string().nullable(),
-  }),
+  runtime: RuntimeIdentitySchema,
   attempt: z.number().int().positive(),
   worker: z.strictObject({ host: z.string(), pid: z.number().int(), mode: z.enum(['inline', 'queue']) }),
   started_at: z.string(),

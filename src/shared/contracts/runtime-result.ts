@@ -28,18 +28,21 @@ export const OutcomeSchema = z.strictObject({
 });
 export type Outcome = z.infer<typeof OutcomeSchema>;
 
+/** Which runtime ran, and the ids it gave the session (all null when it never started). */
+export const RuntimeIdentitySchema = z.strictObject({
+  adapter_id: z.string(),
+  runtime_kind: z.string(),
+  session_id: z.string().nullable(),
+  thread_id: z.string().nullable(),
+  turn_id: z.string().nullable(),
+});
+
 /** `uh.runtime-result.v0`: what one runtime execution produced, folded from its events. */
 export const RuntimeResultSchema = z.strictObject({
   schema_version: z.literal('uh.runtime-result.v0'),
   mission_id: z.string(),
   operation_id: z.string(),
-  runtime: z.strictObject({
-    adapter_id: z.string(),
-    runtime_kind: z.string(),
-    session_id: z.string().nullable(),
-    thread_id: z.string().nullable(),
-    turn_id: z.string().nullable(),
-  }),
+  runtime: RuntimeIdentitySchema,
   outcome: OutcomeSchema,
   status: RuntimeStatusSchema,
   summary: z.string(),

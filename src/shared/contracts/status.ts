@@ -9,15 +9,8 @@ export type Verdict = z.infer<typeof VerdictSchema>;
 export const OperationStateSchema = z.enum(['queued', 'running', 'verifying', 'finished', 'unknown']);
 export type OperationState = z.infer<typeof OperationStateSchema>;
 
-/** `uh` exit codes (ARCHITECTURE "Status, verdict, exit codes"). */
-export const EXIT = {
-  ok: 0,
-  failed: 1,
-  invalid: 2,
-  blocked: 3,
-  cancelled: 4,
-  unknown: 5,
-} as const;
+export { EXIT } from './exit-codes.js';
+import { EXIT } from './exit-codes.js';
 
 /** The exit code a finished operation maps to: status first, then verdict. */
 export function exitCodeFor(status: RuntimeStatus, verdict: Verdict): number {

@@ -20,7 +20,7 @@ export interface SpawnGroupOptions {
   /** `ignore` closes stdin (what `codex exec` needs); `pipe` hands the caller a writable. */
   stdin?: 'ignore' | 'pipe' | { text: string };
   stdout?: OutputSpec | 'pipe';
-  stderr?: OutputSpec;
+  stderr?: OutputSpec | 'pipe';
   /** Aborting signals the group (SIGTERM, then SIGKILL after `killGraceMs`). */
   signal?: AbortSignal;
   timeoutMs?: number;
@@ -44,6 +44,8 @@ export interface SpawnedGroup {
   readonly stdin: Writable | null;
   /** Only when `stdout: 'pipe'`. */
   readonly stdout: Readable | null;
+  /** Only when `stderr: 'pipe'`. */
+  readonly stderr: Readable | null;
   /** Resolves when the leader has exited and its output is flushed. Never rejects. */
   readonly result: Promise<SpawnGroupResult>;
   /** Signal the group now (SIGTERM, then SIGKILL after the grace period). */
@@ -176,6 +178,7 @@ export const spawnGroup: SpawnGroup = (options) => {
     pid: child.pid,
     stdin: stdinMode === 'pipe' && options.stdin === 'pipe' ? child.stdin : null,
     stdout: options.stdout === 'pipe' ? child.stdout : null,
+    stderr: options.stderr === 'pipe' ? child.stderr : null,
     result,
     terminate,
   };

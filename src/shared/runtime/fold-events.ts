@@ -22,8 +22,18 @@ const TEXT_CAP = 16 * 1024;
  * both use it, so they cannot drift apart. Usage: cumulative reports replace, others add.
  */
 export function foldRuntimeEvents(events: Iterable<RuntimeEventV1>): FoldedRuntime {
-  const state: FoldedRuntime = {
-    outcome: { status: 'failed', raw: 'no_terminal_event', message: 'runtime ended without a terminal outcome', timed_out: false },
+  const state = initialFold();
+  const toolIds = new Set<string>();
+  for (const event of events) foldOne(state, event, toolIds);
+  return state;
+}
+
+/** The fold before any event: a failed outcome until a terminal event says otherwise. */
+export function initialFold(
+  outcome: FoldedRuntime['outcome'] = { status: 'failed', raw: 'no_terminal_event', message: 'runtime ended without a terminal outcome', timed_out: false },
+): FoldedRuntime {
+  return {
+    outcome,
     session_id: null,
     thread_id: null,
     turn_id: null,
@@ -34,9 +44,6 @@ export function foldRuntimeEvents(events: Iterable<RuntimeEventV1>): FoldedRunti
     messages: 0,
     assistant_text: '',
   };
-  const toolIds = new Set<string>();
-  for (const event of events) foldOne(state, event, toolIds);
-  return state;
 }
 
 export function foldOne(state: FoldedRuntime, event: RuntimeEventV1, toolIds: Set<string>): void {

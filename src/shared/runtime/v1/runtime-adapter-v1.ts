@@ -54,6 +54,8 @@ export interface RuntimeAdapterV1<Config = unknown> {
   readonly capabilities: readonly Capability[];
   /** Defaults for the manifest's runtime_config (before overrides). */
   readonly defaultConfig: Record<string, unknown>;
+  /** A runtime_config to start from: written by `uh adapter add` into the manifest. */
+  readonly exampleConfig?: Record<string, unknown>;
   /** Strict: an unknown key is an error. Parsed after overrides are merged. */
   readonly configSchema: z.ZodType<Config>;
   /** Values in the config that must never reach logs, events or receipts (tokens, header values). */

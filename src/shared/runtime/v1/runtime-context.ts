@@ -14,6 +14,18 @@ export function abortReasonOf(signal: AbortSignal): AbortReasonV1 {
 }
 
 /**
+ * A small durable record per operation, for runtimes that must prove identity across crashes
+ * (the Codex app-server's thread id, baseline turn ids, turn id). `put` must be durable when it
+ * returns: inline it is `runtime-journal.json` in the operation dir, written atomically; in queue
+ * mode the operation record in Redis. Values must be JSON.
+ */
+export interface RuntimeJournalV1 {
+  get(): Promise<Record<string, unknown>>;
+  /** Merge `patch` into the journal and persist it before resolving. */
+  put(patch: Record<string, unknown>): Promise<void>;
+}
+
+/**
  * All I/O an adapter does goes through this context, which defaults to the real thing, so tests
  * can drive every branch.
  */
@@ -32,6 +44,8 @@ export interface RuntimeContextV1 {
   readonly logger: Logger;
   /** Environment for children (already contains the mission's sandbox env). */
   readonly env: Readonly<Record<string, string | undefined>>;
+  /** Durable identity facts of this operation; survives the worker dying. */
+  readonly journal: RuntimeJournalV1;
   /** Identity of this execution, for prompts, client message ids and logs. */
   readonly mission: { readonly missionId: string; readonly operationId: string; readonly attempt: number };
 }

@@ -20,6 +20,7 @@ export const commandAdapter: RuntimeAdapterV1<CommandSettings> = {
   displayName: 'Command (any program as the agent)',
   capabilities: ['non_interactive_run'],
   defaultConfig: {},
+  exampleConfig: { argv: ['sh', '-c', 'echo "edit files here; the prompt is on stdin"'], prompt_via: 'stdin' },
   configSchema: CommandSettingsSchema,
   secretsOf: (config) => secretEnvValues(config.env),
 

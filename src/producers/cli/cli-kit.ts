@@ -1,0 +1,92 @@
+/**
+ * Shared CLI plumbing: argument parsing with node's parseArgs, help text, the state dir, and
+ * the one error printer (one line naming the field or file, then the hint; exit code by kind).
+ */
+import { execFileSync } from 'node:child_process';
+import { resolve, join } from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { EXIT } from '../../shared/contracts/exit-codes.js';
+import { errorMessage, UhError, invalidInput } from '../../shared/errors.js';
+
+export interface CommandSpec {
+  usage: string;
+  summary: string;
+  options: NonNullable<ParseArgsConfig['options']>;
+  examples: string[];
+  /** Extra lines for --help. */
+  details?: string[];
+}
+
+export const COMMON_OPTIONS = {
+  json: { type: 'boolean' as const, default: false },
+  help: { type: 'boolean' as const, short: 'h', default: false },
+  'state-dir': { type: 'string' as const },
+};
+
+export function helpText(spec: CommandSpec): string {
+  const lines = [`usage: ${spec.usage}`, '', spec.summary, ''];
+  const opts = Object.entries(spec.options).map(([name, o]) => `  --${name}${o.type === 'string' ? ' <value>' : ''}${o.short ? `, -${o.short}` : ''}`);
+  if (opts.length > 0) lines.push('options:', ...opts, '');
+  if (spec.details) lines.push(...spec.details, '');
+  lines.push('examples:', ...spec.examples.map((e) => `  ${e}`));
+  return lines.join('\n');
+}
+
+export function parseCommand(spec: CommandSpec, argv: string[]) {
+  try {
+    return parseArgs({ args: argv, options: spec.options, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw invalidInput(errorMessage(error).split('\n')[0] ?? 'bad arguments', [], `see: ${spec.usage.split(' ').slice(0, 3).join(' ')} --help`);
+  }
+}
+
+/** `--state-dir`, else `UH_STATE_DIR`, else `.harness/` at the invoking repository's root. */
+export function resolveStateDir(flag: string | undefined, env = process.env): string {
+  if (flag) return resolve(flag);
+  if (env.UH_STATE_DIR) return resolve(env.UH_STATE_DIR);
+  try {
+    const top = execFileSync('git', ['rev-parse', '--show-toplevel'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    if (top) return join(top, '.harness');
+  } catch {
+    // not in a git repository
+  }
+  return resolve('.harness');
+}
+
+export function exitCodeForError(error: unknown): number {
+  if (UhError.isInstance(error)) {
+    switch (error.kind) {
+      case 'invalid_input':
+      case 'conflict':
+      case 'unsupported_capability':
+      case 'not_found':
+        return EXIT.invalid;
+      case 'runtime_unavailable':
+        return EXIT.blocked;
+      default:
+        return EXIT.failed;
+    }
+  }
+  return EXIT.failed;
+}
+
+export function printError(error: unknown, json: boolean): number {
+  const code = exitCodeForError(error);
+  if (json) {
+    const body = UhError.isInstance(error)
+      ? { error: { kind: error.kind, name: error.name, message: error.message, details: error.details, hint: error.hint ?? null } }
+      : { error: { kind: 'internal', message: errorMessage(error) } };
+    process.stdout.write(`${JSON.stringify(body)}\n`);
+  }
+  const lines = [`uh: ${errorMessage(error)}`];
+  if (UhError.isInstance(error)) {
+    for (const detail of error.details) lines.push(`  ${detail}`);
+    if (error.hint) lines.push(`hint: ${error.hint}`);
+  } else if (error instanceof Error && process.env.UH_DEBUG) lines.push(error.stack ?? '');
+  process.stderr.write(`${lines.join('\n')}\n`);
+  return code;
+}
+
+export function writeJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}

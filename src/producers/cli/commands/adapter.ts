@@ -1,0 +1,99 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { stringify as toYaml } from 'yaml';
+import { ID_PATTERN } from '../../../shared/contracts/ids.js';
+import { EXIT } from '../../../shared/contracts/status.js';
+import { invalidInput, UhError } from '../../../shared/errors.js';
+import { spawnGroup } from '../../../shared/process/spawn-group.js';
+import { findRuntimeAdapter, RUNTIME_ADAPTERS } from '../../../workers/runtimes/registry.js';
+import { defaultManifest, loadManifest, manifestPath, mergeConfig } from '../../resolve-runtime.js';
+import { parseOrThrow } from '../../../shared/contracts/zod-issues.js';
+import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+
+const LIST: CommandSpec = {
+  usage: 'uh adapter list [--json] [--state-dir dir]',
+  summary: 'List the registered runtimes, their capabilities, and any manifest in <state>/adapters/.',
+  options: { ...COMMON_OPTIONS },
+  examples: ['uh adapter list', 'uh adapter list --json'],
+};
+const ADD: CommandSpec = {
+  usage: 'uh adapter add <id> [--kind runtime] [--force] [--state-dir dir]',
+  summary: 'Write <state>/adapters/<id>.yaml (uh.adapter.v0) from the runtime\'s template, to edit. --kind picks the runtime when the id is your own name.',
+  options: { ...COMMON_OPTIONS, kind: { type: 'string' }, force: { type: 'boolean', default: false } },
+  examples: ['uh adapter add command', 'uh adapter add my-codex --kind codex'],
+};
+const CHECK: CommandSpec = {
+  usage: 'uh adapter check <id> [--json] [--state-dir dir]',
+  summary: 'Is the runtime usable on this machine (binary found, version, endpoint reachable)? Exit 0 when usable, 3 when not.',
+  options: { ...COMMON_OPTIONS },
+  examples: ['uh adapter check command', 'uh adapter check hermes-proxy --json'],
+};
+
+export async function adapterList(argv: string[]): Promise<number> {
+  const { values } = parseCommand(LIST, argv);
+  if (values.help) return void process.stdout.write(`${helpText(LIST)}\n`), EXIT.ok;
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
+  const rows = RUNTIME_ADAPTERS.map((a) => ({
+    id: a.id,
+    name: a.displayName,
+    capabilities: [...a.capabilities],
+    manifest: existsSync(manifestPath(stateDir, a.id)) ? manifestPath(stateDir, a.id) : null,
+  }));
+  if (values.json) writeJson(rows);
+  else for (const r of rows) process.stdout.write(`${r.id.padEnd(18)} ${r.name}${r.manifest ? `  [${r.manifest}]` : ''}\n  capabilities: ${r.capabilities.join(', ') || '-'}\n`);
+  return EXIT.ok;
+}
+
+export async function adapterAdd(argv: string[]): Promise<number> {
+  const { values, positionals } = parseCommand(ADD, argv);
+  if (values.help) return void process.stdout.write(`${helpText(ADD)}\n`), EXIT.ok;
+  const id = positionals[0];
+  if (!id || positionals.length !== 1) throw invalidInput('uh adapter add needs one id', [], ADD.usage);
+  if (!ID_PATTERN.test(id)) throw invalidInput(`id "${id}" must match ${ID_PATTERN}`);
+  const kind = (values.kind as string | undefined) ?? id;
+  const adapter = findRuntimeAdapter(kind);
+  if (!adapter) throw invalidInput(`--kind: unknown runtime "${kind}"`, [], `known: ${RUNTIME_ADAPTERS.map((a) => a.id).join(', ')}`);
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
+  const path = manifestPath(stateDir, id);
+  if (existsSync(path) && !values.force) throw new UhError('conflict', `${path} exists`, { hint: 'edit it, or pass --force to overwrite' });
+  const manifest = {
+    ...defaultManifest(adapter),
+    id,
+    runtime_config: mergeConfig(adapter.defaultConfig, adapter.exampleConfig ?? {}),
+  };
+  // The template must parse strictly, or the user starts from something broken.
+  parseOrThrow(adapter.configSchema, manifest.runtime_config, `${kind} template`);
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `# uh adapter manifest (uh.adapter.v0). Docs: docs/runtimes/${kind}.md\n${toYaml(manifest)}`);
+  if (values.json) writeJson({ path, manifest });
+  else process.stdout.write(`wrote ${path}\nnext: edit runtime_config, then: uh adapter check ${id}\n`);
+  return EXIT.ok;
+}
+
+export async function adapterCheck(argv: string[]): Promise<number> {
+  const { values, positionals } = parseCommand(CHECK, argv);
+  if (values.help) return void process.stdout.write(`${helpText(CHECK)}\n`), EXIT.ok;
+  const id = positionals[0];
+  if (!id || positionals.length !== 1) throw invalidInput('uh adapter check needs one id', [], CHECK.usage);
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
+  const { manifest, source } = loadManifest(stateDir, id);
+  const adapter = findRuntimeAdapter(manifest.runtime_kind);
+  if (!adapter) throw invalidInput(`${source}: unknown runtime_kind ${manifest.runtime_kind}`);
+  const merged = mergeConfig(adapter.defaultConfig, manifest.runtime_config);
+  const parsed = adapter.configSchema.safeParse(merged);
+  const result = parsed.success
+    ? await adapter.check(parsed.data, { spawn: spawnGroup, fetch: globalThis.fetch, now: () => Date.now(), env: process.env })
+    : {
+        ok: false,
+        summary: `runtime_config in ${source} is incomplete or invalid`,
+        errors: parsed.error.issues.map((i) => `runtime_config.${i.path.join('.')}: ${i.message}`),
+        hint: `run: uh adapter add ${id}${id === adapter.id ? '' : ` --kind ${adapter.id}`}, then edit it`,
+      };
+  if (values.json) writeJson({ id, runtime_kind: adapter.id, manifest: source, ...result });
+  else {
+    process.stdout.write(`${result.ok ? '✔' : '✖'} ${id}: ${result.summary}\n`);
+    for (const e of result.errors) process.stdout.write(`  ${e}\n`);
+    if (result.hint) process.stdout.write(`hint: ${result.hint}\n`);
+  }
+  return result.ok ? EXIT.ok : EXIT.blocked;
+}

@@ -1,0 +1,95 @@
+import { loadConfig } from '../../../shared/config.js';
+import { loadMissionFile } from '../../../shared/contracts/load-mission.js';
+import { EXIT } from '../../../shared/contracts/status.js';
+import { createLogger } from '../../../shared/logger.js';
+import { invalidInput } from '../../../shared/errors.js';
+import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import { printReceiptSummary, receiptJson } from '../receipt-view.js';
+
+export const MISSION_RUN: CommandSpec = {
+  usage: 'uh mission run <mission.yaml|json> [--runtime id] [--json] [--state-dir dir] [--dry-run] [--keep-sandbox]',
+  summary:
+    'Run a mission inline, in this process, with no Redis: a git worktree of the repository at the base commit, the runtime inside it, diff, scope check, checks, receipt. The user checkout is never touched.',
+  options: {
+    ...COMMON_OPTIONS,
+    runtime: { type: 'string' },
+    'dry-run': { type: 'boolean', default: false },
+    'keep-sandbox': { type: 'boolean', default: false },
+  },
+  details: [
+    'State goes to --state-dir, else $UH_STATE_DIR, else .harness/ at the repository root you run from.',
+    'Sandboxes and mirrors live in $UH_CACHE_DIR (default ~/.cache/uh). Ctrl-C cancels (exit 4, receipt written).',
+    '--json prints the receipt as one JSON document on stdout.',
+  ],
+  examples: ['uh mission run examples/hello/mission.yaml', 'uh mission run mission.yaml --runtime codex --json > receipt.json'],
+};
+
+export async function missionRun(argv: string[]): Promise<number> {
+  const { values, positionals } = parseCommand(MISSION_RUN, argv);
+  if (values.help) {
+    process.stdout.write(`${helpText(MISSION_RUN)}\n`);
+    return EXIT.ok;
+  }
+  if (positionals.length !== 1) throw invalidInput('uh mission run needs exactly one mission file', [], 'uh mission run <mission.yaml>');
+  const config = loadConfig();
+  const mission = loadMissionFile(positionals[0] as string);
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
+  const runtime = values.runtime as string | undefined;
+
+  if (values['dry-run']) {
+    const { prepareOperation } = await import('../../prepare-operation.js');
+    const prepared = await prepareOperation(mission, { stateDir, cacheDir: config.cacheDir, ...(runtime ? { runtime } : {}) });
+    const plan = await prepared.runtime.adapter.prepare({
+      config: prepared.runtime.config,
+      prompt: prepared.prompt,
+      workDir: '<sandbox>',
+      mission: { missionId: mission.mission_id, operationId: mission.operation_id },
+    });
+    const { redact } = await import('../../../shared/redact.js');
+    const view = {
+      operation_id: mission.operation_id,
+      runtime: prepared.runtime.runtimeId,
+      runtime_kind: prepared.runtime.adapter.id,
+      base_commit: prepared.baseCommit,
+      contract_digest: prepared.contractDigest,
+      prompt_digest: prepared.promptDigest,
+      runtime_config: prepared.runtime.publicConfig,
+      launch: redact(plan.describe, prepared.runtime.secrets),
+    };
+    if (values.json) writeJson(view);
+    else process.stdout.write(`${JSON.stringify(view, null, 2)}\n(dry run: nothing was executed or written)\n`);
+    return EXIT.ok;
+  }
+
+  const { runInline } = await import('../../../workers/inline/run-inline.js');
+  const controller = new AbortController();
+  const onSignal = (signal: string) => {
+    if (controller.signal.aborted) return;
+    process.stderr.write(`uh: ${signal}: cancelling ${mission.operation_id}…\n`);
+    controller.abort({ kind: 'cancel', message: `cancelled by ${signal}` });
+  };
+  process.once('SIGINT', () => onSignal('SIGINT'));
+  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  if (!values.json) process.stderr.write(`uh: running ${mission.operation_id} (${mission.title})…\n`);
+  const outcome = await runInline(mission, {
+    stateDir,
+    cacheDir: config.cacheDir,
+    signal: controller.signal,
+    keepSandbox: Boolean(values['keep-sandbox']) || config.keepSandbox,
+    sandboxKeepHours: config.sandboxKeepHours,
+    logger: createLogger(config.logLevel),
+    ...(runtime ? { runtime } : {}),
+  });
+  if (outcome.kind === 'in_progress' || outcome.kind === 'unknown') {
+    const message =
+      outcome.kind === 'in_progress'
+        ? `operation ${mission.operation_id} is already running (pid ${outcome.record.worker?.pid})`
+        : `operation ${mission.operation_id} was started but its process is gone: state unknown`;
+    if (values.json) writeJson({ operation_id: mission.operation_id, state: outcome.kind, record: outcome.record });
+    else process.stderr.write(`uh: ${message}\nhint: uh mission status ${mission.operation_id}\n`);
+    return EXIT.unknown;
+  }
+  if (values.json) writeJson(receiptJson(outcome.receipt, outcome.dir));
+  else printReceiptSummary(outcome.receipt, outcome.dir, outcome.kind === 'attached');
+  return outcome.receipt.exit_code;
+}

@@ -1,0 +1,94 @@
+import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { EXIT } from '../../../shared/contracts/status.js';
+import { invalidInput, UhError } from '../../../shared/errors.js';
+import { operationDir, operationsRoot, readReceipt, readRecord } from '../../../workers/state/operation-files.js';
+import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import { printReceiptSummary, receiptJson } from '../receipt-view.js';
+
+const STATUS: CommandSpec = {
+  usage: 'uh mission status <operation_id> [--json] [--state-dir dir]',
+  summary: "Show an operation's state and, when finished, its receipt summary. Exit code: the operation's (5 while not finished).",
+  options: { ...COMMON_OPTIONS },
+  examples: ['uh mission status hello-001', 'uh mission status hello-001 --json | jq .verdict'],
+};
+
+const COLLECT: CommandSpec = {
+  usage: 'uh mission collect <operation_id> --out <dir> [--json] [--state-dir dir]',
+  summary: 'Copy the receipt, diff, final message, runtime result and events of an operation into --out.',
+  options: { ...COMMON_OPTIONS, out: { type: 'string' } },
+  examples: ['uh mission collect hello-001 --out ./artifacts'],
+};
+
+const LIST: CommandSpec = {
+  usage: 'uh mission list [--state queued|running|verifying|finished|unknown] [--json] [--state-dir dir]',
+  summary: 'List the operations in the state dir, newest first.',
+  options: { ...COMMON_OPTIONS, state: { type: 'string' } },
+  examples: ['uh mission list', 'uh mission list --state unknown --json'],
+};
+
+function oneOperation(spec: CommandSpec, argv: string[]) {
+  const parsed = parseCommand(spec, argv);
+  if (parsed.values.help) return { help: true as const };
+  if (parsed.positionals.length !== 1) throw invalidInput(`${spec.usage.split(' <')[0]} needs one operation_id`, [], spec.usage);
+  const stateDir = resolveStateDir(parsed.values['state-dir'] as string | undefined);
+  const id = parsed.positionals[0] as string;
+  const record = readRecord(stateDir, id);
+  if (!record) {
+    throw new UhError('not_found', `no operation ${id} in ${stateDir}`, { hint: 'check the id (uh mission list) or pass --state-dir' });
+  }
+  return { help: false as const, values: parsed.values, stateDir, id, record };
+}
+
+export async function missionStatus(argv: string[]): Promise<number> {
+  const got = oneOperation(STATUS, argv);
+  if (got.help) return void process.stdout.write(`${helpText(STATUS)}\n`), EXIT.ok;
+  const receipt = readReceipt(got.stateDir, got.id);
+  const dir = operationDir(got.stateDir, got.id);
+  if (got.values.json) writeJson({ operation: got.record, receipt: receipt ? receiptJson(receipt, dir) : null });
+  else if (receipt) printReceiptSummary(receipt, dir, false);
+  else process.stdout.write(`${got.id}: ${got.record.state} (runtime ${got.record.runtime}, updated ${got.record.updated_at})\n`);
+  return receipt ? receipt.exit_code : EXIT.unknown;
+}
+
+const ARTIFACTS = ['receipt.json', 'diff.patch', 'runtime-final.txt', 'runtime-result.yaml', 'events.jsonl', 'mission.json'];
+
+export async function missionCollect(argv: string[]): Promise<number> {
+  const got = oneOperation(COLLECT, argv);
+  if (got.help) return void process.stdout.write(`${helpText(COLLECT)}\n`), EXIT.ok;
+  const out = got.values.out as string | undefined;
+  if (!out) throw invalidInput('--out: required', [], COLLECT.usage);
+  const receipt = readReceipt(got.stateDir, got.id);
+  if (!receipt) throw new UhError('not_found', `operation ${got.id} has no receipt yet (state ${got.record.state})`, { hint: `uh mission status ${got.id}` });
+  const dir = operationDir(got.stateDir, got.id);
+  mkdirSync(resolve(out), { recursive: true });
+  const copied: string[] = [];
+  for (const name of ARTIFACTS) {
+    if (!existsSync(join(dir, name))) continue;
+    copyFileSync(join(dir, name), join(out, name));
+    copied.push(join(resolve(out), name));
+  }
+  if (got.values.json) writeJson({ operation_id: got.id, files: copied });
+  else process.stdout.write(`${copied.map((f) => `  ${f}`).join('\n')}\n`);
+  return EXIT.ok;
+}
+
+export async function missionList(argv: string[]): Promise<number> {
+  const { values } = parseCommand(LIST, argv);
+  if (values.help) return void process.stdout.write(`${helpText(LIST)}\n`), EXIT.ok;
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
+  const root = operationsRoot(stateDir);
+  const records = (existsSync(root) ? readdirSync(root) : [])
+    .map((id) => readRecord(stateDir, id))
+    .filter((r) => r !== null)
+    .filter((r) => values.state === undefined || r.state === values.state)
+    .sort((a, b) => b.created_at.localeCompare(a.created_at));
+  if (values.json) writeJson(records);
+  else if (records.length === 0) process.stdout.write(`no operations in ${stateDir}\n`);
+  else {
+    for (const r of records) {
+      process.stdout.write(`${r.operation_id.padEnd(32)} ${r.state.padEnd(9)} ${(r.status ?? '-').padEnd(9)} ${(r.verdict ?? '-').padEnd(19)} ${r.runtime} ${r.created_at}\n`);
+    }
+  }
+  return EXIT.ok;
+}

@@ -1,0 +1,66 @@
+/**
+ * `uh`: the command line. Each command module is imported only when it runs, so start-up stays
+ * lean (no BullMQ for an inline run).
+ */
+import { printError } from './cli-kit.js';
+
+type Handler = (argv: string[]) => Promise<number>;
+
+const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
+  mission: {
+    run: async () => (await import('./commands/mission-run.js')).missionRun,
+    status: async () => (await import('./commands/mission-status.js')).missionStatus,
+    collect: async () => (await import('./commands/mission-status.js')).missionCollect,
+    list: async () => (await import('./commands/mission-status.js')).missionList,
+  },
+  adapter: {
+    list: async () => (await import('./commands/adapter.js')).adapterList,
+    add: async () => (await import('./commands/adapter.js')).adapterAdd,
+    check: async () => (await import('./commands/adapter.js')).adapterCheck,
+  },
+};
+
+const TOP_HELP = `uh: run coding-agent missions in git-worktree sandboxes and get verified receipts
+
+usage: uh <group> <command> [options]   (every command takes --help)
+
+  uh mission run <file>            run a mission inline (no Redis); exit code is the verdict
+  uh mission status <operation>    show an operation's state and receipt summary
+  uh mission collect <operation>   copy receipt, diff and final message to --out
+  uh mission list                  list operations in the state dir
+  uh adapter list                  list runtimes and their manifests
+  uh adapter add <id>              write .harness/adapters/<id>.yaml from a template
+  uh adapter check <id>            is the runtime usable on this machine?
+
+exit codes: 0 completed (verified or unverified) · 1 failed, verification failed or scope
+violation · 2 invalid input · 3 blocked · 4 cancelled · 5 unknown or wait timed out
+
+example:
+  uh mission run examples/hello/mission.yaml --json`;
+
+export async function main(argv: string[]): Promise<number> {
+  const [group, command, ...rest] = argv;
+  if (group === undefined || group === '--help' || group === '-h' || group === 'help') {
+    process.stdout.write(`${TOP_HELP}\n`);
+    return group === undefined ? 2 : 0;
+  }
+  if (group === '--version') {
+    process.stdout.write('uh 0.1.0\n');
+    return 0;
+  }
+  const commands = COMMANDS[group];
+  const load = command === undefined ? undefined : commands?.[command];
+  if (!commands || !load) {
+    const known = commands ? Object.keys(commands).map((c) => `uh ${group} ${c}`).join(', ') : Object.keys(COMMANDS).join(', ');
+    process.stderr.write(`uh: unknown command "${[group, command].filter(Boolean).join(' ')}"\nhint: known: ${known}; see uh --help\n`);
+    return 2;
+  }
+  const handler = await load();
+  return handler(rest);
+}
+
+try {
+  process.exitCode = await main(process.argv.slice(2));
+} catch (error) {
+  process.exitCode = printError(error, process.argv.includes('--json'));
+}

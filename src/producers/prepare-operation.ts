@@ -1,0 +1,66 @@
+/**
+ * Everything a producer does before an operation exists: pick the runtime, resolve the adapter
+ * and its config, refuse missing capabilities, resolve the ref to a commit, build the prompt and
+ * digest the contract. Shared by `uh mission run` (inline) and `uh mission submit` (queue).
+ */
+import type { Mission } from '../shared/contracts/mission.js';
+import { digestOf, sha256 } from '../shared/digest.js';
+import { invalidInput } from '../shared/errors.js';
+import { buildMissionPrompt } from '../shared/runtime/build-prompt.js';
+import { resolveInMirror, type Mirror } from '../workers/sandbox/mirror-cache.js';
+import { resolveRuntime, type ResolvedRuntime } from './resolve-runtime.js';
+
+export interface PreparedOperation {
+  mission: Mission;
+  runtime: ResolvedRuntime;
+  mirror: Mirror;
+  baseCommit: string;
+  prompt: string;
+  promptDigest: string;
+  contractDigest: string;
+}
+
+/** The single runtime of a mission, or the one chosen with `--runtime` from its list. */
+export function pickRuntime(mission: Mission, chosen?: string): string {
+  const runtimes = Array.isArray(mission.runtime) ? mission.runtime : [mission.runtime];
+  if (chosen !== undefined) {
+    if (Array.isArray(mission.runtime) && !runtimes.includes(chosen)) {
+      throw invalidInput(`--runtime ${chosen}: the mission lists ${runtimes.join(', ')}`);
+    }
+    return chosen;
+  }
+  if (runtimes.length > 1) {
+    throw invalidInput(`runtime: the mission lists ${runtimes.length} runtimes (${runtimes.join(', ')})`, [], 'pick one with --runtime, or run them all with: uh batch run');
+  }
+  return runtimes[0] as string;
+}
+
+/** The contract digest: the mission as parsed, the runtime and its public config, the base commit. */
+export function contractDigestOf(mission: Mission, runtime: ResolvedRuntime, baseCommit: string): string {
+  return digestOf({
+    mission,
+    runtime: runtime.runtimeId,
+    runtime_kind: runtime.adapter.id,
+    runtime_config: runtime.publicConfig,
+    base_commit: baseCommit,
+  });
+}
+
+export async function prepareOperation(
+  mission: Mission,
+  options: { stateDir: string; cacheDir: string; runtime?: string },
+): Promise<PreparedOperation> {
+  const runtimeId = pickRuntime(mission, options.runtime);
+  const runtime = resolveRuntime(mission, runtimeId, options.stateDir);
+  const { mirror, commit } = await resolveInMirror(options.cacheDir, mission.repository.url, mission.repository.ref);
+  const prompt = buildMissionPrompt(mission);
+  return {
+    mission,
+    runtime,
+    mirror,
+    baseCommit: commit,
+    prompt,
+    promptDigest: sha256(prompt),
+    contractDigest: contractDigestOf(mission, runtime, commit),
+  };
+}

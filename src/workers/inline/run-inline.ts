@@ -1,0 +1,78 @@
+/**
+ * The inline executor: one process, no Redis. Idempotent on operation_id like the queue: the same
+ * contract attaches to the existing operation (its receipt), another contract is a conflict.
+ */
+import { hostname } from 'node:os';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { Mission } from '../../shared/contracts/mission.js';
+import { OperationConflictError, UhError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
+import { prepareOperation, type PreparedOperation } from '../../producers/prepare-operation.js';
+import { executeOperation, type ExecuteResult } from '../execute-operation.js';
+import { sweepSandboxes } from '../sandbox/retention.js';
+import { claimOperationDir, readReceipt, readRecord, type OperationRecord } from '../state/operation-files.js';
+import type { Receipt } from '../../shared/contracts/receipt.js';
+
+export interface InlineOptions {
+  stateDir: string;
+  cacheDir: string;
+  runtime?: string;
+  signal?: AbortSignal;
+  keepSandbox?: boolean;
+  sandboxKeepHours?: number;
+  logger?: Logger;
+  env?: Record<string, string | undefined>;
+}
+
+export type InlineOutcome =
+  | ({ kind: 'ran'; prepared: PreparedOperation } & ExecuteResult)
+  | { kind: 'attached'; receipt: Receipt; dir: string }
+  | { kind: 'in_progress'; record: OperationRecord }
+  | { kind: 'unknown'; record: OperationRecord };
+
+function pidAlive(record: OperationRecord): boolean {
+  if (!record.worker || record.worker.host !== hostname()) return true;
+  try {
+    process.kill(record.worker.pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export async function runInline(mission: Mission, options: InlineOptions): Promise<InlineOutcome> {
+  // Start-up collection: expired sandboxes and orphans left by crashed runs.
+  await sweepSandboxes(options.cacheDir, new Date()).catch(() => undefined);
+  const prepared = await prepareOperation(mission, options);
+  const id = mission.operation_id;
+  if (!claimOperationDir(options.stateDir, id)) {
+    let record = readRecord(options.stateDir, id);
+    for (let i = 0; record === null && i < 40; i++) {
+      await delay(50); // the winner writes operation.json right after claiming the dir
+      record = readRecord(options.stateDir, id);
+    }
+    if (record === null) {
+      throw new UhError('conflict', `operation ${id} exists in ${options.stateDir} but has no record`, {
+        hint: `inspect ${options.stateDir}/operations/${id}; use a new operation_id`,
+      });
+    }
+    if (record.contract_digest !== prepared.contractDigest) {
+      throw new OperationConflictError(id, record.contract_digest, prepared.contractDigest);
+    }
+    const receipt = readReceipt(options.stateDir, id);
+    if (receipt) return { kind: 'attached', receipt, dir: `${options.stateDir}/operations/${id}` };
+    return { kind: pidAlive(record) ? 'in_progress' : 'unknown', record };
+  }
+  const result = await executeOperation({
+    prepared,
+    stateDir: options.stateDir,
+    cacheDir: options.cacheDir,
+    mode: 'inline',
+    ...(options.signal ? { signal: options.signal } : {}),
+    ...(options.keepSandbox !== undefined ? { keepSandbox: options.keepSandbox } : {}),
+    ...(options.sandboxKeepHours !== undefined ? { sandboxKeepHours: options.sandboxKeepHours } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.env ? { env: options.env } : {}),
+  });
+  return { kind: 'ran', prepared, ...result };
+}

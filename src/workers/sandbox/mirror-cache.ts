@@ -1,0 +1,92 @@
+/**
+ * One bare mirror per repository (local path or git URL) under `<cache>/mirrors/`, fetched only
+ * when the wanted commit is missing. Refs resolve to commits before anything runs. Concurrent
+ * missions on the same repository serialise on a per-mirror lock for clone and fetch only.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { UhError } from '../../shared/errors.js';
+import { isRemoteUrl } from '../../shared/contracts/load-mission.js';
+import { git } from './git.js';
+import { withFileLock } from './file-lock.js';
+
+export interface Mirror {
+  path: string;
+  url: string;
+  lockDir: string;
+}
+
+export function mirrorFor(cacheDir: string, url: string): Mirror {
+  const key = createHash('sha256').update(url).digest('hex').slice(0, 16);
+  const name = `${basename(url).replace(/\.git$/, '').replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 40)}-${key}`;
+  const root = join(cacheDir, 'mirrors');
+  return { path: join(root, `${name}.git`), url, lockDir: join(root, `${name}.lock`) };
+}
+
+const SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
+
+async function hasCommit(mirror: Mirror, rev: string): Promise<string | null> {
+  const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', `${rev}^{commit}`], { cwd: mirror.path, okCodes: [1, 128] });
+  return code === 0 ? stdout.trim() : null;
+}
+
+async function fetchMirror(mirror: Mirror): Promise<void> {
+  await git(['fetch', '--quiet', '--force', '--tags', 'origin', '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*', '+HEAD:refs/uh/source-head'], {
+    cwd: mirror.path,
+  });
+}
+
+/** Make sure the mirror exists (clone once). */
+async function ensureMirror(mirror: Mirror): Promise<void> {
+  if (existsSync(join(mirror.path, 'HEAD'))) return;
+  mkdirSync(join(mirror.path, '..'), { recursive: true });
+  await git(['clone', '--quiet', '--bare', mirror.url, mirror.path], { cwd: join(mirror.path, '..') });
+  await git(['config', 'remote.origin.fetch', '+refs/heads/*:refs/heads/*'], { cwd: mirror.path });
+  // Worktrees of a bare mirror share its object store; keep git from pruning under a running mission.
+  await git(['config', 'gc.auto', '0'], { cwd: mirror.path });
+}
+
+/**
+ * Resolve `ref` to a commit present in the mirror. For a local repository the ref is resolved in
+ * the source itself (read-only), so `HEAD` means the user's current commit.
+ */
+export async function resolveInMirror(cacheDir: string, url: string, ref: string): Promise<{ mirror: Mirror; commit: string }> {
+  if (!isRemoteUrl(url) && !existsSync(url)) {
+    throw new UhError('invalid_input', `repository.url: no such directory: ${url}`, { hint: 'give a git URL or a path to a local repository' });
+  }
+  const mirror = mirrorFor(cacheDir, url);
+  mkdirSync(join(mirror.lockDir, '..'), { recursive: true });
+  return withFileLock(mirror.lockDir, async () => {
+    await ensureMirror(mirror);
+    let wanted: string | null = null;
+    if (!isRemoteUrl(url)) {
+      const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], { cwd: url, okCodes: [1, 128] });
+      if (code !== 0) throw badRef(url, ref);
+      wanted = stdout.trim();
+      if (await hasCommit(mirror, wanted)) return { mirror, commit: wanted };
+      await fetchMirror(mirror);
+      if (await hasCommit(mirror, wanted)) return { mirror, commit: wanted };
+      throw new UhError('sandbox', `commit ${wanted} (${ref}) is not reachable from any branch or tag of ${url}`, {
+        hint: 'commit it on a branch, or point repository.ref at a branch or tag',
+      });
+    }
+    if (SHA.test(ref)) {
+      const found = await hasCommit(mirror, ref);
+      if (found) return { mirror, commit: found };
+    }
+    await fetchMirror(mirror);
+    const candidates = ref === 'HEAD' ? ['refs/uh/source-head'] : [`refs/heads/${ref}`, `refs/tags/${ref}`, ref];
+    for (const candidate of candidates) {
+      const found = await hasCommit(mirror, candidate);
+      if (found) return { mirror, commit: found };
+    }
+    throw badRef(url, ref);
+  });
+}
+
+function badRef(url: string, ref: string): UhError {
+  return new UhError('invalid_input', `repository.ref: "${ref}" is not a branch, tag or commit of ${url}`, {
+    hint: `list refs with: git ls-remote ${url}`,
+  });
+}

@@ -1,0 +1,60 @@
+/**
+ * Diff capture against the base commit: tracked and untracked files (ignored ones excepted),
+ * including anything the runtime committed. Uses a scratch copy of the worktree's index so
+ * the sandbox's own index is untouched and unchanged files are not re-hashed. The patch
+ * streams to disk; only the name list is held in memory.
+ */
+import { copyFileSync, existsSync, rmSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { join } from 'node:path';
+import type { ChangedFile } from '../../shared/contracts/receipt.js';
+import { spawnGroup } from '../../shared/process/spawn-group.js';
+import { UhError } from '../../shared/errors.js';
+import { git, gitEnv } from '../sandbox/git.js';
+import { parseNameStatusZ } from './parse-name-status.js';
+
+export interface DiffCapture {
+  changed: ChangedFile[];
+  patchPath: string;
+  bytes: number;
+  digest: string;
+  headCommit: string | null;
+}
+
+export async function captureDiff(workDir: string, baseCommit: string, patchPath: string, scratchDir: string): Promise<DiffCapture> {
+  const index = join(scratchDir, 'diff.index');
+  // One git call for both: where the worktree's index lives, and the commit it is on now.
+  const { stdout: revParse } = await git(['rev-parse', '--path-format=absolute', '--git-path', 'index', 'HEAD'], { cwd: workDir, okCodes: [128] });
+  const [indexPath = '', head = ''] = revParse.trim().split('\n');
+  if (existsSync(indexPath)) copyFileSync(indexPath, index);
+  const env = { GIT_INDEX_FILE: index };
+  try {
+    await git(['add', '-A', '--', '.'], { cwd: workDir, env });
+    const names = await git(['diff', '--cached', '--name-status', '-z', '-M', baseCommit], { cwd: workDir, env });
+    const child = spawnGroup({
+      argv: ['git', 'diff', '--cached', '--binary', '-M', baseCommit],
+      cwd: workDir,
+      env: gitEnv(env),
+      stdout: { file: patchPath },
+      stderr: 'ignore',
+    });
+    const exit = await child.result;
+    if (exit.exitCode !== 0) throw new UhError('sandbox', `git diff exited ${exit.exitCode}`);
+    return {
+      changed: parseNameStatusZ(names.stdout),
+      patchPath,
+      bytes: statSync(patchPath).size,
+      digest: await fileDigest(patchPath),
+      headCommit: /^[0-9a-f]{40,64}$/.test(head) ? head : null,
+    };
+  } finally {
+    rmSync(index, { force: true });
+  }
+}
+
+export async function fileDigest(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return `sha256:${hash.digest('hex')}`;
+}
