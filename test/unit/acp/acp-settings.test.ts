@@ -44,6 +44,10 @@ describe('ACP runtime settings', () => {
     expect(adapter.configSchema.safeParse({ ...adapter.defaultConfig, ...manifest.runtime_config }).success).toBe(true);
   });
 
+  it.each([acpAdapter, hermesAcpAdapter])('$id has an `uh adapter add` template that parses strictly', (adapter) => {
+    expect(adapter.configSchema.safeParse({ ...adapter.defaultConfig, ...adapter.exampleConfig }).success).toBe(true);
+  });
+
   it('redacts secret env values and describes a dry run without them', async () => {
     const config = acpAdapter.configSchema.parse({ command: ['qwen', '--acp'], env: { OPENAI_API_KEY: 'sk-abcdef123', OPENAI_MODEL: 'm' } });
     expect(acpAdapter.secretsOf(config)).toEqual(['sk-abcdef123']);
