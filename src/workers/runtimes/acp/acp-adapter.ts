@@ -5,10 +5,10 @@
  * with Hermes defaults (`createAcpAdapter`).
  */
 import type { z } from 'zod';
-import { checkProgram } from '../../../shared/process/check-program.js';
 import { secretEnvValues } from '../../../shared/redact.js';
 import type { RuntimeAdapterV1 } from '../../../shared/runtime/v1/index.js';
 import { AcpClientPool } from './acp-pool.js';
+import { checkAcpAgent } from './check-acp.js';
 import { runAcp } from './acp-run.js';
 import { AcpSettingsSchema, type AcpCommonSettings, type AcpSettings } from './acp-settings.js';
 import type { AcpHints } from './classify-acp.js';
@@ -38,7 +38,7 @@ export function createAcpAdapter<Config extends AcpCommonSettings>(spec: AcpAdap
     secretsOf: (config) => secretEnvValues(config.env),
 
     async check(config, ctx) {
-      return checkProgram(config.command[0] ?? '', ctx);
+      return checkAcpAgent(config, ctx, spec.hints(config));
     },
 
     async prepare({ config, prompt }) {
