@@ -98,13 +98,14 @@ export async function removeSandbox(cacheDir: string, record: Pick<SandboxRecord
     try {
       await git(['worktree', 'remove', '--force', '--force', record.path], { cwd: record.mirror });
     } catch {
-      // The mirror is gone or the worktree is broken: the guarded path is ours to delete.
+      // The mirror is gone or the worktree is broken: the guarded path is ours to delete, and
+      // the mirror forgets the worktree on prune.
       if (existsSync(join(record.path, '.git')) && statSync(join(record.path, '.git')).isFile()) {
         rmSync(record.path, { recursive: true, force: true });
       }
+      if (existsSync(record.mirror)) await git(['worktree', 'prune'], { cwd: record.mirror }).catch(() => undefined);
     }
   }
-  if (existsSync(record.mirror)) await git(['worktree', 'prune'], { cwd: record.mirror }).catch(() => undefined);
   rmSync(metaPath(cacheDir, record.name), { force: true });
 }
 

@@ -24,8 +24,10 @@ export interface DiffCapture {
 
 export async function captureDiff(workDir: string, baseCommit: string, patchPath: string, scratchDir: string): Promise<DiffCapture> {
   const index = join(scratchDir, 'diff.index');
-  const { stdout: indexPath } = await git(['rev-parse', '--path-format=absolute', '--git-path', 'index'], { cwd: workDir });
-  if (existsSync(indexPath.trim())) copyFileSync(indexPath.trim(), index);
+  // One git call for both: where the worktree's index lives, and the commit it is on now.
+  const { stdout: revParse } = await git(['rev-parse', '--path-format=absolute', '--git-path', 'index', 'HEAD'], { cwd: workDir, okCodes: [128] });
+  const [indexPath = '', head = ''] = revParse.trim().split('\n');
+  if (existsSync(indexPath)) copyFileSync(indexPath, index);
   const env = { GIT_INDEX_FILE: index };
   try {
     await git(['add', '-A', '--', '.'], { cwd: workDir, env });
@@ -39,13 +41,12 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
     });
     const exit = await child.result;
     if (exit.exitCode !== 0) throw new UhError('sandbox', `git diff exited ${exit.exitCode}`);
-    const head = await git(['rev-parse', 'HEAD'], { cwd: workDir }).then((r) => r.stdout.trim()).catch(() => null);
     return {
       changed: parseNameStatusZ(names.stdout),
       patchPath,
       bytes: statSync(patchPath).size,
       digest: await fileDigest(patchPath),
-      headCommit: head,
+      headCommit: /^[0-9a-f]{40,64}$/.test(head) ? head : null,
     };
   } finally {
     rmSync(index, { force: true });

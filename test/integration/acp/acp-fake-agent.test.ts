@@ -30,6 +30,8 @@ describe('acp runtime against the scripted fake agent', () => {
     expect(r.terminal.outcome).toMatchObject({ status: 'completed', raw: 'stop:end_turn' });
     expect(r.terminal.session_id).toBe(prompt?.params.sessionId);
     expect(ofType(r.events, 'runtime.started')[0]?.data).toMatchObject({ session_id: prompt?.params.sessionId, protocol_version: 1, load_session: true });
+    // The agent session id is in the operation's durable journal before the prompt is sent.
+    expect(JSON.parse(readFileSync(join(r.logDir, 'runtime-journal.json'), 'utf8'))).toMatchObject({ acp_session_id: prompt?.params.sessionId, acp_agent: 'hermes-agent' });
   });
 
   it('edits a file in its work dir after the sandbox policy allows it, and reports chunks, thoughts, tools, plan and usage', async () => {

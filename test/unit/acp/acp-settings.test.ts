@@ -44,6 +44,10 @@ describe('ACP runtime settings', () => {
     expect(adapter.configSchema.safeParse({ ...adapter.defaultConfig, ...manifest.runtime_config }).success).toBe(true);
   });
 
+  it.each([acpAdapter, hermesAcpAdapter])('$id has an `uh adapter add` template that parses strictly', (adapter) => {
+    expect(adapter.configSchema.safeParse({ ...adapter.defaultConfig, ...adapter.exampleConfig }).success).toBe(true);
+  });
+
   it('redacts secret env values and describes a dry run without them', async () => {
     const config = acpAdapter.configSchema.parse({ command: ['qwen', '--acp'], env: { OPENAI_API_KEY: 'sk-abcdef123', OPENAI_MODEL: 'm' } });
     expect(acpAdapter.secretsOf(config)).toEqual(['sk-abcdef123']);
@@ -52,11 +56,10 @@ describe('ACP runtime settings', () => {
     expect(plan.describe).toMatchObject({ argv: ['qwen', '--acp'], env: ['OPENAI_API_KEY', 'OPENAI_MODEL'] });
   });
 
-  it('check() finds the program or says how to fix it, never throwing', async () => {
+  it('check() says how to install a missing agent, never throwing', async () => {
     const ctx = { spawn: (() => { throw new Error('unused'); }) as never, fetch: globalThis.fetch, now: Date.now, env: process.env };
-    expect((await acpAdapter.check(acpAdapter.configSchema.parse({ command: [process.execPath] }), ctx)).ok).toBe(true);
     const missing = await hermesAcpAdapter.check(hermesAcpAdapter.configSchema.parse({ command: ['uh-no-such-hermes'] }), ctx);
-    expect(missing.ok).toBe(false);
-    expect(missing.hint).toBeTruthy();
+    expect(missing).toMatchObject({ ok: false, summary: 'program not found: uh-no-such-hermes' });
+    expect(missing.hint).toContain('install Hermes');
   });
 });

@@ -5,10 +5,10 @@
  * with Hermes defaults (`createAcpAdapter`).
  */
 import type { z } from 'zod';
-import { checkProgram } from '../../../shared/process/check-program.js';
 import { secretEnvValues } from '../../../shared/redact.js';
 import type { RuntimeAdapterV1 } from '../../../shared/runtime/v1/index.js';
 import { AcpClientPool } from './acp-pool.js';
+import { checkAcpAgent } from './check-acp.js';
 import { runAcp } from './acp-run.js';
 import { AcpSettingsSchema, type AcpCommonSettings, type AcpSettings } from './acp-settings.js';
 import type { AcpHints } from './classify-acp.js';
@@ -18,6 +18,8 @@ export interface AcpAdapterSpec<Config extends AcpCommonSettings> {
   displayName: string;
   configSchema: z.ZodType<Config>;
   defaultConfig: Record<string, unknown>;
+  /** What `uh adapter add` writes into a new manifest. */
+  exampleConfig?: Record<string, unknown>;
   hints: (config: Config) => AcpHints;
 }
 
@@ -30,12 +32,13 @@ export function createAcpAdapter<Config extends AcpCommonSettings>(spec: AcpAdap
     displayName: spec.displayName,
     capabilities: ['non_interactive_run', 'structured_events', 'interactive_steering', 'resume'],
     defaultConfig: spec.defaultConfig,
+    ...(spec.exampleConfig ? { exampleConfig: spec.exampleConfig } : {}),
     configSchema: spec.configSchema,
     pool,
     secretsOf: (config) => secretEnvValues(config.env),
 
     async check(config, ctx) {
-      return checkProgram(config.command[0] ?? '', ctx);
+      return checkAcpAgent(config, ctx, spec.hints(config));
     },
 
     async prepare({ config, prompt }) {
@@ -65,6 +68,7 @@ export const acpAdapter = createAcpAdapter<AcpSettings>({
   displayName: 'Any Agent Client Protocol agent (runtime_config.command)',
   configSchema: AcpSettingsSchema,
   defaultConfig: {},
+  exampleConfig: { command: ['qwen', '--acp'], env: {}, permission_policy: 'sandbox' },
   hints: (config) => ({
     install: `install the agent or fix runtime_config.command[0] (${config.command[0] ?? ''}); check with "uh adapter check acp"`,
     auth: `log the agent in on this worker with its own login command, or set runtime_config.auth_method_id / its API key in runtime_config.env`,

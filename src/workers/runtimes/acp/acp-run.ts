@@ -175,6 +175,8 @@ export function runAcp(plan: LaunchPlanV1<AcpCommonSettings>, ctx: RuntimeContex
         const loadSession = init.agentCapabilities?.loadSession === true;
         const session = await abortable(openSession(c, loadSession), ctx.signal);
         sessionId = session.id;
+        // Durable before any prompt: after a worker crash, recovery knows which agent session ran.
+        await ctx.journal.put({ acp_session_id: session.id, acp_agent: init.agentInfo?.name ?? null, acp_resumed: session.resumed });
         const detach = attach(c, session.id);
         emit({
           type: 'runtime.started',

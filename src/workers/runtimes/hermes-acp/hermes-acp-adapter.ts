@@ -11,5 +11,6 @@ export const hermesAcpAdapter = createAcpAdapter<HermesAcpSettings>({
   displayName: 'Hermes over ACP (hermes acp)',
   configSchema: HermesAcpSettingsSchema,
   defaultConfig: {},
+  exampleConfig: { permission_policy: 'sandbox', reasoning_level: null },
   hints: () => HERMES_HINTS,
 });
