@@ -12,10 +12,12 @@ import { runInlineVsFloor } from './inline-vs-floor.js';
 import { runCodexVsUh09 } from './codex-vs-uh09.js';
 import { runJsonRpcBench } from './jsonrpc-ndjson.bench.js';
 import { runCodexAppServerBench } from './codex-app-server.bench.js';
+import { runPiJsonl } from './pi-jsonl.js';
 
 export const SUITES: BenchSuite[] = [
   { name: 'inline', run: runInlineVsFloor },
   { name: 'codex-vs-uh09', run: runCodexVsUh09 },
   { name: 'jsonrpc-ndjson', run: runJsonRpcBench },
   { name: 'codex-app-server', run: runCodexAppServerBench },
+  { name: 'pi-jsonl', run: runPiJsonl },
 ];

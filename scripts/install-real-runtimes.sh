@@ -21,7 +21,9 @@ RUNTIMES_DIR="${UH_RUNTIMES_DIR:-$ROOT/.cache/runtimes}"
 # Add a runtime here (e.g. pi: @mariozechner/pi-coding-agent <version> pi) and nowhere else.
 RUNTIMES=(
   "codex @openai/codex 0.171.0 codex"
-  # >>> add pi / oh-my-pi here <<<
+  #   pi: @mariozechner/pi-coding-agent is node only (engines node>=20.6; runs on Node 20).
+  #       oh-my-pi (@oh-my-pi/pi-coding-agent, `omp`) needs bun, so it is tested with fakes only.
+  "pi @mariozechner/pi-coding-agent 0.73.1 pi"
 )
 # ---------------------------------------------------------------------------------------------
 

@@ -8,6 +8,9 @@ import { acpAdapter } from './acp/acp-adapter.js';
 import { hermesAcpAdapter } from './hermes-acp/hermes-acp-adapter.js';
 import { codexAdapter } from './codex/codex-adapter.js';
 import { codexAppServerAdapter } from './codex-app-server/codex-app-server-adapter.js';
+import { piAdapter } from './pi/pi-adapter.js';
+import { ohMyPiAdapter } from './oh-my-pi/oh-my-pi-adapter.js';
+import { hermesAdapter } from './hermes/hermes-adapter.js';
 
 export const RUNTIME_ADAPTERS: readonly AnyRuntimeAdapter[] = [
   commandAdapter,
@@ -15,6 +18,9 @@ export const RUNTIME_ADAPTERS: readonly AnyRuntimeAdapter[] = [
   hermesAcpAdapter,
   codexAdapter,
   codexAppServerAdapter,
+  piAdapter,
+  ohMyPiAdapter,
+  hermesAdapter,
 ];
 
 export function findRuntimeAdapter(kind: string): AnyRuntimeAdapter | undefined {
