@@ -23,8 +23,10 @@ describe('selectAdoptableTurn: exactly one new turn carrying our client message 
     expect(selectAdoptableTurn(turns, record as never)).toMatchObject(expected);
   });
 
-  it('derives the client message id from the operation id only (every attempt carries the same one)', () => {
+  it('derives the client message id from the operation id (and the attempt, past the first)', () => {
     expect(clientMessageIdOf('op-1')).toBe('uh-op:op-1');
+    expect(clientMessageIdOf('op-1', 1)).toBe('uh-op:op-1');
+    expect(clientMessageIdOf('op-1', 2)).toBe('uh-op:op-1:attempt-2');
   });
 });
 

@@ -33,9 +33,13 @@ export const AppServerJournalSchema = z.looseObject({
 });
 export type AppServerJournal = z.infer<typeof AppServerJournalSchema>;
 
-/** The client message id of an operation: the same for every attempt, so recovery can find it. */
-export function clientMessageIdOf(operationId: string): string {
-  return `uh-op:${operationId}`;
+/**
+ * The client message id of an operation's turn: `uh-op:<operation_id>`, and for a deliberate new
+ * attempt (the queue runs attempt N only after attempt N-1 settled) `uh-op:<operation_id>:attempt-<N>`.
+ * Recovery always uses the id the journal recorded, never a recomputed one.
+ */
+export function clientMessageIdOf(operationId: string, attempt = 1): string {
+  return attempt > 1 ? `uh-op:${operationId}:attempt-${attempt}` : `uh-op:${operationId}`;
 }
 
 /** Has `turn/start` possibly been sent for this operation? Then it must never be sent again. */
@@ -66,6 +70,15 @@ export class IdentityJournal {
   async put(patch: AppServerJournal): Promise<void> {
     this.record = { ...this.record, ...patch };
     await this.journal.put({ [JOURNAL_KEY]: this.record });
+  }
+
+  /** For recovery, whose writes are informative: a journal it may not write (not the owner) is no failure. */
+  async putIfPossible(patch: AppServerJournal): Promise<void> {
+    try {
+      await this.put(patch);
+    } catch {
+      // The result is returned to the caller either way.
+    }
   }
 }
 

@@ -57,10 +57,10 @@ export async function recoverCodexAppServerOperation(
     if (adoption.kind === 'none') return { state: 'unknown', reason: adoption.reason, ...ids };
     const turn = adoption.turn;
     if (!isTerminalStatus(turn.status)) {
-      await identity.put({ turn_id: turn.id, dispatch: 'bound' });
+      await identity.putIfPossible({ turn_id: turn.id, dispatch: 'bound' });
       return { state: 'running', reason: `turn ${turn.id} is still in progress`, thread_id: record.thread_id, turn_id: turn.id };
     }
-    await identity.put({ turn_id: turn.id, dispatch: 'terminal', readback_status: turn.status });
+    await identity.putIfPossible({ turn_id: turn.id, dispatch: 'terminal', readback_status: turn.status });
     const abort = record.interrupt === 'cancel'
       ? { kind: 'cancel' as const, message: 'cancelled (turn interrupted on request)' }
       : record.interrupt === 'timeout'

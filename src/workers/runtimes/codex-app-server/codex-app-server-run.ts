@@ -52,7 +52,7 @@ function finishedFromRecovery(rec: RecoveryV1, binary: string, clientMessageId: 
 export async function* runCodexAppServer(config: CodexAppServerSettings, prompt: string, ctx: RuntimeContextV1): AsyncGenerator<RuntimeEventV1> {
   const identity = new IdentityJournal(ctx.journal);
   const record = await identity.load();
-  const clientMessageId = clientMessageIdOf(ctx.mission.operationId);
+  const clientMessageId = clientMessageIdOf(ctx.mission.operationId, ctx.mission.attempt);
   const io = { spawn: ctx.spawn, env: ctx.env, logDir: ctx.logDir, workDir: ctx.workDir };
   const base = { binary: config.binary, clientMessageId };
   const abortNow = () => (ctx.signal.aborted ? abortReasonOf(ctx.signal) : null);
@@ -62,7 +62,7 @@ export async function* runCodexAppServer(config: CodexAppServerSettings, prompt:
     yield { type: 'runtime.log', data: { level: 'warn', message: 'turn/start may already have been sent for this operation: recovering, not dispatching' } };
     const rec = await recoverCodexAppServerOperation(ctx.journal, config, io);
     if (rec.thread_id) yield { type: 'runtime.started', data: { thread_id: rec.thread_id, ...(rec.turn_id ? { turn_id: rec.turn_id } : {}), recovered: true } };
-    yield { type: 'runtime.finished', data: finishedFromRecovery(rec, config.binary, clientMessageId, 'an earlier attempt may have started the turn') };
+    yield { type: 'runtime.finished', data: finishedFromRecovery(rec, config.binary, record.client_message_id ?? clientMessageId, 'an earlier attempt may have started the turn') };
     return;
   }
   const notSent = (facts: Partial<FinishFacts>): RuntimeEventV1 => ({
