@@ -13,6 +13,7 @@ import { runCodexVsUh09 } from './codex-vs-uh09.js';
 import { runJsonRpcBench } from './jsonrpc-ndjson.bench.js';
 import { runCodexAppServerBench } from './codex-app-server.bench.js';
 import { runPiJsonl } from './pi-jsonl.js';
+import { runQueueLatency } from './queue-latency.js';
 
 export const SUITES: BenchSuite[] = [
   { name: 'inline', run: runInlineVsFloor },
@@ -20,4 +21,5 @@ export const SUITES: BenchSuite[] = [
   { name: 'jsonrpc-ndjson', run: runJsonRpcBench },
   { name: 'codex-app-server', run: runCodexAppServerBench },
   { name: 'pi-jsonl', run: runPiJsonl },
+  { name: 'queue', run: runQueueLatency },
 ];
