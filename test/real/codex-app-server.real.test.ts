@@ -85,6 +85,30 @@ describe('real codex app-server: one turn per operation, read back', () => {
     expect(JSON.stringify(run.events)).not.toContain(API_KEY);
   });
 
+  it('never starts a second turn for an operation: running it again (same journal) reads the first turn back', async () => {
+    await server.script([
+      { kind: 'function_call', name: 'exec_command', arguments: { cmd: 'touch once.txt' }, call_id: 'call_once' },
+      { kind: 'message', text: 'first and only' },
+    ]);
+    const m = mission();
+    const first = await runAdapter(codexAppServerAdapter, config(), { env: env(), mission: m });
+    const journalPath = join(first.logDir, 'runtime-journal.json');
+    expect(await server.requests()).toHaveLength(2);
+    for (let again = 0; again < 2; again++) {
+      const rerun = await runAdapter(codexAppServerAdapter, config(), { env: env(), mission: m, journalPath });
+      const finished = terminalOf(rerun.events);
+      expect(finished).toMatchObject({
+        outcome: { status: 'completed', raw: 'readback:completed' },
+        turn_id: terminalOf(first.events).turn_id,
+        final_message: 'first and only',
+        readback_by: 'recover',
+      });
+      expect(rerun.events.some((e) => e.type === 'runtime.tool_call')).toBe(false);
+    }
+    // Two requests for the one turn; none for the re-runs.
+    expect(await server.requests()).toHaveLength(2);
+  });
+
   it('interrupts the turn on cancel: cancelled, read back as interrupted, one model request', async () => {
     await server.script([{ kind: 'hang' }]);
     const { signal, onEvent } = cancelOnStart({ kind: 'cancel', message: 'cancelled by test' });
