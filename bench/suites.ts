@@ -9,9 +9,13 @@ export interface BenchSuite {
 }
 
 import { runInlineVsFloor } from './inline-vs-floor.js';
+import { runCodexVsUh09 } from './codex-vs-uh09.js';
+import { runPiJsonl } from './pi-jsonl.js';
 import { runJsonRpcBench } from './jsonrpc-ndjson.bench.js';
 
 export const SUITES: BenchSuite[] = [
   { name: 'inline', run: runInlineVsFloor },
+  { name: 'codex-vs-uh09', run: runCodexVsUh09 },
+  { name: 'pi-jsonl', run: runPiJsonl },
   { name: 'jsonrpc-ndjson', run: runJsonRpcBench },
 ];

@@ -4,11 +4,19 @@
  */
 import type { AnyRuntimeAdapter } from '../../shared/runtime/v1/index.js';
 import { commandAdapter } from './command/command-adapter.js';
+import { codexAdapter } from './codex/codex-adapter.js';
+import { piAdapter } from './pi/pi-adapter.js';
+import { ohMyPiAdapter } from './oh-my-pi/oh-my-pi-adapter.js';
+import { hermesAdapter } from './hermes/hermes-adapter.js';
 import { acpAdapter } from './acp/acp-adapter.js';
 import { hermesAcpAdapter } from './hermes-acp/hermes-acp-adapter.js';
 
 export const RUNTIME_ADAPTERS: readonly AnyRuntimeAdapter[] = [
   commandAdapter,
+  codexAdapter,
+  piAdapter,
+  ohMyPiAdapter,
+  hermesAdapter,
   acpAdapter,
   hermesAcpAdapter,
 ];

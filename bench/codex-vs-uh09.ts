@@ -1,0 +1,155 @@
+/**
+ * codex runtime, end to end, on the same machine in the same run:
+ *   ours      `uh mission run <mission> --json` inline (worktree sandbox at the base commit,
+ *             codex exec, diff, scope, receipt, sandbox removed), one process
+ *   uh-0.9.0  Ultimate Harness 0.9.0 (npm, run with node), its codex adapter with `cli_command`
+ *             pointed at the same fake codex, in its documented flow: `uh sandbox create` →
+ *             `uh mission run --runtime codex` → `uh sandbox discard --force`; and, for
+ *             reference, `uh mission run` in place (no sandbox, in a fresh clone each round)
+ * The agent is test/fixtures/bin/fake-codex (scenario success: edits hello.txt, writes -o).
+ * Target: ours ≤ 0.5× uh-0.9.0's wall time (with sandboxes on both sides).
+ */
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { fmtMs, median, percentile, printTable } from './bench-kit.js';
+
+const run = promisify(execFile);
+// Compiled to dist/bench/: the repository root is two levels up.
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const FAKE_CODEX = join(ROOT, 'test/fixtures/bin/fake-codex');
+const UH = join(ROOT, 'bin/uh.js');
+const UH09_VERSION = '0.9.0';
+const UH09_DIR = join(ROOT, '.cache/bench', `uh-${UH09_VERSION}`);
+const UH09_CLI = join(UH09_DIR, 'node_modules/@agenticengineeringagency/ultimate-harness/dist/cli.js');
+const ROUNDS = Number(process.env.UH_BENCH_ROUNDS ?? 7);
+
+const GIT_ENV = { ...process.env, GIT_AUTHOR_NAME: 'bench', GIT_AUTHOR_EMAIL: 'bench@uh.invalid', GIT_COMMITTER_NAME: 'bench', GIT_COMMITTER_EMAIL: 'bench@uh.invalid' };
+const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, env: GIT_ENV, stdio: 'pipe' });
+
+/** Ultimate Harness 0.9.0 from the npm registry into .cache/bench (once). It runs under node. */
+function ensureUh09(): void {
+  if (existsSync(UH09_CLI)) return;
+  mkdirSync(UH09_DIR, { recursive: true });
+  writeFileSync(join(UH09_DIR, 'package.json'), '{"name":"uh-bench-baseline","private":true}\n');
+  console.log(`installing @agenticengineeringagency/ultimate-harness@${UH09_VERSION} into ${UH09_DIR}`);
+  execFileSync('npm', ['install', '--prefix', UH09_DIR, '--no-audit', '--no-fund', '--loglevel=error', `@agenticengineeringagency/ultimate-harness@${UH09_VERSION}`], { stdio: 'inherit' });
+}
+
+function makeRepo(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  git(dir, 'init', '-q', '-b', 'main');
+  writeFileSync(join(dir, 'README.md'), '# bench\n');
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-q', '-m', 'initial');
+}
+
+/** A repo initialised for UH 0.9.0: `.harness/`, the codex manifest on the fake, one mission. */
+function makeUh09Repo(dir: string): void {
+  makeRepo(dir);
+  const uh09 = (...args: string[]) => execFileSync(process.execPath, [UH09_CLI, ...args], { cwd: dir, stdio: 'pipe' });
+  uh09('init', '--root', '.');
+  uh09('adapter', 'add', 'codex', '--root', '.');
+  const manifest = join(dir, '.harness/adapters/codex.yaml');
+  writeFileSync(manifest, readFileSync(manifest, 'utf8').replace('cli_command: codex', `cli_command: ${FAKE_CODEX}`));
+  uh09('mission', 'create', 'bench-1', '--title', 'Create hello.txt', '--workflow', 'bugfix-contained', '--objective', 'Create hello.txt containing a greeting.', '--root', '.');
+  git(dir, 'add', '-A');
+  git(dir, 'commit', '-q', '-m', 'harness');
+}
+
+function ourMission(dir: string, repo: string, n: number): string {
+  const file = join(dir, `mission-${n}.yaml`);
+  writeFileSync(
+    file,
+    [
+      'schema_version: uh.mission.v0',
+      'mission_id: bench-codex',
+      `operation_id: bench-codex-${n}`,
+      'title: Create hello.txt',
+      'objective: Create hello.txt containing a greeting.',
+      'repository:',
+      `  url: ${repo}`,
+      '  ref: HEAD',
+      'runtime: codex',
+      'runtime_config_overrides:',
+      '  codex:',
+      `    binary: ${FAKE_CODEX}`,
+      'scope:',
+      '  allowed_change_globs: [hello.txt]',
+      'timeout_seconds: 120',
+      '',
+    ].join('\n'),
+  );
+  return file;
+}
+
+export async function runCodexVsUh09(): Promise<void> {
+  ensureUh09();
+  const work = mkdtempSync(join(tmpdir(), 'uh-bench-codex-'));
+  try {
+    const ourRepo = join(work, 'ours-repo');
+    makeRepo(ourRepo);
+    const ourEnv = { ...process.env, UH_CACHE_DIR: join(work, 'ours-cache'), FAKE_CODEX_SCENARIO: 'success' };
+    const ourState = join(work, 'ours-state');
+    const theirSandboxRepo = join(work, 'uh09-sandbox');
+    makeUh09Repo(theirSandboxRepo);
+    const inPlace = Array.from({ length: ROUNDS + 1 }, (_, i) => {
+      const dir = join(work, `uh09-inplace-${i}`);
+      git(work, 'clone', '-q', theirSandboxRepo, dir);
+      return dir;
+    });
+    const theirEnv = { ...process.env, FAKE_CODEX_SCENARIO: 'success' };
+    const uh09 = (cwd: string, ...args: string[]) => run(process.execPath, [UH09_CLI, ...args], { cwd, env: theirEnv, maxBuffer: 64 * 1024 * 1024 });
+
+    let ourN = 0;
+    let sbN = 0;
+    let ipN = 0;
+    const contenders: Record<string, () => Promise<void>> = {
+      // The real inline `uh mission run` from main (merged into this branch), one process per run.
+      ours: async () => {
+        const mission = ourMission(work, ourRepo, ourN++);
+        const { stdout } = await run(process.execPath, [UH, 'mission', 'run', mission, '--json', '--state-dir', ourState], { env: ourEnv, maxBuffer: 64 * 1024 * 1024 });
+        const receipt = JSON.parse(stdout) as { status: string; changed_files: Array<{ path: string }> };
+        if (receipt.status !== 'completed' || receipt.changed_files[0]?.path !== 'hello.txt') throw new Error(`ours: unexpected receipt ${stdout.slice(0, 500)}`);
+      },
+      'uh-0.9.0 sandbox': async () => {
+        const sb = `sb-${sbN++}`;
+        await uh09(theirSandboxRepo, 'sandbox', 'create', sb, '--mission', 'bench-1', '--root', '.');
+        const { stdout } = await uh09(theirSandboxRepo, 'mission', 'run', '.harness/missions/bench-1/mission.yaml', '--runtime', 'codex');
+        if (!stdout.includes(`Sandbox: ${sb}`)) throw new Error(`uh-0.9.0 did not run in its sandbox: ${stdout.slice(0, 300)}`);
+        await uh09(theirSandboxRepo, 'sandbox', 'discard', sb, '--force', '--root', '.');
+      },
+      'uh-0.9.0 in place': async () => {
+        await uh09(inPlace[ipN++]!, 'mission', 'run', '.harness/missions/bench-1/mission.yaml', '--runtime', 'codex');
+      },
+    };
+    // One untimed warm-up each (module caches, git mirror of ours).
+    for (const fn of Object.values(contenders)) await fn();
+    const names = Object.keys(contenders);
+    const times: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = round % 2 === 0 ? names : [...names].reverse();
+      for (const name of order) {
+        const start = process.hrtime.bigint();
+        await contenders[name]!();
+        times[name]!.push(Number(process.hrtime.bigint() - start) / 1e6);
+      }
+    }
+    const ours = median(times.ours!);
+    printTable(`codex: inline uh mission run vs Ultimate Harness ${UH09_VERSION} (fake codex, ${ROUNDS} rounds, node ${process.version})`, [
+      ...names.map((name) => ({
+        contender: name,
+        median: fmtMs(median(times[name]!)),
+        p90: fmtMs(percentile(times[name]!, 90)),
+        'ours / this': (ours / median(times[name]!)).toFixed(2),
+      })),
+    ]);
+    const ratio = ours / median(times['uh-0.9.0 sandbox']!);
+    console.log(`\nratio ours / uh-0.9.0 (both with worktree sandboxes): ${ratio.toFixed(2)} (target ≤ 0.50: ${ratio <= 0.5 ? 'met' : 'NOT met'})`);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}

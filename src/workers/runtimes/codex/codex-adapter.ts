@@ -1,0 +1,152 @@
+/**
+ * The `codex` runtime: one non-interactive `codex exec --json` run in the sandbox, read through
+ * the shared CLI-JSONL transport. stdin is closed (codex appends a piped stdin to the prompt);
+ * the `--output-last-message` file lives in the log dir, never in the worktree. The final
+ * message is that file's sentinel block, else its raw content, else the last agent_message.
+ */
+import { open, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { abortReasonOf } from '../../../shared/runtime/v1/runtime-context.js';
+import type { RuntimeAdapterV1, RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
+import { extractRuntimeFinalMessageSentinel, resolveFinalMessage } from '../../../shared/sentinel.js';
+import { runCliJsonl, type CliJsonlExit } from '../../../shared/transport/cli-jsonl.js';
+import { redactString, secretEnvValues } from '../../../shared/redact.js';
+import { CodexSettingsSchema, buildCodexArgv, tomlValue, type CodexSettings } from './codex-settings.js';
+import { CodexEventSchema } from './codex-protocol.js';
+import { initialCodexState, translateCodexEvent } from './codex-events.js';
+import { classifyCodex } from './classify-codex.js';
+import { checkCodex } from './check-codex.js';
+import { NetworkWaitWatch } from './network-wait-watch.js';
+
+const LAST_MESSAGE_FILE = 'codex-last-message.txt';
+/** The -o file is read up to this size; a longer one is cut (memory stays bounded). */
+const LAST_MESSAGE_CAP = 1024 * 1024;
+const SECRET_KEY = /(TOKEN|SECRET|PASSWORD|API_?KEY|AUTH|CREDENTIAL|BEARER|HEADERS)/i;
+
+/** Env for the child: the context's, the config's, and CODEX_HOME when configured. */
+function childEnv(config: CodexSettings, base: Readonly<Record<string, string | undefined>>): Record<string, string | undefined> {
+  const env: Record<string, string | undefined> = { ...base, ...config.env };
+  if (config.codex_home) env.CODEX_HOME = config.codex_home;
+  return env;
+}
+
+/** The -o file's text (at most LAST_MESSAGE_CAP bytes read), or null when codex wrote none. */
+async function readLastMessage(path: string): Promise<string | null> {
+  let file;
+  try {
+    file = await open(path, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const buffer = Buffer.alloc(LAST_MESSAGE_CAP + 1);
+    const { bytesRead } = await file.read(buffer, 0, buffer.length, 0);
+    const text = buffer.subarray(0, Math.min(bytesRead, LAST_MESSAGE_CAP)).toString('utf8');
+    return bytesRead > LAST_MESSAGE_CAP ? `${text}\n[… final message truncated by uh]` : text;
+  } finally {
+    await file.close();
+  }
+}
+
+export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
+  specificationVersion: 'v1',
+  id: 'codex',
+  displayName: 'OpenAI Codex CLI (codex exec --json)',
+  capabilities: ['non_interactive_run', 'structured_events', 'json_output', 'file_tools', 'terminal'],
+  defaultConfig: {},
+  configSchema: CodexSettingsSchema,
+
+  secretsOf(config) {
+    const fromOverrides = Object.entries(config.config_overrides)
+      .filter(([key]) => SECRET_KEY.test(key))
+      .flatMap(([, value]) => [tomlValue(value), ...(typeof value === 'string' ? [value] : [])]);
+    return [...secretEnvValues(config.env), ...fromOverrides];
+  },
+
+  check: (config, ctx) => checkCodex(config.binary, childEnv(config, ctx.env), ctx),
+
+  async prepare({ config, prompt, workDir }) {
+    const argv = buildCodexArgv(config, workDir, join('<log dir>', LAST_MESSAGE_FILE), `<prompt: ${prompt.length} chars>`);
+    const secrets = codexAdapter.secretsOf(config);
+    return {
+      config,
+      prompt,
+      describe: {
+        argv: argv.map((a) => redactString(a, secrets)),
+        stdin: 'closed',
+        env: Object.keys(config.env),
+        ...(config.codex_home ? { codex_home: config.codex_home } : {}),
+      },
+    };
+  },
+
+  launch(plan, ctx) {
+    const config = plan.config;
+    async function* run(): AsyncGenerator<RuntimeEventV1> {
+      const lastMessageFile = join(ctx.logDir, LAST_MESSAGE_FILE);
+      await rm(lastMessageFile, { force: true }); // a stale file from an earlier attempt must not count
+      const state = initialCodexState();
+      let exit: CliJsonlExit | undefined;
+      const stop = new AbortController();
+      const watch = new NetworkWaitWatch(config.network_wait_ms, () => stop.abort());
+      try {
+        for await (const item of runCliJsonl({
+          spawn: ctx.spawn,
+          argv: buildCodexArgv(config, ctx.workDir, lastMessageFile, plan.prompt),
+          cwd: ctx.workDir,
+          env: childEnv(config, ctx.env),
+          schema: CodexEventSchema,
+          logDir: ctx.logDir,
+          logName: 'codex',
+          signal: AbortSignal.any([ctx.signal, stop.signal]),
+          killGraceMs: config.kill_grace_ms,
+        })) {
+          if (item.kind === 'spawned') state.pid = item.pid;
+          else if (item.kind === 'message') {
+            if (item.value.type === 'error') watch.notice(item.value.message);
+            else watch.progress();
+            // The thread id is durable before anyone hears of it: a worker that dies mid-run still
+            // knows which codex thread ran (codex keeps it under CODEX_HOME unless --ephemeral).
+            if (item.value.type === 'thread.started') await ctx.journal.put({ codex_thread_id: item.value.thread_id });
+            yield* translateCodexEvent(item.value, state);
+          } else if (item.kind === 'malformed') {
+            yield { type: 'runtime.raw', data: { source: 'codex.stdout', reason: item.reason, line: item.line, detail: item.detail } };
+          } else exit = item.exit;
+        }
+      } finally {
+        watch.dispose();
+      }
+      if (exit === undefined) throw new Error('CLI-JSONL transport ended without an exit item');
+      const lastMessage = await readLastMessage(lastMessageFile);
+      const outcome = classifyCodex({
+        binary: config.binary,
+        ...(exit.spawnError ? { spawnError: exit.spawnError } : {}),
+        exitCode: exit.exitCode,
+        signal: exit.signal,
+        timedOut: exit.timedOut,
+        abort: ctx.signal.aborted ? abortReasonOf(ctx.signal) : null,
+        turnCompleted: state.turnCompleted,
+        turnFailed: state.turnFailed,
+        lastError: state.lastError,
+        stderrTail: exit.stderrTail,
+        exitMessage: exit.message,
+        lastMessagePresent: lastMessage !== null && lastMessage.trim() !== '',
+        gaveUpUnreachable: watch.gaveUp,
+      });
+      const native = lastMessage !== null && lastMessage.trim() !== '' ? lastMessage : state.lastAgentMessage;
+      const final = resolveFinalMessage(lastMessage === null ? null : extractRuntimeFinalMessageSentinel(lastMessage), native);
+      yield {
+        type: 'runtime.finished',
+        data: {
+          outcome,
+          ...final,
+          ...(state.threadId ? { thread_id: state.threadId, session_id: state.threadId } : {}),
+          ...(state.usage ? { usage: state.usage } : {}),
+          logs: [exit.stdoutLog, exit.stderrLog, lastMessageFile],
+          malformed_lines: exit.malformed,
+        },
+      };
+    }
+    return { events: run() };
+  },
+};

@@ -1,0 +1,94 @@
+import type { Outcome } from '../../../shared/contracts/runtime-result.js';
+import type { AbortReasonV1 } from '../../../shared/runtime/v1/runtime-context.js';
+import { matchProviderError, providerErrorHint } from '../../../shared/runtime/provider-errors.js';
+
+/** Everything the pi/oh-my-pi outcome depends on, gathered by the adapter after the child exits. */
+export interface PiExitFacts {
+  /** `pi` or `oh-my-pi`, for messages and hints. */
+  runtime: string;
+  binary: string;
+  /** How the operator installs the binary (for the missing-binary hint). */
+  install: string;
+  exitCode: number | null;
+  signal: string | null;
+  timedOut: boolean;
+  abort: AbortReasonV1 | null;
+  spawnError?: { code: string; message: string };
+  stderrTail: string;
+  /** `stopReason` / `errorMessage` of the last assistant message (pi exits 0 on provider errors). */
+  lastStopReason: string | null;
+  lastErrorMessage: string | null;
+  /** Final assistant text (last `message_end`, else `agent_end.messages`); null when none. */
+  finalText: string | null;
+}
+
+function firstLine(text: string): string {
+  const line = text.split('\n').find((l) => l.trim() !== '') ?? '';
+  return line.length > 300 ? `${line.slice(0, 300)}…` : line;
+}
+
+/**
+ * The pi / oh-my-pi outcome, in fixed priority: could not start → timeout → cancel → blocking
+ * provider failure (auth, quota, rate limit, model) → signal → provider error stop → non-zero
+ * exit → no final assistant message → completed. Pure.
+ */
+export function classifyPi(f: PiExitFacts): Outcome {
+  const base = { exit_code: f.exitCode, signal: f.signal };
+  if (f.spawnError) {
+    const missing = f.spawnError.code === 'ENOENT';
+    return {
+      status: 'blocked',
+      raw: `spawn:${f.spawnError.code}`,
+      message: missing ? `${f.runtime} binary not found: ${f.binary}` : `cannot start ${f.binary}: ${f.spawnError.message}`,
+      hint: missing
+        ? `install it (${f.install}) or set runtime_config.binary (uh adapter check ${f.runtime})`
+        : `check the permissions of ${f.binary}`,
+      timed_out: false,
+      ...base,
+    };
+  }
+  if (f.timedOut || f.abort?.kind === 'timeout') {
+    return { status: 'failed', raw: 'timeout', message: f.abort?.message ?? `${f.runtime} timed out`, timed_out: true, ...base };
+  }
+  if (f.abort?.kind === 'cancel') {
+    return { status: 'cancelled', raw: 'cancel', message: f.abort.message, timed_out: false, ...base };
+  }
+  const stoppedOnError = f.lastStopReason === 'error' || f.lastStopReason === 'aborted';
+  const crashed = f.signal !== null || (f.exitCode !== null && f.exitCode !== 0);
+  const failureText = stoppedOnError ? (f.lastErrorMessage ?? '') : crashed ? f.stderrTail : '';
+  const provider = matchProviderError(failureText);
+  if (provider) {
+    return {
+      status: 'blocked',
+      raw: `provider:${provider.kind}`,
+      message: `${f.runtime}: ${firstLine(failureText)}`,
+      hint: providerErrorHint(provider.kind, f.runtime),
+      timed_out: false,
+      ...(provider.retryAfterMs !== undefined ? { retry_after_ms: provider.retryAfterMs } : {}),
+      ...base,
+    };
+  }
+  if (f.signal !== null) {
+    return { status: 'failed', raw: `signal:${f.signal}`, message: `${f.runtime} was killed by ${f.signal}`, timed_out: false, ...base };
+  }
+  if (stoppedOnError) {
+    return {
+      status: 'failed',
+      raw: `stopReason:${f.lastStopReason}`,
+      message: `${f.runtime}: ${f.lastErrorMessage ? firstLine(f.lastErrorMessage) : `request ${f.lastStopReason}`}`,
+      timed_out: false,
+      ...base,
+    };
+  }
+  if (f.exitCode === 127) {
+    return { status: 'blocked', raw: 'exit:127', message: `${f.runtime}: a program it needs is missing (exit 127)`, hint: `is node on PATH for ${f.binary}?`, timed_out: false, ...base };
+  }
+  if (f.exitCode !== 0) {
+    const detail = f.stderrTail ? `: ${firstLine(f.stderrTail)}` : '';
+    return { status: 'failed', raw: `exit:${f.exitCode}`, message: `${f.runtime} exited ${f.exitCode}${detail}`, timed_out: false, ...base };
+  }
+  if (f.finalText === null || f.finalText.trim() === '') {
+    return { status: 'failed', raw: 'no_final_message', message: `${f.runtime} exited 0 without a final assistant message`, timed_out: false, ...base };
+  }
+  return { status: 'completed', raw: 'exit:0', message: `${f.runtime} finished`, timed_out: false, ...base };
+}

@@ -1,0 +1,148 @@
+/**
+ * The `pi` and `oh-my-pi` runtimes: one implementation of `<pi|omp> --print --mode json
+ * --no-session …` over the shared CLI-JSONL transport, registered twice with its own defaults.
+ * The child runs in the sandbox in its own process group; stdout/stderr go to the log dir.
+ */
+import { SentinelScanner, resolveFinalMessage } from '../../../shared/sentinel.js';
+import { abortReasonOf } from '../../../shared/runtime/v1/runtime-context.js';
+import type { RuntimeAdapterV1, RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
+import { redact, secretEnvValues } from '../../../shared/redact.js';
+import { runCliJsonl } from '../../../shared/transport/cli-jsonl.js';
+import { PiLineSchema } from './pi-protocol.js';
+import { newPiRunState, translatePiEvent } from './pi-events.js';
+import { piSettingsSchema, type PiDefaults, type PiSettings } from './pi-settings.js';
+import { classifyPi } from './classify-pi.js';
+import { checkPi } from './check-pi.js';
+
+/** One registration of the pi JSON-mode implementation. */
+export interface PiVariant extends PiDefaults {
+  id: string;
+  displayName: string;
+  /** Where the operator gets the binary, for hints. */
+  install: string;
+}
+
+/** The argv, prompt excluded when it goes through stdin. Never passed through a shell. */
+export function buildPiArgv(config: PiSettings, prompt: string): string[] {
+  const argv = [config.binary, '--print', '--mode', 'json', '--no-session'];
+  if (config.provider) argv.push('--provider', config.provider);
+  if (config.model) argv.push('--model', config.model);
+  if (config.thinking) argv.push('--thinking', config.thinking);
+  if (config.tools) argv.push('--tools', config.tools.join(','));
+  if (!config.extensions) argv.push('--no-extensions');
+  if (!config.skills) argv.push('--no-skills');
+  if (!config.context_files) argv.push('--no-context-files');
+  if (config.append_system_prompt) argv.push('--append-system-prompt', config.append_system_prompt);
+  argv.push(...config.extra_args);
+  // pi reads a leading `@` as a file to attach and a leading `-` as a flag.
+  if (config.prompt_via === 'argv') argv.push(/^[-@]/.test(prompt) ? `\n${prompt}` : prompt);
+  return argv;
+}
+
+export function createPiAdapter(variant: PiVariant): RuntimeAdapterV1<PiSettings> {
+  const schema = piSettingsSchema(variant);
+  // An `--api-key <key>` passed through extra_args is a secret too.
+  const secretsOf = (config: PiSettings): string[] => [
+    ...secretEnvValues(config.env),
+    ...config.extra_args.filter((_, i) => config.extra_args[i - 1] === '--api-key'),
+  ];
+  return {
+    specificationVersion: 'v1',
+    id: variant.id,
+    displayName: variant.displayName,
+    capabilities: ['non_interactive_run', 'structured_events', 'json_output', 'file_tools', 'terminal', 'skills'],
+    defaultConfig: { binary: variant.binary, prompt_via: variant.prompt_via },
+    configSchema: schema,
+    secretsOf,
+
+    check: (config, ctx) => checkPi(variant, config, ctx),
+
+    async prepare({ config, prompt }) {
+      const argv = buildPiArgv(config, prompt).map((a) => (a === prompt || a === `\n${prompt}` ? `<prompt: ${prompt.length} chars>` : a));
+      const describe = { argv, prompt_via: config.prompt_via, env: Object.keys(config.env), offline: config.offline };
+      return { config, prompt, describe: redact(describe, secretsOf(config)) };
+    },
+
+    launch(plan, ctx) {
+      const config = plan.config;
+      async function* run(): AsyncGenerator<RuntimeEventV1> {
+        const env: Record<string, string | undefined> = { ...ctx.env, ...config.env, UH_OPERATION_ID: ctx.mission.operationId, UH_MISSION_ID: ctx.mission.missionId };
+        if (config.offline) env.PI_OFFLINE = '1';
+        const state = newPiRunState();
+        const scanner = new SentinelScanner();
+        let pid: number | undefined;
+        const items = runCliJsonl({
+          spawn: ctx.spawn,
+          argv: buildPiArgv(config, plan.prompt),
+          cwd: ctx.workDir,
+          env,
+          schema: PiLineSchema,
+          logDir: ctx.logDir,
+          logName: variant.id,
+          stdin: config.prompt_via === 'stdin' ? { text: plan.prompt } : 'ignore',
+          signal: ctx.signal,
+          killGraceMs: config.kill_grace_ms,
+        });
+        for await (const item of items) {
+          switch (item.kind) {
+            case 'spawned':
+              pid = item.pid;
+              break;
+            case 'message':
+              for (const event of translatePiEvent(state, item.value, pid)) {
+                if (event.type === 'runtime.message') scanner.push(`${event.data.text}\n`);
+                // Durable before anyone sees it: a crash of uh still leaves the session id behind.
+                if (event.type === 'runtime.started') await ctx.journal.put({ session_id: event.data.session_id, pid });
+                yield event;
+              }
+              break;
+            case 'malformed':
+              yield { type: 'runtime.raw', data: { source: 'stdout', reason: item.reason, line: item.line, detail: item.detail } };
+              break;
+            case 'exit': {
+              const exit = item.exit;
+              const finalText = state.lastAssistantText ?? state.agentEndText;
+              if (state.lastAssistantText === null && state.agentEndText !== null) scanner.push(state.agentEndText);
+              const outcome = classifyPi({
+                runtime: variant.id,
+                binary: config.binary,
+                install: variant.install,
+                exitCode: exit.exitCode,
+                signal: exit.signal,
+                timedOut: exit.timedOut,
+                abort: ctx.signal.aborted ? abortReasonOf(ctx.signal) : null,
+                ...(exit.spawnError ? { spawnError: exit.spawnError } : {}),
+                stderrTail: exit.stderrTail,
+                lastStopReason: state.lastStopReason,
+                lastErrorMessage: state.lastErrorMessage,
+                finalText,
+              });
+              yield {
+                type: 'runtime.finished',
+                data: {
+                  outcome,
+                  ...resolveFinalMessage(scanner.result(), finalText),
+                  ...(state.sessionId ? { session_id: state.sessionId } : {}),
+                  usage: state.usage,
+                  tool_calls: state.toolCalls,
+                  logs: [exit.stdoutLog, exit.stderrLog],
+                },
+              };
+              return;
+            }
+          }
+        }
+      }
+      return { events: run() };
+    },
+  };
+}
+
+/** `pi` (@mariozechner/pi-coding-agent): the prompt goes through stdin, which pi reads as the first message. */
+export const piAdapter = createPiAdapter({
+  id: 'pi',
+  displayName: 'pi coding agent (pi --mode json)',
+  binary: 'pi',
+  prompt_via: 'stdin',
+  install: 'bash scripts/install-real-runtimes.sh pi, or npm i -g @mariozechner/pi-coding-agent',
+});
