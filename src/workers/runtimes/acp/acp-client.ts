@@ -31,6 +31,7 @@ import {
   type RequestPermissionResponse,
 } from './acp-protocol.js';
 import { parseOrProtocolError } from './acp-protocol-error.js';
+import { AcpEarlyUpdates } from './acp-early-updates.js';
 
 export interface AcpClientOptions {
   spawn: SpawnGroup;
@@ -58,12 +59,7 @@ export class AcpClient {
   private readonly sessions = new Map<string, AcpSessionHandlers>();
   private readonly noticeListeners = new Set<(notice: AcpClientNotice) => void>();
   private readonly promptChains = new Map<string, Promise<unknown>>();
-  /**
-   * Updates for a session nobody attached yet, kept for the run that will: an update sent right
-   * after the session/new reply is read before the caller's continuation runs. Bounded.
-   */
-  private readonly early = new Map<string, unknown[]>();
-  private earlyCount = 0;
+  private readonly early = new AcpEarlyUpdates();
   private poisonedReason: string | null = null;
   /** Set once `initialize` answered. */
   initialized: InitializeResponse | null = null;
@@ -123,14 +119,11 @@ export class AcpClient {
   /** Route a session's updates and permission requests to a run. Returns the unsubscribe. */
   attach(sessionId: string, handlers: AcpSessionHandlers): () => void {
     this.sessions.set(sessionId, handlers);
-    const early = this.early.get(sessionId);
-    if (early) {
-      this.early.delete(sessionId);
-      this.earlyCount -= early.length;
-      for (const update of early) handlers.onUpdate(update);
-    }
+    for (const update of this.early.take(sessionId)) handlers.onUpdate(update);
     return () => {
-      if (this.sessions.get(sessionId) === handlers) this.sessions.delete(sessionId);
+      if (this.sessions.get(sessionId) !== handlers) return;
+      this.sessions.delete(sessionId);
+      this.early.retire(sessionId);
     };
   }
 
@@ -225,14 +218,7 @@ export class AcpClient {
       handlers.onUpdate(parsed.data.update);
       return;
     }
-    if (this.earlyCount >= MAX_EARLY_UPDATES) {
-      this.notice({ kind: 'unrouted', method, sessionId: parsed.data.sessionId });
-      return;
-    }
-    const list = this.early.get(parsed.data.sessionId) ?? [];
-    list.push(parsed.data.update);
-    this.early.set(parsed.data.sessionId, list);
-    this.earlyCount += 1;
+    if (!this.early.hold(parsed.data.sessionId, parsed.data.update)) this.notice({ kind: 'unrouted', method, sessionId: parsed.data.sessionId });
   }
 
   private async onRequest(method: string, params: unknown, signal: AbortSignal): Promise<unknown> {
@@ -252,8 +238,6 @@ export class AcpClient {
     return RequestPermissionResponseSchema.parse(answer);
   }
 }
-
-const MAX_EARLY_UPDATES = 1000;
 
 function sessionIdOf(params: unknown): string | null {
   const id = (params as { sessionId?: unknown } | null | undefined)?.sessionId;
