@@ -11,8 +11,6 @@ import { codexAppServerAdapter } from './codex-app-server/codex-app-server-adapt
 import { piAdapter } from './pi/pi-adapter.js';
 import { ohMyPiAdapter } from './oh-my-pi/oh-my-pi-adapter.js';
 import { hermesAdapter } from './hermes/hermes-adapter.js';
-import { acpAdapter } from './acp/acp-adapter.js';
-import { hermesAcpAdapter } from './hermes-acp/hermes-acp-adapter.js';
 
 export const RUNTIME_ADAPTERS: readonly AnyRuntimeAdapter[] = [
   commandAdapter,
