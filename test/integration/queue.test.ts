@@ -419,10 +419,11 @@ describe('graceful shutdown', () => {
     const w = await worker(prefix, ['--runtime', 'command', '--concurrency', '2'], { UH_WORKER_GRACE_MS: '3000' });
     const longOp = writeMission(repo, ['hang']);
     const shortCount = join(tempDir('uh-count-'), 'count');
-    const shortOp = writeMission(repo, ['count', shortCount, 'slow', '1500']);
+    const shortOp = writeMission(repo, ['count', shortCount, 'slow', '1000']);
     for (const m of [longOp, shortOp]) expect((await uh(prefix, ['mission', 'submit', m.path, '--state-dir', producerState])).code).toBe(0);
     await waitForRecord(prefix, longOp.operationId, (r) => r.runtime_started === '1');
     await waitForRecord(prefix, shortOp.operationId, (r) => r.runtime_started === '1');
+    expect(await waitFor(() => lines(shortCount).length === 1, 20_000)).toBe(true); // its agent runs: 1 s left
     const started = Date.now();
     w.child.kill('SIGTERM');
     await w.waitForOutput('stopping');

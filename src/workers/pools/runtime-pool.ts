@@ -109,6 +109,7 @@ export async function startRuntimePool(options: PoolOptions): Promise<RuntimePoo
       removeOnFail: { age: 7 * 24 * 3600 },
     });
     w.on('error', (error) => logger.warn({ err: error.message, runtime }, 'worker error'));
+    w.on('stalled', (jobId) => logger.warn({ job_id: jobId, runtime }, 'stalled job moved back to wait: its next claim marks a started runtime unknown'));
     w.on('failed', (job, error) => {
       // A stalled job past maxStalledCount fails without our processor: settle its record here.
       if (!job?.data?.operation_id) return;
