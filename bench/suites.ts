@@ -8,6 +8,7 @@ export interface BenchSuite {
   run: () => Promise<void>;
 }
 
+import { runHermesProxySseBench } from './hermes-proxy-sse.js';
 import { runInlineVsFloor } from './inline-vs-floor.js';
 import { runCodexVsUh09 } from './codex-vs-uh09.js';
 import { runJsonRpcBench } from './jsonrpc-ndjson.bench.js';
@@ -22,4 +23,5 @@ export const SUITES: BenchSuite[] = [
   { name: 'codex-app-server', run: runCodexAppServerBench },
   { name: 'pi-jsonl', run: runPiJsonl },
   { name: 'queue', run: runQueueLatency },
+  { name: 'hermes-proxy-sse', run: runHermesProxySseBench },
 ];

@@ -11,6 +11,7 @@ import { codexAppServerAdapter } from './codex-app-server/codex-app-server-adapt
 import { piAdapter } from './pi/pi-adapter.js';
 import { ohMyPiAdapter } from './oh-my-pi/oh-my-pi-adapter.js';
 import { hermesAdapter } from './hermes/hermes-adapter.js';
+import { hermesProxyAdapter } from './hermes-proxy/hermes-proxy-adapter.js';
 
 export const RUNTIME_ADAPTERS: readonly AnyRuntimeAdapter[] = [
   commandAdapter,
@@ -21,6 +22,7 @@ export const RUNTIME_ADAPTERS: readonly AnyRuntimeAdapter[] = [
   piAdapter,
   ohMyPiAdapter,
   hermesAdapter,
+  hermesProxyAdapter,
 ];
 
 export function findRuntimeAdapter(kind: string): AnyRuntimeAdapter | undefined {
