@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AnyRuntimeAdapter, RuntimeContextV1, RuntimeEventV1 } from '../../src/shared/runtime/v1/index.js';
+import type { AnyRuntimeAdapter, RuntimeContextV1, RuntimeEventV1, RuntimeSessionV1 } from '../../src/shared/runtime/v1/index.js';
 import { spawnGroup } from '../../src/shared/process/spawn-group.js';
 import { silentLogger } from '../../src/shared/logger.js';
 import { parseOrThrow } from '../../src/shared/contracts/zod-issues.js';
@@ -23,6 +23,12 @@ export interface RunAdapterOptions {
   /** Called for each event as it arrives (to cancel after `runtime.started`, say). */
   onEvent?: (event: RuntimeEventV1) => void;
   workDir?: string;
+  /** Called with the launched session before its events are read (to `send` to it). */
+  onSession?: (session: RuntimeSessionV1) => void;
+  /** Mission identity of the run (default `m-test` / `op-test`). */
+  mission?: { missionId: string; operationId: string };
+  /** The runtime journal file (default: `runtime-journal.json` in the fresh log dir), to re-run an operation. */
+  journalPath?: string;
 }
 
 /**
@@ -38,7 +44,8 @@ export async function runAdapter(adapter: AnyRuntimeAdapter, configInput: unknow
   mkdirSync(logDir, { recursive: true });
   const config = parseOrThrow(adapter.configSchema, { ...adapter.defaultConfig, ...(configInput as object) }, 'runtime_config');
   const prompt = options.prompt ?? 'Say hello.';
-  const plan = await adapter.prepare({ config, prompt, workDir, mission: { missionId: 'm-test', operationId: 'op-test' } });
+  const mission = options.mission ?? { missionId: 'm-test', operationId: 'op-test' };
+  const plan = await adapter.prepare({ config, prompt, workDir, mission });
   let seq = 0;
   const ctx: RuntimeContextV1 = {
     workDir,
@@ -50,11 +57,13 @@ export async function runAdapter(adapter: AnyRuntimeAdapter, configInput: unknow
     generateId: () => `id-${++seq}`,
     logger: silentLogger,
     env: options.env ?? { ...process.env },
-    journal: fileJournal(join(logDir, 'runtime-journal.json')),
-    mission: { missionId: 'm-test', operationId: 'op-test', attempt: 1 },
+    journal: fileJournal(options.journalPath ?? join(logDir, 'runtime-journal.json')),
+    mission: { ...mission, attempt: 1 },
   };
   const events: RuntimeEventV1[] = [];
-  for await (const event of adapter.launch(plan, ctx).events) {
+  const session = adapter.launch(plan, ctx);
+  options.onSession?.(session);
+  for await (const event of session.events) {
     events.push(event);
     options.onEvent?.(event);
   }

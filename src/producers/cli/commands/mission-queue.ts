@@ -4,7 +4,8 @@ import type { UhEvent } from '../../../shared/contracts/event.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
 import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-store.js';
 import type { QueueClient } from '../../queue/queue-client.js';
-import { COMMON_OPTIONS, helpText, parseCommand, writeJson, type CommandSpec } from '../cli-kit.js';
+import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import type { Receipt } from '../../../shared/contracts/receipt.js';
 
 const REDIS = { redis: { type: 'string' as const } };
 
@@ -25,9 +26,9 @@ const CANCEL: CommandSpec = {
 };
 
 const RECOVER: CommandSpec = {
-  usage: 'uh mission recover <operation_id> [--settle failed|cancelled] [--json] [--redis url]',
+  usage: 'uh mission recover <operation_id> [--settle failed|cancelled] [--state-dir dir] [--json] [--redis url]',
   summary:
-    'Inspect an operation that may be stuck and settle what can be settled; never runs a runtime again. unknown (or running on a dead worker after its runtime started) → a receipt with --settle status (default failed). queued whose job is gone → enqueued again (its runtime never started).',
+    "Inspect an operation that may be stuck and settle what can be settled; never runs a runtime again. unknown (or running on a dead worker after its runtime started) → a runtime that can read its own records (codex-app-server: the thread in CODEX_HOME) settles it exactly; otherwise a receipt with --settle status (default failed). queued whose job is gone → enqueued again (its runtime never started).",
   options: { ...COMMON_OPTIONS, ...REDIS, settle: { type: 'string', default: 'failed' } },
   details: ['To run the mission again after recovery, submit it under a new operation_id.'],
   examples: ['uh mission recover hello-001', 'uh mission recover hello-001 --settle cancelled --json'],
@@ -124,6 +125,23 @@ export async function missionCancel(argv: string[]): Promise<number> {
   }
 }
 
+/**
+ * A runtime with `recover()` (codex-app-server) may settle an unknown operation exactly: the run's
+ * own records (its journal, its thread) name the outcome. Null: settle by --settle.
+ */
+async function recoverUnknownFromRuntime(record: QueueRecord, stateDir: string, steps: string[]): Promise<Receipt | null> {
+  try {
+    const { recoverQueuedRuntime, receiptFromRecovery } = await import('../../recover-runtime.js');
+    const got = await recoverQueuedRuntime(record, stateDir);
+    if (!got) return null;
+    steps.push(`runtime ${got.runtime}: ${got.recovery.state}: ${got.recovery.reason}`);
+    return got.recovery.state === 'settled' && got.recovery.finished ? receiptFromRecovery(record, got.recovery.finished) : null;
+  } catch (error) {
+    steps.push(`runtime recovery failed: ${error instanceof Error ? error.message : String(error)}`);
+    return null;
+  }
+}
+
 export async function missionRecover(argv: string[]): Promise<number> {
   const got = await open(RECOVER, argv);
   if (!got) return void process.stdout.write(`${helpText(RECOVER)}\n`), EXIT.ok;
@@ -159,8 +177,10 @@ export async function missionRecover(argv: string[]): Promise<number> {
     }
     if (record.state === 'unknown') {
       const { synthesizeReceipt } = await import('../../../workers/results/synthesize-receipt.js');
+      // First ask the runtime (if it can recover) what became of the run: an exact answer beats --settle.
+      const fromRuntime = await recoverUnknownFromRuntime(record, resolveStateDir(values['state-dir'] as string | undefined), steps);
       const status = values.settle as 'failed' | 'cancelled';
-      const receipt = synthesizeReceipt(record, {
+      const receipt = fromRuntime ?? synthesizeReceipt(record, {
         status,
         raw: 'unknown',
         message: `dispatch could not be proven (${record.unknown_reason ?? 'unknown'}); settled by uh mission recover without running again`,
@@ -175,7 +195,7 @@ export async function missionRecover(argv: string[]): Promise<number> {
         event: eventJson(id, 'operation.completed', { status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code, recovered: true }),
         completion: completionOf(record, { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
       });
-      steps.push(ok ? `unknown → settled as ${status} with a receipt (not re-run)` : 'changed while recovering: run recover again');
+      steps.push(ok ? `unknown → settled as ${receipt.status}${fromRuntime ? ' from the runtime' : ''} with a receipt (not re-run)` : 'changed while recovering: run recover again');
       record = (await client.store.get(id)) as QueueRecord;
     } else if (record.state === 'finished') steps.push(`finished (${record.status}, ${record.verdict}): nothing to recover`);
     if (values.json) writeJson({ operation_id: id, steps, operation: publicRecord(record) });

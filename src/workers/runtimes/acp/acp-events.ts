@@ -1,0 +1,105 @@
+/**
+ * Pure translation of ACP `session/update` payloads into shared runtime events.
+ *
+ * Message and thought chunks are ADDITIVE: each carries a new piece to append (unlike Codex,
+ * whose payloads are cumulative). Each becomes one event with that piece; the running total is
+ * kept here (`assistantText`), and the fold appends the pieces the same way.
+ *
+ * Replay: while a `session/load` replays history, updates are recorded (tool call ids become
+ * "historical") but produce no events. Later, a `tool_call`/`tool_call_update` for a historical id
+ * is dropped, so a replay that arrives after the load reply (older Hermes) is not new output.
+ */
+import type { RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
+import { SessionUpdateSchema, type ToolCallFields } from './acp-protocol.js';
+
+export interface AcpTranscriptState {
+  /** Assistant text of live turns, appended chunk by chunk (the final message comes from it). */
+  assistantText: string;
+  /** Tool call ids from replayed history and earlier turns: updates for them are dropped. */
+  readonly historicalToolIds: Set<string>;
+  /** Tool call ids of the current turn, with their titles (updates often omit the title). */
+  readonly turnTools: Map<string, string>;
+  /** Updates swallowed as replay (counted for one summary log). */
+  replayed: number;
+}
+
+export function newTranscriptState(): AcpTranscriptState {
+  return { assistantText: '', historicalToolIds: new Set(), turnTools: new Map(), replayed: 0 };
+}
+
+/** Cap on the assistant text kept for the final message (memory stays bounded). */
+const ASSISTANT_TEXT_CAP = 4 * 1024 * 1024;
+
+/** Translate one update. `replay` marks history being replayed: recorded, never emitted. */
+export function translateSessionUpdate(raw: unknown, state: AcpTranscriptState, replay: boolean): RuntimeEventV1[] {
+  const kind = typeof raw === 'object' && raw !== null ? String((raw as { sessionUpdate?: unknown }).sessionUpdate) : 'unknown';
+  const parsed = SessionUpdateSchema.safeParse(raw);
+  if (replay) {
+    state.replayed += 1;
+    if (parsed.success && (parsed.data.sessionUpdate === 'tool_call' || parsed.data.sessionUpdate === 'tool_call_update')) {
+      state.historicalToolIds.add(parsed.data.toolCallId);
+    }
+    return [];
+  }
+  if (!parsed.success) {
+    const known = SessionUpdateSchema.options.some((o) => o.shape.sessionUpdate.value === kind);
+    return [{ type: 'runtime.raw', data: { source: 'acp.session_update', kind, reason: known ? `invalid ${kind}: ${parsed.error.issues[0]?.message ?? ''}` : 'unknown session update kind', update: raw } }];
+  }
+  const update = parsed.data;
+  switch (update.sessionUpdate) {
+    case 'agent_message_chunk':
+    case 'agent_thought_chunk':
+    case 'user_message_chunk': {
+      const text = update.content.type === 'text' ? (update.content.text ?? '') : '';
+      if (update.content.type !== 'text') {
+        return [{ type: 'runtime.raw', data: { source: 'acp.session_update', kind: update.sessionUpdate, reason: `non-text content (${update.content.type})`, update: raw } }];
+      }
+      if (update.sessionUpdate === 'agent_thought_chunk') return [{ type: 'runtime.thought', data: { text } }];
+      if (update.sessionUpdate === 'user_message_chunk') return [{ type: 'runtime.message', data: { text, role: 'user' } }];
+      if (state.assistantText.length < ASSISTANT_TEXT_CAP) state.assistantText += text;
+      return [{ type: 'runtime.message', data: { text, role: 'assistant', total_chars: state.assistantText.length } }];
+    }
+    case 'tool_call':
+    case 'tool_call_update': {
+      if (state.historicalToolIds.has(update.toolCallId)) {
+        state.replayed += 1;
+        return [];
+      }
+      const isNew = update.sessionUpdate === 'tool_call';
+      const name = toolName(update, state.turnTools.get(update.toolCallId));
+      state.turnTools.set(update.toolCallId, name);
+      return [{ type: 'runtime.tool_call', data: toolData(update, name, !isNew) }];
+    }
+    case 'plan':
+      return [{ type: 'runtime.plan', data: { entries: update.entries } }];
+    case 'usage_update':
+      return [{ type: 'runtime.raw', data: { source: 'acp.session_update', kind: 'usage_update', used: update.used, size: update.size, ...(update.cost ? { cost: update.cost } : {}) } }];
+    case 'current_mode_update':
+      return [{ type: 'runtime.raw', data: { source: 'acp.session_update', kind: 'current_mode_update', mode: update.currentModeId } }];
+    case 'available_commands_update':
+      return [{ type: 'runtime.raw', data: { source: 'acp.session_update', kind: 'available_commands_update', commands: update.availableCommands } }];
+  }
+}
+
+/** The turn is over: its tool ids become historical (a replay of them later is dropped). */
+export function endTurn(state: AcpTranscriptState): void {
+  for (const id of state.turnTools.keys()) state.historicalToolIds.add(id);
+  state.turnTools.clear();
+}
+
+function toolName(update: ToolCallFields & { name?: unknown }, known: string | undefined): string {
+  if (typeof update.name === 'string' && update.name) return update.name;
+  return update.title ?? known ?? update.kind ?? 'tool';
+}
+
+function toolData(update: ToolCallFields, name: string, isUpdate: boolean) {
+  return {
+    id: update.toolCallId,
+    name,
+    ...(update.status ? { status: update.status } : {}),
+    ...(update.kind ? { kind: update.kind } : {}),
+    ...(update.title ? { title: update.title } : {}),
+    ...(update.locations?.length ? { paths: update.locations.map((l) => l.path) } : {}),
+    ...(isUpdate ? { update: true } : {}),
+  };
+}

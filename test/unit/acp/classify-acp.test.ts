@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { classifyAcp, type AcpRunFacts } from '../../../src/workers/runtimes/acp/classify-acp.js';
+import { classifyHermesAcp } from '../../../src/workers/runtimes/hermes-acp/classify-hermes-acp.js';
+
+const HINTS = { install: 'install it', auth: 'log it in' };
+const facts = (over: Partial<AcpRunFacts>): AcpRunFacts => ({ stopReason: null, failure: null, abort: null, turnTimedOut: false, program: 'agent', ...over });
+const cancel = { kind: 'cancel', message: 'cancelled by user' } as const;
+const timeout = { kind: 'timeout', message: 'mission timed out', timeoutMs: 1000 } as const;
+const crash = { kind: 'exited', message: 'agent exited with code 1: boom', exitCode: 1, signal: null } as const;
+
+describe('classifyAcp', () => {
+  it.each<[string, Partial<AcpRunFacts>, string, string, boolean]>([
+    ['stopReason end_turn', { stopReason: 'end_turn' }, 'completed', 'stop:end_turn', false],
+    ['stopReason max_tokens', { stopReason: 'max_tokens' }, 'failed', 'stop:max_tokens', false],
+    ['stopReason max_turn_requests', { stopReason: 'max_turn_requests' }, 'failed', 'stop:max_turn_requests', false],
+    ['stopReason refusal (also: unknown session)', { stopReason: 'refusal' }, 'failed', 'stop:refusal', false],
+    ['stopReason cancelled, not asked by us', { stopReason: 'cancelled' }, 'cancelled', 'stop:cancelled', false],
+    ['an invented stopReason', { stopReason: 'took_a_nap' }, 'failed', 'stop:took_a_nap', false],
+    ['no prompt answer', {}, 'failed', 'no_stop_reason', false],
+    ['our cancel (prompt answered cancelled)', { stopReason: 'cancelled', abort: cancel }, 'cancelled', 'cancel', false],
+    ['mission timeout', { stopReason: 'cancelled', abort: timeout }, 'failed', 'timeout', true],
+    ['turn deadline', { stopReason: 'cancelled', turnTimedOut: true }, 'failed', 'turn_timeout', true],
+    ['child crash mid-turn', { failure: crash }, 'failed', 'exit:1', false],
+    ['child killed by a signal', { failure: { ...crash, exitCode: null, signal: 'SIGKILL' } }, 'failed', 'signal:SIGKILL', false],
+    ['missing binary', { failure: { kind: 'spawn', code: 'ENOENT', message: 'spawn agent ENOENT' } }, 'blocked', 'spawn:ENOENT', false],
+    ['binary not executable', { failure: { kind: 'spawn', code: 'EACCES', message: 'spawn agent EACCES' } }, 'blocked', 'spawn:EACCES', false],
+    ['auth required', { failure: { kind: 'auth_required', message: 'only terminal auth methods' } }, 'blocked', 'auth_required', false],
+    ['no answer to initialize', { failure: { kind: 'request_timeout', method: 'initialize', message: 'initialize got no answer within 60000 ms' } }, 'failed', 'request_timeout:initialize', true],
+    ['error answer', { failure: { kind: 'remote', method: 'session/prompt', code: -32603, message: 'Internal error' } }, 'failed', 'rpc:-32603', false],
+    ['rate limited', { failure: { kind: 'remote', method: 'session/prompt', code: -32603, message: 'Error code: 429 - rate limit exceeded' } }, 'blocked', 'rate_limited', false],
+    ['protocol violation', { failure: { kind: 'protocol', message: 'session/new answered an invalid result' } }, 'failed', 'protocol', false],
+    ['cancel wins over the crash it caused', { failure: crash, abort: cancel }, 'cancelled', 'cancel', false],
+    ['missing binary wins over cancel', { failure: { kind: 'spawn', code: 'ENOENT', message: 'x' }, abort: cancel }, 'blocked', 'spawn:ENOENT', false],
+  ])('%s', (_name, over, status, raw, timedOut) => {
+    const outcome = classifyAcp(facts(over), HINTS);
+    expect(outcome.status).toBe(status);
+    expect(outcome.raw).toBe(raw);
+    expect(outcome.timed_out).toBe(timedOut);
+    if (status === 'blocked') expect(outcome.hint).toBeTruthy();
+  });
+
+  it('hermes-acp points a blocked auth at hermes setup', () => {
+    const outcome = classifyHermesAcp(facts({ failure: { kind: 'auth_required', message: 'x' } }));
+    expect(outcome.hint).toContain('hermes setup');
+  });
+});
