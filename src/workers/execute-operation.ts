@@ -57,11 +57,10 @@ export interface ExecuteOptions {
   onState?: (state: OperationState, record: OperationRecord) => Promise<void>;
 }
 
-export interface ExecuteResult {
-  receipt: Receipt;
-  receiptPath: string;
-  dir: string;
-}
+export type ExecuteResult =
+  | { state: 'finished'; receipt: Receipt; receiptPath: string; dir: string }
+  /** Dispatch could not be proven: no receipt, the sandbox kept, `uh mission recover` settles it. */
+  | { state: 'unknown'; reason: string; hint: string | undefined; dir: string };
 
 function emptyFold(): FoldedRuntime {
   return initialFold({ status: 'failed', raw: 'not_started', message: 'runtime did not start', timed_out: false });
@@ -157,6 +156,7 @@ export async function executeOperation(options: ExecuteOptions): Promise<Execute
     const runtimeResult = toRuntimeResult(prepared, folded, dir, timings.runtime_ms ?? 0);
     writeFileSync(join(dir, 'runtime-final.txt'), folded.final_message);
     writeFileSync(join(dir, 'runtime-result.yaml'), toYaml(redact(runtimeResult, secrets)));
+    if (folded.dispatch_unknown) return await settleUnknown(folded, sandbox);
 
     await setState('verifying', { session_id: folded.session_id, thread_id: folded.thread_id, turn_id: folded.turn_id });
     diff = await phase('diff', () => captureDiff(sandbox!.path, prepared.baseCommit, join(dir, 'diff.patch'), dir));
@@ -189,6 +189,17 @@ export async function executeOperation(options: ExecuteOptions): Promise<Execute
       timed_out: false,
       ...(UhError.isInstance(error) && error.hint ? { hint: error.hint } : {}),
     };
+  }
+
+  async function settleUnknown(f: FoldedRuntime, box: Sandbox): Promise<ExecuteResult> {
+    const hint = f.outcome.hint ?? `uh mission recover ${mission.operation_id}`;
+    events.append('operation.unknown', { reason: f.outcome.message, hint, raw: f.outcome.raw });
+    const until = new Date(now().getTime() + (options.sandboxKeepHours ?? 24) * 3600_000);
+    retainSandbox(cacheDir, box, mission.operation_id, until, startedAt);
+    events.append('sandbox.kept', { path: box.path, until: until.toISOString() });
+    await setState('unknown', { session_id: f.session_id, thread_id: f.thread_id, turn_id: f.turn_id });
+    await events.close();
+    return { state: 'unknown', reason: f.outcome.message, hint, dir };
   }
 
   const outcome = failure ?? folded.outcome;
@@ -248,7 +259,7 @@ export async function executeOperation(options: ExecuteOptions): Promise<Execute
   }
   await setState('finished', { status: outcome.status, verdict, exit_code: exitCode });
   await events.close();
-  return { receipt, receiptPath, dir };
+  return { state: 'finished', receipt, receiptPath, dir };
 }
 
 /** Launch the adapter under the mission timeout and fold its guarded event stream. */

@@ -13,6 +13,8 @@ export interface FoldedRuntime {
   messages: number;
   /** Assistant text seen in `runtime.message` events, capped (for summaries). */
   assistant_text: string;
+  /** The terminal event said dispatch cannot be proven: the operation is UNKNOWN. */
+  dispatch_unknown: boolean;
 }
 
 const TEXT_CAP = 16 * 1024;
@@ -43,6 +45,7 @@ export function initialFold(
     tool_calls: 0,
     messages: 0,
     assistant_text: '',
+    dispatch_unknown: false,
   };
 }
 
@@ -81,6 +84,7 @@ export function foldOne(state: FoldedRuntime, event: RuntimeEventV1, toolIds: Se
       state.thread_id = d.thread_id ?? state.thread_id;
       state.turn_id = d.turn_id ?? state.turn_id;
       if (d.usage) state.usage = { ...d.usage };
+      state.dispatch_unknown = d.dispatch === 'unknown';
       return;
     }
     default:

@@ -25,7 +25,7 @@ export interface InlineOptions {
 }
 
 export type InlineOutcome =
-  | ({ kind: 'ran'; prepared: PreparedOperation } & ExecuteResult)
+  | ({ kind: 'ran'; prepared: PreparedOperation } & Extract<ExecuteResult, { state: 'finished' }>)
   | { kind: 'attached'; receipt: Receipt; dir: string }
   | { kind: 'in_progress'; record: OperationRecord }
   | { kind: 'unknown'; record: OperationRecord };
@@ -74,5 +74,10 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.env ? { env: options.env } : {}),
   });
+  if (result.state === 'unknown') {
+    const record = readRecord(options.stateDir, id);
+    if (!record) throw new UhError('internal', `operation ${id} lost its record`);
+    return { kind: 'unknown', record };
+  }
   return { kind: 'ran', prepared, ...result };
 }

@@ -122,7 +122,8 @@ export async function processOperationJob(ctx: PoolContext, job: Job<OperationJo
         if (gate === 'lost') throw new UhError('conflict', `worker ${ctx.worker.id} no longer owns ${id}: the runtime is not started`);
       },
       onState: async (state, rec) => {
-        if (state === 'finished') return; // settled below, with the artifacts, in one script
+        // Settled below in one script each: finished with its artifacts, unknown with its event.
+        if (state === 'finished' || state === 'unknown') return;
         await store.updateIfOwner(id, owner, {
           state,
           sandbox_path: rec.sandbox_path,
@@ -133,6 +134,11 @@ export async function processOperationJob(ctx: PoolContext, job: Job<OperationJo
       },
     });
     await (eventLog as EventLog | null)?.flush();
+    if (result.state === 'unknown') {
+      // The runtime could not prove whether its work was dispatched: never re-run, wait for recover.
+      await store.orphaned(id, result.reason, completionOf(record, { state: 'unknown' }), owner);
+      return { operation_id: id, outcome: 'unknown' };
+    }
     const { receipt } = result;
     const artifacts = collectArtifacts(result.dir, ctx.artifactCapBytes);
 

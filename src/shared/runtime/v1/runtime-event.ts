@@ -30,6 +30,12 @@ export interface RuntimeFinishedData {
   thread_id?: string;
   turn_id?: string;
   usage?: Usage;
+  /**
+   * `unknown` when the adapter cannot prove whether its work was dispatched (a lost reply between
+   * "send" and "bound"): the pipeline then leaves the operation UNKNOWN for `uh mission recover`
+   * instead of writing a receipt, and nothing is ever re-sent automatically.
+   */
+  dispatch?: 'bound' | 'not_sent' | 'unknown';
   [k: string]: unknown;
 }
 
