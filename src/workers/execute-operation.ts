@@ -11,9 +11,9 @@ import { readdirSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
-import type { CheckResult, ChangedFile, Receipt } from '../shared/contracts/receipt.js';
+import type { CheckResult, Receipt } from '../shared/contracts/receipt.js';
 import type { RuntimeResult, Outcome } from '../shared/contracts/runtime-result.js';
-import { exitCodeFor, type OperationState } from '../shared/contracts/status.js';
+import type { OperationState } from '../shared/contracts/status.js';
 import { errorMessage, UhError } from '../shared/errors.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import { spawnGroup, type SpawnGroup } from '../shared/process/spawn-group.js';
@@ -25,6 +25,7 @@ import type { PreparedOperation } from '../producers/prepare-operation.js';
 import { captureDiff, type DiffCapture } from './verification/capture-diff.js';
 import { checkScope, type ScopeViolation } from './verification/scope-check.js';
 import { runChecks } from './verification/run-checks.js';
+import { buildReceipt } from './results/build-receipt.js';
 import { decideVerdict } from './results/verdict.js';
 import { createSandbox, removeSandbox, retainSandbox, type Sandbox } from './sandbox/worktree.js';
 import { EventLog } from './state/event-log.js';
@@ -203,45 +204,32 @@ export async function executeOperation(options: ExecuteOptions): Promise<Execute
   }
 
   const outcome = failure ?? folded.outcome;
-  const verdict = decideVerdict({ scopeViolations: violations.length, checksDeclared: mission.verification.length, checks });
-  const exitCode = exitCodeFor(outcome.status, verdict);
+  const verdictNow = decideVerdict({ scopeViolations: violations.length, checksDeclared: mission.verification.length, checks });
   const keep =
-    options.keepSandbox === true || !(outcome.status === 'completed' && (verdict === 'verified' || verdict === 'unverified'));
+    options.keepSandbox === true || !(outcome.status === 'completed' && (verdictNow === 'verified' || verdictNow === 'unverified'));
   timings.total_ms = Math.round(performance.now() - t0);
-
-  const receipt: Receipt = redact(
-    {
-      schema_version: 'uh.receipt.v0',
-      operation_id: mission.operation_id,
-      mission_id: mission.mission_id,
-      title: mission.title,
-      contract_digest: prepared.contractDigest,
-      prompt_digest: prepared.promptDigest,
-      repository: { url: mission.repository.url, ref: mission.repository.ref, base_commit: prepared.baseCommit },
-      head_commit: diff?.headCommit ?? null,
-      runtime: runtimeIdentity(prepared, folded),
-      attempt: record.attempt,
-      worker: { host: hostname(), pid: process.pid, mode: options.mode },
-      started_at: startedAt.toISOString(),
-      finished_at: now().toISOString(),
-      timings_ms: timings,
-      status: outcome.status,
-      outcome,
-      verdict,
-      changed_files: diff?.changed ?? ([] as ChangedFile[]),
-      diff_digest: diff?.digest ?? 'none',
-      diff_bytes: diff?.bytes ?? 0,
-      scope: { ok: violations.length === 0, violations },
-      checks,
-      usage: folded.usage,
-      final_message: folded.final_message,
-      final_message_source: folded.final_message_source,
-      exit_code: exitCode,
-      sandbox: { path: sandbox?.path ?? null, retained: sandbox !== null && keep },
-      labels: mission.labels,
-    },
+  const receipt = buildReceipt({
+    mission,
+    contractDigest: prepared.contractDigest,
+    promptDigest: prepared.promptDigest,
+    baseCommit: prepared.baseCommit,
+    runtime: runtimeIdentity(prepared, folded),
+    attempt: record.attempt,
+    mode: options.mode,
+    startedAt,
+    finishedAt: now(),
+    timings,
+    outcome,
+    usage: folded.usage,
+    finalMessage: folded.final_message,
+    finalMessageSource: folded.final_message_source,
+    diff,
+    violations,
+    checks,
+    sandbox: { path: sandbox?.path ?? null, retained: sandbox !== null && keep },
     secrets,
-  );
+  });
+  const { verdict, exit_code: exitCode } = receipt;
   const receiptPath = writeReceiptOnce(dir, receipt);
   events.append('operation.completed', { status: outcome.status, verdict, exit_code: exitCode, receipt: receiptPath });
 

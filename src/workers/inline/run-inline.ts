@@ -2,7 +2,6 @@
  * The inline executor: one process, no Redis. Idempotent on operation_id like the queue: the same
  * contract attaches to the existing operation (its receipt), another contract is a conflict.
  */
-import { hostname } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Mission } from '../../shared/contracts/mission.js';
 import { OperationConflictError, UhError } from '../../shared/errors.js';
@@ -10,7 +9,7 @@ import type { Logger } from '../../shared/logger.js';
 import { prepareOperation, type PreparedOperation } from '../../producers/prepare-operation.js';
 import { executeOperation, type ExecuteResult } from '../execute-operation.js';
 import { sweepSandboxes } from '../sandbox/retention.js';
-import { claimOperationDir, readReceipt, readRecord, type OperationRecord } from '../state/operation-files.js';
+import { claimOperationDir, readReceipt, readRecord, workerAlive, type OperationRecord } from '../state/operation-files.js';
 import type { Receipt } from '../../shared/contracts/receipt.js';
 
 export interface InlineOptions {
@@ -29,16 +28,6 @@ export type InlineOutcome =
   | { kind: 'attached'; receipt: Receipt; dir: string }
   | { kind: 'in_progress'; record: OperationRecord }
   | { kind: 'unknown'; record: OperationRecord };
-
-function pidAlive(record: OperationRecord): boolean {
-  if (!record.worker || record.worker.host !== hostname()) return true;
-  try {
-    process.kill(record.worker.pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 export async function runInline(mission: Mission, options: InlineOptions): Promise<InlineOutcome> {
   // Start-up collection: expired sandboxes and orphans left by crashed runs.
@@ -61,7 +50,7 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
     }
     const receipt = readReceipt(options.stateDir, id);
     if (receipt) return { kind: 'attached', receipt, dir: `${options.stateDir}/operations/${id}` };
-    return { kind: pidAlive(record) ? 'in_progress' : 'unknown', record };
+    return { kind: workerAlive(record) ? 'in_progress' : 'unknown', record };
   }
   const result = await executeOperation({
     prepared,

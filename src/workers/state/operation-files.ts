@@ -14,6 +14,7 @@
  */
 import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { hostname } from 'node:os';
 import { z } from 'zod';
 import { OperationStateSchema } from '../../shared/contracts/status.js';
 import { ReceiptSchema, type Receipt } from '../../shared/contracts/receipt.js';
@@ -108,4 +109,15 @@ export function readReceipt(stateDir: string, operationId: string): Receipt | nu
   const path = join(operationDir(stateDir, operationId), 'receipt.json');
   if (!existsSync(path)) return null;
   return ReceiptSchema.parse(JSON.parse(readFileSync(path, 'utf8')));
+}
+
+/** Is the process that owns this record still running? (Another host's process: assume so.) */
+export function workerAlive(record: OperationRecord): boolean {
+  if (!record.worker || record.worker.host !== hostname()) return true;
+  try {
+    process.kill(record.worker.pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }

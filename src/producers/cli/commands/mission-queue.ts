@@ -6,6 +6,7 @@ import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-
 import type { QueueClient } from '../../queue/queue-client.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import type { Receipt } from '../../../shared/contracts/receipt.js';
+import { readRecord } from '../../../workers/state/operation-files.js';
 
 const REDIS = { redis: { type: 'string' as const } };
 
@@ -143,6 +144,19 @@ async function recoverUnknownFromRuntime(record: QueueRecord, stateDir: string, 
 }
 
 export async function missionRecover(argv: string[]): Promise<number> {
+  // An operation in the local state dir (inline runs) is recovered there, without Redis.
+  const local = parseCommand(RECOVER, argv);
+  const localId = local.positionals[0];
+  const stateDir = resolveStateDir(local.values['state-dir'] as string | undefined);
+  if (!local.values.help && !local.values.redis && localId !== undefined && local.positionals.length === 1 && readRecord(stateDir, localId)) {
+    const settle = local.values.settle;
+    if (settle !== 'failed' && settle !== 'cancelled') throw invalidInput(`--settle: "${String(settle)}" must be failed or cancelled`);
+    const { recoverInline } = await import('../../../workers/inline/recover-inline.js');
+    const { steps, record } = await recoverInline(stateDir, localId, settle);
+    if (local.values.json) writeJson({ operation_id: localId, steps, operation: record });
+    else process.stdout.write(`${localId}:\n${steps.map((s) => `  ${s}`).join('\n')}\n`);
+    return record.state === 'finished' ? (record.exit_code ?? EXIT.failed) : EXIT.unknown;
+  }
   const got = await open(RECOVER, argv);
   if (!got) return void process.stdout.write(`${helpText(RECOVER)}\n`), EXIT.ok;
   const { values, id, client } = got;

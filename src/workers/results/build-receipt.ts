@@ -1,0 +1,70 @@
+import { hostname } from 'node:os';
+import type { Mission } from '../../shared/contracts/mission.js';
+import type { CheckResult, Receipt } from '../../shared/contracts/receipt.js';
+import type { Outcome, Usage } from '../../shared/contracts/runtime-result.js';
+import { exitCodeFor } from '../../shared/contracts/status.js';
+import { redact } from '../../shared/redact.js';
+import type { DiffCapture } from '../verification/capture-diff.js';
+import type { ScopeViolation } from '../verification/scope-check.js';
+import { decideVerdict } from './verdict.js';
+
+export interface ReceiptInput {
+  mission: Mission;
+  contractDigest: string;
+  promptDigest: string;
+  baseCommit: string | null;
+  runtime: Receipt['runtime'];
+  attempt: number;
+  mode: 'inline' | 'queue';
+  startedAt: Date;
+  finishedAt: Date;
+  timings: Record<string, number>;
+  outcome: Outcome;
+  usage: Usage;
+  finalMessage: string;
+  finalMessageSource: Receipt['final_message_source'];
+  diff: DiffCapture | null;
+  violations: ScopeViolation[];
+  checks: CheckResult[];
+  sandbox: Receipt['sandbox'];
+  secrets: readonly string[];
+}
+
+/** The receipt of a finished operation: verdict and exit code decided here, secrets redacted. */
+export function buildReceipt(input: ReceiptInput): Receipt {
+  const { mission } = input;
+  const verdict = decideVerdict({ scopeViolations: input.violations.length, checksDeclared: mission.verification.length, checks: input.checks });
+  return redact(
+    {
+      schema_version: 'uh.receipt.v0',
+      operation_id: mission.operation_id,
+      mission_id: mission.mission_id,
+      title: mission.title,
+      contract_digest: input.contractDigest,
+      prompt_digest: input.promptDigest,
+      repository: { url: mission.repository.url, ref: mission.repository.ref, base_commit: input.baseCommit },
+      head_commit: input.diff?.headCommit ?? null,
+      runtime: input.runtime,
+      attempt: input.attempt,
+      worker: { host: hostname(), pid: process.pid, mode: input.mode },
+      started_at: input.startedAt.toISOString(),
+      finished_at: input.finishedAt.toISOString(),
+      timings_ms: input.timings,
+      status: input.outcome.status,
+      outcome: input.outcome,
+      verdict,
+      changed_files: input.diff?.changed ?? [],
+      diff_digest: input.diff?.digest ?? 'none',
+      diff_bytes: input.diff?.bytes ?? 0,
+      scope: { ok: input.violations.length === 0, violations: input.violations },
+      checks: input.checks,
+      usage: input.usage,
+      final_message: input.finalMessage,
+      final_message_source: input.finalMessageSource,
+      exit_code: exitCodeFor(input.outcome.status, verdict),
+      sandbox: input.sandbox,
+      labels: mission.labels,
+    },
+    input.secrets,
+  );
+}
