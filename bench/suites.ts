@@ -8,6 +8,7 @@ export interface BenchSuite {
   run: () => Promise<void>;
 }
 
+import { runHermesProxySseBench } from './hermes-proxy-sse.js';
 import { runInlineVsFloor } from './inline-vs-floor.js';
 import { runCodexVsUh09 } from './codex-vs-uh09.js';
 import { runPiJsonl } from './pi-jsonl.js';
@@ -17,5 +18,6 @@ export const SUITES: BenchSuite[] = [
   { name: 'inline', run: runInlineVsFloor },
   { name: 'codex-vs-uh09', run: runCodexVsUh09 },
   { name: 'pi-jsonl', run: runPiJsonl },
+  { name: 'hermes-proxy-sse', run: runHermesProxySseBench },
   { name: 'jsonrpc-ndjson', run: runJsonRpcBench },
 ];

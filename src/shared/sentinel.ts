@@ -25,6 +25,8 @@ const OPEN = new RegExp(`^\\s*\`\`\`${SENTINEL_TAG}[ \\t]*$`);
 const CLOSE = /^\s*```\s*$/;
 /** Content kept per block; a longer block is cut with a marker (memory stays bounded). */
 const MAX_BLOCK_CHARS = 64 * 1024;
+/** Outside a block, an unfinished line longer than this cannot be an opening fence: skip it. */
+const MAX_FENCE_LINE_CHARS = 1024;
 
 /**
  * Streaming scanner: feed text in any chunking; `result()` is the last complete block or null.
@@ -36,13 +38,25 @@ export class SentinelScanner {
   private current: string[] = [];
   private currentChars = 0;
   private last: string | null = null;
+  /** Inside an over-long line outside any block: drop text up to the next newline. */
+  private skipping = false;
 
   push(chunk: string): this {
-    const text = this.partial + chunk;
+    let text = this.partial + chunk;
+    if (this.skipping) {
+      // Without this, a long unbroken line would be re-split on every push (quadratic).
+      const newline = text.indexOf('\n');
+      if (newline < 0) return this;
+      text = text.slice(newline + 1);
+      this.skipping = false;
+    }
     const lines = text.split('\n');
     this.partial = lines.pop() ?? '';
-    if (this.partial.length > MAX_BLOCK_CHARS * 2) this.partial = this.partial.slice(-MAX_BLOCK_CHARS * 2);
     for (const line of lines) this.line(line);
+    if (!this.inBlock && this.partial.length > MAX_FENCE_LINE_CHARS) {
+      this.partial = '';
+      this.skipping = true;
+    } else if (this.partial.length > MAX_BLOCK_CHARS * 2) this.partial = this.partial.slice(-MAX_BLOCK_CHARS * 2);
     return this;
   }
 

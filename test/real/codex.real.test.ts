@@ -51,10 +51,10 @@ afterAll(async () => {
   if (home) removeDir(home);
 });
 
-function runReal(key = API_KEY, options: Parameters<typeof runAdapter>[2] = {}) {
+function runReal(key = API_KEY, options: Parameters<typeof runAdapter>[2] = {}, extra: Record<string, unknown> = {}) {
   return runAdapter(
     codexAdapter,
-    { binary: realRuntimeBinary('codex'), codex_home: codexHome, env: { UH_MOCK_API_KEY: key } },
+    { binary: realRuntimeBinary('codex'), codex_home: codexHome, env: { UH_MOCK_API_KEY: key }, ...extra },
     { env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, prompt: 'Create hello.txt with a greeting.', ...options },
   );
 }
@@ -65,7 +65,7 @@ describe('real codex exec against the scripted Responses server', () => {
       { kind: 'function_call', name: 'exec_command', arguments: { cmd: "printf 'hello from real codex\\n' > hello.txt" }, call_id: 'call_edit_1' },
       { kind: 'message', text: `Done.\n\n\`\`\`uh-runtime-final-message\n${SENTINEL_TEXT}\n\`\`\`\n` },
     ]);
-    const result = await runReal();
+    const result = await runReal(API_KEY, {}, { model: 'uh-scripted-m', config_overrides: { model_reasoning_effort: 'low' } });
     const finished = terminalOf(result.events);
     expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({ status: 'completed', raw: 'turn.completed', exit_code: 0 });
     expect(git(result.workDir, 'status', '--porcelain')).toBe('?? hello.txt');
@@ -82,6 +82,9 @@ describe('real codex exec against the scripted Responses server', () => {
 
     const requests = await server.requests();
     expect(requests).toHaveLength(2);
+    // -m and -c reached codex: the model id and the reasoning effort are in the request.
+    expect(requests[0]!.body.model).toBe('uh-scripted-m');
+    expect(requests[0]!.body.reasoning).toMatchObject({ effort: 'low' });
     const output = requests[1]!.body.input?.find((i) => i.type === 'function_call_output');
     expect(output).toMatchObject({ call_id: 'call_edit_1' });
     expect(JSON.stringify(result.events)).not.toContain(API_KEY);
@@ -103,6 +106,14 @@ describe('real codex exec against the scripted Responses server', () => {
     expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({ status, raw });
     expect(finished.thread_id).toBeTruthy();
     expect(git(result.workDir, 'status', '--porcelain')).toBe('');
+  });
+
+  it('layers a profile from CODEX_HOME (-p)', async () => {
+    writeFileSync(join(codexHome, 'uhci.config.toml'), 'model = "uh-profile-model"\n');
+    await server.script([{ kind: 'message', text: 'ok' }]);
+    const result = await runReal(API_KEY, {}, { profile: 'uhci' });
+    expect(terminalOf(result.events).outcome.status).toBe('completed');
+    expect((await server.requests())[0]!.body.model).toBe('uh-profile-model');
   });
 
   it('is blocked (auth) on HTTP 401 from a wrong API key', async () => {

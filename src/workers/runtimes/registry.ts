@@ -8,6 +8,7 @@ import { codexAdapter } from './codex/codex-adapter.js';
 import { piAdapter } from './pi/pi-adapter.js';
 import { ohMyPiAdapter } from './oh-my-pi/oh-my-pi-adapter.js';
 import { hermesAdapter } from './hermes/hermes-adapter.js';
+import { hermesProxyAdapter } from './hermes-proxy/hermes-proxy-adapter.js';
 import { acpAdapter } from './acp/acp-adapter.js';
 import { hermesAcpAdapter } from './hermes-acp/hermes-acp-adapter.js';
 
@@ -17,6 +18,7 @@ export const RUNTIME_ADAPTERS: readonly AnyRuntimeAdapter[] = [
   piAdapter,
   ohMyPiAdapter,
   hermesAdapter,
+  hermesProxyAdapter,
   acpAdapter,
   hermesAcpAdapter,
 ];
