@@ -11,13 +11,17 @@ export interface BenchSuite {
 import { runHermesProxySseBench } from './hermes-proxy-sse.js';
 import { runInlineVsFloor } from './inline-vs-floor.js';
 import { runCodexVsUh09 } from './codex-vs-uh09.js';
-import { runPiJsonl } from './pi-jsonl.js';
 import { runJsonRpcBench } from './jsonrpc-ndjson.bench.js';
+import { runCodexAppServerBench } from './codex-app-server.bench.js';
+import { runPiJsonl } from './pi-jsonl.js';
+import { runQueueLatency } from './queue-latency.js';
 
 export const SUITES: BenchSuite[] = [
   { name: 'inline', run: runInlineVsFloor },
   { name: 'codex-vs-uh09', run: runCodexVsUh09 },
-  { name: 'pi-jsonl', run: runPiJsonl },
-  { name: 'hermes-proxy-sse', run: runHermesProxySseBench },
   { name: 'jsonrpc-ndjson', run: runJsonRpcBench },
+  { name: 'codex-app-server', run: runCodexAppServerBench },
+  { name: 'pi-jsonl', run: runPiJsonl },
+  { name: 'queue', run: runQueueLatency },
+  { name: 'hermes-proxy-sse', run: runHermesProxySseBench },
 ];

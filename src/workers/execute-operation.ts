@@ -146,10 +146,11 @@ export async function executeOperation(options: ExecuteOptions): Promise<Execute
     await setState('running', { sandbox_path: sandbox.path });
     events.append('sandbox.created', { path: sandbox.path, base_commit: prepared.baseCommit, backend: 'git-worktree' });
 
+    if (!cancelled()) await options.beforeRuntime?.();
+    // Checked again after beforeRuntime: a queue cancel can land while it persists "runtime started".
     if (cancelled()) {
       failure = { status: 'cancelled', raw: 'cancel', message: cancelled()?.message ?? 'cancelled', timed_out: false };
     } else {
-      await options.beforeRuntime?.();
       await setState('running', { runtime_started: true });
       folded = await phase('runtime', () => runRuntime(options, sandbox as Sandbox, dir, events, sandboxEnv, spawn, logger));
     }

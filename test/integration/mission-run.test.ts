@@ -214,16 +214,16 @@ describe('uh mission run', () => {
     expect(readFileSync(countFile, 'utf8').trim().split('\n')).toHaveLength(1);
   });
 
-  it('runs two missions on the same repository at once, each in its own sandbox', async () => {
-    const [a, b] = await Promise.all([
-      run(['edit', 'src/a.txt', 'A'], { scope: { allowed_change_globs: ['src/a.txt'] } }),
-      run(['edit', 'src/b.txt', 'B'], { scope: { allowed_change_globs: ['src/b.txt'] } }),
-    ]);
-    expect(a.code).toBe(0);
-    expect(b.code).toBe(0);
-    expect(a.receipt.changed_files.map((f: any) => f.path)).toEqual(['src/a.txt']);
-    expect(b.receipt.changed_files.map((f: any) => f.path)).toEqual(['src/b.txt']);
-    expect(a.receipt.sandbox.path).not.toBe(b.receipt.sandbox.path);
+  it('runs six missions on the same repository at once, each in its own sandbox', async () => {
+    const names = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const runs = await Promise.all(
+      names.map((n) => run(['edit', `src/${n}.txt`, n.toUpperCase()], { scope: { allowed_change_globs: [`src/${n}.txt`] } })),
+    );
+    runs.forEach((r, i) => {
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.receipt.changed_files.map((f: any) => f.path)).toEqual([`src/${names[i]}.txt`]);
+    });
+    expect(new Set(runs.map((r) => r.receipt.sandbox.path)).size).toBe(names.length);
   });
 });
 

@@ -25,6 +25,10 @@ export interface RunAdapterOptions {
   workDir?: string;
   /** Called with the launched session before its events are read (to `send` to it). */
   onSession?: (session: RuntimeSessionV1) => void;
+  /** Mission identity of the run (default `m-test` / `op-test`). */
+  mission?: { missionId: string; operationId: string };
+  /** The runtime journal file (default: `runtime-journal.json` in the fresh log dir), to re-run an operation. */
+  journalPath?: string;
 }
 
 /**
@@ -40,7 +44,8 @@ export async function runAdapter(adapter: AnyRuntimeAdapter, configInput: unknow
   mkdirSync(logDir, { recursive: true });
   const config = parseOrThrow(adapter.configSchema, { ...adapter.defaultConfig, ...(configInput as object) }, 'runtime_config');
   const prompt = options.prompt ?? 'Say hello.';
-  const plan = await adapter.prepare({ config, prompt, workDir, mission: { missionId: 'm-test', operationId: 'op-test' } });
+  const mission = options.mission ?? { missionId: 'm-test', operationId: 'op-test' };
+  const plan = await adapter.prepare({ config, prompt, workDir, mission });
   let seq = 0;
   const ctx: RuntimeContextV1 = {
     workDir,
@@ -52,8 +57,8 @@ export async function runAdapter(adapter: AnyRuntimeAdapter, configInput: unknow
     generateId: () => `id-${++seq}`,
     logger: silentLogger,
     env: options.env ?? { ...process.env },
-    journal: fileJournal(join(logDir, 'runtime-journal.json')),
-    mission: { missionId: 'm-test', operationId: 'op-test', attempt: 1 },
+    journal: fileJournal(options.journalPath ?? join(logDir, 'runtime-journal.json')),
+    mission: { ...mission, attempt: 1 },
   };
   const events: RuntimeEventV1[] = [];
   const session = adapter.launch(plan, ctx);

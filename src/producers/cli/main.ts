@@ -9,9 +9,16 @@ type Handler = (argv: string[]) => Promise<number>;
 const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
   mission: {
     run: async () => (await import('./commands/mission-run.js')).missionRun,
-    status: async () => (await import('./commands/mission-status.js')).missionStatus,
-    collect: async () => (await import('./commands/mission-status.js')).missionCollect,
-    list: async () => (await import('./commands/mission-status.js')).missionList,
+    status: async () => (await import('./commands/mission-remote.js')).missionStatusAny,
+    collect: async () => (await import('./commands/mission-remote.js')).missionCollectAny,
+    list: async () => (await import('./commands/mission-remote.js')).missionListAny,
+    submit: async () => (await import('./commands/mission-submit.js')).missionSubmit,
+    watch: async () => (await import('./commands/mission-queue.js')).missionWatch,
+    cancel: async () => (await import('./commands/mission-queue.js')).missionCancel,
+    recover: async () => (await import('./commands/mission-queue.js')).missionRecover,
+  },
+  worker: {
+    start: async () => (await import('./commands/worker-start.js')).workerStart,
   },
   adapter: {
     list: async () => (await import('./commands/adapter.js')).adapterList,
@@ -27,7 +34,12 @@ usage: uh <group> <command> [options]   (every command takes --help)
   uh mission run <file>            run a mission inline (no Redis); exit code is the verdict
   uh mission status <operation>    show an operation's state and receipt summary
   uh mission collect <operation>   copy receipt, diff and final message to --out
-  uh mission list                  list operations in the state dir
+  uh mission list                  list operations in the state dir (or Redis with --redis)
+  uh mission submit <file>         enqueue on Redis (--wait for the verdict as exit code)
+  uh mission watch <operation>     follow an operation's events live (queue mode)
+  uh mission cancel <operation>    cancel a queued or running operation from any host
+  uh mission recover <operation>   settle an unknown operation (never re-runs it)
+  uh worker start                  run runtime pools (--runtime, --concurrency) or --results
   uh adapter list                  list runtimes and their manifests
   uh adapter add <id>              write .harness/adapters/<id>.yaml from a template
   uh adapter check <id>            is the runtime usable on this machine?

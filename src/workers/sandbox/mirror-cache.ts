@@ -21,7 +21,13 @@ export function mirrorFor(cacheDir: string, url: string): Mirror {
   const key = createHash('sha256').update(url).digest('hex').slice(0, 16);
   const name = `${basename(url).replace(/\.git$/, '').replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 40)}-${key}`;
   const root = join(cacheDir, 'mirrors');
-  return { path: join(root, `${name}.git`), url, lockDir: join(root, `${name}.lock`) };
+  const path = join(root, `${name}.git`);
+  return { path, url, lockDir: mirrorLockDir(path) };
+}
+
+/** The lock serialising clone, fetch, worktree registration and prune on one mirror. */
+export function mirrorLockDir(mirrorPath: string): string {
+  return mirrorPath.replace(/\.git$/, '.lock');
 }
 
 const SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
@@ -57,20 +63,24 @@ export async function resolveInMirror(cacheDir: string, url: string, ref: string
   }
   const mirror = mirrorFor(cacheDir, url);
   mkdirSync(join(mirror.lockDir, '..'), { recursive: true });
-  return withFileLock(mirror.lockDir, async () => {
-    await ensureMirror(mirror);
-    let wanted: string | null = null;
-    if (!isRemoteUrl(url)) {
-      const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], { cwd: url, okCodes: [1, 128] });
-      if (code !== 0) throw badRef(url, ref);
-      wanted = stdout.trim();
-      if (await hasCommit(mirror, wanted)) return { mirror, commit: wanted };
-      await fetchMirror(mirror);
+  if (!isRemoteUrl(url)) {
+    // A local ref resolves in the source itself (read-only): `HEAD` is the user's current commit.
+    const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], { cwd: url, okCodes: [1, 128] });
+    if (code !== 0) throw badRef(url, ref);
+    const wanted = stdout.trim();
+    // The common case takes no lock: the mirror exists and already has the commit.
+    if (existsSync(join(mirror.path, 'HEAD')) && (await hasCommit(mirror, wanted))) return { mirror, commit: wanted };
+    return withFileLock(mirror.lockDir, async () => {
+      await ensureMirror(mirror);
+      if (!(await hasCommit(mirror, wanted))) await fetchMirror(mirror);
       if (await hasCommit(mirror, wanted)) return { mirror, commit: wanted };
       throw new UhError('sandbox', `commit ${wanted} (${ref}) is not reachable from any branch or tag of ${url}`, {
         hint: 'commit it on a branch, or point repository.ref at a branch or tag',
       });
-    }
+    });
+  }
+  return withFileLock(mirror.lockDir, async () => {
+    await ensureMirror(mirror);
     if (SHA.test(ref)) {
       const found = await hasCommit(mirror, ref);
       if (found) return { mirror, commit: found };

@@ -9,7 +9,8 @@ import { dirname, join, relative, sep } from 'node:path';
 import { z } from 'zod';
 import { UhError } from '../../shared/errors.js';
 import { git } from './git.js';
-import type { Mirror } from './mirror-cache.js';
+import { withFileLock } from './file-lock.js';
+import { mirrorLockDir, type Mirror } from './mirror-cache.js';
 
 export const SandboxRecordSchema = z.object({
   name: z.string(),
@@ -79,7 +80,11 @@ export async function createSandbox(cacheDir: string, mirror: Mirror, commit: st
     keep_until: FAR_FUTURE,
     state: 'active',
   });
-  await git(['worktree', 'add', '--detach', '--quiet', path, commit], { cwd: mirror.path });
+  // Registering a worktree races with `worktree prune` in other processes (prune can delete the
+  // half-made admin dir), so registration and prune share the mirror's lock; the checkout, the
+  // slow part, runs outside it so concurrent missions still check out in parallel.
+  await withFileLock(mirror.lockDir, () => git(['worktree', 'add', '--detach', '--no-checkout', '--quiet', path, commit], { cwd: mirror.path }));
+  await git(['reset', '--hard', '--quiet', commit], { cwd: path });
   return { name, path, mirror, commit };
 }
 
@@ -103,7 +108,9 @@ export async function removeSandbox(cacheDir: string, record: Pick<SandboxRecord
       if (existsSync(join(record.path, '.git')) && statSync(join(record.path, '.git')).isFile()) {
         rmSync(record.path, { recursive: true, force: true });
       }
-      if (existsSync(record.mirror)) await git(['worktree', 'prune'], { cwd: record.mirror }).catch(() => undefined);
+      if (existsSync(record.mirror)) {
+        await withFileLock(mirrorLockDir(record.mirror), () => git(['worktree', 'prune'], { cwd: record.mirror })).catch(() => undefined);
+      }
     }
   }
   rmSync(metaPath(cacheDir, record.name), { force: true });

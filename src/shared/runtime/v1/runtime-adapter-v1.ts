@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import type { Capability } from '../../contracts/mission.js';
 import type { RuntimeEventV1 } from './runtime-event.js';
 import type { CheckContextV1, RuntimeContextV1 } from './runtime-context.js';
+import type { RecoverContextV1, RecoveryV1 } from './runtime-recovery.js';
 
 /** Result of `check()`: is the runtime usable on this machine, with what version. */
 export interface AdapterCheckV1 {
@@ -66,6 +67,12 @@ export interface RuntimeAdapterV1<Config = unknown> {
   prepare(input: PrepareInputV1<Config>): Promise<LaunchPlanV1<Config>>;
   /** Start the runtime. Must honour `ctx.signal` (cancel and timeout) and end with one terminal event. */
   launch(plan: LaunchPlanV1<Config>, ctx: RuntimeContextV1): RuntimeSessionV1;
+  /**
+   * Optional: settle an operation left UNKNOWN (worker died, reply lost) from its journal, for
+   * `uh mission recover`. Must only read the runtime's own records and must NEVER start new work
+   * for the operation; must not throw for an unreadable runtime (that is `state: 'unknown'`).
+   */
+  recover?(config: Config, ctx: RecoverContextV1): Promise<RecoveryV1>;
 }
 
 export type AnyRuntimeAdapter = RuntimeAdapterV1<any>;

@@ -1,0 +1,172 @@
+/**
+ * Queue mode against its floor, on the same Redis, in one run:
+ *
+ *   1. enqueue→receipt latency (p50/p95) of a no-op mission through `uh` (submit: prepare +
+ *      record + BullMQ add; a worker process runs the whole pipeline: worktree, runtime `true`,
+ *      diff, receipt, artifacts to Redis, settle), against raw BullMQ add→completed of an empty
+ *      job (an in-process BullMQ Worker, `job.waitUntilFinished`). Contenders interleave.
+ *   2. throughput: 200 trivial missions submitted at once, 2 worker processes × concurrency 4,
+ *      from the first submit to the last settled record → missions/minute.
+ *
+ * Needs Redis at $REDIS_URL (default redis://127.0.0.1:6379); keys under a fresh prefix, removed
+ * afterwards. `UH_BENCH_ROUNDS` (default 20) latency rounds, `UH_BENCH_MISSIONS` (default 200).
+ */
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { fmtMs, interleave, percentile, printTable } from './bench-kit.js';
+
+const UH = fileURLToPath(new URL('../../bin/uh.js', import.meta.url));
+const ROUNDS = Number(process.env.UH_BENCH_ROUNDS ?? 20);
+const MISSIONS = Number(process.env.UH_BENCH_MISSIONS ?? 200);
+
+function makeRepo(root: string): string {
+  const repo = join(root, 'repo');
+  const env = { ...process.env, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@b', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@b' };
+  execFileSync('git', ['init', '-q', '-b', 'main', repo], { env });
+  writeFileSync(join(repo, 'README.md'), '# bench\n');
+  execFileSync('git', ['add', '-A'], { cwd: repo, env });
+  execFileSync('git', ['commit', '-q', '-m', 'bench'], { cwd: repo, env });
+  return repo;
+}
+
+function startWorkerProcess(env: Record<string, string>, stateDir: string, concurrency: number): Promise<ChildProcess> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [UH, 'worker', 'start', '--runtime', 'command', '--concurrency', String(concurrency), '--state-dir', stateDir], {
+      env: { ...process.env, ...env, UH_LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let err = '';
+    child.stderr?.on('data', (c) => {
+      err += c;
+      if (err.includes('ready')) resolve(child);
+    });
+    child.on('exit', (code) => reject(new Error(`worker exited ${code}: ${err}`)));
+  });
+}
+
+function stopProcess(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.removeAllListeners('exit');
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+  });
+}
+
+export async function runQueueLatency(): Promise<void> {
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  const prefix = `uhbench-${process.pid}`;
+  const root = mkdtempSync(join(tmpdir(), 'uh-bench-queue-'));
+  const repo = makeRepo(root);
+  const env = { REDIS_URL: redisUrl, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: join(root, 'cache') };
+  Object.assign(process.env, env); // the in-process producer reads the same settings
+
+  const { QueueClient } = await import('../src/producers/queue/queue-client.js');
+  const { submitOperation } = await import('../src/producers/submit.js');
+  const { tailOperation } = await import('../src/shared/queue/event-stream.js');
+  const { MissionSchema } = await import('../src/shared/contracts/mission.js');
+  const { Queue, Worker, QueueEvents } = await import('bullmq');
+  const client = await QueueClient.open(redisUrl);
+  const mission = (id: string) =>
+    MissionSchema.parse({
+      schema_version: 'uh.mission.v0',
+      mission_id: 'bench',
+      operation_id: id,
+      title: 'no-op',
+      objective: 'Do nothing.',
+      repository: { url: repo, ref: 'main' },
+      runtime: 'command',
+      runtime_config_overrides: { command: { argv: ['true'] } },
+      timeout_seconds: 60,
+    });
+  // The producer has its own cache (as on another host); the two workers share theirs.
+  const opts = { stateDir: join(root, 'producer'), cacheDir: join(root, 'producer-cache') };
+
+  const workers: ChildProcess[] = [];
+  const raw = { queue: new Queue('raw', { connection: client.redis, prefix: `${prefix}:raw` }) };
+  const rawConnection = client.redis.duplicate();
+  const rawWorker = new Worker('raw', async () => 'ok', { connection: rawConnection, prefix: `${prefix}:raw`, concurrency: 1 });
+  const rawEvents = new QueueEvents('raw', { connection: client.redis.duplicate(), prefix: `${prefix}:raw` });
+  try {
+    await Promise.all([rawWorker.waitUntilReady(), rawEvents.waitUntilReady()]);
+    workers.push(await startWorkerProcess(env, join(root, 'w1'), 1));
+    // Warm-up: mirror clone, module caches.
+    const warm = await submitOperation(client, mission('warm-0'), opts);
+    await tailOperation(client.store, warm.record.operation_id, { from: 'start' });
+    await (await raw.queue.add('x', {})).waitUntilFinished(rawEvents);
+
+    let n = 0;
+    const submitMs: number[] = [];
+    const pipelineMs: number[] = [];
+    const times = await interleave(ROUNDS, {
+      'uh submit → receipt (queue, 1 worker process)': async () => {
+        const id = `lat-${++n}`;
+        const t = performance.now();
+        await submitOperation(client, mission(id), opts);
+        submitMs.push(performance.now() - t);
+        const record = await tailOperation(client.store, id, { from: 'start', timeoutMs: 60_000 });
+        if (record?.state !== 'finished') throw new Error(`${id} did not finish: ${record?.state}`);
+        const receipt = JSON.parse((await client.store.redis.hget(client.store.keys.artifacts(id), 'receipt')) ?? '{}');
+        pipelineMs.push(receipt.timings_ms?.total_ms ?? Number.NaN);
+      },
+      'raw BullMQ add → completed': async () => {
+        await (await raw.queue.add('x', {})).waitUntilFinished(rawEvents);
+      },
+    });
+    const [uhName, rawName] = Object.keys(times) as [string, string];
+    const p = (name: string, q: number) => percentile(times[name] as number[], q);
+    printTable(`Queue latency: enqueue → receipt, no-op mission (${ROUNDS} rounds, interleaved)`, [
+      { contender: uhName, p50: fmtMs(p(uhName, 50)), p95: fmtMs(p(uhName, 95)) },
+      { contender: rawName, p50: fmtMs(p(rawName, 50)), p95: fmtMs(p(rawName, 95)) },
+      { contender: 'ratio uh / raw', p50: `${(p(uhName, 50) / p(rawName, 50)).toFixed(1)}×`, p95: `${(p(uhName, 95) / p(rawName, 95)).toFixed(1)}×` },
+    ]);
+
+    const total = p(uhName, 50);
+    printTable('Where a no-op mission\'s queue latency goes (medians)', [
+      { part: 'submit: prepare (runtime, ref → commit under the mirror lock) + record + add', ms: fmtMs(percentile(submitMs, 50)) },
+      { part: 'worker pipeline (receipt total_ms: sandbox, runtime, diff, receipt)', ms: fmtMs(percentile(pipelineMs, 50)) },
+      { part: 'the rest: pickup, claim, worker-side prepare (mirror lookup), artifacts + settle, tail wake-up', ms: fmtMs(total - percentile(submitMs, 50) - percentile(pipelineMs, 50)) },
+    ]);
+
+    // Throughput: 2 worker processes × concurrency 4.
+    await stopProcess(workers.pop() as ChildProcess);
+    workers.push(await startWorkerProcess(env, join(root, 'w2'), 4), await startWorkerProcess(env, join(root, 'w3'), 4));
+    const ids = Array.from({ length: MISSIONS }, (_, i) => `thr-${i}`);
+    const t0 = performance.now();
+    await Promise.all(ids.map((id) => submitOperation(client, mission(id), opts)));
+    const submittedMs = performance.now() - t0;
+    const settled = await Promise.all(ids.map((id) => tailOperation(client.store, id, { from: 'start', timeoutMs: 600_000 })));
+    const totalMs = performance.now() - t0;
+    const ok = settled.filter((r) => r?.state === 'finished' && r.status === 'completed').length;
+    for (const r of settled.filter((x) => !(x?.state === 'finished' && x.status === 'completed'))) {
+      const receipt = r ? await client.store.redis.hget(client.store.keys.artifacts(r.operation_id), 'receipt') : null;
+      console.log(`not completed: ${r?.operation_id} ${r?.state} ${r?.status}: ${receipt ? JSON.parse(receipt).outcome.message : r?.unknown_reason}`);
+    }
+    printTable(`Queue throughput: ${MISSIONS} trivial missions, 2 worker processes × concurrency 4`, [
+      {
+        missions: MISSIONS,
+        completed: ok,
+        'all submitted after': fmtMs(submittedMs),
+        'last receipt after': fmtMs(totalMs),
+        'missions/minute': ((MISSIONS / totalMs) * 60_000).toFixed(0),
+      },
+    ]);
+  } finally {
+    await Promise.all(workers.map(stopProcess));
+    await rawWorker.close();
+    await rawEvents.close();
+    await raw.queue.close();
+    rawConnection.disconnect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      cursor = next;
+      if (keys.length > 0) await client.redis.del(...keys);
+    } while (cursor !== '0');
+    await client.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+}

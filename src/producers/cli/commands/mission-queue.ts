@@ -1,0 +1,207 @@
+/** `uh mission watch|cancel|recover`: queue-mode commands that act on one operation from any host. */
+import { EXIT } from '../../../shared/contracts/status.js';
+import type { UhEvent } from '../../../shared/contracts/event.js';
+import { invalidInput, UhError } from '../../../shared/errors.js';
+import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-store.js';
+import type { QueueClient } from '../../queue/queue-client.js';
+import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import type { Receipt } from '../../../shared/contracts/receipt.js';
+
+const REDIS = { redis: { type: 'string' as const } };
+
+const WATCH: CommandSpec = {
+  usage: 'uh mission watch <operation_id> [--from start|now] [--timeout s] [--json] [--redis url]',
+  summary: "Follow an operation's events live until it settles; exit with the operation's code (5 for unknown or --timeout).",
+  options: { ...COMMON_OPTIONS, ...REDIS, from: { type: 'string', default: 'start' }, timeout: { type: 'string' } },
+  details: ['--json prints one uh.event.v0 per line.'],
+  examples: ['uh mission watch hello-001', 'uh mission watch hello-001 --from now --json | jq -c .type'],
+};
+
+const CANCEL: CommandSpec = {
+  usage: 'uh mission cancel <operation_id> [--wait] [--reason text] [--json] [--redis url]',
+  summary:
+    'Cancel an operation from any host. A waiting job is removed and gets a cancelled receipt at once; a running one is aborted by its worker (runtime process group killed, cancelled receipt).',
+  options: { ...COMMON_OPTIONS, ...REDIS, wait: { type: 'boolean', default: false }, reason: { type: 'string' } },
+  examples: ['uh mission cancel hello-001', 'uh mission cancel hello-001 --wait --json'],
+};
+
+const RECOVER: CommandSpec = {
+  usage: 'uh mission recover <operation_id> [--settle failed|cancelled] [--state-dir dir] [--json] [--redis url]',
+  summary:
+    "Inspect an operation that may be stuck and settle what can be settled; never runs a runtime again. unknown (or running on a dead worker after its runtime started) → a runtime that can read its own records (codex-app-server: the thread in CODEX_HOME) settles it exactly; otherwise a receipt with --settle status (default failed). queued whose job is gone → enqueued again (its runtime never started).",
+  options: { ...COMMON_OPTIONS, ...REDIS, settle: { type: 'string', default: 'failed' } },
+  details: ['To run the mission again after recovery, submit it under a new operation_id.'],
+  examples: ['uh mission recover hello-001', 'uh mission recover hello-001 --settle cancelled --json'],
+};
+
+async function open(spec: CommandSpec, argv: string[]) {
+  const parsed = parseCommand(spec, argv);
+  if (parsed.values.help) return null;
+  if (parsed.positionals.length !== 1) throw invalidInput(`${spec.usage.split(' <')[0]} needs one operation_id`, [], spec.usage);
+  const id = parsed.positionals[0] as string;
+  const { QueueClient } = await import('../../queue/queue-client.js');
+  const client = await QueueClient.open(parsed.values.redis as string | undefined);
+  const record = await client.store.get(id);
+  if (!record) {
+    await client.close();
+    throw new UhError('not_found', `no operation ${id} in Redis (prefix ${client.config.prefix})`, { hint: 'check the id (uh mission list --redis …) and UH_REDIS_PREFIX' });
+  }
+  return { values: parsed.values, id, client, record };
+}
+
+const settledCode = (record: QueueRecord): number => (record.state === 'finished' ? (record.exit_code ?? EXIT.failed) : EXIT.unknown);
+
+function printEvent(event: UhEvent): void {
+  const data = Object.entries(event.data)
+    .filter(([, v]) => v !== null && typeof v !== 'object')
+    .map(([k, v]) => `${k}=${String(v).slice(0, 80)}`)
+    .join(' ');
+  process.stdout.write(`${event.at.slice(11, 23)} ${event.type.padEnd(20)} ${data}\n`);
+}
+
+export async function missionWatch(argv: string[]): Promise<number> {
+  const got = await open(WATCH, argv);
+  if (!got) return void process.stdout.write(`${helpText(WATCH)}\n`), EXIT.ok;
+  const { values, id, client } = got;
+  try {
+    if (values.from !== 'start' && values.from !== 'now') throw invalidInput(`--from: "${values.from}" must be start or now`);
+    const timeoutS = values.timeout === undefined ? undefined : Number(values.timeout);
+    if (timeoutS !== undefined && !(timeoutS > 0)) throw invalidInput(`--timeout: "${values.timeout}" is not a positive number of seconds`);
+    const { tailOperation } = await import('../../../shared/queue/event-stream.js');
+    const record = await tailOperation(client.store, id, {
+      from: values.from,
+      onEvent: (e) => (values.json ? process.stdout.write(`${JSON.stringify(e)}\n`) : printEvent(e)),
+      ...(timeoutS !== undefined ? { timeoutMs: timeoutS * 1000 } : {}),
+    });
+    if (!record) {
+      process.stderr.write(`uh: ${id} has not settled after ${timeoutS} s\n`);
+      return EXIT.unknown;
+    }
+    if (!values.json) process.stderr.write(`uh: ${id} ${record.state}${record.status ? ` · ${record.status} · ${record.verdict}` : ''}\n`);
+    return settledCode(record);
+  } finally {
+    await client.close();
+  }
+}
+
+/** Remove a waiting job and settle its record as cancelled, if it is still queued (atomic). */
+async function cancelWaiting(client: QueueClient, record: QueueRecord, reason: string): Promise<boolean> {
+  const queue = await client.queue(record.runtime);
+  await queue.remove(record.job_id).catch(() => 0); // 0 when a worker holds it: then its claim sees the flag
+  const { synthesizeReceipt } = await import('../../../workers/results/synthesize-receipt.js');
+  const { completionOf, eventJson } = await import('../../../shared/queue/operation-store.js');
+  const receipt = synthesizeReceipt(record, { status: 'cancelled', raw: 'cancel', message: `cancelled while waiting: ${reason}`, timed_out: false });
+  return client.store.settle(record.operation_id, {
+    owner: null,
+    allowedStates: ['queued'],
+    record: { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code },
+    artifacts: { receipt: `${JSON.stringify(receipt, null, 2)}\n` },
+    event: eventJson(record.operation_id, 'operation.completed', { status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
+    completion: completionOf(record, { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
+  });
+}
+
+export async function missionCancel(argv: string[]): Promise<number> {
+  const got = await open(CANCEL, argv);
+  if (!got) return void process.stdout.write(`${helpText(CANCEL)}\n`), EXIT.ok;
+  const { values, id, client } = got;
+  try {
+    const reason = (values.reason as string | undefined) ?? 'uh mission cancel';
+    const request = await client.store.requestCancel(id, reason);
+    let outcome: string;
+    if (request.kind === 'settled') outcome = `already ${request.state}`;
+    else if (request.state === 'queued' && (await cancelWaiting(client, got.record, reason))) outcome = 'cancelled (was waiting)';
+    else outcome = 'cancel sent to the worker running it';
+    let record = (await client.store.get(id)) as QueueRecord;
+    if (values.wait && record.state !== 'finished' && record.state !== 'unknown') {
+      const { tailOperation } = await import('../../../shared/queue/event-stream.js');
+      record = (await tailOperation(client.store, id, { from: 'now' })) ?? record;
+    }
+    if (values.json) writeJson({ operation_id: id, outcome, state: record.state, status: record.status, exit_code: record.exit_code });
+    else process.stdout.write(`${id}: ${outcome}${values.wait ? ` → ${record.state} ${record.status ?? ''}` : ''}\n`);
+    return values.wait ? settledCode(record) : EXIT.ok;
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * A runtime with `recover()` (codex-app-server) may settle an unknown operation exactly: the run's
+ * own records (its journal, its thread) name the outcome. Null: settle by --settle.
+ */
+async function recoverUnknownFromRuntime(record: QueueRecord, stateDir: string, steps: string[]): Promise<Receipt | null> {
+  try {
+    const { recoverQueuedRuntime, receiptFromRecovery } = await import('../../recover-runtime.js');
+    const got = await recoverQueuedRuntime(record, stateDir);
+    if (!got) return null;
+    steps.push(`runtime ${got.runtime}: ${got.recovery.state}: ${got.recovery.reason}`);
+    return got.recovery.state === 'settled' && got.recovery.finished ? receiptFromRecovery(record, got.recovery.finished) : null;
+  } catch (error) {
+    steps.push(`runtime recovery failed: ${error instanceof Error ? error.message : String(error)}`);
+    return null;
+  }
+}
+
+export async function missionRecover(argv: string[]): Promise<number> {
+  const got = await open(RECOVER, argv);
+  if (!got) return void process.stdout.write(`${helpText(RECOVER)}\n`), EXIT.ok;
+  const { values, id, client } = got;
+  let record = got.record;
+  try {
+    if (values.settle !== 'failed' && values.settle !== 'cancelled') throw invalidInput(`--settle: "${values.settle}" must be failed or cancelled`);
+    const { completionOf, eventJson } = await import('../../../shared/queue/operation-store.js');
+    const steps: string[] = [];
+    if (Object.keys(record.journal).length > 0) steps.push(`runtime journal (identity facts to inspect): ${JSON.stringify(record.journal)}`);
+    if ((record.state === 'running' || record.state === 'verifying') && record.worker) {
+      const alive = (await client.redis.exists(client.store.keys.worker(record.worker.id))) === 1;
+      if (alive) steps.push(`running on worker ${record.worker.id} (alive): nothing to recover`);
+      else {
+        const to = await client.store.orphaned(id, `owner worker ${record.worker.id} is gone (no heartbeat)`, completionOf(record), record.owner);
+        steps.push(`owner worker ${record.worker.id} is gone: ${to === 'unknown' ? 'runtime had started → unknown' : 'runtime never started → queued'}`);
+      }
+      record = (await client.store.get(id)) as QueueRecord;
+    }
+    if (record.state === 'queued') {
+      const queue = await client.queue(record.runtime);
+      const job = await queue.getJob(record.job_id);
+      const jobState = job ? await job.getState() : 'missing';
+      if (['waiting', 'delayed', 'active', 'prioritized', 'waiting-children'].includes(jobState)) {
+        steps.push(`queued, its job is ${jobState}: nothing to recover`);
+      } else {
+        // Failed or completed without settling the record (or gone): the runtime never started.
+        if (job) await job.remove().catch(() => undefined);
+        const { JOB_OPTIONS } = await import('../../submit.js');
+        await queue.add('operation', { ...record.job, attempt: record.attempt }, { ...JOB_OPTIONS, jobId: record.job_id });
+        steps.push(`its job was ${jobState}: enqueued again (its runtime never started)`);
+      }
+    }
+    if (record.state === 'unknown') {
+      const { synthesizeReceipt } = await import('../../../workers/results/synthesize-receipt.js');
+      // First ask the runtime (if it can recover) what became of the run: an exact answer beats --settle.
+      const fromRuntime = await recoverUnknownFromRuntime(record, resolveStateDir(values['state-dir'] as string | undefined), steps);
+      const status = values.settle as 'failed' | 'cancelled';
+      const receipt = fromRuntime ?? synthesizeReceipt(record, {
+        status,
+        raw: 'unknown',
+        message: `dispatch could not be proven (${record.unknown_reason ?? 'unknown'}); settled by uh mission recover without running again`,
+        hint: `inspect ${record.sandbox_path ?? 'the worker'}${record.worker ? ` on ${record.worker.host}` : ''}; to run again, submit under a new operation_id`,
+        timed_out: false,
+      });
+      const ok = await client.store.settle(id, {
+        owner: null,
+        allowedStates: ['unknown'],
+        record: { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code },
+        artifacts: { receipt: `${JSON.stringify(receipt, null, 2)}\n` },
+        event: eventJson(id, 'operation.completed', { status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code, recovered: true }),
+        completion: completionOf(record, { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
+      });
+      steps.push(ok ? `unknown → settled as ${receipt.status}${fromRuntime ? ' from the runtime' : ''} with a receipt (not re-run)` : 'changed while recovering: run recover again');
+      record = (await client.store.get(id)) as QueueRecord;
+    } else if (record.state === 'finished') steps.push(`finished (${record.status}, ${record.verdict}): nothing to recover`);
+    if (values.json) writeJson({ operation_id: id, steps, operation: publicRecord(record) });
+    else process.stdout.write(`${id}:\n${steps.map((s) => `  ${s}`).join('\n')}\n`);
+    return settledCode(record);
+  } finally {
+    await client.close();
+  }
+}

@@ -1,0 +1,96 @@
+import { join } from 'node:path';
+import { loadConfig } from '../../../shared/config.js';
+import { loadMissionFile } from '../../../shared/contracts/load-mission.js';
+import { EXIT } from '../../../shared/contracts/status.js';
+import { invalidInput } from '../../../shared/errors.js';
+import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import { printReceiptSummary, receiptJson } from '../receipt-view.js';
+import { writeGithubOutput } from '../../queue/github-output.js';
+import { publicRecord } from '../../../shared/queue/operation-store.js';
+
+export const MISSION_SUBMIT: CommandSpec = {
+  usage: 'uh mission submit <mission.yaml|json> [--wait [--timeout s]] [--json] [--redis url] [--runtime id] [--state-dir dir]',
+  summary:
+    'Validate a mission and enqueue it on its runtime queue (runtime.<id>) in Redis. Idempotent on operation_id: the same contract attaches to the existing operation (never a second run); another contract under the same id is refused (exit 2) and nothing is enqueued.',
+  options: {
+    ...COMMON_OPTIONS,
+    redis: { type: 'string' },
+    runtime: { type: 'string' },
+    wait: { type: 'boolean', default: false },
+    timeout: { type: 'string' },
+  },
+  details: [
+    'Redis: --redis, else $REDIS_URL. Keys live under $UH_REDIS_PREFIX (default uh).',
+    '--wait follows the operation until it settles and exits with its code (0 ok, 1 failed/verification failed/scope,',
+    '3 blocked, 4 cancelled, 5 unknown or --timeout reached); artifacts are copied to <state-dir>/collected/<operation>/.',
+    'Under GitHub Actions ($GITHUB_OUTPUT set) --wait writes status, verdict, operation_id, receipt_path,',
+    'final_message and diff_path as step outputs.',
+  ],
+  examples: [
+    'uh mission submit mission.yaml --redis redis://127.0.0.1:6379',
+    'REDIS_URL=redis://queue:6379 uh mission submit mission.yaml --wait --timeout 3600 --json > receipt.json',
+  ],
+};
+
+export async function missionSubmit(argv: string[]): Promise<number> {
+  const { values, positionals } = parseCommand(MISSION_SUBMIT, argv);
+  if (values.help) return void process.stdout.write(`${helpText(MISSION_SUBMIT)}\n`), EXIT.ok;
+  if (positionals.length !== 1) throw invalidInput('uh mission submit needs exactly one mission file', [], MISSION_SUBMIT.usage);
+  const timeoutS = values.timeout === undefined ? undefined : Number(values.timeout);
+  if (timeoutS !== undefined && !(Number.isFinite(timeoutS) && timeoutS > 0)) throw invalidInput(`--timeout: "${values.timeout}" is not a positive number of seconds`);
+  if (timeoutS !== undefined && !values.wait) throw invalidInput('--timeout: only with --wait');
+  const config = loadConfig();
+  const mission = loadMissionFile(positionals[0] as string);
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
+  const runtime = values.runtime as string | undefined;
+
+  const { QueueClient } = await import('../../queue/queue-client.js');
+  const client = await QueueClient.open(values.redis as string | undefined);
+  try {
+    const { submitOperation } = await import('../../submit.js');
+    const submitted = await submitOperation(client, mission, { stateDir, cacheDir: config.cacheDir, ...(runtime ? { runtime } : {}) });
+    const id = mission.operation_id;
+    const attached = submitted.kind === 'attached';
+    if (!values.wait) {
+      if (values.json) writeJson({ operation_id: id, attached, state: submitted.record.state, queue: submitted.queue, job_id: submitted.record.job_id });
+      else process.stdout.write(`${attached ? 'attached to existing' : 'queued'} ${id} on ${submitted.queue} (state ${submitted.record.state})\nfollow: uh mission watch ${id}\n`);
+      return EXIT.ok;
+    }
+    if (!values.json) process.stderr.write(`uh: ${attached ? 'attached to' : 'queued'} ${id} on ${submitted.queue}; waiting…\n`);
+    const { tailOperation } = await import('../../../shared/queue/event-stream.js');
+    const record = await tailOperation(client.store, id, { from: 'start', ...(timeoutS !== undefined ? { timeoutMs: timeoutS * 1000 } : {}) });
+    if (record === null || record.state === 'unknown') {
+      const now = record ?? (await client.store.get(id));
+      const message =
+        record === null
+          ? `operation ${id} is still ${now?.state ?? 'queued'} after ${timeoutS} s (it keeps running)`
+          : `operation ${id} is unknown: ${record.unknown_reason ?? 'dispatch cannot be proven'}`;
+      if (values.json) writeJson({ operation_id: id, state: record === null ? 'wait_timed_out' : 'unknown', operation: now ? publicRecord(now) : null });
+      else process.stderr.write(`uh: ${message}\nhint: ${record === null ? `uh mission watch ${id}` : `uh mission recover ${id}`}\n`);
+      writeOutputs({ status: record === null ? 'wait_timed_out' : 'unknown', verdict: '', operation_id: id, receipt_path: '', final_message: '', diff_path: '' });
+      return EXIT.unknown;
+    }
+    const { materialize } = await import('../../queue/materialize.js');
+    const got = await materialize(client.store, id, join(stateDir, 'collected', id));
+    if (!got.receipt) throw new Error(`operation ${id} settled without a receipt in Redis`);
+    writeOutputs({
+      status: got.receipt.status,
+      verdict: got.receipt.verdict,
+      operation_id: id,
+      receipt_path: join(got.dir, 'receipt.json'),
+      final_message: got.receipt.final_message,
+      diff_path: got.files.find((f) => f.endsWith('diff.patch')) ?? '',
+    });
+    if (values.json) writeJson({ ...receiptJson(got.receipt, got.dir), attached });
+    else printReceiptSummary(got.receipt, got.dir, attached);
+    return got.receipt.exit_code;
+  } finally {
+    await client.close();
+  }
+}
+
+/** GitHub Actions step outputs, when `$GITHUB_OUTPUT` is set. */
+function writeOutputs(values: Record<string, string>): void {
+  const path = process.env.GITHUB_OUTPUT;
+  if (path) writeGithubOutput(path, values);
+}

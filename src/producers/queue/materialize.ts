@@ -1,0 +1,38 @@
+/**
+ * Write an operation's artifacts from Redis into a local dir (the producer's state dir after
+ * `--wait`, or `collect --out`): receipt.json, diff.patch, runtime-final.txt,
+ * runtime-result.yaml, mission.json, events.jsonl. Works on any host that reaches Redis.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ReceiptSchema, type Receipt } from '../../shared/contracts/receipt.js';
+import type { OperationStore } from '../../shared/queue/operation-store.js';
+import { ARTIFACT_FILES } from '../../workers/results/store-artifacts.js';
+
+export interface Materialized {
+  dir: string;
+  files: string[];
+  receipt: Receipt | null;
+}
+
+export async function readReceiptFromStore(store: OperationStore, operationId: string): Promise<Receipt | null> {
+  const text = await store.redis.hget(store.keys.artifacts(operationId), 'receipt');
+  return text ? ReceiptSchema.parse(JSON.parse(text)) : null;
+}
+
+export async function materialize(store: OperationStore, operationId: string, dir: string): Promise<Materialized> {
+  mkdirSync(dir, { recursive: true });
+  const artifacts = await store.artifacts(operationId);
+  const files: string[] = [];
+  for (const [name, file] of Object.entries(ARTIFACT_FILES)) {
+    const text = artifacts[name];
+    if (text === undefined) continue;
+    writeFileSync(join(dir, file), text);
+    files.push(join(dir, file));
+  }
+  const entries = await store.redis.xrange(store.keys.events(operationId), '-', '+');
+  const lines = entries.flatMap(([, fields]) => (fields.includes('event') ? [fields[fields.indexOf('event') + 1] ?? ''] : [])).filter(Boolean);
+  writeFileSync(join(dir, 'events.jsonl'), lines.map((l) => `${l}\n`).join(''));
+  files.push(join(dir, 'events.jsonl'));
+  return { dir, files, receipt: artifacts.receipt ? ReceiptSchema.parse(JSON.parse(artifacts.receipt)) : null };
+}

@@ -1,0 +1,42 @@
+/**
+ * A producer's handle on queue mode: one Redis connection, the operation store, and BullMQ
+ * queues opened on demand (one per runtime). Close it when done.
+ */
+import type { Queue } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { loadQueueConfig, requireRedisUrl, type QueueConfig } from '../../shared/queue/queue-config.js';
+import { connectRedis } from '../../shared/queue/redis-connection.js';
+import { OperationStore } from '../../shared/queue/operation-store.js';
+import { queueName } from '../../shared/queue/topology.js';
+
+export class QueueClient {
+  private readonly queues = new Map<string, Queue>();
+
+  private constructor(
+    readonly config: QueueConfig,
+    readonly redis: Redis,
+    readonly store: OperationStore,
+  ) {}
+
+  static async open(flagRedis?: string): Promise<QueueClient> {
+    const config = loadQueueConfig(flagRedis);
+    const redis = await connectRedis(requireRedisUrl(config), { name: 'uh-producer' });
+    return new QueueClient(config, redis, new OperationStore(redis, config.prefix));
+  }
+
+  async queue(runtimeId: string): Promise<Queue> {
+    let queue = this.queues.get(runtimeId);
+    if (!queue) {
+      const { Queue: BullQueue } = await import('bullmq');
+      queue = new BullQueue(queueName(runtimeId), { connection: this.redis, prefix: this.store.keys.bullPrefix });
+      queue.on('error', () => undefined);
+      this.queues.set(runtimeId, queue);
+    }
+    return queue;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.queues.values()].map((q) => q.close().catch(() => undefined)));
+    this.redis.disconnect();
+  }
+}

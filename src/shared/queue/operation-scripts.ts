@@ -1,0 +1,125 @@
+/**
+ * The Lua scripts that make every transition of an operation record atomic. Each runs as one
+ * Redis command, so concurrent producers, workers and cancellers see one order of events.
+ *
+ * Record states: queued → running → verifying → finished, or unknown (runtime started, then the
+ * job stalled or was re-delivered). `owner` is the claiming worker's token: only the owner may
+ * move a record forward, so a worker that lost its job (stalled, then claimed elsewhere) can
+ * neither start the runtime nor overwrite the state.
+ */
+
+/** KEYS: op, index. ARGV: digest, now_ms, operation_id, field, value, … → {created|attached|conflict, state|digest}. */
+export const CREATE_OR_ATTACH = `
+local d = redis.call('HGET', KEYS[1], 'contract_digest')
+if d then
+  if d == ARGV[1] then return {'attached', redis.call('HGET', KEYS[1], 'state')} end
+  return {'conflict', d}
+end
+for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+return {'created', 'queued'}
+`;
+
+/**
+ * KEYS: op, outbox, events. ARGV: owner, worker_json, now_iso, job_id, unknown_event_json,
+ * unknown_outbox_json →
+ *   {run, cancel_reason} | {settled, state} | {unknown} | {stale} | {missing}
+ * A record whose runtime already started is never run again: it becomes unknown.
+ */
+export const CLAIM = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing', ''} end
+local s = redis.call('HMGET', KEYS[1], 'state', 'runtime_started', 'job_id', 'cancel_requested')
+if s[1] == 'finished' or s[1] == 'unknown' then return {'settled', s[1]} end
+if s[3] ~= ARGV[4] then return {'stale', s[3] or ''} end
+if s[2] == '1' then
+  redis.call('HSET', KEYS[1], 'state', 'unknown', 'updated_at', ARGV[3],
+    'unknown_reason', 'the job was re-delivered after its runtime had started (worker died or lost its lock)')
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', '100000', '*', 'event', ARGV[5])
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', '1000000', '*', 'completion', ARGV[6])
+  return {'unknown', ''}
+end
+redis.call('HSET', KEYS[1], 'state', 'running', 'owner', ARGV[1], 'worker', ARGV[2], 'updated_at', ARGV[3])
+return {'run', s[4] or ''}
+`;
+
+/** KEYS: op. ARGV: owner, now_iso → ok | lost | cancelled. The one gate before a runtime starts. */
+export const MARK_RUNTIME_STARTED = `
+local s = redis.call('HMGET', KEYS[1], 'owner', 'runtime_started', 'cancel_requested', 'state')
+if s[1] ~= ARGV[1] or s[2] == '1' or s[4] ~= 'running' then return 'lost' end
+if s[3] and s[3] ~= '' then return 'cancelled' end
+redis.call('HSET', KEYS[1], 'runtime_started', '1', 'runtime_started_at', ARGV[2], 'updated_at', ARGV[2])
+return 'ok'
+`;
+
+/** KEYS: op. ARGV: owner, field, value, … → 1 if the caller still owns the record. */
+export const UPDATE_IF_OWNER = `
+local s = redis.call('HMGET', KEYS[1], 'owner', 'state')
+if s[1] ~= ARGV[1] or s[2] == 'finished' or s[2] == 'unknown' then return 0 end
+for i = 2, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+return 1
+`;
+
+/**
+ * Settle: the terminal write of an operation, all or nothing: record fields, artifacts, one
+ * outbox entry, one event-stream entry (the given event, else a bare `settled` marker). KEYS: op, artifacts, outbox, events.
+ * ARGV: owner ('' = anyone), allowed states (comma list), event_json, outbox_json,
+ *       n_record_pairs, record pairs…, artifact pairs… → 1 | 0.
+ */
+export const SETTLE = `
+local s = redis.call('HMGET', KEYS[1], 'owner', 'state')
+if ARGV[1] ~= '' and s[1] ~= ARGV[1] then return 0 end
+local ok = false
+for st in string.gmatch(ARGV[2], '[^,]+') do if st == s[2] then ok = true end end
+if not ok then return 0 end
+local n = tonumber(ARGV[5])
+for i = 6, 5 + n * 2, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+for i = 6 + n * 2, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+-- Always one stream entry, so a tail blocked on the stream wakes up at once ('settled' entries carry no event).
+if ARGV[3] ~= '' then redis.call('XADD', KEYS[4], 'MAXLEN', '~', '100000', '*', 'event', ARGV[3])
+else redis.call('XADD', KEYS[4], 'MAXLEN', '~', '100000', '*', 'settled', 'finished') end
+if ARGV[4] ~= '' then redis.call('XADD', KEYS[3], 'MAXLEN', '~', '1000000', '*', 'completion', ARGV[4]) end
+return 1
+`;
+
+/** KEYS: op. ARGV: reason, now_iso → {requested|settled, state, job_id}. */
+export const REQUEST_CANCEL = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing', '', ''} end
+local s = redis.call('HMGET', KEYS[1], 'state', 'job_id')
+if s[1] == 'finished' or s[1] == 'unknown' then return {'settled', s[1], s[2] or ''} end
+redis.call('HSET', KEYS[1], 'cancel_requested', ARGV[1], 'updated_at', ARGV[2])
+return {'requested', s[1], s[2] or ''}
+`;
+
+/**
+ * A new attempt after a settled one (rate-limit retry policy): the previous receipt is kept in
+ * the attempts list, the record goes back to queued with a fresh job id. KEYS: op, attempts.
+ * ARGV: owner, now_iso, attempt, job_id, receipt_json, retry_at → 1 | 0.
+ */
+export const NEXT_ATTEMPT = `
+local s = redis.call('HMGET', KEYS[1], 'owner', 'state', 'cancel_requested')
+if s[1] ~= ARGV[1] or s[2] == 'finished' or s[2] == 'unknown' then return 0 end
+if s[3] and s[3] ~= '' then return 0 end
+redis.call('RPUSH', KEYS[2], ARGV[5])
+redis.call('HSET', KEYS[1], 'state', 'queued', 'attempt', ARGV[3], 'job_id', ARGV[4], 'runtime_started', '0',
+  'owner', '', 'updated_at', ARGV[2], 'retry_at', ARGV[6], 'status', '', 'verdict', '', 'exit_code', '', 'journal', '')
+return 1
+`;
+
+/**
+ * A stalled job that BullMQ gave up on, or a dead owner found by recover: a started runtime
+ * makes the record unknown; a runtime that never started goes back to queued (safe to run).
+ * KEYS: op, outbox, events. ARGV: now_iso, reason, event_json, outbox_json, owner ('' = any) → new state | ''.
+ */
+export const ORPHANED = `
+local s = redis.call('HMGET', KEYS[1], 'state', 'runtime_started', 'owner')
+if s[1] ~= 'running' and s[1] ~= 'verifying' then return '' end
+if ARGV[5] ~= '' and s[3] ~= ARGV[5] then return '' end
+if s[2] == '1' then
+  redis.call('HSET', KEYS[1], 'state', 'unknown', 'unknown_reason', ARGV[2], 'updated_at', ARGV[1])
+  redis.call('XADD', KEYS[3], 'MAXLEN', '~', '100000', '*', 'event', ARGV[3])
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', '1000000', '*', 'completion', ARGV[4])
+  return 'unknown'
+end
+redis.call('HSET', KEYS[1], 'state', 'queued', 'owner', '', 'updated_at', ARGV[1])
+return 'queued'
+`;

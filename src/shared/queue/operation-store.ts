@@ -1,0 +1,199 @@
+/**
+ * Our durable operation record in Redis: the source of truth for "has this operation run?",
+ * kept after BullMQ removes the job (forever, unless an operator deletes it). Every transition
+ * is one Lua script (operation-scripts.ts), so races between producers, workers and
+ * cancellers resolve in Redis, not in process memory.
+ */
+import type { Redis } from 'ioredis';
+import { eventJson, QueueRecordSchema, type Completion, type OperationJob, type QueueRecord } from './queue-record.js';
+import { CLAIM, CREATE_OR_ATTACH, MARK_RUNTIME_STARTED, NEXT_ATTEMPT, ORPHANED, REQUEST_CANCEL, SETTLE, UPDATE_IF_OWNER } from './operation-scripts.js';
+import { jobIdFor, keysFor, type QueueKeys } from './topology.js';
+
+export * from './queue-record.js';
+
+export type CreateResult = { kind: 'created' } | { kind: 'attached'; state: string } | { kind: 'conflict'; digest: string };
+export type ClaimResult = { kind: 'run'; cancelReason: string | null } | { kind: 'settled'; state: string } | { kind: 'unknown' } | { kind: 'stale' } | { kind: 'missing' };
+
+const SCRIPTS = {
+  uhCreateOrAttach: [2, CREATE_OR_ATTACH],
+  uhClaim: [3, CLAIM],
+  uhMarkRuntimeStarted: [1, MARK_RUNTIME_STARTED],
+  uhUpdateIfOwner: [1, UPDATE_IF_OWNER],
+  uhSettle: [4, SETTLE],
+  uhRequestCancel: [1, REQUEST_CANCEL],
+  uhNextAttempt: [2, NEXT_ATTEMPT],
+  uhOrphaned: [3, ORPHANED],
+} as const;
+
+type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
+type Scripted = Redis & { [K in keyof typeof SCRIPTS]: ScriptFn };
+
+
+const pairs = (o: Record<string, string | number | null | undefined>): string[] =>
+  Object.entries(o).flatMap(([k, v]) => [k, v === null || v === undefined ? '' : String(v)]);
+
+export class OperationStore {
+  readonly keys: QueueKeys;
+  private readonly r: Scripted;
+
+  constructor(
+    readonly redis: Redis,
+    readonly prefix: string,
+  ) {
+    this.keys = keysFor(prefix);
+    for (const [name, [numberOfKeys, lua]] of Object.entries(SCRIPTS)) {
+      if (!(name in redis)) redis.defineCommand(name, { numberOfKeys, lua });
+    }
+    this.r = redis as Scripted;
+  }
+
+  /** Atomic create-or-attach: same digest attaches (forever), another digest is a conflict. */
+  async createOrAttach(job: OperationJob, fields: { mission_id: string; prompt_digest: string }, now = new Date()): Promise<CreateResult> {
+    const record = {
+      operation_id: job.operation_id,
+      mission_id: fields.mission_id,
+      runtime: job.runtime,
+      contract_digest: job.contract_digest,
+      prompt_digest: fields.prompt_digest,
+      base_commit: job.base_commit,
+      state: 'queued',
+      attempt: job.attempt,
+      runtime_started: '0',
+      job_id: jobIdFor(job.operation_id, job.attempt),
+      created_at: now.toISOString(),
+      updated_at: now.toISOString(),
+      job: JSON.stringify(job),
+    };
+    const [kind, value] = (await this.r.uhCreateOrAttach(
+      this.keys.op(job.operation_id),
+      this.keys.index,
+      job.contract_digest,
+      now.getTime(),
+      job.operation_id,
+      ...pairs(record),
+    )) as [string, string];
+    if (kind === 'created') return { kind };
+    if (kind === 'attached') return { kind, state: value };
+    return { kind: 'conflict', digest: value };
+  }
+
+  async get(operationId: string): Promise<QueueRecord | null> {
+    const hash = await this.redis.hgetall(this.keys.op(operationId));
+    if (Object.keys(hash).length === 0) return null;
+    return QueueRecordSchema.parse(hash);
+  }
+
+  async claim(operationId: string, owner: string, worker: { id: string; host: string; pid: number }, jobId: string, completion: Completion): Promise<ClaimResult> {
+    const now = new Date();
+    const [kind, value] = (await this.r.uhClaim(
+      this.keys.op(operationId),
+      this.keys.outbox,
+      this.keys.events(operationId),
+      owner,
+      JSON.stringify(worker),
+      now.toISOString(),
+      jobId,
+      eventJson(operationId, 'operation.unknown', { reason: 'the job was re-delivered after its runtime had started', worker: worker.id }, now),
+      JSON.stringify({ ...completion, state: 'unknown', at: now.toISOString() }),
+    )) as [string, string];
+    switch (kind) {
+      case 'run':
+        return { kind, cancelReason: value === '' ? null : value };
+      case 'settled':
+        return { kind, state: value };
+      default:
+        return { kind: kind as 'unknown' | 'stale' | 'missing' };
+    }
+  }
+
+  async markRuntimeStarted(operationId: string, owner: string): Promise<'ok' | 'lost' | 'cancelled'> {
+    return (await this.r.uhMarkRuntimeStarted(this.keys.op(operationId), owner, new Date().toISOString())) as 'ok' | 'lost' | 'cancelled';
+  }
+
+  async updateIfOwner(operationId: string, owner: string, patch: Record<string, string | number | null | undefined>): Promise<boolean> {
+    const n = await this.r.uhUpdateIfOwner(this.keys.op(operationId), owner, ...pairs({ ...patch, updated_at: new Date().toISOString() }));
+    return n === 1;
+  }
+
+  /** The terminal write: record, artifacts, one outbox entry and one event, all or nothing. */
+  async settle(
+    operationId: string,
+    input: {
+      owner: string | null;
+      allowedStates: string[];
+      record: Record<string, string | number | null>;
+      artifacts: Record<string, string>;
+      event: string | null;
+      completion: Completion | null;
+    },
+  ): Promise<boolean> {
+    const recordPairs = pairs({ ...input.record, updated_at: new Date().toISOString() });
+    const n = await this.r.uhSettle(
+      this.keys.op(operationId),
+      this.keys.artifacts(operationId),
+      this.keys.outbox,
+      this.keys.events(operationId),
+      input.owner ?? '',
+      input.allowedStates.join(','),
+      input.event ?? '',
+      input.completion ? JSON.stringify(input.completion) : '',
+      recordPairs.length / 2,
+      ...recordPairs,
+      ...pairs(input.artifacts),
+    );
+    return n === 1;
+  }
+
+  async requestCancel(operationId: string, reason: string): Promise<{ kind: 'requested' | 'settled' | 'missing'; state: string; jobId: string }> {
+    const [kind, state, jobId] = (await this.r.uhRequestCancel(this.keys.op(operationId), reason, new Date().toISOString())) as [string, string, string];
+    if (kind === 'requested') await this.redis.publish(this.keys.cancelChannel, operationId);
+    return { kind: kind as 'requested' | 'settled' | 'missing', state, jobId };
+  }
+
+  async nextAttempt(operationId: string, owner: string, attempt: number, jobId: string, previousReceipt: string, retryAt: Date): Promise<boolean> {
+    const n = await this.r.uhNextAttempt(
+      this.keys.op(operationId),
+      this.keys.attempts(operationId),
+      owner,
+      new Date().toISOString(),
+      attempt,
+      jobId,
+      previousReceipt,
+      retryAt.toISOString(),
+    );
+    return n === 1;
+  }
+
+  /** The owner is gone (stalled past BullMQ's limit, or dead per recover): unknown or back to queued. */
+  async orphaned(operationId: string, reason: string, completion: Completion, owner: string | null = null): Promise<'unknown' | 'queued' | ''> {
+    const now = new Date();
+    return (await this.r.uhOrphaned(
+      this.keys.op(operationId),
+      this.keys.outbox,
+      this.keys.events(operationId),
+      now.toISOString(),
+      reason,
+      eventJson(operationId, 'operation.unknown', { reason }, now),
+      JSON.stringify({ ...completion, state: 'unknown', at: now.toISOString() }),
+      owner ?? '',
+    )) as 'unknown' | 'queued' | '';
+  }
+
+  async appendEvent(operationId: string, json: string): Promise<void> {
+    await this.redis.xadd(this.keys.events(operationId), 'MAXLEN', '~', '100000', '*', 'event', json);
+  }
+
+  async artifacts(operationId: string): Promise<Record<string, string>> {
+    return this.redis.hgetall(this.keys.artifacts(operationId));
+  }
+
+  /** Operation ids newest first. */
+  async listIds(limit = 1000): Promise<string[]> {
+    return this.redis.zrevrange(this.keys.index, 0, limit - 1);
+  }
+
+  async attempts(operationId: string): Promise<string[]> {
+    return this.redis.lrange(this.keys.attempts(operationId), 0, -1);
+  }
+}
+

@@ -1,0 +1,48 @@
+/**
+ * Queue topology and every Redis key Ultimate Harness writes (docs/queue.md, "Keys").
+ * All keys share one prefix (`UH_REDIS_PREFIX`, default `uh`), so a fleet, a test file or a
+ * benchmark can live beside others on one Redis and be removed with one SCAN.
+ *
+ *   <p>:bull:runtime.<id>:*   BullMQ's own keys: one queue per runtime
+ *   <p>:op:<op>               hash: our durable operation record (source of truth, kept forever)
+ *   <p>:op:<op>:events        stream: uh.event.v0 of the operation, live
+ *   <p>:op:<op>:artifacts     hash: receipt, diff.patch (capped), final message, runtime result, mission
+ *   <p>:op:<op>:attempts      list: receipts of earlier attempts (rate-limit retries)
+ *   <p>:ops                   sorted set: operation ids by creation time (uh mission list)
+ *   <p>:outbox                stream: one entry per settled operation; consumer group `results`
+ *   <p>:outbox:dead           stream: completions whose webhook failed every attempt
+ *   <p>:cancel                pub/sub channel: operation ids to cancel (the flag lives in the record)
+ *   <p>:worker:<id>           string with TTL: a live worker's heartbeat
+ */
+
+/** BullMQ rejects queue names with ":"; runtime ids never contain one. */
+export function queueName(runtimeId: string): string {
+  return `runtime.${runtimeId}`;
+}
+
+/**
+ * The BullMQ job id of an operation's attempt. Operation ids match `[A-Za-z0-9._-]`, so the
+ * `op.` prefix makes the id never all digits and never contain ":" (both rejected by BullMQ);
+ * `@` cannot occur in an operation id, so attempts never collide with another operation.
+ */
+export function jobIdFor(operationId: string, attempt = 1): string {
+  return attempt === 1 ? `op.${operationId}` : `op.${operationId}@${attempt}`;
+}
+
+export const RESULTS_GROUP = 'results';
+
+export function keysFor(prefix: string) {
+  return {
+    bullPrefix: `${prefix}:bull`,
+    op: (id: string) => `${prefix}:op:${id}`,
+    events: (id: string) => `${prefix}:op:${id}:events`,
+    artifacts: (id: string) => `${prefix}:op:${id}:artifacts`,
+    attempts: (id: string) => `${prefix}:op:${id}:attempts`,
+    index: `${prefix}:ops`,
+    outbox: `${prefix}:outbox`,
+    outboxDead: `${prefix}:outbox:dead`,
+    cancelChannel: `${prefix}:cancel`,
+    worker: (id: string) => `${prefix}:worker:${id}`,
+  };
+}
+export type QueueKeys = ReturnType<typeof keysFor>;

@@ -1,0 +1,29 @@
+/**
+ * A job's operation, prepared on the worker host: the mission re-parsed strictly, the runtime
+ * resolved from this host's manifests, the producer's base commit fetched into this host's
+ * mirror. The contract digest is recomputed: a worker whose manifest resolves another
+ * runtime_config than the producer's refuses the job rather than run a different contract.
+ */
+import { MissionSchema } from '../../shared/contracts/mission.js';
+import { parseOrThrow } from '../../shared/contracts/zod-issues.js';
+import { sha256 } from '../../shared/digest.js';
+import { UhError } from '../../shared/errors.js';
+import type { OperationJob } from '../../shared/queue/operation-store.js';
+import { buildMissionPrompt } from '../../shared/runtime/build-prompt.js';
+import { contractDigestOf, type PreparedOperation } from '../../producers/prepare-operation.js';
+import { resolveRuntime } from '../../producers/resolve-runtime.js';
+import { resolveInMirror } from '../sandbox/mirror-cache.js';
+
+export async function prepareJob(job: OperationJob, options: { stateDir: string; cacheDir: string }): Promise<PreparedOperation> {
+  const mission = parseOrThrow(MissionSchema, job.mission, 'job.mission');
+  const runtime = resolveRuntime(mission, job.runtime, options.stateDir);
+  const { mirror, commit } = await resolveInMirror(options.cacheDir, mission.repository.url, job.base_commit);
+  const contractDigest = contractDigestOf(mission, runtime, commit);
+  if (contractDigest !== job.contract_digest) {
+    throw new UhError('conflict', `worker resolves another contract for ${job.operation_id} (runtime config or base commit differ)`, {
+      hint: `align ${runtime.manifestSource} on this worker with the producer's, then submit under a new operation_id`,
+    });
+  }
+  const prompt = buildMissionPrompt(mission);
+  return { mission, runtime, mirror, baseCommit: commit, prompt, promptDigest: sha256(prompt), contractDigest };
+}

@@ -1,0 +1,167 @@
+/**
+ * The processor of one operation job: claim the record, run the shared pipeline
+ * (`executeOperation`) with queue hooks, settle the record. Order of writes:
+ *
+ *   claim (queued → running, owner = this worker's token; a started runtime → unknown, stop)
+ *   → prepare on this host → pipeline: events to the operation's stream as they happen;
+ *     "runtime started" persisted atomically (owner-checked) right before launch
+ *   → settle (record + artifacts + outbox entry, one script) or a NEW attempt per retry policy
+ *
+ * The job itself never fails for a mission's outcome (BullMQ must not retry it); it returns a
+ * summary that BullMQ publishes as its `completed` event.
+ */
+import { mkdirSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Job, Queue } from 'bullmq';
+import type { Outcome } from '../../shared/contracts/runtime-result.js';
+import { errorMessage, UhError } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
+import { completionOf, eventJson, type OperationJob, type OperationStore } from '../../shared/queue/operation-store.js';
+import { jobIdFor } from '../../shared/queue/topology.js';
+import { executeOperation } from '../execute-operation.js';
+import { collectArtifacts } from '../results/store-artifacts.js';
+import { retryDecision, type RetryRule } from '../results/retry-policy.js';
+import { synthesizeReceipt } from '../results/synthesize-receipt.js';
+import { redisJournal } from './redis-journal.js';
+import { claimOperationDir, operationDir, operationsRoot } from '../state/operation-files.js';
+import type { EventLog } from '../state/event-log.js';
+
+export interface PoolContext {
+  store: OperationStore;
+  stateDir: string;
+  cacheDir: string;
+  worker: { id: string; host: string; pid: number };
+  logger: Logger;
+  artifactCapBytes: number;
+  sandboxKeepHours: number;
+  keepSandbox: boolean;
+  /** Queues by runtime id, to enqueue a retry attempt. */
+  queues: Map<string, Queue>;
+  /** The abort controller of every operation this process runs (cancel and shutdown use them). */
+  active: Map<string, AbortController>;
+  /** Which settled outcomes run again as a new attempt (results/retry-policy.ts). */
+  retryPolicy: readonly RetryRule[];
+}
+
+export interface JobSummary {
+  operation_id: string;
+  outcome: 'finished' | 'retry_scheduled' | 'unknown' | 'settled' | 'stale' | 'missing' | 'lost';
+  status?: string;
+  verdict?: string;
+  exit_code?: number;
+}
+
+/** A fresh local operation dir: an earlier attempt's dir on this host is moved aside, never deleted. */
+function freshDir(stateDir: string, operationId: string): void {
+  if (claimOperationDir(stateDir, operationId)) return;
+  const aside = join(operationsRoot(stateDir), '.attempts');
+  mkdirSync(aside, { recursive: true });
+  renameSync(operationDir(stateDir, operationId), join(aside, `${operationId}.${Date.now()}`));
+  if (!claimOperationDir(stateDir, operationId)) throw new UhError('internal', `cannot claim ${operationDir(stateDir, operationId)}`);
+}
+
+export async function processOperationJob(ctx: PoolContext, job: Job<OperationJob>, token: string | undefined): Promise<JobSummary> {
+  const data = job.data;
+  const id = data.operation_id;
+  const { store, logger } = ctx;
+  const owner = `${ctx.worker.id}/${job.id}/${token ?? ''}`;
+  const controller = new AbortController();
+  ctx.active.set(id, controller);
+  try {
+    const claim = await store.claim(id, owner, ctx.worker, job.id as string, completionOf({ operation_id: id, attempt: data.attempt, runtime: data.runtime }));
+    if (claim.kind === 'unknown') logger.warn({ operation_id: id }, 'job re-delivered after its runtime started: operation is now unknown, not run again');
+    if (claim.kind !== 'run') return { operation_id: id, outcome: claim.kind === 'settled' ? 'settled' : claim.kind };
+    if (claim.cancelReason) controller.abort({ kind: 'cancel', message: `cancelled: ${claim.cancelReason}` });
+
+    const record = await store.get(id);
+    if (!record) return { operation_id: id, outcome: 'missing' };
+    let prepared;
+    try {
+      const { prepareJob } = await import('./prepare-job.js');
+      prepared = await prepareJob(data, ctx);
+    } catch (error) {
+      const outcome: Outcome = {
+        status: 'failed',
+        raw: UhError.isInstance(error) ? `uh:${error.kind}` : 'internal',
+        message: errorMessage(error),
+        timed_out: false,
+        ...(UhError.isInstance(error) && error.hint ? { hint: error.hint } : {}),
+      };
+      const receipt = synthesizeReceipt(record, outcome);
+      await store.settle(id, {
+        owner,
+        allowedStates: ['running'],
+        record: { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code },
+        artifacts: { receipt: `${JSON.stringify(receipt, null, 2)}\n` },
+        event: eventJson(id, 'operation.completed', { status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
+        completion: completionOf(record, { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
+      });
+      return { operation_id: id, outcome: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code };
+    }
+
+    freshDir(ctx.stateDir, id);
+    let eventLog: EventLog | null = null;
+    const result = await executeOperation({
+      prepared,
+      stateDir: ctx.stateDir,
+      cacheDir: ctx.cacheDir,
+      mode: 'queue',
+      attempt: data.attempt,
+      signal: controller.signal,
+      logger,
+      sandboxKeepHours: ctx.sandboxKeepHours,
+      keepSandbox: ctx.keepSandbox,
+      journal: redisJournal(store, id, owner),
+      onEventLog: (log) => {
+        eventLog = log;
+        log.subscribe((event) => store.appendEvent(id, JSON.stringify(event)));
+      },
+      beforeRuntime: async () => {
+        const gate = await store.markRuntimeStarted(id, owner);
+        if (gate === 'cancelled') controller.abort({ kind: 'cancel', message: 'cancelled before the runtime started' });
+        if (gate === 'lost') throw new UhError('conflict', `worker ${ctx.worker.id} no longer owns ${id}: the runtime is not started`);
+      },
+      onState: async (state, rec) => {
+        if (state === 'finished') return; // settled below, with the artifacts, in one script
+        await store.updateIfOwner(id, owner, {
+          state,
+          sandbox_path: rec.sandbox_path,
+          session_id: rec.session_id ?? null,
+          thread_id: rec.thread_id ?? null,
+          turn_id: rec.turn_id ?? null,
+        });
+      },
+    });
+    await (eventLog as EventLog | null)?.flush();
+    const { receipt } = result;
+    const artifacts = collectArtifacts(result.dir, ctx.artifactCapBytes);
+
+    const decision = retryDecision(receipt.outcome, data.attempt, ctx.retryPolicy);
+    if (decision.retry) {
+      const attempt = data.attempt + 1;
+      const jobId = jobIdFor(id, attempt);
+      const retryAt = new Date(Date.now() + decision.delayMs);
+      if (await store.nextAttempt(id, owner, attempt, jobId, artifacts.receipt ?? '', retryAt)) {
+        await store.appendEvent(id, eventJson(id, 'operation.queued', { attempt, delay_ms: decision.delayMs, reason: decision.rule }));
+        const queue = ctx.queues.get(data.runtime);
+        await queue?.add('operation', { ...data, attempt }, { jobId, delay: decision.delayMs });
+        return { operation_id: id, outcome: 'retry_scheduled', status: receipt.status };
+      }
+    }
+    const settled = await store.settle(id, {
+      owner,
+      allowedStates: ['running', 'verifying'],
+      record: { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code },
+      artifacts,
+      event: null,
+      completion: completionOf(record, { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
+    });
+    if (!settled) {
+      logger.warn({ operation_id: id }, 'the record moved on while this worker ran (lost ownership): receipt kept locally only');
+      return { operation_id: id, outcome: 'lost', status: receipt.status };
+    }
+    return { operation_id: id, outcome: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code };
+  } finally {
+    ctx.active.delete(id);
+  }
+}

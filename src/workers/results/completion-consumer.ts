@@ -1,0 +1,85 @@
+/**
+ * The results worker's completion consumer: reads the durable outbox stream with the consumer
+ * group `results` (created at the stream's start, so completions settled while no consumer ran
+ * are all delivered), delivers each (webhook when configured; always handed to `onCompletion`),
+ * then XACKs it. A consumer that dies before its ACK gets its pending entries again on restart
+ * (same consumer name), and entries idle in a dead consumer are claimed after `claimIdleMs`.
+ * Delivery is at least once: receivers dedupe on the delivery id (the stream entry id).
+ */
+import type { Redis } from 'ioredis';
+import type { Receipt } from '../../shared/contracts/receipt.js';
+import type { Logger } from '../../shared/logger.js';
+import type { Completion, OperationStore } from '../../shared/queue/operation-store.js';
+import { RESULTS_GROUP } from '../../shared/queue/topology.js';
+import { deliverWebhook, type DeliveryResult, type WebhookTarget } from './webhook.js';
+
+export interface ConsumerOptions {
+  store: OperationStore;
+  consumer: string;
+  webhook: WebhookTarget | null;
+  logger: Logger;
+  signal: AbortSignal;
+  onCompletion?: (completion: Completion, delivery: { id: string; webhook: DeliveryResult | null }) => void;
+  claimIdleMs?: number;
+}
+
+type Entry = [string, string[]];
+type GroupReply = Array<[string, Entry[]]> | null;
+
+export async function ensureResultsGroup(redis: Redis, outbox: string): Promise<void> {
+  try {
+    await redis.xgroup('CREATE', outbox, RESULTS_GROUP, '0', 'MKSTREAM');
+  } catch (error) {
+    if (!String((error as Error).message).includes('BUSYGROUP')) throw error;
+  }
+}
+
+export async function runCompletionConsumer(options: ConsumerOptions): Promise<void> {
+  const { store, logger, signal } = options;
+  const outbox = store.keys.outbox;
+  await ensureResultsGroup(store.redis, outbox);
+  const reader = store.redis.duplicate();
+  reader.on('error', () => undefined);
+  const handle = async ([id, fields]: Entry) => {
+    const raw = fields[fields.indexOf('completion') + 1];
+    if (raw === undefined) return void (await store.redis.xack(outbox, RESULTS_GROUP, id));
+    const completion = JSON.parse(raw) as Completion;
+    let webhook: DeliveryResult | null = null;
+    if (options.webhook) {
+      const receiptText = await store.redis.hget(store.keys.artifacts(completion.operation_id), 'receipt');
+      const receipt = receiptText ? (JSON.parse(receiptText) as Receipt) : null;
+      webhook = await deliverWebhook(options.webhook, id, { type: 'operation.settled', delivery_id: id, completion, receipt }, signal);
+      if (signal.aborted && !webhook.ok) return; // not acked: delivered again after restart
+      if (!webhook.ok) {
+        logger.warn({ operation_id: completion.operation_id, error: webhook.error }, 'webhook failed every attempt: moved to the dead-letter stream');
+        await store.redis.xadd(store.keys.outboxDead, '*', 'completion', raw, 'delivery_id', id, 'error', webhook.error ?? 'unknown');
+      }
+    }
+    options.onCompletion?.(completion, { id, webhook });
+    await store.redis.xack(outbox, RESULTS_GROUP, id);
+  };
+  try {
+    // 1. Our own pending entries (delivered before a crash, never acked).
+    let pending = '0';
+    for (;;) {
+      const reply = (await (reader.xreadgroup as (...a: (string | number)[]) => Promise<GroupReply>)('GROUP', RESULTS_GROUP, options.consumer, 'COUNT', 100, 'STREAMS', outbox, pending)) ?? [];
+      const entries = reply[0]?.[1] ?? [];
+      if (entries.length === 0) break;
+      for (const entry of entries) await handle(entry);
+      pending = entries.at(-1)?.[0] ?? pending;
+    }
+    // 2. New entries, and now and then entries stuck with a dead consumer.
+    let lastClaim = 0;
+    while (!signal.aborted) {
+      if (Date.now() - lastClaim > 10_000) {
+        lastClaim = Date.now();
+        const claimed = (await store.redis.xautoclaim(outbox, RESULTS_GROUP, options.consumer, options.claimIdleMs ?? 60_000, '0-0', 'COUNT', 100)) as [string, Entry[]];
+        for (const entry of claimed[1] ?? []) if (entry) await handle(entry);
+      }
+      const reply = (await (reader.xreadgroup as (...a: (string | number)[]) => Promise<GroupReply>)('GROUP', RESULTS_GROUP, options.consumer, 'COUNT', 50, 'BLOCK', 1000, 'STREAMS', outbox, '>')) ?? [];
+      for (const entry of reply[0]?.[1] ?? []) await handle(entry);
+    }
+  } finally {
+    reader.disconnect();
+  }
+}

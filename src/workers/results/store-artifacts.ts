@@ -1,0 +1,50 @@
+/**
+ * The artifacts of a finished operation, read from the worker's operation dir into the strings
+ * stored in Redis (`<p>:op:<op>:artifacts`), so `collect` works from any host. Text artifacts
+ * over the cap (`UH_ARTIFACT_CAP_BYTES`, default 2 MiB) are cut at a line boundary and end with
+ * a truncation marker naming the full size and where the full file stays.
+ */
+import { existsSync, openSync, readSync, closeSync, statSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+
+/** Artifact name in Redis → file name in an operation dir (also what `collect` writes). */
+export const ARTIFACT_FILES = {
+  receipt: 'receipt.json',
+  diff: 'diff.patch',
+  final_message: 'runtime-final.txt',
+  runtime_result: 'runtime-result.yaml',
+  mission: 'mission.json',
+} as const;
+export type ArtifactName = keyof typeof ARTIFACT_FILES;
+
+export function truncationMarker(kept: number, total: number, where: string): string {
+  return `\n# uh: truncated: kept ${kept} of ${total} bytes (cap UH_ARTIFACT_CAP_BYTES); the full file is ${where}\n`;
+}
+
+/** Read a file, capped: whole when it fits, else its head up to the last newline plus a marker. */
+export function readCapped(path: string, cap: number): string {
+  const total = statSync(path).size;
+  if (total <= cap) return readFileSync(path, 'utf8');
+  const buf = Buffer.alloc(cap);
+  const fd = openSync(path, 'r');
+  try {
+    readSync(fd, buf, 0, cap, 0);
+  } finally {
+    closeSync(fd);
+  }
+  const cut = buf.lastIndexOf(0x0a);
+  const head = buf.subarray(0, cut > 0 ? cut + 1 : cap);
+  return head.toString('utf8') + truncationMarker(head.length, total, `${hostname()}:${path}`);
+}
+
+/** Every artifact present in `dir`, capped; the receipt is never capped (it is bounded by design). */
+export function collectArtifacts(dir: string, cap: number): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, file] of Object.entries(ARTIFACT_FILES)) {
+    const path = join(dir, file);
+    if (!existsSync(path)) continue;
+    out[name] = name === 'receipt' ? readFileSync(path, 'utf8') : readCapped(path, cap);
+  }
+  return out;
+}

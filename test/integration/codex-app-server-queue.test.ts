@@ -1,0 +1,94 @@
+/**
+ * Queue mode with the REAL codex app server: a worker killed with -9 right after turn/start
+ * leaves the operation unknown (never re-run); `uh mission recover` asks the runtime, which reads
+ * the thread with a fresh app server and settles the operation from the exact turn. One model
+ * request in all: no second turn. Real Redis, real `uh worker start` processes.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, type CliResult } from '../support/cli.js';
+import { makeCodexHome } from '../support/codex-home.js';
+import { makeRepo } from '../support/git-repo.js';
+import { writeMission } from '../support/mission-file.js';
+import { realRuntimeBinary } from '../support/real-runtimes.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { startResponsesServer, type ResponsesServer } from '../support/responses-server.js';
+import { removeDir, tempDir } from '../support/temp.js';
+import { startWorker, type WorkerProcess } from '../support/worker-process.js';
+
+const API_KEY = 'sk-uh-appserver-queue-6b1f0e22';
+let redis: TestRedis;
+let server: ResponsesServer;
+let codexHome: string;
+let repo: string;
+let cacheDir: string;
+let stateDir: string;
+const workers: WorkerProcess[] = [];
+
+beforeAll(async () => {
+  redis = await startTestRedis('appserver');
+  server = await startResponsesServer({ apiKey: API_KEY });
+  codexHome = makeCodexHome(server.url);
+  repo = makeRepo({ 'README.md': '# demo\n' });
+  cacheDir = tempDir('uh-qcache-');
+  stateDir = tempDir('uh-qstate-');
+});
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.stop('SIGKILL')));
+  await server?.close();
+  await redis?.cleanup();
+  [codexHome, repo, cacheDir, stateDir].forEach((d) => d && removeDir(d));
+});
+
+const env = (prefix: string) => ({
+  REDIS_URL: redis.url,
+  UH_REDIS_PREFIX: prefix,
+  UH_CACHE_DIR: cacheDir,
+  UH_QUEUE_LOCK_MS: '2000',
+  UH_QUEUE_STALLED_INTERVAL_MS: '1000',
+  UH_HEARTBEAT_MS: '500',
+});
+const uh = (prefix: string, args: string[]): Promise<CliResult> => runCli(args, { cwd: repo, env: env(prefix) });
+async function worker(prefix: string): Promise<WorkerProcess> {
+  const w = await startWorker(['--state-dir', stateDir, '--runtime', 'codex-app-server'], { cwd: repo, env: { ...env(prefix), UH_LOG_LEVEL: 'warn' } });
+  workers.push(w);
+  return w;
+}
+async function until(what: string, check: () => Promise<boolean>, boundMs = 30_000): Promise<void> {
+  const deadline = Date.now() + boundMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('codex-app-server in queue mode', () => {
+  it('a worker killed -9 after turn/start: unknown, then recover settles it from the exact turn; one model request', async () => {
+    const prefix = redis.prefix('kill');
+    await server.script([{ kind: 'hang' }]);
+    const { path, operationId } = writeMission(repo, [], {
+      runtime: 'codex-app-server',
+      runtime_config_overrides: { 'codex-app-server': { binary: realRuntimeBinary('codex'), codex_home: codexHome, env: { UH_MOCK_API_KEY: API_KEY } } },
+    });
+    const key = `${prefix}:op:${operationId}`;
+    const journal = async () => JSON.parse((await redis.redis.hget(key, 'journal')) || '{}').codex_app_server ?? {};
+
+    const w1 = await worker(prefix);
+    expect((await uh(prefix, ['mission', 'submit', path, '--state-dir', stateDir])).code).toBe(0);
+    await until('the turn to reach the model', async () => (await journal()).turn_id !== undefined && (await server.requests()).length === 1);
+    await w1.stop('SIGKILL');
+
+    await worker(prefix);
+    await until('the operation to become unknown', async () => (await redis.redis.hget(key, 'state')) === 'unknown');
+    const left = await journal();
+    expect(left).toMatchObject({ client_message_id: `uh-op:${operationId}`, dispatch: 'bound', baseline_turn_ids: [] });
+
+    const recovered = await uh(prefix, ['mission', 'recover', operationId, '--json', '--state-dir', stateDir]);
+    const out = JSON.parse(recovered.stdout);
+    expect(out.steps.join('\n')).toMatch(/runtime codex-app-server: settled: adopted turn/);
+    expect(out.operation).toMatchObject({ state: 'finished', status: 'failed' });
+    const receipt = JSON.parse((await redis.redis.hget(`${key}:artifacts`, 'receipt')) as string);
+    expect(receipt.outcome).toMatchObject({ status: 'failed', raw: 'readback:interrupted' });
+    expect(receipt.runtime).toMatchObject({ thread_id: left.thread_id, turn_id: left.turn_id });
+    expect(await server.requests()).toHaveLength(1);
+  });
+});
