@@ -24,6 +24,9 @@ RUNTIMES=(
   #   pi: @mariozechner/pi-coding-agent is node only (engines node>=20.6; runs on Node 20).
   #       oh-my-pi (@oh-my-pi/pi-coding-agent, `omp`) needs bun, so it is tested with fakes only.
   "pi @mariozechner/pi-coding-agent 0.73.1 pi"
+  #   qwen: @qwen-code/qwen-code 0.15.10 is the last release whose engines allow Node 20
+  #         (>=20.0.0; 0.21+ need Node 22) and it has `--acp`; drives the generic `acp` runtime.
+  "qwen @qwen-code/qwen-code 0.15.10 qwen"
 )
 # ---------------------------------------------------------------------------------------------
 

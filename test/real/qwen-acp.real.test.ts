@@ -1,6 +1,6 @@
 /**
  * The generic `acp` runtime against a REAL agent: Qwen Code 0.15.10 (`qwen --acp`, the last
- * release whose engines allow Node 20; pinned dev dependency), talking to our scripted
+ * release whose engines allow Node 20; pinned in scripts/install-real-runtimes.sh), talking to our scripted
  * chat-completions server on 127.0.0.1. The model asks for `write_file`; Qwen asks us for
  * permission (after `session/set_mode` to `default`, its ask-before-edit mode); the sandbox
  * policy allows the path inside the work dir; Qwen writes the file for real.
@@ -11,14 +11,16 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { acpAdapter } from '../../../src/workers/runtimes/acp/acp-adapter.js';
-import { git, makeRepo } from '../../support/git-repo.js';
-import { runAdapter, terminalOf } from '../../support/run-adapter.js';
-import { tempDir } from '../../support/temp.js';
-import { ofType, readJournal } from './fake-acp.js';
+import { acpAdapter } from '../../src/workers/runtimes/acp/acp-adapter.js';
+import { git, makeRepo } from '../support/git-repo.js';
+import { runAdapter, terminalOf } from '../support/run-adapter.js';
+import { tempDir } from '../support/temp.js';
+import { realRuntimeBinary } from '../support/real-runtimes.js';
+import { ofType, readJournal } from '../integration/acp/fake-acp.js';
 
-const QWEN = fileURLToPath(new URL('../../../node_modules/@qwen-code/qwen-code/cli.js', import.meta.url));
-const SERVER = fileURLToPath(new URL('../../fixtures/chat-completions-server/server.mjs', import.meta.url));
+// Installed by scripts/install-real-runtimes.sh (pinned), like the other real runtimes.
+const QWEN = realRuntimeBinary('qwen');
+const SERVER = fileURLToPath(new URL('../fixtures/chat-completions-server/server.mjs', import.meta.url));
 const API_KEY = 'sk-qwen-test-3c9e1f0a';
 
 let server: ChildProcess;
@@ -47,7 +49,7 @@ describe('acp runtime against Qwen Code --acp (real agent, scripted model)', () 
     const r = await runAdapter(
       acpAdapter,
       {
-        command: [process.execPath, QWEN, '--acp'],
+        command: [QWEN, '--acp'],
         env: { OPENAI_API_KEY: API_KEY, OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`, OPENAI_MODEL: 'scripted-model' },
         auth_method_id: 'openai',
         auth_mode: 'upfront',
