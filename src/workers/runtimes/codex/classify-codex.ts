@@ -13,6 +13,7 @@
  *   9. exit 0 with no turn.completed: completed when the -o file has a message, else failed
  */
 import type { Outcome } from '../../../shared/contracts/runtime-result.js';
+import { classifyProcessEnd } from '../../../shared/runtime/classify-process.js';
 import type { AbortReasonV1 } from '../../../shared/runtime/v1/runtime-context.js';
 
 export interface CodexRunFacts {
@@ -100,26 +101,13 @@ export function retryAfterFromText(text: string): number | null {
 
 export function classifyCodex(f: CodexRunFacts): Outcome {
   const base = { exit_code: f.exitCode, signal: f.signal };
-  if (f.spawnError) {
-    const missing = f.spawnError.code === 'ENOENT';
-    return {
-      status: 'blocked',
-      raw: `spawn:${f.spawnError.code}`,
-      message: missing ? `codex binary not found: ${f.binary}` : `cannot start ${f.binary}: ${f.spawnError.message}`,
-      hint: missing
-        ? 'install codex (scripts/install-real-runtimes.sh or npm i -g @openai/codex) or set runtime_config.binary'
-        : `check the permissions of ${f.binary}`,
-      timed_out: false,
-      ...base,
-    };
-  }
-  if (f.timedOut || f.abort?.kind === 'timeout') {
-    const last = f.lastError ? ` (last codex error: ${f.lastError})` : '';
-    return { status: 'failed', raw: 'timeout', message: `${f.abort?.message ?? 'codex timed out'}${last}`, timed_out: true, ...base };
-  }
-  if (f.abort?.kind === 'cancel') {
-    return { status: 'cancelled', raw: 'cancel', message: f.abort.message, timed_out: false, ...base };
-  }
+  const early = classifyProcessEnd(f, {
+    program: f.binary,
+    notFound: 'codex binary not found',
+    installHint: 'install codex (scripts/install-real-runtimes.sh or npm i -g @openai/codex) or set runtime_config.binary',
+    ...(f.lastError ? { timeoutDetail: ` (last codex error: ${f.lastError})` } : {}),
+  });
+  if (early) return early;
   if (f.exitCode === 0 && f.turnCompleted && f.turnFailed === null) {
     return { status: 'completed', raw: 'turn.completed', message: 'codex completed the turn', timed_out: false, ...base };
   }

@@ -1,5 +1,6 @@
 import type { Outcome } from '../../../shared/contracts/runtime-result.js';
 import type { AbortReasonV1 } from '../../../shared/runtime/v1/runtime-context.js';
+import { classifyProcessEnd } from '../../../shared/runtime/classify-process.js';
 
 export interface CommandExit {
   exitCode: number | null;
@@ -17,25 +18,12 @@ export interface CommandExit {
  */
 export function classifyCommand(exit: CommandExit): Outcome {
   const base = { exit_code: exit.exitCode, signal: exit.signal };
-  if (exit.spawnError) {
-    const missing = exit.spawnError.code === 'ENOENT';
-    return {
-      status: 'blocked',
-      raw: `spawn:${exit.spawnError.code}`,
-      message: missing ? `program not found: ${exit.program}` : `cannot start ${exit.program}: ${exit.spawnError.message}`,
-      hint: missing
-        ? `install ${exit.program} or fix runtime_config.argv[0] (uh adapter check command)`
-        : `check the permissions of ${exit.program}`,
-      timed_out: false,
-      ...base,
-    };
-  }
-  if (exit.timedOut || exit.abort?.kind === 'timeout') {
-    return { status: 'failed', raw: 'timeout', message: exit.abort?.message ?? 'runtime timed out', timed_out: true, ...base };
-  }
-  if (exit.abort?.kind === 'cancel') {
-    return { status: 'cancelled', raw: 'cancel', message: exit.abort.message, timed_out: false, ...base };
-  }
+  const early = classifyProcessEnd(exit, {
+    program: exit.program,
+    notFound: 'program not found',
+    installHint: `install ${exit.program} or fix runtime_config.argv[0] (uh adapter check command)`,
+  });
+  if (early) return early;
   if (exit.exitCode === 127) {
     return {
       status: 'blocked',

@@ -1,4 +1,5 @@
 import type { Outcome } from '../../../shared/contracts/runtime-result.js';
+import { classifyProcessEnd, firstLine } from '../../../shared/runtime/classify-process.js';
 import type { AbortReasonV1 } from '../../../shared/runtime/v1/runtime-context.js';
 import { matchProviderError, providerErrorHint } from '../../../shared/runtime/provider-errors.js';
 import type { HermesResult } from './hermes-protocol.js';
@@ -19,11 +20,6 @@ export interface HermesExitFacts {
   result: Pick<HermesResult, 'exit_code' | 'failed' | 'failure_reason' | 'error' | 'interrupted'> | null;
 }
 
-function firstLine(text: string): string {
-  const line = text.split('\n').find((l) => l.trim() !== '') ?? '';
-  return line.length > 300 ? `${line.slice(0, 300)}…` : line;
-}
-
 /**
  * The hermes outcome, in fixed priority: could not start → timeout → cancel → blocking provider
  * failure (auth, quota, rate limit, model) → signal → exit 127 → failed `result` → non-zero exit
@@ -31,23 +27,12 @@ function firstLine(text: string): string {
  */
 export function classifyHermes(f: HermesExitFacts): Outcome {
   const base = { exit_code: f.exitCode, signal: f.signal };
-  if (f.spawnError) {
-    const missing = f.spawnError.code === 'ENOENT';
-    return {
-      status: 'blocked',
-      raw: `spawn:${f.spawnError.code}`,
-      message: missing ? `hermes binary not found: ${f.binary}` : `cannot start ${f.binary}: ${f.spawnError.message}`,
-      hint: missing ? 'install Hermes Agent >= 0.14.0 (pip install hermes-agent) or set runtime_config.binary (uh adapter check hermes)' : `check the permissions of ${f.binary}`,
-      timed_out: false,
-      ...base,
-    };
-  }
-  if (f.timedOut || f.abort?.kind === 'timeout') {
-    return { status: 'failed', raw: 'timeout', message: f.abort?.message ?? 'hermes timed out', timed_out: true, ...base };
-  }
-  if (f.abort?.kind === 'cancel') {
-    return { status: 'cancelled', raw: 'cancel', message: f.abort.message, timed_out: false, ...base };
-  }
+  const early = classifyProcessEnd(f, {
+    program: f.binary,
+    notFound: 'hermes binary not found',
+    installHint: 'install Hermes Agent >= 0.14.0 (pip install hermes-agent) or set runtime_config.binary (uh adapter check hermes)',
+  });
+  if (early) return early;
   const resultFailed = f.result !== null && (f.result.exit_code !== 0 || f.result.failed === true);
   const exitFailed = f.signal !== null || (f.exitCode !== null && f.exitCode !== 0);
   if (resultFailed || exitFailed) {

@@ -1,4 +1,5 @@
 import type { Outcome } from '../../../shared/contracts/runtime-result.js';
+import { classifyProcessEnd, firstLine } from '../../../shared/runtime/classify-process.js';
 import type { AbortReasonV1 } from '../../../shared/runtime/v1/runtime-context.js';
 import { matchProviderError, providerErrorHint } from '../../../shared/runtime/provider-errors.js';
 
@@ -22,11 +23,6 @@ export interface PiExitFacts {
   finalText: string | null;
 }
 
-function firstLine(text: string): string {
-  const line = text.split('\n').find((l) => l.trim() !== '') ?? '';
-  return line.length > 300 ? `${line.slice(0, 300)}…` : line;
-}
-
 /**
  * The pi / oh-my-pi outcome, in fixed priority: could not start → timeout → cancel → blocking
  * provider failure (auth, quota, rate limit, model) → signal → provider error stop → non-zero
@@ -34,25 +30,12 @@ function firstLine(text: string): string {
  */
 export function classifyPi(f: PiExitFacts): Outcome {
   const base = { exit_code: f.exitCode, signal: f.signal };
-  if (f.spawnError) {
-    const missing = f.spawnError.code === 'ENOENT';
-    return {
-      status: 'blocked',
-      raw: `spawn:${f.spawnError.code}`,
-      message: missing ? `${f.runtime} binary not found: ${f.binary}` : `cannot start ${f.binary}: ${f.spawnError.message}`,
-      hint: missing
-        ? `install it (${f.install}) or set runtime_config.binary (uh adapter check ${f.runtime})`
-        : `check the permissions of ${f.binary}`,
-      timed_out: false,
-      ...base,
-    };
-  }
-  if (f.timedOut || f.abort?.kind === 'timeout') {
-    return { status: 'failed', raw: 'timeout', message: f.abort?.message ?? `${f.runtime} timed out`, timed_out: true, ...base };
-  }
-  if (f.abort?.kind === 'cancel') {
-    return { status: 'cancelled', raw: 'cancel', message: f.abort.message, timed_out: false, ...base };
-  }
+  const early = classifyProcessEnd(f, {
+    program: f.binary,
+    notFound: `${f.runtime} binary not found`,
+    installHint: `install it (${f.install}) or set runtime_config.binary (uh adapter check ${f.runtime})`,
+  });
+  if (early) return early;
   const stoppedOnError = f.lastStopReason === 'error' || f.lastStopReason === 'aborted';
   const crashed = f.signal !== null || (f.exitCode !== null && f.exitCode !== 0);
   const failureText = stoppedOnError ? (f.lastErrorMessage ?? '') : crashed ? f.stderrTail : '';
