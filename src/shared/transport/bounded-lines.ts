@@ -1,7 +1,9 @@
 /**
  * Split a byte stream into lines with a cap on line length, so memory stays bounded whatever a
  * child prints. A line longer than the cap is reported once as `overflow` with a short preview;
- * the rest of it is dropped up to the next newline. Pure state, no I/O.
+ * the rest of it is dropped up to the next newline. Bytes are split before decoding, so a
+ * multi-byte character cut across chunks is never mangled; CR before LF and blank lines are
+ * dropped. Pure state, no I/O. Used by the CLI JSONL and the JSON-RPC NDJSON transports.
  */
 export type BoundedLine =
   | { kind: 'line'; text: string }
@@ -20,7 +22,8 @@ export class BoundedLineSplitter {
   constructor(private readonly maxLineBytes: number) {}
 
   /** Feed a chunk; returns the lines it completed, in order. */
-  push(chunk: Buffer): BoundedLine[] {
+  push(input: Buffer | Uint8Array | string): BoundedLine[] {
+    const chunk = typeof input === 'string' ? Buffer.from(input, 'utf8') : Buffer.isBuffer(input) ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength);
     const out: BoundedLine[] = [];
     let start = 0;
     while (start < chunk.length) {
@@ -71,6 +74,7 @@ export class BoundedLineSplitter {
     this.parts = [];
     this.size = 0;
     if (text.endsWith('\r')) text = text.slice(0, -1);
+    if (text.trim() === '') return null; // blank lines carry nothing in NDJSON or JSONL
     return { kind: 'line', text };
   }
 }

@@ -17,7 +17,10 @@
  *   is reported through `onDiagnostic` and never kills the connection.
  */
 import type { Readable, Writable } from 'node:stream';
-import { NdjsonLineSplitter } from './ndjson-line-splitter.js';
+import { BoundedLineSplitter, type BoundedLine } from './bounded-lines.js';
+
+/** Default cap on one line: generous for big tool outputs, small enough to bound memory. */
+export const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024;
 import { encodeJsonRpc, parseJsonRpcLine, type JsonRpcDialect, type JsonRpcId, type OutgoingJsonRpc } from './jsonrpc-message.js';
 import { JSONRPC_CODES, JsonRpcRemoteError, JsonRpcTransportError } from './jsonrpc-errors.js';
 
@@ -80,7 +83,7 @@ export class JsonRpcConnection {
   /** Ids we gave up on (timeout, abort): their late answers are dropped quietly. */
   private readonly abandoned = new Set<JsonRpcId>();
   private deadReason: JsonRpcTransportError | null = null;
-  private readonly splitter: NdjsonLineSplitter;
+  private readonly splitter: BoundedLineSplitter;
   private resolveClosed!: (reason: JsonRpcTransportError) => void;
   /** Resolves with the reason once the connection is dead. Never rejects. */
   readonly closed: Promise<JsonRpcTransportError>;
@@ -90,14 +93,13 @@ export class JsonRpcConnection {
     private readonly output: Writable,
     private readonly options: JsonRpcConnectionOptions,
   ) {
-    this.splitter = new NdjsonLineSplitter(options.maxLineBytes);
+    this.splitter = new BoundedLineSplitter(options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES);
     this.closed = new Promise((resolve) => (this.resolveClosed = resolve));
     input.on('data', (chunk: Buffer | string) => {
       for (const line of this.splitter.push(chunk)) this.onLine(line);
     });
     input.on('end', () => {
-      const last = this.splitter.end();
-      if (last) this.onLine(last);
+      for (const last of this.splitter.end()) this.onLine(last);
       if (options.failOnInputEnd !== false) this.fail(new JsonRpcTransportError('exited', 'the peer closed its output'));
     });
     input.on('error', (error) => this.fail(new JsonRpcTransportError('exited', `reading from the peer failed: ${error.message}`)));
@@ -206,9 +208,9 @@ export class JsonRpcConnection {
     }
   }
 
-  private onLine(split: ReturnType<NdjsonLineSplitter['push']>[number]): void {
-    if (split.kind === 'oversized') {
-      this.diagnose({ kind: 'oversized', bytes: split.bytes, head: split.head });
+  private onLine(split: BoundedLine): void {
+    if (split.kind === 'overflow') {
+      this.diagnose({ kind: 'oversized', bytes: split.bytes, head: split.preview.slice(0, 200) });
       return;
     }
     const line = split.text;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { encodeJsonRpc, parseJsonRpcLine, type OutgoingJsonRpc } from '../../../src/shared/transport/jsonrpc-message.js';
-import { NdjsonLineSplitter } from '../../../src/shared/transport/ndjson-line-splitter.js';
+import { BoundedLineSplitter } from '../../../src/shared/transport/bounded-lines.js';
 
 describe('parseJsonRpcLine', () => {
   it.each([
@@ -44,8 +44,8 @@ describe('encodeJsonRpc', () => {
   });
 });
 
-describe('NdjsonLineSplitter', () => {
-  const texts = (lines: ReturnType<NdjsonLineSplitter['push']>) => lines.map((l) => (l.kind === 'line' ? l.text : `<oversized ${l.bytes}>`));
+describe('BoundedLineSplitter (NDJSON framing)', () => {
+  const texts = (lines: ReturnType<BoundedLineSplitter['push']>) => lines.map((l) => (l.kind === 'line' ? l.text : `<oversized ${l.bytes}>`));
 
   it.each<[string, string[], string[]]>([
     ['one line per chunk', ['a\n', 'b\n'], ['a', 'b']],
@@ -54,27 +54,27 @@ describe('NdjsonLineSplitter', () => {
     ['CRLF', ['a\r\nb\r\n'], ['a', 'b']],
     ['blank lines skipped', ['\n\n  \na\n'], ['a']],
   ])('%s', (_name, chunks, expected) => {
-    const s = new NdjsonLineSplitter();
+    const s = new BoundedLineSplitter(1024 * 1024);
     expect(chunks.flatMap((c) => texts(s.push(c)))).toEqual(expected);
   });
 
   it('keeps a multi-byte character cut across chunks', () => {
-    const s = new NdjsonLineSplitter();
+    const s = new BoundedLineSplitter(1024 * 1024);
     const bytes = Buffer.from('"héllo ✓"\n');
     const out = [...s.push(bytes.subarray(0, 3)), ...s.push(bytes.subarray(3, 11)), ...s.push(bytes.subarray(11))];
     expect(texts(out)).toEqual(['"héllo ✓"']);
   });
 
   it('returns the last line without newline at end', () => {
-    const s = new NdjsonLineSplitter();
+    const s = new BoundedLineSplitter(1024 * 1024);
     expect(texts(s.push('a\nb'))).toEqual(['a']);
-    expect(s.end()).toEqual({ kind: 'line', text: 'b' });
+    expect(s.end()).toEqual([{ kind: 'line', text: 'b' }]);
   });
 
   it('rejects an oversized line without buffering it, then goes on', () => {
-    const s = new NdjsonLineSplitter(10);
+    const s = new BoundedLineSplitter(10);
     const out = [...s.push('0123456789AB'), ...s.push('CDEF'), ...s.push('GH\nok\n')];
     expect(texts(out)).toEqual(['<oversized 18>', 'ok']);
-    expect(out[0]).toMatchObject({ kind: 'oversized', head: '0123456789AB' });
+    expect(out[0]).toMatchObject({ kind: 'overflow', preview: '0123456789AB' });
   });
 });
