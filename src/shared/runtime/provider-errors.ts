@@ -31,14 +31,15 @@ export function matchProviderError(text: string | null | undefined): ProviderErr
   return null;
 }
 
-/** `try again in 20s`, `retry after 1.5 seconds`, `retry-after: 30`, `try again in 250ms`. */
+/** `try again in 20s`, `retry after 1.5 seconds`, `retry-after: 30`, `try again in 250ms`, `in 2 hours`. */
 export function parseRetryAfterMs(text: string): number | undefined {
-  const m = /(?:try again in|retry[- ]after:?|retry in)\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|sec(?:ond)?s?|m|min(?:ute)?s?)?\b/i.exec(text);
+  const m = /(?:try again in|retry[- ]after:?|retry in)\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|sec(?:ond)?s?|m|min(?:ute)?s?|h|hours?)?\b/i.exec(text);
   if (!m) return undefined;
   const n = Number(m[1]);
   const unit = (m[2] ?? 's').toLowerCase();
   if (unit.startsWith('ms') || unit.startsWith('milli')) return Math.round(n);
   if (unit === 'm' || unit.startsWith('min')) return Math.round(n * 60_000);
+  if (unit.startsWith('h')) return Math.round(n * 3_600_000);
   return Math.round(n * 1000);
 }
 

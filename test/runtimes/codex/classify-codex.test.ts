@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { classifyCodex, retryAfterFromText, type CodexRunFacts } from '../../../src/workers/runtimes/codex/classify-codex.js';
+import { classifyCodex, type CodexRunFacts } from '../../../src/workers/runtimes/codex/classify-codex.js';
+import { parseRetryAfterMs } from '../../../src/shared/runtime/provider-errors.js';
 
 const ok: CodexRunFacts = {
   binary: 'codex',
@@ -65,11 +66,11 @@ describe('classifyCodex', () => {
   });
 });
 
-describe('retryAfterFromText', () => {
+describe('parseRetryAfterMs on codex messages', () => {
   it.each([
     ['Please try again in 20s.', 20_000],
     ['try again in 1.5 seconds', 1500],
     ['try again in 2 hours', 7_200_000],
-    ['try again at 5:30 PM', null],
-  ])('%s', (text, ms) => expect(retryAfterFromText(text)).toBe(ms));
+    ['try again at 5:30 PM', undefined],
+  ])('%s', (text, ms) => expect(parseRetryAfterMs(text)).toBe(ms));
 });

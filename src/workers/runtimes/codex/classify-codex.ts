@@ -13,6 +13,7 @@
  *   9. exit 0 with no turn.completed: completed when the -o file has a message, else failed
  */
 import type { Outcome } from '../../../shared/contracts/runtime-result.js';
+import { parseRetryAfterMs } from '../../../shared/runtime/provider-errors.js';
 import { classifyProcessEnd } from '../../../shared/runtime/classify-process.js';
 import type { AbortReasonV1 } from '../../../shared/runtime/v1/runtime-context.js';
 
@@ -89,16 +90,6 @@ export const CODEX_BLOCKED_RULES: readonly BlockedRule[] = [
 
 const DEFAULT_RETRY_MS = 60_000;
 
-/** `try again in 20s`, `in 1.5 seconds`, `in 3 minutes`, `in 2 hours` → ms, or null. */
-export function retryAfterFromText(text: string): number | null {
-  const m = /(?:try again|retry) in (\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?|m|min|minutes?|h|hours?)\b/i.exec(text);
-  if (!m) return null;
-  const n = Number(m[1]);
-  const unit = m[2]!.toLowerCase();
-  const factor = unit === 'ms' ? 1 : unit.startsWith('h') ? 3_600_000 : unit.startsWith('m') ? 60_000 : 1000;
-  return Math.round(n * factor);
-}
-
 export function classifyCodex(f: CodexRunFacts): Outcome {
   const base = { exit_code: f.exitCode, signal: f.signal };
   const early = classifyProcessEnd(f, {
@@ -125,7 +116,7 @@ export function classifyCodex(f: CodexRunFacts): Outcome {
   for (const rule of CODEX_BLOCKED_RULES) {
     const text = evidence.find((t) => rule.pattern.test(t));
     if (text === undefined) continue;
-    const retryAfter = rule.retry ? (retryAfterFromText(text) ?? DEFAULT_RETRY_MS) : undefined;
+    const retryAfter = rule.retry ? (parseRetryAfterMs(text) ?? DEFAULT_RETRY_MS) : undefined;
     return {
       status: 'blocked',
       raw: rule.raw,
