@@ -108,6 +108,7 @@ export async function executeOperation(options: ExecuteOptions): Promise<Execute
     worker: { host: hostname(), pid: process.pid },
     sandbox_path: null,
     runtime_started: false,
+    mode: options.mode,
     status: null,
     verdict: null,
     exit_code: null,

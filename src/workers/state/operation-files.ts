@@ -35,6 +35,8 @@ export const OperationRecordSchema = z.object({
   worker: z.object({ host: z.string(), pid: z.number().int() }).nullable(),
   sandbox_path: z.string().nullable(),
   runtime_started: z.boolean(),
+  /** `queue` when a queue worker ran it: the Redis record is then the source of truth. */
+  mode: z.enum(['inline', 'queue']).default('inline'),
   status: z.string().nullable(),
   verdict: z.string().nullable(),
   exit_code: z.number().int().nullable(),

@@ -144,11 +144,12 @@ async function recoverUnknownFromRuntime(record: QueueRecord, stateDir: string, 
 }
 
 export async function missionRecover(argv: string[]): Promise<number> {
-  // An operation in the local state dir (inline runs) is recovered there, without Redis.
+  // An inline operation in the local state dir is recovered there, without Redis (a queue
+  // worker's local copy is not: Redis holds that operation's truth).
   const local = parseCommand(RECOVER, argv);
   const localId = local.positionals[0];
   const stateDir = resolveStateDir(local.values['state-dir'] as string | undefined);
-  if (!local.values.help && !local.values.redis && localId !== undefined && local.positionals.length === 1 && readRecord(stateDir, localId)) {
+  if (!local.values.help && !local.values.redis && localId !== undefined && local.positionals.length === 1 && readRecord(stateDir, localId)?.mode === 'inline') {
     const settle = local.values.settle;
     if (settle !== 'failed' && settle !== 'cancelled') throw invalidInput(`--settle: "${String(settle)}" must be failed or cancelled`);
     const { recoverInline } = await import('../../../workers/inline/recover-inline.js');
