@@ -1,2 +1,3 @@
 #!/usr/bin/env node
-import '../dist/src/producers/cli/main.js';
+// The bundled CLI (scripts/bundle.mjs); `npm run build` (run by `npm ci`) makes it.
+import '../dist/bundle/main.js';
