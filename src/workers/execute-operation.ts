@@ -30,6 +30,7 @@ import { decideVerdict } from './results/verdict.js';
 import { createSandbox, removeSandbox, retainSandbox, type Sandbox } from './sandbox/worktree.js';
 import { EventLog } from './state/event-log.js';
 import { fileJournal } from './state/file-journal.js';
+import { describeGroup, PROCESS_GROUPS_KEY, type ProcessGroup } from '../shared/process/leftover-groups.js';
 import { operationDir, writeReceiptOnce, writeRecord, type OperationRecord } from './state/operation-files.js';
 
 export interface ExecuteOptions {
@@ -274,17 +275,30 @@ async function runRuntime(
   else options.signal?.addEventListener('abort', onCancel, { once: true });
 
   let ids = 0;
+  const journal = options.journal ?? fileJournal(join(dir, 'runtime-journal.json'));
+  // Every process group the runtime starts is journalled, so `uh mission recover` can end the
+  // ones a dead uh process left behind.
+  const groups: ProcessGroup[] = [];
+  const recordingSpawn: SpawnGroup = (spawnOptions) => {
+    const child = spawn(spawnOptions);
+    const group = child.pid === undefined ? null : describeGroup(child.pid);
+    if (group) {
+      groups.push(group);
+      void journal.put({ [PROCESS_GROUPS_KEY]: [...groups] }).catch(() => undefined);
+    }
+    return child;
+  };
   const ctx: RuntimeContextV1 = {
     workDir: sandbox.path,
     logDir: dir,
     signal: controller.signal,
-    spawn,
+    spawn: recordingSpawn,
     fetch: options.fetch ?? globalThis.fetch,
     now: () => (options.now ?? (() => new Date()))().getTime(),
     generateId: () => `${mission.operation_id}-${++ids}`,
     logger,
     env,
-    journal: options.journal ?? fileJournal(join(dir, 'runtime-journal.json')),
+    journal,
     mission: { missionId: mission.mission_id, operationId: mission.operation_id, attempt: options.attempt ?? 1 },
   };
   const folded = initialFold();

@@ -34,11 +34,11 @@ describe('uh mission recover (inline state)', () => {
     const run = runCli(['mission', 'run', path, '--state-dir', stateDir], { cwd: repo, env, onSpawn: (pid) => (uhPid = pid) });
     expect(await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '')).toBe(true);
     const grandchild = Number(readFileSync(pidFile, 'utf8'));
+    const group = groupOf(grandchild);
     process.kill(uhPid, 'SIGKILL');
     expect((await run).code).toBe(null);
-    // The runtime outlived uh (it has its own process group): the test cleans it up.
-    process.kill(-groupOf(grandchild), 'SIGKILL');
-    expect(await waitFor(() => processGone(grandchild))).toBe(true);
+    // The runtime outlives uh: it has its own process group.
+    expect(processGone(grandchild)).toBe(false);
 
     const status = await runCli(['mission', 'status', operationId, '--json', '--state-dir', stateDir], { cwd: repo, env });
     expect(status.code).toBe(5);
@@ -49,6 +49,9 @@ describe('uh mission recover (inline state)', () => {
     const body = JSON.parse(recover.stdout);
     expect(body.operation).toMatchObject({ state: 'finished', status: 'failed' });
     expect(body.steps.join('\n')).toContain('after its runtime started → unknown');
+    // Recover ended the runtime's leftover process group, grandchildren included.
+    expect(body.steps.join('\n')).toContain(`killed the runtime's leftover process group(s): ${group}`);
+    expect(await waitFor(() => processGone(grandchild))).toBe(true);
     const receipt = JSON.parse(readFileSync(join(stateDir, 'operations', operationId, 'receipt.json'), 'utf8'));
     expect(receipt.outcome).toMatchObject({ status: 'failed', raw: 'unknown' });
 

@@ -22,6 +22,8 @@ import { buildReceipt } from '../results/build-receipt.js';
 import { captureDiff, type DiffCapture } from '../verification/capture-diff.js';
 import { checkScope } from '../verification/scope-check.js';
 import { EventLog } from '../state/event-log.js';
+import { fileJournal } from '../state/file-journal.js';
+import { killLeftoverGroups } from '../../shared/process/leftover-groups.js';
 import { operationDir, readRecord, writeReceiptOnce, writeRecord, workerAlive, type OperationRecord } from '../state/operation-files.js';
 
 export interface InlineRecovery {
@@ -53,6 +55,8 @@ export async function recoverInline(stateDir: string, id: string, settle: 'faile
     writeRecord(stateDir, record);
     steps.push(`pid ${record.worker?.pid} is gone after its runtime started → unknown`);
   }
+  const killed = killLeftoverGroups(await fileJournal(join(dir, 'runtime-journal.json')).get());
+  if (killed.length > 0) steps.push(`killed the runtime's leftover process group(s): ${killed.join(', ')}`);
   let finished: RuntimeFinishedData | undefined;
   let outcome: Outcome | undefined;
   try {

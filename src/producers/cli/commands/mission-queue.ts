@@ -191,6 +191,9 @@ export async function missionRecover(argv: string[]): Promise<number> {
       }
     }
     if (record.state === 'unknown') {
+      const { killLeftoverGroups } = await import('../../../shared/process/leftover-groups.js');
+      const killed = killLeftoverGroups(record.journal);
+      if (killed.length > 0) steps.push(`killed the runtime's leftover process group(s) on this host: ${killed.join(', ')}`);
       const { synthesizeReceipt } = await import('../../../workers/results/synthesize-receipt.js');
       // First ask the runtime (if it can recover) what became of the run: an exact answer beats --settle.
       const fromRuntime = await recoverUnknownFromRuntime(record, resolveStateDir(values['state-dir'] as string | undefined), steps);
