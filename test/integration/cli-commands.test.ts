@@ -170,3 +170,17 @@ describe('sandbox retention', () => {
     expect(existsSync(join(victim, 'keep'))).toBe(true);
   });
 });
+
+describe('uh doctor', () => {
+  it('reports a ready machine, and a Redis that does not answer as not ready (exit 3)', async () => {
+    const ok = await runCli(['doctor', '--json', '--redis', process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'], { cwd: repo, env: env() });
+    expect(ok.code).toBe(0);
+    const body = JSON.parse(ok.stdout);
+    expect(body.ok).toBe(true);
+    expect(body.findings.map((f: any) => f.what)).toEqual(expect.arrayContaining(['node', 'git', 'state dir', 'cache dir', 'redis', 'runtime command']));
+    const down = await runCli(['doctor', '--redis', 'redis://127.0.0.1:1'], { cwd: repo, env: env() });
+    expect(down.code).toBe(3);
+    expect(down.stdout).toMatch(/✖ redis\s+.*ECONNREFUSED/);
+    expect(down.stdout).toContain('hint: start Redis');
+  });
+});

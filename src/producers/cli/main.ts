@@ -20,6 +20,9 @@ const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
   worker: {
     start: async () => (await import('./commands/worker-start.js')).workerStart,
   },
+  doctor: {
+    '': async () => (await import('./commands/doctor.js')).doctor,
+  },
   adapter: {
     list: async () => (await import('./commands/adapter.js')).adapterList,
     add: async () => (await import('./commands/adapter.js')).adapterAdd,
@@ -43,6 +46,7 @@ usage: uh <group> <command> [options]   (every command takes --help)
   uh adapter list                  list runtimes and their manifests
   uh adapter add <id>              write .harness/adapters/<id>.yaml from a template
   uh adapter check <id>            is the runtime usable on this machine?
+  uh doctor                        is this machine ready (node, git, dirs, Redis, runtimes)?
 
 exit codes: 0 completed (verified or unverified) · 1 failed, verification failed or scope
 violation · 2 invalid input · 3 blocked · 4 cancelled · 5 unknown or wait timed out
@@ -61,6 +65,11 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const commands = COMMANDS[group];
+  // Single-word commands (`uh doctor`) keep every argument.
+  if (commands?.[''] && (command === undefined || command.startsWith('-'))) {
+    const handler = await commands['']();
+    return handler(argv.slice(1));
+  }
   const load = command === undefined ? undefined : commands?.[command];
   if (!commands || !load) {
     const known = commands ? Object.keys(commands).map((c) => `uh ${group} ${c}`).join(', ') : Object.keys(COMMANDS).join(', ');

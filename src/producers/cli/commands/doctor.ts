@@ -1,0 +1,112 @@
+/**
+ * `uh doctor`: is this machine ready? Node and git versions, state and cache dirs writable,
+ * Redis reachable (when configured), and each runtime's own check. Exit 0 when the core
+ * (node, git, dirs, and Redis if asked for) is fine, 3 otherwise; runtimes only inform.
+ */
+import { execFileSync } from 'node:child_process';
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import { loadConfig } from '../../../shared/config.js';
+import { EXIT } from '../../../shared/contracts/exit-codes.js';
+import { errorMessage } from '../../../shared/errors.js';
+import { spawnGroup } from '../../../shared/process/spawn-group.js';
+import { RUNTIME_ADAPTERS } from '../../../workers/runtimes/registry.js';
+import { mergeConfig } from '../../resolve-runtime.js';
+import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+
+const DOCTOR: CommandSpec = {
+  usage: 'uh doctor [--json] [--redis url] [--state-dir dir]',
+  summary: 'Check that this machine can run missions: node, git, state and cache dirs, Redis (with --redis or $REDIS_URL), and every runtime.',
+  options: { ...COMMON_OPTIONS, redis: { type: 'string' } },
+  examples: ['uh doctor', 'uh doctor --redis redis://127.0.0.1:6379 --json'],
+};
+
+interface Finding {
+  what: string;
+  ok: boolean;
+  detail: string;
+  hint?: string;
+  core: boolean;
+}
+
+function versionAtLeast(version: string, min: number[]): boolean {
+  const parts = version.split('.').map((p) => Number.parseInt(p, 10));
+  for (let i = 0; i < min.length; i++) {
+    const a = parts[i] ?? 0;
+    const b = min[i] ?? 0;
+    if (a !== b) return a > b;
+  }
+  return true;
+}
+
+function writable(dir: string): string | null {
+  try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.W_OK);
+    return null;
+  } catch (error) {
+    return errorMessage(error);
+  }
+}
+
+async function pingRedis(url: string): Promise<string | null> {
+  const { Redis } = await import('ioredis');
+  const redis = new Redis(url, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  let last: string | null = null;
+  redis.on('error', (error: Error) => (last = error.message)); // reported below, once
+  try {
+    await redis.connect();
+    await redis.ping();
+    return null;
+  } catch (error) {
+    return last ?? errorMessage(error);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+export async function doctor(argv: string[]): Promise<number> {
+  const { values } = parseCommand(DOCTOR, argv);
+  if (values.help) return void process.stdout.write(`${helpText(DOCTOR)}\n`), EXIT.ok;
+  const config = loadConfig();
+  const findings: Finding[] = [];
+  const node = process.versions.node;
+  findings.push({ what: 'node', ok: versionAtLeast(node, [20, 18]), detail: `v${node}`, hint: 'install Node.js 20.18 or newer', core: true });
+  try {
+    const git = /(\d+\.\d+(?:\.\d+)?)/.exec(execFileSync('git', ['--version'], { encoding: 'utf8' }))?.[1] ?? '0';
+    findings.push({ what: 'git', ok: versionAtLeast(git, [2, 31]), detail: git, hint: 'install git 2.31 or newer (worktrees, rev-parse --path-format)', core: true });
+  } catch (error) {
+    findings.push({ what: 'git', ok: false, detail: errorMessage(error), hint: 'install git', core: true });
+  }
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
+  for (const [what, dir, hint] of [
+    ['state dir', stateDir, 'pass --state-dir or set UH_STATE_DIR to a writable folder'],
+    ['cache dir', config.cacheDir, 'set UH_CACHE_DIR to a writable folder'],
+  ] as const) {
+    const problem = writable(dir);
+    findings.push({ what, ok: problem === null, detail: problem ?? dir, hint, core: true });
+  }
+  const redisUrl = (values.redis as string | undefined) ?? process.env.REDIS_URL;
+  if (redisUrl) {
+    const problem = await pingRedis(redisUrl);
+    findings.push({ what: 'redis', ok: problem === null, detail: problem ?? `${redisUrl.replace(/\/\/[^@]*@/, '//***@')} answers`, hint: 'start Redis or fix --redis / REDIS_URL (queue mode only)', core: true });
+  }
+  for (const adapter of RUNTIME_ADAPTERS) {
+    const parsed = adapter.configSchema.safeParse(mergeConfig(adapter.defaultConfig, adapter.exampleConfig ?? {}));
+    if (!parsed.success) {
+      findings.push({ what: `runtime ${adapter.id}`, ok: false, detail: 'needs a runtime_config to check', hint: `uh adapter add ${adapter.id}, then uh adapter check ${adapter.id}`, core: false });
+      continue;
+    }
+    const result = await adapter.check(parsed.data, { spawn: spawnGroup, fetch: globalThis.fetch, now: () => Date.now(), env: process.env });
+    findings.push({ what: `runtime ${adapter.id}`, ok: result.ok, detail: result.summary, ...(result.hint ? { hint: result.hint } : {}), core: false });
+  }
+  const ok = findings.filter((f) => f.core).every((f) => f.ok);
+  if (values.json) writeJson({ ok, findings });
+  else {
+    for (const f of findings) {
+      process.stdout.write(`${f.ok ? '✔' : f.core ? '✖' : '·'} ${f.what.padEnd(26)} ${f.detail}\n`);
+      if (!f.ok && f.hint) process.stdout.write(`  hint: ${f.hint}\n`);
+    }
+    process.stdout.write(ok ? 'ready to run missions\n' : 'not ready: fix the ✖ lines above\n');
+  }
+  return ok ? EXIT.ok : EXIT.blocked;
+}
