@@ -20,6 +20,10 @@ const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
   worker: {
     start: async () => (await import('./commands/worker-start.js')).workerStart,
   },
+  batch: {
+    run: async () => (await import('./commands/batch.js')).batchRun,
+    report: async () => (await import('./commands/batch.js')).batchReport,
+  },
   doctor: {
     '': async () => (await import('./commands/doctor.js')).doctor,
   },
@@ -42,6 +46,8 @@ usage: uh <group> <command> [options]   (every command takes --help)
   uh mission watch <operation>     follow an operation's events live (queue mode)
   uh mission cancel <operation>    cancel a queued or running operation from any host
   uh mission recover <operation>   settle an unknown operation (never re-runs it)
+  uh batch run <file> --runtimes a,b   one mission on several runtimes, compared side by side
+  uh batch report <batch>          the comparison table of a batch
   uh worker start                  run runtime pools (--runtime, --concurrency) or --results
   uh adapter list                  list runtimes and their manifests
   uh adapter add <id>              write .harness/adapters/<id>.yaml from a template
