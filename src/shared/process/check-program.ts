@@ -25,16 +25,19 @@ function isExecutable(path: string): boolean {
   }
 }
 
+/** The failed check of a program that is not on PATH (or not executable). */
+export function programNotFound(program: string, hint: string): AdapterCheckV1 {
+  return {
+    ok: false,
+    summary: `program not found: ${program}`,
+    errors: [`${program} is not on PATH${isAbsolute(program) ? ' (or not executable)' : ''}`],
+    hint,
+  };
+}
+
 /** A check that only asks whether the program exists and is executable. */
 export async function checkProgram(program: string, ctx: CheckContextV1): Promise<AdapterCheckV1> {
   const found = whichProgram(program, ctx.env);
-  if (found === null) {
-    return {
-      ok: false,
-      summary: `program not found: ${program}`,
-      errors: [`${program} is not on PATH${isAbsolute(program) ? ' (or not executable)' : ''}`],
-      hint: `install ${program} or set runtime_config.argv[0] to its full path`,
-    };
-  }
+  if (found === null) return programNotFound(program, `install ${program} or set runtime_config.argv[0] to its full path`);
   return { ok: true, summary: `${program} at ${found}`, errors: [] };
 }

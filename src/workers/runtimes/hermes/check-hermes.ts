@@ -1,5 +1,5 @@
 import type { AdapterCheckV1, CheckContextV1 } from '../../../shared/runtime/v1/index.js';
-import { whichProgram } from '../../../shared/process/check-program.js';
+import { programNotFound, whichProgram } from '../../../shared/process/check-program.js';
 import { captureOutput, compareSemver, parseSemver } from '../../../shared/process/capture-output.js';
 import { parseHermesHelp } from './hermes-argv.js';
 import { HERMES_MIN_VERSION, type HermesSettings } from './hermes-settings.js';
@@ -11,14 +11,7 @@ import { HERMES_MIN_VERSION, type HermesSettings } from './hermes-settings.js';
 export async function checkHermes(config: HermesSettings, ctx: CheckContextV1): Promise<AdapterCheckV1> {
   const env = { ...ctx.env, ...config.env };
   const found = whichProgram(config.binary, env);
-  if (found === null) {
-    return {
-      ok: false,
-      summary: `program not found: ${config.binary}`,
-      errors: [`${config.binary} is not on PATH (or not executable)`],
-      hint: `install Hermes Agent >= ${HERMES_MIN_VERSION} or set runtime_config.binary`,
-    };
-  }
+  if (found === null) return programNotFound(config.binary, `install Hermes Agent >= ${HERMES_MIN_VERSION} or set runtime_config.binary`);
   const opts = { env, timeoutMs: 20_000, ...(ctx.signal ? { signal: ctx.signal } : {}) };
   const version = await captureOutput(ctx.spawn, { argv: [found, '--version'], ...opts });
   const v = parseSemver(`${version.stdout}\n${version.stderr}`);

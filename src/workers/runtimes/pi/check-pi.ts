@@ -1,5 +1,5 @@
 import type { AdapterCheckV1, CheckContextV1 } from '../../../shared/runtime/v1/index.js';
-import { whichProgram } from '../../../shared/process/check-program.js';
+import { programNotFound, whichProgram } from '../../../shared/process/check-program.js';
 import { captureOutput, parseSemver } from '../../../shared/process/capture-output.js';
 import type { PiSettings } from './pi-settings.js';
 
@@ -14,14 +14,7 @@ export async function checkPi(
 ): Promise<AdapterCheckV1> {
   const env = { ...ctx.env, ...config.env, ...(config.offline ? { PI_OFFLINE: '1' } : {}) };
   const found = whichProgram(config.binary, env);
-  if (found === null) {
-    return {
-      ok: false,
-      summary: `program not found: ${config.binary}`,
-      errors: [`${config.binary} is not on PATH (or not executable)`],
-      hint: `install it (${variant.install}) or set runtime_config.binary`,
-    };
-  }
+  if (found === null) return programNotFound(config.binary, `install it (${variant.install}) or set runtime_config.binary`);
   const opts = { env, ...(ctx.signal ? { signal: ctx.signal } : {}) };
   const version = await captureOutput(ctx.spawn, { argv: [found, '--version'], ...opts });
   if (version.exitCode !== 0) {
