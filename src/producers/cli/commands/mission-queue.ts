@@ -3,7 +3,6 @@ import { EXIT } from '../../../shared/contracts/status.js';
 import type { UhEvent } from '../../../shared/contracts/event.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
 import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-store.js';
-import type { QueueClient } from '../../queue/queue-client.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import type { Receipt } from '../../../shared/contracts/receipt.js';
 import { readRecord } from '../../../workers/state/operation-files.js';
@@ -86,33 +85,14 @@ export async function missionWatch(argv: string[]): Promise<number> {
 }
 
 /** Remove a waiting job and settle its record as cancelled, if it is still queued (atomic). */
-async function cancelWaiting(client: QueueClient, record: QueueRecord, reason: string): Promise<boolean> {
-  const queue = await client.queue(record.runtime);
-  await queue.remove(record.job_id).catch(() => 0); // 0 when a worker holds it: then its claim sees the flag
-  const { synthesizeReceipt } = await import('../../../workers/results/synthesize-receipt.js');
-  const { completionOf, eventJson } = await import('../../../shared/queue/operation-store.js');
-  const receipt = synthesizeReceipt(record, { status: 'cancelled', raw: 'cancel', message: `cancelled while waiting: ${reason}`, timed_out: false });
-  return client.store.settle(record.operation_id, {
-    owner: null,
-    allowedStates: ['queued'],
-    record: { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code },
-    artifacts: { receipt: `${JSON.stringify(receipt, null, 2)}\n` },
-    event: eventJson(record.operation_id, 'operation.completed', { status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
-    completion: completionOf(record, { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
-  });
-}
-
 export async function missionCancel(argv: string[]): Promise<number> {
   const got = await open(CANCEL, argv);
   if (!got) return void process.stdout.write(`${helpText(CANCEL)}\n`), EXIT.ok;
   const { values, id, client } = got;
   try {
     const reason = (values.reason as string | undefined) ?? 'uh mission cancel';
-    const request = await client.store.requestCancel(id, reason);
-    let outcome: string;
-    if (request.kind === 'settled') outcome = `already ${request.state}`;
-    else if (request.state === 'queued' && (await cancelWaiting(client, got.record, reason))) outcome = 'cancelled (was waiting)';
-    else outcome = 'cancel sent to the worker running it';
+    const { cancelOperation } = await import('../../queue/cancel-operation.js');
+    const outcome = await cancelOperation(client, got.record, reason);
     let record = (await client.store.get(id)) as QueueRecord;
     if (values.wait && record.state !== 'finished' && record.state !== 'unknown') {
       const { tailOperation } = await import('../../../shared/queue/event-stream.js');
