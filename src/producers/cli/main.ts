@@ -24,6 +24,9 @@ const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
     run: async () => (await import('./commands/batch.js')).batchRun,
     report: async () => (await import('./commands/batch.js')).batchReport,
   },
+  api: {
+    start: async () => (await import('./commands/api-start.js')).apiStart,
+  },
   doctor: {
     '': async () => (await import('./commands/doctor.js')).doctor,
   },
@@ -52,6 +55,7 @@ usage: uh <group> <command> [options]   (every command takes --help)
   uh adapter list                  list runtimes and their manifests
   uh adapter add <id>              write .harness/adapters/<id>.yaml from a template
   uh adapter check <id>            is the runtime usable on this machine?
+  uh api start                     serve queue mode over HTTP (submit, status, artifacts, SSE events)
   uh doctor                        is this machine ready (node, git, dirs, Redis, runtimes)?
 
 exit codes: 0 completed (verified or unverified) · 1 failed, verification failed or scope
