@@ -103,14 +103,14 @@ describe('uh api start', () => {
     expect(await again.json()).toMatchObject({ kind: 'attached' });
     const conflict = await post('/v1/missions', mission('api-001', 'Something else'));
     expect(conflict.status).toBe(409);
-    expect((await conflict.json()).error).toMatchObject({ kind: 'conflict', name: 'OperationConflict' });
+    expect(((await conflict.json()) as { error: unknown }).error).toMatchObject({ kind: 'conflict', name: 'OperationConflict' });
   });
 
   it('rejects a bad mission with 400 and one line per problem, naming the path', async () => {
     const bad = { ...mission('api-bad'), objectve: 'typo', timeout_seconds: 'soon' };
     const r = await post('/v1/missions', bad);
     expect(r.status).toBe(400);
-    const { error } = await r.json();
+    const { error } = (await r.json()) as { error: { kind: string; details: string[] } };
     expect(error.kind).toBe('invalid_input');
     expect(error.details).toEqual(expect.arrayContaining(['objectve: unknown key', expect.stringContaining('timeout_seconds')]));
     const notJson = await fetch(`${base}/v1/missions`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{oops' });
