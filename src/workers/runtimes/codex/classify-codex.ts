@@ -14,17 +14,10 @@
  */
 import type { Outcome } from '../../../shared/contracts/runtime-result.js';
 import { parseRetryAfterMs } from '../../../shared/runtime/provider-errors.js';
-import { classifyProcessEnd } from '../../../shared/runtime/classify-process.js';
-import type { AbortReasonV1 } from '../../../shared/runtime/v1/runtime-context.js';
+import { classifyProcessEnd, type ProcessEndFacts } from '../../../shared/runtime/classify-process.js';
 
-export interface CodexRunFacts {
+export interface CodexRunFacts extends ProcessEndFacts {
   binary: string;
-  spawnError?: { code: string; message: string };
-  exitCode: number | null;
-  signal: string | null;
-  timedOut: boolean;
-  /** Set when the run's signal was aborted (cancel or mission timeout). */
-  abort: AbortReasonV1 | null;
   turnCompleted: boolean;
   turnFailed: string | null;
   lastError: string | null;

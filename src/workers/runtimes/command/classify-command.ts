@@ -1,14 +1,7 @@
 import type { Outcome } from '../../../shared/contracts/runtime-result.js';
-import type { AbortReasonV1 } from '../../../shared/runtime/v1/runtime-context.js';
-import { classifyProcessEnd } from '../../../shared/runtime/classify-process.js';
+import { classifyProcessEnd, type ProcessEndFacts } from '../../../shared/runtime/classify-process.js';
 
-export interface CommandExit {
-  exitCode: number | null;
-  signal: string | null;
-  timedOut: boolean;
-  /** Set when the run's signal was aborted (cancel or mission timeout). */
-  abort: AbortReasonV1 | null;
-  spawnError?: { code: string; message: string };
+export interface CommandExit extends ProcessEndFacts {
   program: string;
 }
 

@@ -1,18 +1,12 @@
 import type { Outcome } from '../../../shared/contracts/runtime-result.js';
-import { classifyProcessEnd, firstLine } from '../../../shared/runtime/classify-process.js';
-import type { AbortReasonV1 } from '../../../shared/runtime/v1/runtime-context.js';
+import { classifyProcessEnd, firstLine, type ProcessEndFacts } from '../../../shared/runtime/classify-process.js';
 import { matchProviderError, providerErrorHint } from '../../../shared/runtime/provider-errors.js';
 import type { HermesResult } from './hermes-protocol.js';
 
 /** Everything the hermes outcome depends on, gathered by the adapter after the child exits. */
-export interface HermesExitFacts {
+export interface HermesExitFacts extends ProcessEndFacts {
   binary: string;
   mode: 'stream-json' | 'text';
-  exitCode: number | null;
-  signal: string | null;
-  timedOut: boolean;
-  abort: AbortReasonV1 | null;
-  spawnError?: { code: string; message: string };
   stderrTail: string;
   /** The end of stdout in text mode (Hermes prints some errors there); '' in stream-json mode. */
   stdoutTail: string;

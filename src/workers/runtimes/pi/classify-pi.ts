@@ -1,20 +1,14 @@
 import type { Outcome } from '../../../shared/contracts/runtime-result.js';
-import { classifyProcessEnd, firstLine } from '../../../shared/runtime/classify-process.js';
-import type { AbortReasonV1 } from '../../../shared/runtime/v1/runtime-context.js';
+import { classifyProcessEnd, firstLine, type ProcessEndFacts } from '../../../shared/runtime/classify-process.js';
 import { matchProviderError, providerErrorHint } from '../../../shared/runtime/provider-errors.js';
 
 /** Everything the pi/oh-my-pi outcome depends on, gathered by the adapter after the child exits. */
-export interface PiExitFacts {
+export interface PiExitFacts extends ProcessEndFacts {
   /** `pi` or `oh-my-pi`, for messages and hints. */
   runtime: string;
   binary: string;
   /** How the operator installs the binary (for the missing-binary hint). */
   install: string;
-  exitCode: number | null;
-  signal: string | null;
-  timedOut: boolean;
-  abort: AbortReasonV1 | null;
-  spawnError?: { code: string; message: string };
   stderrTail: string;
   /** `stopReason` / `errorMessage` of the last assistant message (pi exits 0 on provider errors). */
   lastStopReason: string | null;
