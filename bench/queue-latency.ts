@@ -69,7 +69,8 @@ export async function runQueueLatency(): Promise<void> {
   const { tailOperation } = await import('../src/shared/queue/event-stream.js');
   const { MissionSchema } = await import('../src/shared/contracts/mission.js');
   const { Queue, Worker, QueueEvents } = await import('bullmq');
-  const client = await QueueClient.open(redisUrl);
+  const { loadConfig } = await import('../src/shared/config.js');
+  const client = await QueueClient.open(loadConfig().queue, redisUrl);
   const mission = (id: string) =>
     MissionSchema.parse({
       schema_version: 'uh.mission.v0',

@@ -74,7 +74,7 @@ async function recoverTarget(stateDir: string, t: RecoverTarget, options: { env?
     logDir: t.logDir,
     ...(t.sandboxPath && existsSync(t.sandboxPath) ? { workDir: t.sandboxPath } : {}),
     spawn: spawnGroup,
-    env: options.env ?? process.env,
+    env: options.env ?? process.env, // env passthrough: the runtime's recovery child inherits ours
     now: () => Date.now(),
     logger: options.logger ?? silentLogger,
     mission: { missionId: t.missionId, operationId: t.operationId },

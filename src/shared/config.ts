@@ -1,56 +1,146 @@
 /**
- * Configuration from the environment, parsed once with zod. Errors name both the option and
- * the environment variable.
+ * The one configuration module: the environment is parsed here ONCE (zod), at process start
+ * (the CLI's entry point), and the parsed `UhConfig` is passed down; nothing else in `src/`
+ * reads `process.env` (test/architecture/env-reads.test.ts enforces it, apart from the places
+ * that pass a runtime's environment through to its child). Errors name the option AND the
+ * environment variable and are `invalid_input` (exit 2). An empty variable counts as unset.
+ * Every variable is listed in docs/configuration.md.
  */
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { invalidInput } from './errors.js';
 
-const EnvSchema = z.object({
-  UH_STATE_DIR: z.string().min(1).optional(),
-  UH_CACHE_DIR: z.string().min(1).optional(),
-  REDIS_URL: z.string().url().default('redis://127.0.0.1:6379'),
-  UH_LOG_LEVEL: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('warn'),
-  UH_SANDBOX_KEEP_HOURS: z.coerce.number().nonnegative().default(24),
-  UH_KEEP_SANDBOX: z.enum(['0', '1', 'true', 'false']).optional(),
-  XDG_CACHE_HOME: z.string().optional(),
-});
+export type Env = Readonly<Record<string, string | undefined>>;
 
-const OPTION_OF: Record<string, string> = {
-  UH_STATE_DIR: '--state-dir',
-  UH_CACHE_DIR: 'cache dir',
-  REDIS_URL: '--redis',
-  UH_LOG_LEVEL: 'log level',
-  UH_SANDBOX_KEEP_HOURS: 'sandbox retention (hours)',
-  UH_KEEP_SANDBOX: 'keep every sandbox',
-};
+/** Where a queue command connects when neither `--redis` nor `REDIS_URL` says (as BullMQ does). */
+export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
-export interface UhConfig {
-  stateDir: string | undefined;
-  cacheDir: string;
-  redisUrl: string;
-  logLevel: string;
-  sandboxKeepHours: number;
-  keepSandbox: boolean;
+const ms = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+/** Each variable: its schema and the option it sets (named in errors). */
+const VARIABLES = {
+  // core
+  UH_STATE_DIR: [z.string().optional(), '--state-dir'],
+  UH_CACHE_DIR: [z.string().optional(), 'cache dir'],
+  XDG_CACHE_HOME: [z.string().optional(), 'cache dir (XDG base)'],
+  UH_LOG_LEVEL: [z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('warn'), 'log level'],
+  UH_DEBUG: [z.string().optional(), 'stack traces on internal errors'],
+  UH_SANDBOX_KEEP_HOURS: [z.coerce.number().nonnegative().default(24), 'sandbox retention (hours)'],
+  UH_KEEP_SANDBOX: [z.enum(['0', '1', 'true', 'false']).optional(), 'keep every sandbox'],
+  // queue
+  REDIS_URL: [z.string().url().optional(), '--redis'],
+  UH_REDIS_PREFIX: [z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ - only (no ":")').default('uh'), 'Redis key prefix'],
+  UH_QUEUE_LOCK_MS: [ms(120_000), 'job lock duration'],
+  UH_QUEUE_STALLED_INTERVAL_MS: [ms(60_000), 'stalled-job check interval'],
+  UH_QUEUE_MAX_STALLED: [z.coerce.number().int().nonnegative().default(1), 'stalls before a job fails'],
+  UH_WORKER_GRACE_MS: [z.coerce.number().int().nonnegative().default(30_000), 'shutdown grace period'],
+  UH_HEARTBEAT_MS: [ms(5_000), 'worker heartbeat interval'],
+  UH_ARTIFACT_CAP_BYTES: [ms(2 * 1024 * 1024), 'artifact size cap'],
+  UH_WEBHOOK_URL: [z.string().url().optional(), 'completion webhook'],
+  UH_WEBHOOK_SECRET: [z.string().optional(), 'webhook signing secret'],
+  UH_WEBHOOK_ATTEMPTS: [z.coerce.number().int().positive().default(5), 'webhook attempts'],
+  UH_WEBHOOK_BACKOFF_MS: [ms(500), 'webhook first backoff'],
+  UH_RETRY_MAX_ATTEMPTS: [z.coerce.number().int().positive().optional(), 'attempts per operation under the retry policy'],
+  // api
+  UH_API_TOKEN: [z.string().optional(), 'API bearer token'],
+  // ci
+  GITHUB_OUTPUT: [z.string().optional(), 'GitHub Actions step outputs file'],
+} as const;
+
+type Key = keyof typeof VARIABLES;
+const EnvSchema = z.object(Object.fromEntries(Object.entries(VARIABLES).map(([k, [schema]]) => [k, schema])) as { [K in Key]: (typeof VARIABLES)[K][0] });
+
+export interface QueueConfig {
+  /** `REDIS_URL`, or null when unset (a queue command then uses `redisUrlFor`'s default). */
+  redisUrl: string | null;
+  prefix: string;
+  lockMs: number;
+  stalledIntervalMs: number;
+  maxStalledCount: number;
+  graceMs: number;
+  heartbeatMs: number;
+  artifactCapBytes: number;
+  webhook: { url: string; secret: string | null; attempts: number; backoffMs: number } | null;
+  /** Overrides every retry rule's maxAttempts (1 = never retry); unset = the policy's own. */
+  retryMaxAttempts: number | null;
 }
 
-export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): UhConfig {
-  const result = EnvSchema.safeParse(env);
+export interface UhConfig {
+  core: {
+    /** `UH_STATE_DIR`; `--state-dir` wins over it (see the CLI's resolveStateDir). */
+    stateDir: string | undefined;
+    cacheDir: string;
+    logLevel: string;
+    debug: boolean;
+    sandboxKeepHours: number;
+    keepSandbox: boolean;
+  };
+  queue: QueueConfig;
+  api: { token: string | undefined };
+  ci: { githubOutput: string | undefined };
+  /**
+   * The process environment as given, for passing through to runtime children and adapter
+   * checks (provider keys, PATH, HOME). Never logged.
+   */
+  childEnv: Env;
+}
+
+function parseEnv(env: Env) {
+  const set = Object.fromEntries(Object.keys(VARIABLES).filter((k) => env[k] !== undefined && env[k] !== '').map((k) => [k, env[k]]));
+  const result = EnvSchema.safeParse(set);
   if (!result.success) {
     const details = result.error.issues.map((i) => {
-      const key = String(i.path[0]);
-      return `${OPTION_OF[key] ?? key} (environment ${key}): ${i.message}`;
+      const key = String(i.path[0]) as Key;
+      return `${VARIABLES[key]?.[1] ?? key} (environment ${key}): ${i.message}`;
     });
-    throw invalidInput('invalid environment', details);
+    throw invalidInput('invalid configuration in the environment', details, 'fix or unset the variable; every variable is listed in docs/configuration.md');
   }
-  const e = result.data;
+  return result.data;
+}
+
+/** Parse the environment once; call at process start and pass the result down. */
+export function loadConfig(env: Env = process.env): UhConfig {
+  const e = parseEnv(env);
   return {
-    stateDir: e.UH_STATE_DIR,
-    cacheDir: e.UH_CACHE_DIR ?? join(e.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'uh'),
-    redisUrl: e.REDIS_URL,
-    logLevel: e.UH_LOG_LEVEL,
-    sandboxKeepHours: e.UH_SANDBOX_KEEP_HOURS,
-    keepSandbox: e.UH_KEEP_SANDBOX === '1' || e.UH_KEEP_SANDBOX === 'true',
+    core: {
+      stateDir: e.UH_STATE_DIR,
+      cacheDir: e.UH_CACHE_DIR ?? join(e.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'uh'),
+      logLevel: e.UH_LOG_LEVEL,
+      debug: e.UH_DEBUG !== undefined,
+      sandboxKeepHours: e.UH_SANDBOX_KEEP_HOURS,
+      keepSandbox: e.UH_KEEP_SANDBOX === '1' || e.UH_KEEP_SANDBOX === 'true',
+    },
+    queue: {
+      redisUrl: e.REDIS_URL ?? null,
+      prefix: e.UH_REDIS_PREFIX,
+      lockMs: e.UH_QUEUE_LOCK_MS,
+      stalledIntervalMs: e.UH_QUEUE_STALLED_INTERVAL_MS,
+      maxStalledCount: e.UH_QUEUE_MAX_STALLED,
+      graceMs: e.UH_WORKER_GRACE_MS,
+      heartbeatMs: e.UH_HEARTBEAT_MS,
+      artifactCapBytes: e.UH_ARTIFACT_CAP_BYTES,
+      webhook: e.UH_WEBHOOK_URL
+        ? { url: e.UH_WEBHOOK_URL, secret: e.UH_WEBHOOK_SECRET ?? null, attempts: e.UH_WEBHOOK_ATTEMPTS, backoffMs: e.UH_WEBHOOK_BACKOFF_MS }
+        : null,
+      retryMaxAttempts: e.UH_RETRY_MAX_ATTEMPTS ?? null,
+    },
+    api: { token: e.UH_API_TOKEN },
+    ci: { githubOutput: e.GITHUB_OUTPUT },
+    childEnv: env,
   };
+}
+
+/**
+ * The Redis a queue command uses: `--redis` wins, then `REDIS_URL`, else DEFAULT_REDIS_URL
+ * with `defaulted: true` (the caller says so on stderr).
+ */
+export function redisUrlFor(queue: QueueConfig, flag?: string): { url: string; defaulted: boolean } {
+  if (flag) {
+    const parsed = z.string().url().safeParse(flag);
+    if (!parsed.success) throw invalidInput(`--redis: "${flag}" is not a URL`, [], 'e.g. --redis redis://127.0.0.1:6379');
+    return { url: flag, defaulted: false };
+  }
+  if (queue.redisUrl) return { url: queue.redisUrl, defaulted: false };
+  return { url: DEFAULT_REDIS_URL, defaulted: true };
 }

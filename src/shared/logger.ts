@@ -16,7 +16,8 @@ const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
  * passes the level, so a quiet CLI run never pays for pino's import. Secrets are scrubbed by
  * the caller through `redact()`; pino's redaction of well-known key names is a second net.
  */
-export function createLogger(level: string = process.env.UH_LOG_LEVEL ?? 'warn', bindings: Record<string, unknown> = {}): Logger {
+/** `level` comes from the parsed config (UH_LOG_LEVEL, default warn). */
+export function createLogger(level = 'warn', bindings: Record<string, unknown> = {}): Logger {
   const threshold = LEVELS.indexOf(level);
   if (threshold < 0 || level === 'silent') return silentLogger;
   let real: Logger | undefined;

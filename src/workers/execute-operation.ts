@@ -86,7 +86,7 @@ export async function executeOperation(options: ExecuteOptions): Promise<Execute
       timings[`${name}_ms`] = Math.round(performance.now() - t);
     }
   };
-  const baseEnv = options.env ?? process.env;
+  const baseEnv = options.env ?? process.env; // env passthrough: the runtime child inherits the worker's environment
   const sandboxEnv: Record<string, string | undefined> = { ...baseEnv, ...mission.sandbox.env };
   if (mission.sandbox.port_range) {
     sandboxEnv.UH_PORT_RANGE_START = String(mission.sandbox.port_range[0]);

@@ -91,6 +91,22 @@ describe('uh mission status | collect | list', () => {
     expect(r.stderr).toContain("Unknown option '--bogus'");
   });
 
+  it('reads the state dir from UH_STATE_DIR, and --state-dir wins over it', async () => {
+    const other = tempDir('uh-state-');
+    dirs.push(other);
+    const fromEnv = await runCli(['mission', 'list', '--json'], { cwd: repo, env: { ...env(), UH_STATE_DIR: stateDir, REDIS_URL: undefined } });
+    expect(JSON.parse(fromEnv.stdout).map((o: any) => o.operation_id)).toEqual([operationId]);
+    const flag = await runCli(['mission', 'list', '--json', '--state-dir', other], { cwd: repo, env: { ...env(), UH_STATE_DIR: stateDir, REDIS_URL: undefined } });
+    expect(JSON.parse(flag.stdout)).toEqual([]);
+  });
+
+  it('a bad environment variable is exit 2 naming the option and the variable, before anything runs', async () => {
+    const r = await runCli(['mission', 'list', '--json', '--state-dir', stateDir], { cwd: repo, env: { ...env(), UH_QUEUE_LOCK_MS: 'soon' } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('job lock duration (environment UH_QUEUE_LOCK_MS)');
+    expect(JSON.parse(r.stdout).error.kind).toBe('invalid_input');
+  });
+
   it('--help teaches, with an example', async () => {
     const r = await runCli(['mission', 'run', '--help'], { cwd: repo, env: env() });
     expect(r.code).toBe(0);

@@ -440,3 +440,37 @@ describe('graceful shutdown', () => {
     expect(lines(lateCount)).toEqual([]);
   });
 });
+
+describe('no REDIS_URL', () => {
+  const NOTICE = 'uh: REDIS_URL not set; using redis://127.0.0.1:6379';
+
+  it('every queue command uses redis://127.0.0.1:6379 and says so first on stderr, never on --json stdout', async () => {
+    expect(redis.url, 'this scenario needs the local Redis at the default address').toBe('redis://127.0.0.1:6379');
+    const prefix = redis.prefix('noenv');
+    const env = { ...fleetEnv(prefix), REDIS_URL: undefined };
+    const firstLine = (r: CliResult) => r.stderr.split('\n')[0];
+    const w = await startWorker(['--state-dir', state(), '--runtime', 'command'], { cwd: repo, env: { ...env, UH_LOG_LEVEL: 'warn' } });
+    workers.push(w);
+    expect(w.output().split('\n')[0]).toBe(NOTICE);
+
+    const { path, operationId } = writeMission(repo, ['noop']);
+    const submitted = await runCli(['mission', 'submit', path, '--wait', '--json', '--state-dir', state()], { cwd: repo, env });
+    expect(submitted.code).toBe(0);
+    expect(firstLine(submitted)).toBe(NOTICE);
+    expect(json(submitted)).toMatchObject({ operation_id: operationId, status: 'completed' });
+
+    const watched = await runCli(['mission', 'watch', operationId, '--json'], { cwd: repo, env });
+    expect(watched.code).toBe(0);
+    expect(firstLine(watched)).toBe(NOTICE);
+    expect(watched.stdout).not.toContain('REDIS_URL');
+    expect(watched.stdout.trim().split('\n').map((l) => JSON.parse(l).type)).toContain('operation.completed');
+
+    const status = await runCli(['mission', 'status', operationId, '--redis', redis.url, '--json'], { cwd: repo, env });
+    expect(status.code).toBe(0);
+    expect(status.stderr).not.toContain(NOTICE); // --redis given: nothing defaulted
+
+    const doctor = await runCli(['doctor', '--json'], { cwd: repo, env });
+    expect(firstLine(doctor)).toBe(NOTICE);
+    expect(json(doctor).findings).toContainEqual(expect.objectContaining({ what: 'redis', ok: true }));
+  });
+});

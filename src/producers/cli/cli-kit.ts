@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { resolve, join } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { redisUrlFor, type UhConfig } from '../../shared/config.js';
 import { EXIT } from '../../shared/contracts/exit-codes.js';
 import { errorMessage, UhError, invalidInput } from '../../shared/errors.js';
 
@@ -40,10 +41,13 @@ export function parseCommand(spec: CommandSpec, argv: string[]) {
   }
 }
 
-/** `--state-dir`, else `UH_STATE_DIR`, else `.harness/` at the invoking repository's root. */
-export function resolveStateDir(flag: string | undefined, env = process.env): string {
+/** A command: its arguments and the configuration the entry point parsed once. */
+export type Handler = (argv: string[], config: UhConfig) => Promise<number>;
+
+/** `--state-dir`, else `UH_STATE_DIR` (config.core.stateDir), else `.harness/` at the invoking repository's root. */
+export function resolveStateDir(flag: string | undefined, config: UhConfig): string {
   if (flag) return resolve(flag);
-  if (env.UH_STATE_DIR) return resolve(env.UH_STATE_DIR);
+  if (config.core.stateDir) return resolve(config.core.stateDir);
   try {
     const top = execFileSync('git', ['rev-parse', '--show-toplevel'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     if (top) return join(top, '.harness');
@@ -51,6 +55,16 @@ export function resolveStateDir(flag: string | undefined, env = process.env): st
     // not in a git repository
   }
   return resolve('.harness');
+}
+
+/**
+ * The Redis URL of a queue command: `--redis`, else `REDIS_URL`, else redis://127.0.0.1:6379,
+ * and then it says so on stderr (never on stdout, which belongs to --json).
+ */
+export function queueRedisUrl(config: UhConfig, flag: unknown): string {
+  const { url, defaulted } = redisUrlFor(config.queue, typeof flag === 'string' ? flag : undefined);
+  if (defaulted) process.stderr.write(`uh: REDIS_URL not set; using ${url}\n`);
+  return url;
 }
 
 export function exitCodeForError(error: unknown): number {
@@ -70,7 +84,7 @@ export function exitCodeForError(error: unknown): number {
   return EXIT.failed;
 }
 
-export function printError(error: unknown, json: boolean): number {
+export function printError(error: unknown, json: boolean, debug = false): number {
   const code = exitCodeForError(error);
   if (json) {
     const body = UhError.isInstance(error)
@@ -82,7 +96,7 @@ export function printError(error: unknown, json: boolean): number {
   if (UhError.isInstance(error)) {
     for (const detail of error.details) lines.push(`  ${detail}`);
     if (error.hint) lines.push(`hint: ${error.hint}`);
-  } else if (error instanceof Error && process.env.UH_DEBUG) lines.push(error.stack ?? '');
+  } else if (error instanceof Error && debug) lines.push(error.stack ?? '');
   process.stderr.write(`${lines.join('\n')}\n`);
   return code;
 }

@@ -2,9 +2,8 @@
  * `uh`: the command line. Each command module is imported only when it runs, so start-up stays
  * lean (no BullMQ for an inline run).
  */
-import { printError } from './cli-kit.js';
-
-type Handler = (argv: string[]) => Promise<number>;
+import { loadConfig, type UhConfig } from '../../shared/config.js';
+import { printError, type Handler } from './cli-kit.js';
 
 const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
   mission: {
@@ -64,7 +63,8 @@ violation · 2 invalid input · 3 blocked · 4 cancelled · 5 unknown or wait ti
 example:
   uh mission run examples/hello/mission.yaml --json`;
 
-export async function main(argv: string[]): Promise<number> {
+/** Runs one command with the configuration parsed once, here, from the environment. */
+export async function main(argv: string[], config: UhConfig): Promise<number> {
   const [group, command, ...rest] = argv;
   if (group === undefined || group === '--help' || group === '-h' || group === 'help') {
     process.stdout.write(`${TOP_HELP}\n`);
@@ -78,7 +78,7 @@ export async function main(argv: string[]): Promise<number> {
   // Single-word commands (`uh doctor`) keep every argument.
   if (commands?.[''] && (command === undefined || command.startsWith('-'))) {
     const handler = await commands['']();
-    return handler(argv.slice(1));
+    return handler(argv.slice(1), config);
   }
   const load = command === undefined ? undefined : commands?.[command];
   if (!commands || !load) {
@@ -87,11 +87,13 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const handler = await load();
-  return handler(rest);
+  return handler(rest, config);
 }
 
+let config: UhConfig | undefined;
 try {
-  process.exitCode = await main(process.argv.slice(2));
+  config = loadConfig();
+  process.exitCode = await main(process.argv.slice(2), config);
 } catch (error) {
-  process.exitCode = printError(error, process.argv.includes('--json'));
+  process.exitCode = printError(error, process.argv.includes('--json'), config?.core.debug ?? false);
 }

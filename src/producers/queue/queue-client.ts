@@ -4,7 +4,7 @@
  */
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { loadQueueConfig, requireRedisUrl, type QueueConfig } from '../../shared/queue/queue-config.js';
+import type { QueueConfig } from '../../shared/config.js';
 import { connectRedis } from '../../shared/queue/redis-connection.js';
 import { OperationStore } from '../../shared/queue/operation-store.js';
 import { queueName } from '../../shared/queue/topology.js';
@@ -18,9 +18,9 @@ export class QueueClient {
     readonly store: OperationStore,
   ) {}
 
-  static async open(flagRedis?: string): Promise<QueueClient> {
-    const config = loadQueueConfig(flagRedis);
-    const redis = await connectRedis(requireRedisUrl(config), { name: 'uh-producer' });
+  /** Connect to `redisUrl` (the caller picked it: `--redis`, `REDIS_URL` or the default). */
+  static async open(config: QueueConfig, redisUrl: string): Promise<QueueClient> {
+    const redis = await connectRedis(redisUrl, { name: 'uh-producer' });
     return new QueueClient(config, redis, new OperationStore(redis, config.prefix));
   }
 

@@ -18,7 +18,7 @@ import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../shared/logger.js';
 import { completionOf, OperationStore, type OperationJob } from '../../shared/queue/operation-store.js';
-import type { QueueConfig } from '../../shared/queue/queue-config.js';
+import type { QueueConfig } from '../../shared/config.js';
 import { connectRedis } from '../../shared/queue/redis-connection.js';
 import { queueName } from '../../shared/queue/topology.js';
 import { RETRY_POLICY, withMaxAttempts } from '../results/retry-policy.js';

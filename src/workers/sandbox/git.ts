@@ -21,6 +21,7 @@ const BASE_ENV = {
 };
 
 export function gitEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  // env passthrough: git (a child) inherits uh's environment (PATH, HOME, credentials helpers).
   return { ...process.env, ...BASE_ENV, ...extra } as NodeJS.ProcessEnv;
 }
 

@@ -1,3 +1,4 @@
+import type { UhConfig } from '../../../shared/config.js';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { stringify as toYaml } from 'yaml';
@@ -29,10 +30,10 @@ const CHECK: CommandSpec = {
   examples: ['uh adapter check command', 'uh adapter check hermes-proxy --json'],
 };
 
-export async function adapterList(argv: string[]): Promise<number> {
+export async function adapterList(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(LIST, argv);
   if (values.help) return void process.stdout.write(`${helpText(LIST)}\n`), EXIT.ok;
-  const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const rows = RUNTIME_ADAPTERS.map((a) => ({
     id: a.id,
     name: a.displayName,
@@ -44,7 +45,7 @@ export async function adapterList(argv: string[]): Promise<number> {
   return EXIT.ok;
 }
 
-export async function adapterAdd(argv: string[]): Promise<number> {
+export async function adapterAdd(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(ADD, argv);
   if (values.help) return void process.stdout.write(`${helpText(ADD)}\n`), EXIT.ok;
   const id = positionals[0];
@@ -53,7 +54,7 @@ export async function adapterAdd(argv: string[]): Promise<number> {
   const kind = (values.kind as string | undefined) ?? id;
   const adapter = findRuntimeAdapter(kind);
   if (!adapter) throw invalidInput(`--kind: unknown runtime "${kind}"`, [], `known: ${RUNTIME_ADAPTERS.map((a) => a.id).join(', ')}`);
-  const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const path = manifestPath(stateDir, id);
   if (existsSync(path) && !values.force) throw new UhError('conflict', `${path} exists`, { hint: 'edit it, or pass --force to overwrite' });
   const manifest = {
@@ -70,19 +71,19 @@ export async function adapterAdd(argv: string[]): Promise<number> {
   return EXIT.ok;
 }
 
-export async function adapterCheck(argv: string[]): Promise<number> {
+export async function adapterCheck(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(CHECK, argv);
   if (values.help) return void process.stdout.write(`${helpText(CHECK)}\n`), EXIT.ok;
   const id = positionals[0];
   if (!id || positionals.length !== 1) throw invalidInput('uh adapter check needs one id', [], CHECK.usage);
-  const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const { manifest, source } = loadManifest(stateDir, id);
   const adapter = findRuntimeAdapter(manifest.runtime_kind);
   if (!adapter) throw invalidInput(`${source}: unknown runtime_kind ${manifest.runtime_kind}`);
   const merged = mergeConfig(adapter.defaultConfig, manifest.runtime_config);
   const parsed = adapter.configSchema.safeParse(merged);
   const result = parsed.success
-    ? await adapter.check(parsed.data, { spawn: spawnGroup, fetch: globalThis.fetch, now: () => Date.now(), env: process.env })
+    ? await adapter.check(parsed.data, { spawn: spawnGroup, fetch: globalThis.fetch, now: () => Date.now(), env: config.childEnv })
     : {
         ok: false,
         summary: `runtime_config in ${source} is incomplete or invalid`,

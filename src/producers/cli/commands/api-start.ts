@@ -1,7 +1,7 @@
-import { loadConfig } from '../../../shared/config.js';
+import type { UhConfig } from '../../../shared/config.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { invalidInput } from '../../../shared/errors.js';
-import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, type CommandSpec } from '../cli-kit.js';
+import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, type CommandSpec } from '../cli-kit.js';
 
 const API_START: CommandSpec = {
   usage: 'uh api start [--port 8787] [--host 127.0.0.1] [--redis url] [--state-dir dir]',
@@ -21,21 +21,20 @@ const API_START: CommandSpec = {
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
-export async function apiStart(argv: string[]): Promise<number> {
+export async function apiStart(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(API_START, argv);
   if (values.help) return void process.stdout.write(`${helpText(API_START)}\n`), EXIT.ok;
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw invalidInput(`--port: "${values.port}" must be a port number (0 picks a free one)`);
   const host = values.host as string;
-  const token = process.env.UH_API_TOKEN || undefined;
+  const token = config.api.token;
   if (!LOOPBACK.has(host) && token === undefined) {
     throw invalidInput(`--host ${host}: refusing to serve beyond loopback without a token`, [], 'set UH_API_TOKEN (clients send Authorization: Bearer <token>)');
   }
-  const config = loadConfig();
   const { QueueClient } = await import('../../queue/queue-client.js');
-  const client = await QueueClient.open(values.redis as string | undefined);
+  const client = await QueueClient.open(config.queue, queueRedisUrl(config, values.redis));
   const { createApiServer } = await import('../../http/api-server.js');
-  const server = createApiServer({ client, stateDir: resolveStateDir(values['state-dir'] as string | undefined), cacheDir: config.cacheDir, token, baseDir: process.cwd() });
+  const server = createApiServer({ client, stateDir: resolveStateDir(values['state-dir'] as string | undefined, config), cacheDir: config.core.cacheDir, token, baseDir: process.cwd() });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => resolve());

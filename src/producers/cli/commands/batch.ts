@@ -1,4 +1,4 @@
-import { loadConfig } from '../../../shared/config.js';
+import type { UhConfig } from '../../../shared/config.js';
 import { loadMissionFile } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { invalidInput } from '../../../shared/errors.js';
@@ -50,20 +50,19 @@ function rowsOf(stateDir: string, record: BatchRecord): ComparisonRow[] {
   );
 }
 
-export async function batchRun(argv: string[]): Promise<number> {
+export async function batchRun(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(RUN, argv);
   if (values.help) return void process.stdout.write(`${helpText(RUN)}\n`), EXIT.ok;
   if (positionals.length !== 1) throw invalidInput('uh batch run needs exactly one mission file', [], RUN.usage);
   const concurrency = Number(values.concurrency);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 16) throw invalidInput(`--concurrency: "${values.concurrency}" must be a whole number from 1 to 16`);
-  const config = loadConfig();
   const mission = loadMissionFile(positionals[0] as string);
   const runtimes = batchRuntimes(mission, values.runtimes as string | undefined);
   const missions = batchMissions(mission, runtimes);
-  const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   // Refuse bad input for every runtime before anything runs or is written.
   const { prepareOperation } = await import('../../prepare-operation.js');
-  for (const m of missions) await prepareOperation(m, { stateDir, cacheDir: config.cacheDir });
+  for (const m of missions) await prepareOperation(m, { stateDir, cacheDir: config.core.cacheDir });
   const record: BatchRecord = {
     schema_version: 'uh.batch.v0',
     batch_id: mission.operation_id,
@@ -77,12 +76,12 @@ export async function batchRun(argv: string[]): Promise<number> {
   const { runInline } = await import('../../../workers/inline/run-inline.js');
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort({ kind: 'cancel', message: 'cancelled by SIGINT' }));
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.core.logLevel);
   const queue = [...missions];
   const worker = async () => {
     for (let m = queue.shift(); m !== undefined; m = queue.shift()) {
       if (!values.json) process.stderr.write(`uh: ${m.operation_id} on ${String(m.runtime)}…\n`);
-      await runInline(m, { stateDir, cacheDir: config.cacheDir, signal: controller.signal, logger, sandboxKeepHours: config.sandboxKeepHours, keepSandbox: config.keepSandbox });
+      await runInline(m, { stateDir, cacheDir: config.core.cacheDir, signal: controller.signal, logger, sandboxKeepHours: config.core.sandboxKeepHours, keepSandbox: config.core.keepSandbox });
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, missions.length) }, worker));
@@ -92,11 +91,11 @@ export async function batchRun(argv: string[]): Promise<number> {
   return batchExitCode(rows);
 }
 
-export async function batchReport(argv: string[]): Promise<number> {
+export async function batchReport(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(REPORT, argv);
   if (values.help) return void process.stdout.write(`${helpText(REPORT)}\n`), EXIT.ok;
   if (positionals.length !== 1) throw invalidInput('uh batch report needs one batch id', [], REPORT.usage);
-  const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const record = readBatchRecord(stateDir, positionals[0] as string);
   const rows = rowsOf(stateDir, record);
   if (values.json) writeJson({ batch: record, comparison: rows });

@@ -5,17 +5,17 @@
  */
 import { execFileSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync } from 'node:fs';
-import { loadConfig } from '../../../shared/config.js';
+import { redisUrlFor, type UhConfig } from '../../../shared/config.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { errorMessage } from '../../../shared/errors.js';
 import { spawnGroup } from '../../../shared/process/spawn-group.js';
 import { RUNTIME_ADAPTERS } from '../../../workers/runtimes/registry.js';
 import { mergeConfig } from '../../resolve-runtime.js';
-import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 
 const DOCTOR: CommandSpec = {
   usage: 'uh doctor [--json] [--redis url] [--state-dir dir]',
-  summary: 'Check that this machine can run missions: node, git, state and cache dirs, Redis (with --redis or $REDIS_URL), and every runtime.',
+  summary: 'Check that this machine can run missions: node, git, state and cache dirs, Redis (--redis, else $REDIS_URL, else redis://127.0.0.1:6379, where a failure is only a note), and every runtime.',
   options: { ...COMMON_OPTIONS, redis: { type: 'string' } },
   examples: ['uh doctor', 'uh doctor --redis redis://127.0.0.1:6379 --json'],
 };
@@ -64,10 +64,9 @@ async function pingRedis(url: string): Promise<string | null> {
   }
 }
 
-export async function doctor(argv: string[]): Promise<number> {
+export async function doctor(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(DOCTOR, argv);
   if (values.help) return void process.stdout.write(`${helpText(DOCTOR)}\n`), EXIT.ok;
-  const config = loadConfig();
   const findings: Finding[] = [];
   const node = process.versions.node;
   findings.push({ what: 'node', ok: versionAtLeast(node, [20, 18]), detail: `v${node}`, hint: 'install Node.js 20.18 or newer', core: true });
@@ -77,26 +76,27 @@ export async function doctor(argv: string[]): Promise<number> {
   } catch (error) {
     findings.push({ what: 'git', ok: false, detail: errorMessage(error), hint: 'install git', core: true });
   }
-  const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   for (const [what, dir, hint] of [
     ['state dir', stateDir, 'pass --state-dir or set UH_STATE_DIR to a writable folder'],
-    ['cache dir', config.cacheDir, 'set UH_CACHE_DIR to a writable folder'],
+    ['cache dir', config.core.cacheDir, 'set UH_CACHE_DIR to a writable folder'],
   ] as const) {
     const problem = writable(dir);
     findings.push({ what, ok: problem === null, detail: problem ?? dir, hint, core: true });
   }
-  const redisUrl = (values.redis as string | undefined) ?? process.env.REDIS_URL;
-  if (redisUrl) {
-    const problem = await pingRedis(redisUrl);
-    findings.push({ what: 'redis', ok: problem === null, detail: problem ?? `${redisUrl.replace(/\/\/[^@]*@/, '//***@')} answers`, hint: 'start Redis or fix --redis / REDIS_URL (queue mode only)', core: true });
-  }
+  // Queue mode's Redis: --redis, REDIS_URL, else the default (said on stderr). Only a Redis the
+  // operator configured is a core finding: inline runs need none.
+  const redis = redisUrlFor(config.queue, values.redis as string | undefined);
+  const redisUrl = queueRedisUrl(config, values.redis);
+  const problem = await pingRedis(redisUrl);
+  findings.push({ what: 'redis', ok: problem === null, detail: problem ?? `${redisUrl.replace(/\/\/[^@]*@/, '//***@')} answers`, hint: 'start Redis or fix --redis / REDIS_URL (queue mode only)', core: !redis.defaulted });
   for (const adapter of RUNTIME_ADAPTERS) {
     const parsed = adapter.configSchema.safeParse(mergeConfig(adapter.defaultConfig, adapter.exampleConfig ?? {}));
     if (!parsed.success) {
       findings.push({ what: `runtime ${adapter.id}`, ok: false, detail: 'needs a runtime_config to check', hint: `uh adapter add ${adapter.id}, then uh adapter check ${adapter.id}`, core: false });
       continue;
     }
-    const result = await adapter.check(parsed.data, { spawn: spawnGroup, fetch: globalThis.fetch, now: () => Date.now(), env: process.env });
+    const result = await adapter.check(parsed.data, { spawn: spawnGroup, fetch: globalThis.fetch, now: () => Date.now(), env: config.childEnv });
     findings.push({ what: `runtime ${adapter.id}`, ok: result.ok, detail: result.summary, ...(result.hint ? { hint: result.hint } : {}), core: false });
   }
   const ok = findings.filter((f) => f.core).every((f) => f.ok);

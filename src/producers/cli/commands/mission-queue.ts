@@ -1,9 +1,10 @@
 /** `uh mission watch|cancel|recover`: queue-mode commands that act on one operation from any host. */
+import type { UhConfig } from '../../../shared/config.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import type { UhEvent } from '../../../shared/contracts/event.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
 import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-store.js';
-import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import type { Receipt } from '../../../shared/contracts/receipt.js';
 import { readRecord } from '../../../workers/state/operation-files.js';
 
@@ -34,13 +35,13 @@ const RECOVER: CommandSpec = {
   examples: ['uh mission recover hello-001', 'uh mission recover hello-001 --settle cancelled --json'],
 };
 
-async function open(spec: CommandSpec, argv: string[]) {
+async function open(spec: CommandSpec, argv: string[], config: UhConfig) {
   const parsed = parseCommand(spec, argv);
   if (parsed.values.help) return null;
   if (parsed.positionals.length !== 1) throw invalidInput(`${spec.usage.split(' <')[0]} needs one operation_id`, [], spec.usage);
   const id = parsed.positionals[0] as string;
   const { QueueClient } = await import('../../queue/queue-client.js');
-  const client = await QueueClient.open(parsed.values.redis as string | undefined);
+  const client = await QueueClient.open(config.queue, queueRedisUrl(config, parsed.values.redis));
   const record = await client.store.get(id);
   if (!record) {
     await client.close();
@@ -59,8 +60,8 @@ function printEvent(event: UhEvent): void {
   process.stdout.write(`${event.at.slice(11, 23)} ${event.type.padEnd(20)} ${data}\n`);
 }
 
-export async function missionWatch(argv: string[]): Promise<number> {
-  const got = await open(WATCH, argv);
+export async function missionWatch(argv: string[], config: UhConfig): Promise<number> {
+  const got = await open(WATCH, argv, config);
   if (!got) return void process.stdout.write(`${helpText(WATCH)}\n`), EXIT.ok;
   const { values, id, client } = got;
   try {
@@ -85,8 +86,8 @@ export async function missionWatch(argv: string[]): Promise<number> {
 }
 
 /** Remove a waiting job and settle its record as cancelled, if it is still queued (atomic). */
-export async function missionCancel(argv: string[]): Promise<number> {
-  const got = await open(CANCEL, argv);
+export async function missionCancel(argv: string[], config: UhConfig): Promise<number> {
+  const got = await open(CANCEL, argv, config);
   if (!got) return void process.stdout.write(`${helpText(CANCEL)}\n`), EXIT.ok;
   const { values, id, client } = got;
   try {
@@ -123,12 +124,12 @@ async function recoverUnknownFromRuntime(record: QueueRecord, stateDir: string, 
   }
 }
 
-export async function missionRecover(argv: string[]): Promise<number> {
+export async function missionRecover(argv: string[], config: UhConfig): Promise<number> {
   // An inline operation in the local state dir is recovered there, without Redis (a queue
   // worker's local copy is not: Redis holds that operation's truth).
   const local = parseCommand(RECOVER, argv);
   const localId = local.positionals[0];
-  const stateDir = resolveStateDir(local.values['state-dir'] as string | undefined);
+  const stateDir = resolveStateDir(local.values['state-dir'] as string | undefined, config);
   if (!local.values.help && !local.values.redis && localId !== undefined && local.positionals.length === 1 && readRecord(stateDir, localId)?.mode === 'inline') {
     const settle = local.values.settle;
     if (settle !== 'failed' && settle !== 'cancelled') throw invalidInput(`--settle: "${String(settle)}" must be failed or cancelled`);
@@ -138,7 +139,7 @@ export async function missionRecover(argv: string[]): Promise<number> {
     else process.stdout.write(`${localId}:\n${steps.map((s) => `  ${s}`).join('\n')}\n`);
     return record.state === 'finished' ? (record.exit_code ?? EXIT.failed) : EXIT.unknown;
   }
-  const got = await open(RECOVER, argv);
+  const got = await open(RECOVER, argv, config);
   if (!got) return void process.stdout.write(`${helpText(RECOVER)}\n`), EXIT.ok;
   const { values, id, client } = got;
   let record = got.record;
@@ -176,7 +177,7 @@ export async function missionRecover(argv: string[]): Promise<number> {
       if (killed.length > 0) steps.push(`killed the runtime's leftover process group(s) on this host: ${killed.join(', ')}`);
       const { synthesizeReceipt } = await import('../../../workers/results/synthesize-receipt.js');
       // First ask the runtime (if it can recover) what became of the run: an exact answer beats --settle.
-      const fromRuntime = await recoverUnknownFromRuntime(record, resolveStateDir(values['state-dir'] as string | undefined), steps);
+      const fromRuntime = await recoverUnknownFromRuntime(record, resolveStateDir(values['state-dir'] as string | undefined, config), steps);
       const status = values.settle as 'failed' | 'cancelled';
       const receipt = fromRuntime ?? synthesizeReceipt(record, {
         status,

@@ -3,12 +3,13 @@
  * record of the operation) they read our operation records and artifacts in Redis, from any
  * host; otherwise they are the inline commands over the local state dir, unchanged.
  */
+import type { UhConfig } from '../../../shared/config.js';
 import { resolve } from 'node:path';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
 import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-store.js';
 import { readRecord } from '../../../workers/state/operation-files.js';
-import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 import { missionCollect, missionList, missionStatus } from './mission-status.js';
 
@@ -41,16 +42,16 @@ const LIST: CommandSpec = {
  * Redis when asked for (`--redis`); else local when the operation is in the local state dir (or,
  * for list, when `--state-dir` is given); else Redis when `$REDIS_URL` is set; else local.
  */
-function useRedis(values: Record<string, unknown>, operationId: string | undefined): boolean {
+function useRedis(values: Record<string, unknown>, operationId: string | undefined, config: UhConfig): boolean {
   if (values.redis) return true;
-  if (!process.env.REDIS_URL) return false;
+  if (!config.queue.redisUrl) return false;
   if (operationId === undefined) return values['state-dir'] === undefined; // list: an explicit state dir means local
-  return readRecord(resolveStateDir(values['state-dir'] as string | undefined), operationId) === null;
+  return readRecord(resolveStateDir(values['state-dir'] as string | undefined, config), operationId) === null;
 }
 
-async function withRecord<T>(values: Record<string, unknown>, id: string, fn: (client: import('../../queue/queue-client.js').QueueClient, record: QueueRecord) => Promise<T>): Promise<T> {
+async function withRecord<T>(config: UhConfig, values: Record<string, unknown>, id: string, fn: (client: import('../../queue/queue-client.js').QueueClient, record: QueueRecord) => Promise<T>): Promise<T> {
   const { QueueClient } = await import('../../queue/queue-client.js');
-  const client = await QueueClient.open(values.redis as string | undefined);
+  const client = await QueueClient.open(config.queue, queueRedisUrl(config, values.redis));
   try {
     const record = await client.store.get(id);
     if (!record) throw new UhError('not_found', `no operation ${id} in Redis (prefix ${client.config.prefix})`, { hint: 'check the id (uh mission list) and UH_REDIS_PREFIX' });
@@ -60,13 +61,13 @@ async function withRecord<T>(values: Record<string, unknown>, id: string, fn: (c
   }
 }
 
-export async function missionStatusAny(argv: string[]): Promise<number> {
+export async function missionStatusAny(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(STATUS, argv);
   if (values.help) return void process.stdout.write(`${helpText(STATUS)}\n`), EXIT.ok;
   if (positionals.length !== 1) throw invalidInput('uh mission status needs one operation_id', [], STATUS.usage);
   const id = positionals[0] as string;
-  if (!useRedis(values, id)) return missionStatus(argv);
-  return withRecord(values, id, async (client, record) => {
+  if (!useRedis(values, id, config)) return missionStatus(argv, config);
+  return withRecord(config, values, id, async (client, record) => {
     const { readReceiptFromStore } = await import('../../queue/materialize.js');
     const receipt = await readReceiptFromStore(client.store, id);
     const where = `redis:${client.config.prefix}:op:${id}`;
@@ -77,15 +78,15 @@ export async function missionStatusAny(argv: string[]): Promise<number> {
   });
 }
 
-export async function missionCollectAny(argv: string[]): Promise<number> {
+export async function missionCollectAny(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(COLLECT, argv);
   if (values.help) return void process.stdout.write(`${helpText(COLLECT)}\n`), EXIT.ok;
   if (positionals.length !== 1) throw invalidInput('uh mission collect needs one operation_id', [], COLLECT.usage);
   const id = positionals[0] as string;
-  if (!useRedis(values, id)) return missionCollect(argv);
+  if (!useRedis(values, id, config)) return missionCollect(argv, config);
   const out = values.out as string | undefined;
   if (!out) throw invalidInput('--out: required', [], COLLECT.usage);
-  return withRecord(values, id, async (client, record) => {
+  return withRecord(config, values, id, async (client, record) => {
     if (record.state !== 'finished') throw new UhError('not_found', `operation ${id} has no receipt yet (state ${record.state})`, { hint: `uh mission status ${id}` });
     const { materialize } = await import('../../queue/materialize.js');
     const got = await materialize(client.store, id, resolve(out));
@@ -95,14 +96,14 @@ export async function missionCollectAny(argv: string[]): Promise<number> {
   });
 }
 
-export async function missionListAny(argv: string[]): Promise<number> {
+export async function missionListAny(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(LIST, argv);
   if (values.help) return void process.stdout.write(`${helpText(LIST)}\n`), EXIT.ok;
-  if (!useRedis(values, undefined)) return missionList(argv);
+  if (!useRedis(values, undefined, config)) return missionList(argv, config);
   const limit = values.limit === undefined ? 1000 : Number(values.limit);
   if (!(Number.isInteger(limit) && limit > 0)) throw invalidInput(`--limit: "${values.limit}" is not a positive integer`);
   const { QueueClient } = await import('../../queue/queue-client.js');
-  const client = await QueueClient.open(values.redis as string | undefined);
+  const client = await QueueClient.open(config.queue, queueRedisUrl(config, values.redis));
   try {
     const ids = await client.store.listIds(limit);
     const records = (await Promise.all(ids.map((id) => client.store.get(id)))).filter((r): r is QueueRecord => r !== null).filter((r) => values.state === undefined || r.state === values.state);

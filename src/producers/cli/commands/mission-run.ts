@@ -1,4 +1,4 @@
-import { loadConfig } from '../../../shared/config.js';
+import type { UhConfig } from '../../../shared/config.js';
 import { loadMissionFile } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { createLogger } from '../../../shared/logger.js';
@@ -24,21 +24,20 @@ export const MISSION_RUN: CommandSpec = {
   examples: ['uh mission run examples/hello/mission.yaml', 'uh mission run mission.yaml --runtime codex --json > receipt.json'],
 };
 
-export async function missionRun(argv: string[]): Promise<number> {
+export async function missionRun(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(MISSION_RUN, argv);
   if (values.help) {
     process.stdout.write(`${helpText(MISSION_RUN)}\n`);
     return EXIT.ok;
   }
   if (positionals.length !== 1) throw invalidInput('uh mission run needs exactly one mission file', [], 'uh mission run <mission.yaml>');
-  const config = loadConfig();
   const mission = loadMissionFile(positionals[0] as string);
-  const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const runtime = values.runtime as string | undefined;
 
   if (values['dry-run']) {
     const { prepareOperation } = await import('../../prepare-operation.js');
-    const prepared = await prepareOperation(mission, { stateDir, cacheDir: config.cacheDir, ...(runtime ? { runtime } : {}) });
+    const prepared = await prepareOperation(mission, { stateDir, cacheDir: config.core.cacheDir, ...(runtime ? { runtime } : {}) });
     const plan = await prepared.runtime.adapter.prepare({
       config: prepared.runtime.config,
       prompt: prepared.prompt,
@@ -73,11 +72,11 @@ export async function missionRun(argv: string[]): Promise<number> {
   if (!values.json) process.stderr.write(`uh: running ${mission.operation_id} (${mission.title})…\n`);
   const outcome = await runInline(mission, {
     stateDir,
-    cacheDir: config.cacheDir,
+    cacheDir: config.core.cacheDir,
     signal: controller.signal,
-    keepSandbox: Boolean(values['keep-sandbox']) || config.keepSandbox,
-    sandboxKeepHours: config.sandboxKeepHours,
-    logger: createLogger(config.logLevel),
+    keepSandbox: Boolean(values['keep-sandbox']) || config.core.keepSandbox,
+    sandboxKeepHours: config.core.sandboxKeepHours,
+    logger: createLogger(config.core.logLevel),
     ...(runtime ? { runtime } : {}),
   });
   if (outcome.kind === 'in_progress' || outcome.kind === 'unknown') {

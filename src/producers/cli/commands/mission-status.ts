@@ -1,3 +1,4 @@
+import type { UhConfig } from '../../../shared/config.js';
 import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { EXIT } from '../../../shared/contracts/status.js';
@@ -27,11 +28,11 @@ const LIST: CommandSpec = {
   examples: ['uh mission list', 'uh mission list --state unknown --json'],
 };
 
-function oneOperation(spec: CommandSpec, argv: string[]) {
+function oneOperation(spec: CommandSpec, argv: string[], config: UhConfig) {
   const parsed = parseCommand(spec, argv);
   if (parsed.values.help) return { help: true as const };
   if (parsed.positionals.length !== 1) throw invalidInput(`${spec.usage.split(' <')[0]} needs one operation_id`, [], spec.usage);
-  const stateDir = resolveStateDir(parsed.values['state-dir'] as string | undefined);
+  const stateDir = resolveStateDir(parsed.values['state-dir'] as string | undefined, config);
   const id = parsed.positionals[0] as string;
   const record = readRecord(stateDir, id);
   if (!record) {
@@ -40,8 +41,8 @@ function oneOperation(spec: CommandSpec, argv: string[]) {
   return { help: false as const, values: parsed.values, stateDir, id, record };
 }
 
-export async function missionStatus(argv: string[]): Promise<number> {
-  const got = oneOperation(STATUS, argv);
+export async function missionStatus(argv: string[], config: UhConfig): Promise<number> {
+  const got = oneOperation(STATUS, argv, config);
   if (got.help) return void process.stdout.write(`${helpText(STATUS)}\n`), EXIT.ok;
   const receipt = readReceipt(got.stateDir, got.id);
   const dir = operationDir(got.stateDir, got.id);
@@ -53,8 +54,8 @@ export async function missionStatus(argv: string[]): Promise<number> {
 
 const ARTIFACTS = ['receipt.json', 'diff.patch', 'runtime-final.txt', 'runtime-result.yaml', 'events.jsonl', 'mission.json'];
 
-export async function missionCollect(argv: string[]): Promise<number> {
-  const got = oneOperation(COLLECT, argv);
+export async function missionCollect(argv: string[], config: UhConfig): Promise<number> {
+  const got = oneOperation(COLLECT, argv, config);
   if (got.help) return void process.stdout.write(`${helpText(COLLECT)}\n`), EXIT.ok;
   const out = got.values.out as string | undefined;
   if (!out) throw invalidInput('--out: required', [], COLLECT.usage);
@@ -73,10 +74,10 @@ export async function missionCollect(argv: string[]): Promise<number> {
   return EXIT.ok;
 }
 
-export async function missionList(argv: string[]): Promise<number> {
+export async function missionList(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(LIST, argv);
   if (values.help) return void process.stdout.write(`${helpText(LIST)}\n`), EXIT.ok;
-  const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const root = operationsRoot(stateDir);
   const records = (existsSync(root) ? readdirSync(root) : [])
     .map((id) => readRecord(stateDir, id))

@@ -1,9 +1,9 @@
 import { join } from 'node:path';
-import { loadConfig } from '../../../shared/config.js';
+import type { UhConfig } from '../../../shared/config.js';
 import { loadMissionFile } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput } from '../../../shared/errors.js';
-import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 import { writeGithubOutput } from '../../queue/github-output.js';
 import { publicRecord } from '../../../shared/queue/operation-store.js';
@@ -20,7 +20,7 @@ export const MISSION_SUBMIT: CommandSpec = {
     timeout: { type: 'string' },
   },
   details: [
-    'Redis: --redis, else $REDIS_URL. Keys live under $UH_REDIS_PREFIX (default uh).',
+    'Redis: --redis, else $REDIS_URL, else redis://127.0.0.1:6379 (said on stderr). Keys live under $UH_REDIS_PREFIX (default uh).',
     '--wait follows the operation until it settles and exits with its code (0 ok, 1 failed/verification failed/scope,',
     '3 blocked, 4 cancelled, 5 unknown or --timeout reached); artifacts are copied to <state-dir>/collected/<operation>/.',
     'Under GitHub Actions ($GITHUB_OUTPUT set) --wait writes status, verdict, operation_id, receipt_path,',
@@ -32,23 +32,22 @@ export const MISSION_SUBMIT: CommandSpec = {
   ],
 };
 
-export async function missionSubmit(argv: string[]): Promise<number> {
+export async function missionSubmit(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(MISSION_SUBMIT, argv);
   if (values.help) return void process.stdout.write(`${helpText(MISSION_SUBMIT)}\n`), EXIT.ok;
   if (positionals.length !== 1) throw invalidInput('uh mission submit needs exactly one mission file', [], MISSION_SUBMIT.usage);
   const timeoutS = values.timeout === undefined ? undefined : Number(values.timeout);
   if (timeoutS !== undefined && !(Number.isFinite(timeoutS) && timeoutS > 0)) throw invalidInput(`--timeout: "${values.timeout}" is not a positive number of seconds`);
   if (timeoutS !== undefined && !values.wait) throw invalidInput('--timeout: only with --wait');
-  const config = loadConfig();
   const mission = loadMissionFile(positionals[0] as string);
-  const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const runtime = values.runtime as string | undefined;
 
   const { QueueClient } = await import('../../queue/queue-client.js');
-  const client = await QueueClient.open(values.redis as string | undefined);
+  const client = await QueueClient.open(config.queue, queueRedisUrl(config, values.redis));
   try {
     const { submitOperation } = await import('../../submit.js');
-    const submitted = await submitOperation(client, mission, { stateDir, cacheDir: config.cacheDir, ...(runtime ? { runtime } : {}) });
+    const submitted = await submitOperation(client, mission, { stateDir, cacheDir: config.core.cacheDir, ...(runtime ? { runtime } : {}) });
     const id = mission.operation_id;
     const attached = submitted.kind === 'attached';
     if (!values.wait) {
@@ -67,13 +66,13 @@ export async function missionSubmit(argv: string[]): Promise<number> {
           : `operation ${id} is unknown: ${record.unknown_reason ?? 'dispatch cannot be proven'}`;
       if (values.json) writeJson({ operation_id: id, state: record === null ? 'wait_timed_out' : 'unknown', operation: now ? publicRecord(now) : null });
       else process.stderr.write(`uh: ${message}\nhint: ${record === null ? `uh mission watch ${id}` : `uh mission recover ${id}`}\n`);
-      writeOutputs({ status: record === null ? 'wait_timed_out' : 'unknown', verdict: '', operation_id: id, receipt_path: '', final_message: '', diff_path: '' });
+      writeOutputs(config.ci.githubOutput, { status: record === null ? 'wait_timed_out' : 'unknown', verdict: '', operation_id: id, receipt_path: '', final_message: '', diff_path: '' });
       return EXIT.unknown;
     }
     const { materialize } = await import('../../queue/materialize.js');
     const got = await materialize(client.store, id, join(stateDir, 'collected', id));
     if (!got.receipt) throw new Error(`operation ${id} settled without a receipt in Redis`);
-    writeOutputs({
+    writeOutputs(config.ci.githubOutput, {
       status: got.receipt.status,
       verdict: got.receipt.verdict,
       operation_id: id,
@@ -90,7 +89,6 @@ export async function missionSubmit(argv: string[]): Promise<number> {
 }
 
 /** GitHub Actions step outputs, when `$GITHUB_OUTPUT` is set. */
-function writeOutputs(values: Record<string, string>): void {
-  const path = process.env.GITHUB_OUTPUT;
+function writeOutputs(path: string | undefined, values: Record<string, string>): void {
   if (path) writeGithubOutput(path, values);
 }

@@ -1,8 +1,8 @@
-import { loadConfig } from '../../../shared/config.js';
+import type { UhConfig } from '../../../shared/config.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput } from '../../../shared/errors.js';
 import { createLogger } from '../../../shared/logger.js';
-import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 
 export const WORKER_START: CommandSpec = {
   usage: 'uh worker start [--runtime id …] [--concurrency N] [--global-concurrency N] [--results] [--consumer name] [--redis url] [--state-dir dir] [--json]',
@@ -33,21 +33,19 @@ function positiveInt(name: string, value: unknown): number {
   return n;
 }
 
-export async function workerStart(argv: string[]): Promise<number> {
+export async function workerStart(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(WORKER_START, argv);
   if (values.help) return void process.stdout.write(`${helpText(WORKER_START)}\n`), EXIT.ok;
   if (positionals.length > 0) throw invalidInput(`uh worker start takes no arguments (got ${positionals.join(' ')})`, [], WORKER_START.usage);
   const concurrency = positiveInt('concurrency', values.concurrency);
   const globalConcurrency = values['global-concurrency'] === undefined ? undefined : positiveInt('global-concurrency', values['global-concurrency']);
-  const config = loadConfig();
-  const { loadQueueConfig, requireRedisUrl } = await import('../../../shared/queue/queue-config.js');
-  const queueConfig = loadQueueConfig(values.redis as string | undefined);
-  const redisUrl = requireRedisUrl(queueConfig);
+  const queueConfig = config.queue;
+  const redisUrl = queueRedisUrl(config, values.redis);
   const { RUNTIME_ADAPTERS } = await import('../../../workers/runtimes/registry.js');
   const asked = (values.runtime as string[] | undefined) ?? [];
   const runtimes = asked.length > 0 ? asked : values.results ? [] : RUNTIME_ADAPTERS.map((a) => a.id);
-  const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
-  const logger = createLogger(config.logLevel);
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
+  const logger = createLogger(config.core.logLevel);
   const say = (event: string, data: Record<string, unknown>) =>
     values.json ? writeJson({ event, ...data }) : process.stderr.write(`uh worker: ${event} ${Object.entries(data).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`).join(' ')}\n`);
 
@@ -63,10 +61,10 @@ export async function workerStart(argv: string[]): Promise<number> {
       concurrency,
       ...(globalConcurrency ? { globalConcurrency } : {}),
       stateDir,
-      cacheDir: config.cacheDir,
+      cacheDir: config.core.cacheDir,
       logger,
-      sandboxKeepHours: config.sandboxKeepHours,
-      keepSandbox: config.keepSandbox,
+      sandboxKeepHours: config.core.sandboxKeepHours,
+      keepSandbox: config.core.keepSandbox,
     });
     say('ready', { worker: pool.workerId, runtimes, concurrency, pid: process.pid });
   }
