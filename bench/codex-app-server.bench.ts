@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import type { AnyRuntimeAdapter, RuntimeContextV1 } from '../src/shared/runtime/v1/index.js';
 import { spawnGroup } from '../src/shared/process/spawn-group.js';
 import { silentLogger } from '../src/shared/logger.js';
-import { fileJournal } from '../src/workers/state/file-journal.js';
+import { fileJournal } from '../src/operation/file-journal.js';
 import { codexAdapter } from '../src/workers/runtimes/codex/codex-adapter.js';
 import { codexAppServerAdapter } from '../src/workers/runtimes/codex-app-server/codex-app-server-adapter.js';
 import { fmtMs, interleave, median, percentile, printTable } from './bench-kit.js';

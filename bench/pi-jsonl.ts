@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnGroup } from '../src/shared/process/spawn-group.js';
 import { silentLogger } from '../src/shared/logger.js';
-import { fileJournal } from '../src/workers/state/file-journal.js';
+import { fileJournal } from '../src/operation/file-journal.js';
 import { piAdapter } from '../src/workers/runtimes/pi/pi-adapter.js';
 import type { RuntimeContextV1 } from '../src/shared/runtime/v1/index.js';
 import { fmtMs, interleave, median, printTable } from './bench-kit.js';

@@ -11,7 +11,7 @@ import { ID_PATTERN } from '../shared/contracts/ids.js';
 import type { Mission } from '../shared/contracts/mission.js';
 import type { Receipt } from '../shared/contracts/receipt.js';
 import { invalidInput, UhError } from '../shared/errors.js';
-import { writeAtomic } from '../workers/state/operation-files.js';
+import { writeAtomic } from '../operation/operation-files.js';
 
 export const BatchRecordSchema = z.object({
   schema_version: z.literal('uh.batch.v0'),

@@ -15,7 +15,8 @@ import type { Mission } from '../shared/contracts/mission.js';
 import { OperationConflictError } from '../shared/errors.js';
 import { eventJson, type OperationJob, type QueueRecord } from '../shared/queue/operation-store.js';
 import { queueName } from '../shared/queue/topology.js';
-import { prepareOperation } from './prepare-operation.js';
+import { prepareOperation } from '../operation/prepare-operation.js';
+import { OPERATION_PORTS } from '../workers/operation-ports.js';
 import type { QueueClient } from './queue/queue-client.js';
 
 /** Jobs are bookkeeping only (our record is the truth): keep them a day for dashboards. */
@@ -36,7 +37,7 @@ export async function submitOperation(
   mission: Mission,
   options: { stateDir: string; cacheDir: string; runtime?: string },
 ): Promise<SubmitResult> {
-  const prepared = await prepareOperation(mission, options);
+  const prepared = await prepareOperation(mission, options, OPERATION_PORTS);
   const id = mission.operation_id;
   const job: OperationJob = {
     operation_id: id,

@@ -8,9 +8,10 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseMission } from '../../src/shared/contracts/load-mission.js';
 import type { AnyRuntimeAdapter, RuntimeEventV1 } from '../../src/shared/runtime/v1/index.js';
-import { prepareOperation } from '../../src/producers/prepare-operation.js';
+import { prepareOperation } from '../../src/operation/prepare-operation.js';
 import { executeOperation } from '../../src/workers/execute-operation.js';
-import { claimOperationDir, readReceipt, readRecord } from '../../src/workers/state/operation-files.js';
+import { OPERATION_PORTS } from '../../src/workers/operation-ports.js';
+import { claimOperationDir, readReceipt, readRecord } from '../../src/operation/operation-files.js';
 import { makeRepo } from '../support/git-repo.js';
 import { removeDir, tempDir } from '../support/temp.js';
 
@@ -30,7 +31,7 @@ describe('a terminal event with dispatch unknown', () => {
       },
       repo,
     );
-    const prepared = await prepareOperation(mission, { stateDir, cacheDir });
+    const prepared = await prepareOperation(mission, { stateDir, cacheDir }, OPERATION_PORTS);
     let launches = 0;
     // A port-level stand-in: the signal under test is the terminal event's `dispatch` field.
     const lostReply: AnyRuntimeAdapter = {

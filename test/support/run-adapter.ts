@@ -4,7 +4,7 @@ import type { AnyRuntimeAdapter, RuntimeContextV1, RuntimeEventV1, RuntimeSessio
 import { spawnGroup } from '../../src/shared/process/spawn-group.js';
 import { silentLogger } from '../../src/shared/logger.js';
 import { parseOrThrow } from '../../src/shared/contracts/zod-issues.js';
-import { fileJournal } from '../../src/workers/state/file-journal.js';
+import { fileJournal } from '../../src/operation/file-journal.js';
 import { makeRepo } from './git-repo.js';
 import { tempDir } from './temp.js';
 

@@ -17,7 +17,7 @@ export async function cancelOperation(client: QueueClient, record: QueueRecord, 
 async function cancelWaiting(client: QueueClient, record: QueueRecord, reason: string): Promise<boolean> {
   const queue = await client.queue(record.runtime);
   await queue.remove(record.job_id).catch(() => 0); // 0 when a worker holds it: then its claim sees the flag
-  const { synthesizeReceipt } = await import('../../workers/results/synthesize-receipt.js');
+  const { synthesizeReceipt } = await import('../../operation/synthesize-receipt.js');
   const { completionOf, eventJson } = await import('../../shared/queue/operation-store.js');
   const receipt = synthesizeReceipt(record, { status: 'cancelled', raw: 'cancel', message: `cancelled while waiting: ${reason}`, timed_out: false });
   return client.store.settle(record.operation_id, {

@@ -7,7 +7,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ReceiptSchema, type Receipt } from '../../shared/contracts/receipt.js';
 import type { OperationStore } from '../../shared/queue/operation-store.js';
-import { ARTIFACT_FILES } from '../../workers/results/store-artifacts.js';
+import { ARTIFACT_FILES } from '../../operation/operation-files.js';
 
 export interface Materialized {
   dir: string;

@@ -16,15 +16,17 @@ import { MissionSchema } from '../../shared/contracts/mission.js';
 import type { Outcome } from '../../shared/contracts/runtime-result.js';
 import type { Receipt } from '../../shared/contracts/receipt.js';
 import { errorMessage, UhError } from '../../shared/errors.js';
-import { recoverOperationRuntime } from '../../producers/recover-runtime.js';
+import { recoverOperationRuntime } from '../../operation/recover-runtime.js';
 import type { RuntimeFinishedData } from '../../shared/runtime/v1/index.js';
-import { buildReceipt } from '../results/build-receipt.js';
+import { buildReceipt } from '../../operation/build-receipt.js';
+import { decideVerdict } from '../results/verdict.js';
+import { RUNTIME_ADAPTERS } from '../runtimes/registry.js';
 import { captureDiff, type DiffCapture } from '../verification/capture-diff.js';
 import { checkScope } from '../verification/scope-check.js';
 import { EventLog } from '../state/event-log.js';
-import { fileJournal } from '../state/file-journal.js';
+import { fileJournal } from '../../operation/file-journal.js';
 import { killLeftoverGroups } from '../../shared/process/leftover-groups.js';
-import { operationDir, readRecord, writeReceiptOnce, writeRecord, workerAlive, type OperationRecord } from '../state/operation-files.js';
+import { operationDir, readRecord, writeReceiptOnce, writeRecord, workerAlive, type OperationRecord } from '../../operation/operation-files.js';
 
 export interface InlineRecovery {
   steps: string[];
@@ -60,7 +62,7 @@ export async function recoverInline(stateDir: string, id: string, settle: 'faile
   let finished: RuntimeFinishedData | undefined;
   let outcome: Outcome | undefined;
   try {
-    const fromRuntime = await recoverOperationRuntime(stateDir, id);
+    const fromRuntime = await recoverOperationRuntime(stateDir, id, RUNTIME_ADAPTERS);
     if (fromRuntime === null) steps.push(`runtime ${record.runtime} cannot recover runs: settling as ${settle}`);
     else {
       const r = fromRuntime.recovery;
@@ -119,6 +121,7 @@ async function settleWith(stateDir: string, record: OperationRecord, dir: string
     diff,
     violations,
     checks: [],
+    verdict: decideVerdict({ scopeViolations: violations.length, checksDeclared: mission.verification.length, checks: [] }),
     sandbox: { path: record.sandbox_path, retained: record.sandbox_path !== null },
     secrets: [],
   });

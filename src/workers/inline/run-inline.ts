@@ -6,10 +6,11 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { Mission } from '../../shared/contracts/mission.js';
 import { OperationConflictError, UhError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
-import { prepareOperation, type PreparedOperation } from '../../producers/prepare-operation.js';
+import { prepareOperation, type PreparedOperation } from '../../operation/prepare-operation.js';
 import { executeOperation, type ExecuteResult } from '../execute-operation.js';
+import { OPERATION_PORTS } from '../operation-ports.js';
 import { sweepSandboxes } from '../sandbox/retention.js';
-import { claimOperationDir, readReceipt, readRecord, workerAlive, type OperationRecord } from '../state/operation-files.js';
+import { claimOperationDir, readReceipt, readRecord, workerAlive, type OperationRecord } from '../../operation/operation-files.js';
 import type { Receipt } from '../../shared/contracts/receipt.js';
 
 export interface InlineOptions {
@@ -32,7 +33,7 @@ export type InlineOutcome =
 export async function runInline(mission: Mission, options: InlineOptions): Promise<InlineOutcome> {
   // Start-up collection: expired sandboxes and orphans left by crashed runs.
   await sweepSandboxes(options.cacheDir, new Date()).catch(() => undefined);
-  const prepared = await prepareOperation(mission, options);
+  const prepared = await prepareOperation(mission, options, OPERATION_PORTS);
   const id = mission.operation_id;
   if (!claimOperationDir(options.stateDir, id)) {
     let record = readRecord(options.stateDir, id);

@@ -10,13 +10,14 @@ import { sha256 } from '../../shared/digest.js';
 import { UhError } from '../../shared/errors.js';
 import type { OperationJob } from '../../shared/queue/operation-store.js';
 import { buildMissionPrompt } from '../../shared/runtime/build-prompt.js';
-import { contractDigestOf, type PreparedOperation } from '../../producers/prepare-operation.js';
-import { resolveRuntime } from '../../producers/resolve-runtime.js';
+import { contractDigestOf, type PreparedOperation } from '../../operation/prepare-operation.js';
+import { resolveRuntime } from '../../operation/resolve-runtime.js';
+import { RUNTIME_ADAPTERS } from '../runtimes/registry.js';
 import { resolveInMirror } from '../sandbox/mirror-cache.js';
 
 export async function prepareJob(job: OperationJob, options: { stateDir: string; cacheDir: string }): Promise<PreparedOperation> {
   const mission = parseOrThrow(MissionSchema, job.mission, 'job.mission');
-  const runtime = resolveRuntime(mission, job.runtime, options.stateDir);
+  const runtime = resolveRuntime(mission, job.runtime, options.stateDir, RUNTIME_ADAPTERS);
   const { mirror, commit } = await resolveInMirror(options.cacheDir, mission.repository.url, job.base_commit);
   const contractDigest = contractDigestOf(mission, runtime, commit);
   if (contractDigest !== job.contract_digest) {

@@ -21,9 +21,9 @@ import { jobIdFor } from '../../shared/queue/topology.js';
 import { executeOperation } from '../execute-operation.js';
 import { collectArtifacts } from '../results/store-artifacts.js';
 import { retryDecision, type RetryRule } from '../results/retry-policy.js';
-import { synthesizeReceipt } from '../results/synthesize-receipt.js';
+import { synthesizeReceipt } from '../../operation/synthesize-receipt.js';
 import { redisJournal } from './redis-journal.js';
-import { claimOperationDir, operationDir, operationsRoot } from '../state/operation-files.js';
+import { claimOperationDir, operationDir, operationsRoot } from '../../operation/operation-files.js';
 import type { EventLog } from '../state/event-log.js';
 
 export interface PoolContext {

@@ -7,16 +7,8 @@
 import { existsSync, openSync, readSync, closeSync, statSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import { ARTIFACT_FILES } from '../../operation/operation-files.js';
 
-/** Artifact name in Redis → file name in an operation dir (also what `collect` writes). */
-export const ARTIFACT_FILES = {
-  receipt: 'receipt.json',
-  diff: 'diff.patch',
-  final_message: 'runtime-final.txt',
-  runtime_result: 'runtime-result.yaml',
-  mission: 'mission.json',
-} as const;
-export type ArtifactName = keyof typeof ARTIFACT_FILES;
 
 export function truncationMarker(kept: number, total: number, where: string): string {
   return `\n# uh: truncated: kept ${kept} of ${total} bytes (cap UH_ARTIFACT_CAP_BYTES); the full file is ${where}\n`;

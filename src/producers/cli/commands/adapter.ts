@@ -7,7 +7,7 @@ import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
 import { spawnGroup } from '../../../shared/process/spawn-group.js';
 import { findRuntimeAdapter, RUNTIME_ADAPTERS } from '../../../workers/runtimes/registry.js';
-import { defaultManifest, loadManifest, manifestPath, mergeConfig } from '../../resolve-runtime.js';
+import { defaultManifest, loadManifest, manifestPath, mergeConfig } from '../../../operation/resolve-runtime.js';
 import { parseOrThrow } from '../../../shared/contracts/zod-issues.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 
@@ -77,7 +77,7 @@ export async function adapterCheck(argv: string[], config: UhConfig): Promise<nu
   const id = positionals[0];
   if (!id || positionals.length !== 1) throw invalidInput('uh adapter check needs one id', [], CHECK.usage);
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
-  const { manifest, source } = loadManifest(stateDir, id);
+  const { manifest, source } = loadManifest(stateDir, id, RUNTIME_ADAPTERS);
   const adapter = findRuntimeAdapter(manifest.runtime_kind);
   if (!adapter) throw invalidInput(`${source}: unknown runtime_kind ${manifest.runtime_kind}`);
   const merged = mergeConfig(adapter.defaultConfig, manifest.runtime_config);

@@ -3,7 +3,7 @@ import { loadMissionFile } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { invalidInput } from '../../../shared/errors.js';
 import { createLogger } from '../../../shared/logger.js';
-import { readReceipt, readRecord } from '../../../workers/state/operation-files.js';
+import { readReceipt, readRecord } from '../../../operation/operation-files.js';
 import {
   batchExitCode,
   batchMissions,
@@ -61,8 +61,9 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
   const missions = batchMissions(mission, runtimes);
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   // Refuse bad input for every runtime before anything runs or is written.
-  const { prepareOperation } = await import('../../prepare-operation.js');
-  for (const m of missions) await prepareOperation(m, { stateDir, cacheDir: config.core.cacheDir });
+  const { prepareOperation } = await import('../../../operation/prepare-operation.js');
+  const { OPERATION_PORTS } = await import('../../../workers/operation-ports.js');
+  for (const m of missions) await prepareOperation(m, { stateDir, cacheDir: config.core.cacheDir }, OPERATION_PORTS);
   const record: BatchRecord = {
     schema_version: 'uh.batch.v0',
     batch_id: mission.operation_id,

@@ -10,7 +10,7 @@ import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { errorMessage } from '../../../shared/errors.js';
 import { spawnGroup } from '../../../shared/process/spawn-group.js';
 import { RUNTIME_ADAPTERS } from '../../../workers/runtimes/registry.js';
-import { mergeConfig } from '../../resolve-runtime.js';
+import { mergeConfig } from '../../../operation/resolve-runtime.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 
 const DOCTOR: CommandSpec = {

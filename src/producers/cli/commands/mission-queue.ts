@@ -6,7 +6,7 @@ import { invalidInput, UhError } from '../../../shared/errors.js';
 import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-store.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import type { Receipt } from '../../../shared/contracts/receipt.js';
-import { readRecord } from '../../../workers/state/operation-files.js';
+import { readRecord } from '../../../operation/operation-files.js';
 
 const REDIS = { redis: { type: 'string' as const } };
 
@@ -113,8 +113,9 @@ export async function missionCancel(argv: string[], config: UhConfig): Promise<n
  */
 async function recoverUnknownFromRuntime(record: QueueRecord, stateDir: string, steps: string[]): Promise<Receipt | null> {
   try {
-    const { recoverQueuedRuntime, receiptFromRecovery } = await import('../../recover-runtime.js');
-    const got = await recoverQueuedRuntime(record, stateDir);
+    const { recoverQueuedRuntime, receiptFromRecovery } = await import('../../../operation/recover-runtime.js');
+    const { RUNTIME_ADAPTERS } = await import('../../../workers/runtimes/registry.js');
+    const got = await recoverQueuedRuntime(record, stateDir, RUNTIME_ADAPTERS);
     if (!got) return null;
     steps.push(`runtime ${got.runtime}: ${got.recovery.state}: ${got.recovery.reason}`);
     return got.recovery.state === 'settled' && got.recovery.finished ? receiptFromRecovery(record, got.recovery.finished) : null;
@@ -175,7 +176,7 @@ export async function missionRecover(argv: string[], config: UhConfig): Promise<
       const { killLeftoverGroups } = await import('../../../shared/process/leftover-groups.js');
       const killed = killLeftoverGroups(record.journal);
       if (killed.length > 0) steps.push(`killed the runtime's leftover process group(s) on this host: ${killed.join(', ')}`);
-      const { synthesizeReceipt } = await import('../../../workers/results/synthesize-receipt.js');
+      const { synthesizeReceipt } = await import('../../../operation/synthesize-receipt.js');
       // First ask the runtime (if it can recover) what became of the run: an exact answer beats --settle.
       const fromRuntime = await recoverUnknownFromRuntime(record, resolveStateDir(values['state-dir'] as string | undefined, config), steps);
       const status = values.settle as 'failed' | 'cancelled';

@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
 import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-store.js';
-import { readRecord } from '../../../workers/state/operation-files.js';
+import { readRecord } from '../../../operation/operation-files.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 import { missionCollect, missionList, missionStatus } from './mission-status.js';

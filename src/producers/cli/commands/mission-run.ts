@@ -36,8 +36,9 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
   const runtime = values.runtime as string | undefined;
 
   if (values['dry-run']) {
-    const { prepareOperation } = await import('../../prepare-operation.js');
-    const prepared = await prepareOperation(mission, { stateDir, cacheDir: config.core.cacheDir, ...(runtime ? { runtime } : {}) });
+    const { prepareOperation } = await import('../../../operation/prepare-operation.js');
+    const { OPERATION_PORTS } = await import('../../../workers/operation-ports.js');
+    const prepared = await prepareOperation(mission, { stateDir, cacheDir: config.core.cacheDir, ...(runtime ? { runtime } : {}) }, OPERATION_PORTS);
     const plan = await prepared.runtime.adapter.prepare({
       config: prepared.runtime.config,
       prompt: prepared.prompt,

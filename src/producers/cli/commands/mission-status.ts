@@ -3,7 +3,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
-import { operationDir, operationsRoot, readReceipt, readRecord } from '../../../workers/state/operation-files.js';
+import { operationDir, operationsRoot, readReceipt, readRecord } from '../../../operation/operation-files.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 

@@ -1,12 +1,9 @@
 import { hostname } from 'node:os';
-import type { Mission } from '../../shared/contracts/mission.js';
-import type { CheckResult, Receipt } from '../../shared/contracts/receipt.js';
-import type { Outcome, Usage } from '../../shared/contracts/runtime-result.js';
-import { exitCodeFor } from '../../shared/contracts/status.js';
-import { redact } from '../../shared/redact.js';
-import type { DiffCapture } from '../verification/capture-diff.js';
-import type { ScopeViolation } from '../verification/scope-check.js';
-import { decideVerdict } from './verdict.js';
+import type { Mission } from '../shared/contracts/mission.js';
+import type { CheckResult, Receipt } from '../shared/contracts/receipt.js';
+import type { Outcome, Usage } from '../shared/contracts/runtime-result.js';
+import { exitCodeFor, type Verdict } from '../shared/contracts/status.js';
+import { redact } from '../shared/redact.js';
 
 export interface ReceiptInput {
   mission: Mission;
@@ -23,17 +20,19 @@ export interface ReceiptInput {
   usage: Usage;
   finalMessage: string;
   finalMessageSource: Receipt['final_message_source'];
-  diff: DiffCapture | null;
-  violations: ScopeViolation[];
+  /** The captured diff (null when the run ended before diff capture). */
+  diff: { changed: Receipt['changed_files']; bytes: number; digest: string; headCommit: string | null } | null;
+  violations: Receipt['scope']['violations'];
   checks: CheckResult[];
+  /** Decided by the pipeline (src/workers/results/verdict.ts); the receipt records it, never re-decides. */
+  verdict: Verdict;
   sandbox: Receipt['sandbox'];
   secrets: readonly string[];
 }
 
-/** The receipt of a finished operation: verdict and exit code decided here, secrets redacted. */
+/** The receipt of a finished operation: the exit code follows from status and verdict, secrets redacted. */
 export function buildReceipt(input: ReceiptInput): Receipt {
-  const { mission } = input;
-  const verdict = decideVerdict({ scopeViolations: input.violations.length, checksDeclared: mission.verification.length, checks: input.checks });
+  const { mission, verdict } = input;
   return redact(
     {
       schema_version: 'uh.receipt.v0',

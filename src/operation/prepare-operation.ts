@@ -7,13 +7,13 @@ import type { Mission } from '../shared/contracts/mission.js';
 import { digestOf, sha256 } from '../shared/digest.js';
 import { invalidInput } from '../shared/errors.js';
 import { buildMissionPrompt } from '../shared/runtime/build-prompt.js';
-import { resolveInMirror, type Mirror } from '../workers/sandbox/mirror-cache.js';
+import type { MirrorRef, OperationPorts } from './ports.js';
 import { resolveRuntime, type ResolvedRuntime } from './resolve-runtime.js';
 
 export interface PreparedOperation {
   mission: Mission;
   runtime: ResolvedRuntime;
-  mirror: Mirror;
+  mirror: MirrorRef;
   baseCommit: string;
   prompt: string;
   promptDigest: string;
@@ -49,10 +49,11 @@ export function contractDigestOf(mission: Mission, runtime: ResolvedRuntime, bas
 export async function prepareOperation(
   mission: Mission,
   options: { stateDir: string; cacheDir: string; runtime?: string },
+  ports: OperationPorts,
 ): Promise<PreparedOperation> {
   const runtimeId = pickRuntime(mission, options.runtime);
-  const runtime = resolveRuntime(mission, runtimeId, options.stateDir);
-  const { mirror, commit } = await resolveInMirror(options.cacheDir, mission.repository.url, mission.repository.ref);
+  const runtime = resolveRuntime(mission, runtimeId, options.stateDir, ports.runtimes);
+  const { mirror, commit } = await ports.resolveRef(options.cacheDir, mission.repository.url, mission.repository.ref);
   const prompt = buildMissionPrompt(mission);
   return {
     mission,

@@ -4,11 +4,11 @@
  * `uh mission recover`. Same schema as every receipt; no diff, no checks, no sandbox.
  */
 import { hostname } from 'node:os';
-import type { Mission } from '../../shared/contracts/mission.js';
-import { ReceiptSchema, type Receipt } from '../../shared/contracts/receipt.js';
-import type { Outcome } from '../../shared/contracts/runtime-result.js';
-import { exitCodeFor } from '../../shared/contracts/status.js';
-import type { QueueRecord } from '../../shared/queue/operation-store.js';
+import type { Mission } from '../shared/contracts/mission.js';
+import { ReceiptSchema, type Receipt } from '../shared/contracts/receipt.js';
+import type { Outcome } from '../shared/contracts/runtime-result.js';
+import { exitCodeFor } from '../shared/contracts/status.js';
+import type { QueueRecord } from '../shared/queue/operation-store.js';
 
 export function synthesizeReceipt(record: QueueRecord, outcome: Outcome, now = new Date()): Receipt {
   const mission = record.job.mission as Mission;

@@ -16,9 +16,9 @@ import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writ
 import { join } from 'node:path';
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { OperationStateSchema } from '../../shared/contracts/status.js';
-import { ReceiptSchema, type Receipt } from '../../shared/contracts/receipt.js';
-import { UhError } from '../../shared/errors.js';
+import { OperationStateSchema } from '../shared/contracts/status.js';
+import { ReceiptSchema, type Receipt } from '../shared/contracts/receipt.js';
+import { UhError } from '../shared/errors.js';
 
 export const OperationRecordSchema = z.object({
   schema_version: z.literal('uh.operation.v0'),
@@ -45,6 +45,16 @@ export const OperationRecordSchema = z.object({
   turn_id: z.string().nullable().optional(),
 });
 export type OperationRecord = z.infer<typeof OperationRecordSchema>;
+
+/** Artifact name in Redis → file name in an operation dir (also what `collect` writes). */
+export const ARTIFACT_FILES = {
+  receipt: 'receipt.json',
+  diff: 'diff.patch',
+  final_message: 'runtime-final.txt',
+  runtime_result: 'runtime-result.yaml',
+  mission: 'mission.json',
+} as const;
+export type ArtifactName = keyof typeof ARTIFACT_FILES;
 
 export function operationsRoot(stateDir: string): string {
   return join(stateDir, 'operations');

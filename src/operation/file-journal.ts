@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import type { RuntimeJournalV1 } from '../../shared/runtime/v1/runtime-context.js';
+import type { RuntimeJournalV1 } from '../shared/runtime/v1/runtime-context.js';
 import { writeAtomic } from './operation-files.js';
 
 /** The inline runtime journal: one JSON file, rewritten atomically on every put. */

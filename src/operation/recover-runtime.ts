@@ -16,13 +16,14 @@ import { ReceiptSchema, type Receipt } from '../shared/contracts/receipt.js';
 import type { QueueRecord } from '../shared/queue/operation-store.js';
 import type { RuntimeFinishedData } from '../shared/runtime/v1/runtime-event.js';
 import type { RuntimeJournalV1 } from '../shared/runtime/v1/runtime-context.js';
-import { synthesizeReceipt } from '../workers/results/synthesize-receipt.js';
+import { synthesizeReceipt } from './synthesize-receipt.js';
 import { invalidInput } from '../shared/errors.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import { spawnGroup } from '../shared/process/spawn-group.js';
 import type { RecoveryV1 } from '../shared/runtime/v1/index.js';
-import { fileJournal } from '../workers/state/file-journal.js';
-import { operationDir, readRecord } from '../workers/state/operation-files.js';
+import { fileJournal } from './file-journal.js';
+import { operationDir, readRecord } from './operation-files.js';
+import type { RuntimeCatalog } from './ports.js';
 import { resolveRuntime } from './resolve-runtime.js';
 
 export interface RuntimeRecovery {
@@ -33,6 +34,7 @@ export interface RuntimeRecovery {
 export async function recoverOperationRuntime(
   stateDir: string,
   operationId: string,
+  runtimes: RuntimeCatalog,
   options: { env?: Readonly<Record<string, string | undefined>>; logger?: Logger } = {},
 ): Promise<RuntimeRecovery | null> {
   const record = readRecord(stateDir, operationId);
@@ -43,6 +45,7 @@ export async function recoverOperationRuntime(
   const mission = MissionSchema.parse(JSON.parse(readFileSync(join(dir, 'mission.json'), 'utf8')));
   return recoverTarget(
     stateDir,
+    runtimes,
     {
       mission,
       runtime: record.runtime,
@@ -66,8 +69,8 @@ interface RecoverTarget {
   sandboxPath: string | null;
 }
 
-async function recoverTarget(stateDir: string, t: RecoverTarget, options: { env?: Readonly<Record<string, string | undefined>>; logger?: Logger }): Promise<RuntimeRecovery | null> {
-  const resolved = resolveRuntime(t.mission, t.runtime, stateDir);
+async function recoverTarget(stateDir: string, runtimes: RuntimeCatalog, t: RecoverTarget, options: { env?: Readonly<Record<string, string | undefined>>; logger?: Logger }): Promise<RuntimeRecovery | null> {
+  const resolved = resolveRuntime(t.mission, t.runtime, stateDir, runtimes);
   if (!resolved.adapter.recover) return null;
   const recovery = await resolved.adapter.recover(resolved.config, {
     journal: t.journal,
@@ -86,11 +89,13 @@ async function recoverTarget(stateDir: string, t: RecoverTarget, options: { env?
 export async function recoverQueuedRuntime(
   record: QueueRecord,
   stateDir: string,
+  runtimes: RuntimeCatalog,
   options: { env?: Readonly<Record<string, string | undefined>>; logger?: Logger } = {},
 ): Promise<RuntimeRecovery | null> {
   const snapshot = record.journal;
   return recoverTarget(
     stateDir,
+    runtimes,
     {
       mission: MissionSchema.parse(record.job.mission),
       runtime: record.runtime,

@@ -1,0 +1,69 @@
+/**
+ * The layers of `uh` (docs/architecture.md), checked by test/architecture/layers.test.ts:
+ *
+ *   src/shared      contracts, the runtime port, transports, queue topology: imports nothing of ours above it
+ *   src/operation   what producers and workers both need (resolve runtime, prepare, records, receipts)
+ *   src/producers   CLI, HTTP API, submit, batch
+ *   src/workers     pools, runtime adapters, sandbox, verification, results, the pipeline
+ *
+ * Type-only imports count: a type reaching across a layer couples it as much as a value does.
+ */
+/** The only worker modules a producer may import: what it runs or composes, nothing internal. */
+const PRODUCER_ENTRY_POINTS = [
+  // `uh mission run` / `uh batch run` / `uh mission recover` run the inline executor in-process.
+  '^src/workers/inline/run-inline\\.ts$',
+  '^src/workers/inline/recover-inline\\.ts$',
+  // `uh worker start` starts the pools and the results consumer.
+  '^src/workers/pools/runtime-pool\\.ts$',
+  '^src/workers/results/completion-consumer\\.ts$',
+  // The runtime catalog, injected into src/operation (runtime_config schemas, manifests, checks).
+  '^src/workers/runtimes/registry\\.ts$',
+  // The real ports of src/operation (runtime catalog, ref → commit in the mirror cache).
+  '^src/workers/operation-ports\\.ts$',
+];
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'shared-imports-nothing-above-it',
+      comment: 'src/shared is the bottom layer: it imports neither src/operation, src/producers nor src/workers.',
+      severity: 'error',
+      from: { path: '^src/shared/' },
+      to: { path: '^src/(operation|producers|workers)/' },
+    },
+    {
+      name: 'operation-imports-neither-side',
+      comment: 'src/operation is shared by producers and workers: it imports neither (inject what it needs).',
+      severity: 'error',
+      from: { path: '^src/operation/' },
+      to: { path: '^src/(producers|workers)/' },
+    },
+    {
+      name: 'workers-never-import-producers',
+      comment: 'Workers run jobs; producers submit them. What both need lives in src/operation.',
+      severity: 'error',
+      from: { path: '^src/workers/' },
+      to: { path: '^src/producers/' },
+    },
+    {
+      name: 'runtime-adapters-never-import-the-queue',
+      comment: 'A runtime adapter runs in the directory it is given; the pool owns BullMQ and Redis.',
+      severity: 'error',
+      from: { path: '^src/workers/runtimes/' },
+      to: { path: '(^|/)node_modules/(bullmq|ioredis)/' },
+    },
+    {
+      name: 'producers-enter-workers-at-entry-points-only',
+      comment: 'A producer imports a worker module only to run it (inline, worker start) or to inject it into src/operation.',
+      severity: 'error',
+      from: { path: '^src/producers/' },
+      to: { path: '^src/workers/', pathNot: PRODUCER_ENTRY_POINTS },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js', '.mjs', '.cjs', '.json'] },
+  },
+};

@@ -1,0 +1,197 @@
+/**
+ * The one context every pipeline phase reads and writes (src/workers/execute-operation.ts).
+ * Fixed at open: the prepared operation, its dir, clock, spawn, logger, environment, secrets, the
+ * record and the event log. Written by one phase each: `sandbox` (sandbox), `folded` (runtime),
+ * `diff` and `violations` (diff), `checks` (checks); `failure` by whichever phase ends the run
+ * early (a cancel, a pipeline error). `timings` gains one entry per timed phase.
+ */
+import { writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import type { CheckResult, Receipt } from '../../shared/contracts/receipt.js';
+import type { Outcome } from '../../shared/contracts/runtime-result.js';
+import type { OperationState } from '../../shared/contracts/status.js';
+import { errorMessage, UhError } from '../../shared/errors.js';
+import { silentLogger, type Logger } from '../../shared/logger.js';
+import { spawnGroup, type SpawnGroup } from '../../shared/process/spawn-group.js';
+import { redact, secretEnvValues } from '../../shared/redact.js';
+import { initialFold, type FoldedRuntime } from '../../shared/runtime/fold-events.js';
+import type { AbortReasonV1, RuntimeJournalV1 } from '../../shared/runtime/v1/index.js';
+import { operationDir, writeRecord, type OperationRecord } from '../../operation/operation-files.js';
+import type { PreparedOperation } from '../../operation/prepare-operation.js';
+import type { Sandbox } from '../sandbox/worktree.js';
+import { EventLog } from '../state/event-log.js';
+import type { DiffCapture } from '../verification/capture-diff.js';
+import type { ScopeViolation } from '../verification/scope-check.js';
+
+export interface ExecuteOptions {
+  prepared: PreparedOperation;
+  stateDir: string;
+  cacheDir: string;
+  mode: 'inline' | 'queue';
+  attempt?: number;
+  /** Abort with `{kind:'cancel', message}` to cancel the operation. */
+  signal?: AbortSignal;
+  sandboxKeepHours?: number;
+  keepSandbox?: boolean;
+  now?: () => Date;
+  spawn?: SpawnGroup;
+  fetch?: typeof globalThis.fetch;
+  logger?: Logger;
+  /** Environment for the runtime and checks (defaults to this process's). */
+  env?: Record<string, string | undefined>;
+  /** Subscribe live publishers to the event log before anything is appended. */
+  onEventLog?: (log: EventLog) => void;
+  /** Called right before the runtime starts (queue mode persists "runtime started" here). */
+  beforeRuntime?: () => Promise<void>;
+  /** Durable journal for the runtime (default: runtime-journal.json in the operation dir). */
+  journal?: RuntimeJournalV1;
+  /** Called on each state change, after operation.json is written. */
+  onState?: (state: OperationState, record: OperationRecord) => Promise<void>;
+}
+
+export type ExecuteResult =
+  | { state: 'finished'; receipt: Receipt; receiptPath: string; dir: string }
+  /** Dispatch could not be proven: no receipt, the sandbox kept, `uh mission recover` settles it. */
+  | { state: 'unknown'; reason: string; hint: string | undefined; dir: string };
+
+export interface OperationRun {
+  readonly options: ExecuteOptions;
+  readonly prepared: PreparedOperation;
+  readonly dir: string;
+  readonly now: () => Date;
+  readonly spawn: SpawnGroup;
+  readonly logger: Logger;
+  /** The sandbox's environment: the base env, the mission's `sandbox.env` and port range. */
+  readonly env: Record<string, string | undefined>;
+  readonly secrets: readonly string[];
+  readonly startedAt: Date;
+  /** performance.now() at open, for `total_ms`. */
+  readonly t0: number;
+  readonly timings: Record<string, number>;
+  readonly record: OperationRecord;
+  readonly events: EventLog;
+  sandbox: Sandbox | null;
+  folded: FoldedRuntime;
+  diff: DiffCapture | null;
+  violations: ScopeViolation[];
+  checks: CheckResult[];
+  failure: Outcome | null;
+}
+
+function sandboxEnv(options: ExecuteOptions): Record<string, string | undefined> {
+  const { mission } = options.prepared;
+  const env: Record<string, string | undefined> = { ...(options.env ?? process.env), ...mission.sandbox.env }; // env passthrough: the runtime child inherits the worker's environment
+  if (mission.sandbox.port_range) {
+    env.UH_PORT_RANGE_START = String(mission.sandbox.port_range[0]);
+    env.UH_PORT_RANGE_END = String(mission.sandbox.port_range[1]);
+  }
+  return env;
+}
+
+function newRecord(options: ExecuteOptions, startedAt: Date): OperationRecord {
+  const { prepared } = options;
+  const { mission, runtime } = prepared;
+  return {
+    schema_version: 'uh.operation.v0',
+    operation_id: mission.operation_id,
+    mission_id: mission.mission_id,
+    runtime: runtime.runtimeId,
+    contract_digest: prepared.contractDigest,
+    prompt_digest: prepared.promptDigest,
+    state: 'running',
+    base_commit: prepared.baseCommit,
+    attempt: options.attempt ?? 1,
+    created_at: startedAt.toISOString(),
+    updated_at: startedAt.toISOString(),
+    worker: { host: hostname(), pid: process.pid },
+    sandbox_path: null,
+    runtime_started: false,
+    mode: options.mode,
+    status: null,
+    verdict: null,
+    exit_code: null,
+  };
+}
+
+/** Open the operation: mission.json, the event log (publishers subscribed), `running`, `operation.started`. */
+export async function openOperation(options: ExecuteOptions): Promise<OperationRun> {
+  const { prepared } = options;
+  const { mission, runtime } = prepared;
+  const now = options.now ?? (() => new Date());
+  const dir = operationDir(options.stateDir, mission.operation_id);
+  const startedAt = now();
+  const t0 = performance.now();
+  const secrets = [...runtime.secrets, ...secretEnvValues(mission.sandbox.env)];
+  writeFileSync(join(dir, 'mission.json'), `${JSON.stringify(redact(mission, secrets), null, 2)}\n`);
+  const events = new EventLog(join(dir, 'events.jsonl'), mission.operation_id, now);
+  events.secrets = secrets;
+  options.onEventLog?.(events);
+  const run: OperationRun = {
+    options,
+    prepared,
+    dir,
+    now,
+    spawn: options.spawn ?? spawnGroup,
+    logger: (options.logger ?? silentLogger).child({ operation_id: mission.operation_id }),
+    env: sandboxEnv(options),
+    secrets,
+    startedAt,
+    t0,
+    timings: {},
+    record: newRecord(options, startedAt),
+    events,
+    sandbox: null,
+    folded: initialFold({ status: 'failed', raw: 'not_started', message: 'runtime did not start', timed_out: false }),
+    diff: null,
+    violations: [],
+    checks: [],
+    failure: null,
+  };
+  await setState(run, 'running');
+  events.append('operation.started', {
+    mission_id: mission.mission_id,
+    runtime: runtime.runtimeId,
+    runtime_kind: runtime.adapter.id,
+    base_commit: prepared.baseCommit,
+    contract_digest: prepared.contractDigest,
+    attempt: run.record.attempt,
+    mode: options.mode,
+  });
+  return run;
+}
+
+/** Patch the record, write operation.json atomically, then tell the caller (queue mode mirrors it to Redis). */
+export async function setState(run: OperationRun, state: OperationState, patch: Partial<OperationRecord> = {}): Promise<void> {
+  Object.assign(run.record, patch, { state, updated_at: run.now().toISOString() });
+  writeRecord(run.options.stateDir, run.record);
+  await run.options.onState?.(state, run.record);
+}
+
+/** Run one phase's work, recording its duration as `<name>_ms`, failures included. */
+export async function timed<T>(run: OperationRun, name: string, fn: () => Promise<T>): Promise<T> {
+  const t = performance.now();
+  try {
+    return await fn();
+  } finally {
+    run.timings[`${name}_ms`] = Math.round(performance.now() - t);
+  }
+}
+
+/** The cancel reason, once the caller aborted the operation's signal. */
+export function cancelReason(run: OperationRun): AbortReasonV1 | null {
+  const { signal } = run.options;
+  return signal?.aborted ? (signal.reason as AbortReasonV1) : null;
+}
+
+/** Any phase that throws ends the run as `failed`; the receipt still gets written. */
+export function recordPipelineError(run: OperationRun, error: unknown): void {
+  run.logger.error({ err: errorMessage(error) }, 'operation failed in the pipeline');
+  run.failure = {
+    status: 'failed',
+    raw: UhError.isInstance(error) ? `uh:${error.kind}` : 'internal',
+    message: errorMessage(error),
+    timed_out: false,
+    ...(UhError.isInstance(error) && error.hint ? { hint: error.hint } : {}),
+  };
+}

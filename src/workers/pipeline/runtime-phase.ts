@@ -1,0 +1,150 @@
+/**
+ * The runtime phase: start the adapter in the sandbox (unless the operation was cancelled first),
+ * fold its guarded event stream, and write runtime-final.txt and runtime-result.yaml.
+ * Writes `run.folded` (or `run.failure` for a cancel before start) and `runtime_started`.
+ */
+import { readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify as toYaml } from 'yaml';
+import type { RuntimeResult } from '../../shared/contracts/runtime-result.js';
+import { describeGroup, PROCESS_GROUPS_KEY, type ProcessGroup } from '../../shared/process/leftover-groups.js';
+import type { SpawnGroup } from '../../shared/process/spawn-group.js';
+import { redact } from '../../shared/redact.js';
+import { foldOne, initialFold, type FoldedRuntime } from '../../shared/runtime/fold-events.js';
+import { guardTerminal } from '../../shared/runtime/guard-terminal.js';
+import type { AbortReasonV1, RuntimeContextV1, RuntimeJournalV1 } from '../../shared/runtime/v1/index.js';
+import { fileJournal } from '../../operation/file-journal.js';
+import type { Sandbox } from '../sandbox/worktree.js';
+import { cancelReason, setState, timed, type OperationRun } from './operation-run.js';
+
+export async function runtimePhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
+  if (!cancelReason(run)) await run.options.beforeRuntime?.();
+  // Checked again after beforeRuntime: a queue cancel can land while it persists "runtime started".
+  const cancelled = cancelReason(run);
+  if (cancelled) {
+    run.failure = { status: 'cancelled', raw: 'cancel', message: cancelled.message ?? 'cancelled', timed_out: false };
+  } else {
+    await setState(run, 'running', { runtime_started: true });
+    run.folded = await timed(run, 'runtime', () => launchAndFold(run, sandbox));
+  }
+  writeFileSync(join(run.dir, 'runtime-final.txt'), run.folded.final_message);
+  writeFileSync(join(run.dir, 'runtime-result.yaml'), toYaml(redact(toRuntimeResult(run), run.secrets)));
+}
+
+/** Abort on the mission timeout or the caller's cancel, whichever comes first. */
+function missionSignal(run: OperationRun): { signal: AbortSignal; dispose: () => void } {
+  const { mission } = run.prepared;
+  const outer = run.options.signal;
+  const controller = new AbortController();
+  const timeoutMs = mission.timeout_seconds * 1000;
+  const timer = setTimeout(
+    () => controller.abort({ kind: 'timeout', message: `mission timed out after ${mission.timeout_seconds} s`, timeoutMs } satisfies AbortReasonV1),
+    timeoutMs,
+  );
+  const onCancel = () => controller.abort(outer?.reason ?? { kind: 'cancel', message: 'cancelled' });
+  if (outer?.aborted) onCancel();
+  else outer?.addEventListener('abort', onCancel, { once: true });
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', onCancel);
+    },
+  };
+}
+
+/**
+ * A spawn that journals every process group the runtime starts, so `uh mission recover` can end
+ * the ones a dead uh process left behind.
+ */
+function journallingSpawn(spawn: SpawnGroup, journal: RuntimeJournalV1): SpawnGroup {
+  const groups: ProcessGroup[] = [];
+  return (spawnOptions) => {
+    const child = spawn(spawnOptions);
+    const group = child.pid === undefined ? null : describeGroup(child.pid);
+    if (group) {
+      groups.push(group);
+      void journal.put({ [PROCESS_GROUPS_KEY]: [...groups] }).catch(() => undefined);
+    }
+    return child;
+  };
+}
+
+function runtimeContext(run: OperationRun, sandbox: Sandbox, signal: AbortSignal): RuntimeContextV1 {
+  const { options } = run;
+  const { mission } = run.prepared;
+  const journal = options.journal ?? fileJournal(join(run.dir, 'runtime-journal.json'));
+  let ids = 0;
+  return {
+    workDir: sandbox.path,
+    logDir: run.dir,
+    signal,
+    spawn: journallingSpawn(run.spawn, journal),
+    fetch: options.fetch ?? globalThis.fetch,
+    now: () => run.now().getTime(),
+    generateId: () => `${mission.operation_id}-${++ids}`,
+    logger: run.logger,
+    env: run.env,
+    journal,
+    mission: { missionId: mission.mission_id, operationId: mission.operation_id, attempt: options.attempt ?? 1 },
+  };
+}
+
+/** Launch the adapter under the mission timeout; append each event as it happens and fold it. */
+async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<FoldedRuntime> {
+  const { mission, runtime, prompt } = run.prepared;
+  const { signal, dispose } = missionSignal(run);
+  const folded = initialFold();
+  const toolIds = new Set<string>();
+  try {
+    const plan = await runtime.adapter.prepare({
+      config: runtime.config,
+      prompt,
+      workDir: sandbox.path,
+      mission: { missionId: mission.mission_id, operationId: mission.operation_id },
+    });
+    const session = runtime.adapter.launch(plan, runtimeContext(run, sandbox, signal));
+    for await (const event of guardTerminal(session.events)) {
+      foldOne(folded, event, toolIds);
+      run.events.append(event.type, event.data as Record<string, unknown>);
+    }
+  } finally {
+    dispose();
+  }
+  return folded;
+}
+
+function toRuntimeResult(run: OperationRun): RuntimeResult {
+  const { folded, dir } = run;
+  const { mission } = run.prepared;
+  return {
+    schema_version: 'uh.runtime-result.v0',
+    mission_id: mission.mission_id,
+    operation_id: mission.operation_id,
+    runtime: runtimeIdentity(run),
+    outcome: folded.outcome,
+    status: folded.outcome.status,
+    summary: folded.final_message.split('\n')[0]?.slice(0, 200) ?? '',
+    final_message: folded.final_message,
+    final_message_source: folded.final_message_source,
+    usage: folded.usage,
+    tool_calls: folded.tool_calls,
+    messages: folded.messages,
+    duration_ms: run.timings.runtime_ms ?? 0,
+    logs: readdirSync(dir)
+      .filter((f) => f.startsWith('runtime.') && f.endsWith('.log'))
+      .map((f) => join(dir, f)),
+  };
+}
+
+/** The runtime part of the runtime result and the receipt: adapter ids and the run's session ids. */
+export function runtimeIdentity(run: OperationRun) {
+  const { folded } = run;
+  return {
+    adapter_id: run.prepared.runtime.runtimeId,
+    runtime_kind: run.prepared.runtime.adapter.id,
+    session_id: folded.session_id,
+    thread_id: folded.thread_id,
+    turn_id: folded.turn_id,
+  };
+}
