@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { acpAdapter } from '../../src/workers/runtimes/acp/acp-adapter.js';
 import type { RuntimeSessionV1 } from '../../src/shared/runtime/v1/index.js';
 import { runAdapter, terminalOf } from '../support/run-adapter.js';
-import { abortWhen, assistantText, ofType } from '../integration/acp/fake-acp.js';
+import { abortWhen, assistantText, ofType } from '../workers/runtimes/acp/fake-acp.js';
 
 // The package's exports map hides package.json and the examples: locate it in node_modules.
 const SDK_DIR = fileURLToPath(new URL('../../node_modules/@agentclientprotocol/sdk', import.meta.url));
