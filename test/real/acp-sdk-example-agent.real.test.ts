@@ -38,9 +38,11 @@ describe.concurrent('acp runtime against the ACP SDK 1.9.0 example agent (real p
       'call_1::completed',
       'call_2:edit:pending',
     ]);
+    // The permission is decided on everything known about call_2: the path of its earlier
+    // tool_call (/project/config.json) and the one in the request itself.
     const [permission] = ofType(r.events, 'runtime.permission');
     expect(permission?.data).toMatchObject({
-      request: { tool_call_id: 'call_2', kind: 'edit', paths: ['/home/user/project/config.json'] },
+      request: { tool_call_id: 'call_2', kind: 'edit', paths: ['/project/config.json', '/home/user/project/config.json'] },
       answer: { outcome: { outcome: 'selected', optionId: 'reject' } },
       allowed: false,
     });
