@@ -69,13 +69,17 @@ install_once() {
   mkdir -p "$RUNTIMES_DIR"
   cp "$SPEC/package.json" "$SPEC/package-lock.json" "$RUNTIMES_DIR/"
   local common=(--prefix "$RUNTIMES_DIR" --no-audit --no-fund --include=optional --loglevel=error)
-  local log="$RUNTIMES_DIR/install.log"
-  if timeout "$TIMEOUT" npm ci "${common[@]}" >"$log" 2>&1; then return 0; fi
-  if grep -q 'EUSAGE' "$log" && grep -q 'Missing: .*@ from lock file' "$log"; then
+  local log="$RUNTIMES_DIR/install.log" rc=0
+  timeout "$TIMEOUT" npm ci "${common[@]}" >"$log" 2>&1 || rc=$?
+  if [[ $rc -ne 0 ]] && grep -q 'EUSAGE' "$log" && grep -q 'Missing: .*@ from lock file' "$log"; then
     say "npm ci refused the lockfile (an optional package missing from the registry, npm/cli#9846); installing it with npm install --no-save"
-    timeout "$TIMEOUT" npm install --no-save "${common[@]}" >>"$log" 2>&1 && return 0
+    rc=0
+    timeout "$TIMEOUT" npm install --no-save "${common[@]}" >>"$log" 2>&1 || rc=$?
   fi
-  tail -20 "$log" >&2
+  [[ $rc -eq 0 ]] && return 0
+  if [[ $rc -eq 124 ]]; then say "npm timed out after ${TIMEOUT}s" >&2; fi
+  # npm names the package it failed on (a 404, an integrity error, a failing install script).
+  grep -E 'npm error (404|code|path|command|notarget|.*integrity)' "$log" | head -8 >&2 || true
   return 1
 }
 
