@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { acpAdapter } from '../../src/workers/runtimes/acp/acp-adapter.js';
 import type { RuntimeSessionV1 } from '../../src/shared/runtime/v1/index.js';
 import { runAdapter, terminalOf } from '../support/run-adapter.js';
-import { abortWhen, assistantText, ofType } from '../integration/acp/fake-acp.js';
+import { abortWhen, assistantText, ofType } from '../workers/runtimes/acp/fake-acp.js';
 
 // The package's exports map hides package.json and the examples: locate it in node_modules.
 const SDK_DIR = fileURLToPath(new URL('../../node_modules/@agentclientprotocol/sdk', import.meta.url));
@@ -38,9 +38,11 @@ describe.concurrent('acp runtime against the ACP SDK 1.9.0 example agent (real p
       'call_1::completed',
       'call_2:edit:pending',
     ]);
+    // The permission is decided on everything known about call_2: the path of its earlier
+    // tool_call (/project/config.json) and the one in the request itself.
     const [permission] = ofType(r.events, 'runtime.permission');
     expect(permission?.data).toMatchObject({
-      request: { tool_call_id: 'call_2', kind: 'edit', paths: ['/home/user/project/config.json'] },
+      request: { tool_call_id: 'call_2', kind: 'edit', paths: ['/project/config.json', '/home/user/project/config.json'] },
       answer: { outcome: { outcome: 'selected', optionId: 'reject' } },
       allowed: false,
     });

@@ -16,7 +16,7 @@ import { git, makeRepo } from '../support/git-repo.js';
 import { runAdapter, terminalOf } from '../support/run-adapter.js';
 import { tempDir } from '../support/temp.js';
 import { realRuntimeBinary } from '../support/real-runtimes.js';
-import { ofType, readJournal } from '../integration/acp/fake-acp.js';
+import { ofType, readJournal } from '../workers/runtimes/acp/fake-acp.js';
 
 // Installed by scripts/install-real-runtimes.sh (pinned), like the other real runtimes.
 const QWEN = realRuntimeBinary('qwen');

@@ -19,12 +19,18 @@ export interface AcpTranscriptState {
   readonly historicalToolIds: Set<string>;
   /** Tool call ids of the current turn, with their titles (updates often omit the title). */
   readonly turnTools: Map<string, string>;
+  /**
+   * What is known about each tool call of the current turn: every `tool_call`, `tool_call_update`
+   * and permission `toolCall` merged (ACP updates carry optional fields; a later one may omit the
+   * kind or locations an earlier one gave). The permission policy decides on this.
+   */
+  readonly knownTools: Map<string, ToolCallFields>;
   /** Updates swallowed as replay (counted for one summary log). */
   replayed: number;
 }
 
 export function newTranscriptState(): AcpTranscriptState {
-  return { assistantText: '', historicalToolIds: new Set(), turnTools: new Map(), replayed: 0 };
+  return { assistantText: '', historicalToolIds: new Set(), turnTools: new Map(), knownTools: new Map(), replayed: 0 };
 }
 
 /** Cap on the assistant text kept for the final message (memory stays bounded). */
@@ -65,6 +71,7 @@ export function translateSessionUpdate(raw: unknown, state: AcpTranscriptState, 
         state.replayed += 1;
         return [];
       }
+      mergeToolCall(state, update);
       const isNew = update.sessionUpdate === 'tool_call';
       const name = toolName(update, state.turnTools.get(update.toolCallId));
       state.turnTools.set(update.toolCallId, name);
@@ -85,6 +92,26 @@ export function translateSessionUpdate(raw: unknown, state: AcpTranscriptState, 
 export function endTurn(state: AcpTranscriptState): void {
   for (const id of state.turnTools.keys()) state.historicalToolIds.add(id);
   state.turnTools.clear();
+  state.knownTools.clear();
+}
+
+/**
+ * Merge one report about a tool call into what is known of it and return the merged view: a
+ * field the report carries wins, one it omits keeps its earlier value; locations accumulate (an
+ * edit is bounded by every path it was said to touch).
+ */
+export function mergeToolCall(state: AcpTranscriptState, report: ToolCallFields): ToolCallFields {
+  const known = state.knownTools.get(report.toolCallId);
+  const merged: ToolCallFields = { ...known, toolCallId: report.toolCallId };
+  for (const key of ['title', 'kind', 'status', 'rawInput'] as const) {
+    const value = report[key];
+    if (value !== undefined && value !== null) (merged as Record<string, unknown>)[key] = value;
+  }
+  const locations = [...(known?.locations ?? []), ...(report.locations ?? [])];
+  const unique = locations.filter((l, i) => locations.findIndex((o) => o.path === l.path) === i);
+  if (unique.length) merged.locations = unique;
+  state.knownTools.set(report.toolCallId, merged);
+  return merged;
 }
 
 function toolName(update: ToolCallFields & { name?: unknown }, known: string | undefined): string {

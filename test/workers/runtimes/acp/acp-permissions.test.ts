@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { answerAllows, answerFromReply, decidePermission, permissionAnswer, pickOption } from '../../../src/workers/runtimes/acp/acp-permissions.js';
-import { RequestPermissionResponseSchema } from '../../../src/workers/runtimes/acp/acp-protocol.js';
-import { HERMES_PERMISSION_OPTIONS } from '../../../src/workers/runtimes/hermes-acp/hermes-acp-protocol.js';
+import { answerAllows, answerFromReply, decidePermission, permissionAnswer, pickOption } from '../../../../src/workers/runtimes/acp/acp-permissions.js';
+import { RequestPermissionResponseSchema } from '../../../../src/workers/runtimes/acp/acp-protocol.js';
+import { HERMES_PERMISSION_OPTIONS } from '../../../../src/workers/runtimes/hermes-acp/hermes-acp-protocol.js';
 
 const WORK = '/w/sandbox';
 const hermes = [...HERMES_PERMISSION_OPTIONS];

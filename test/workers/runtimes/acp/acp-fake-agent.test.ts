@@ -1,10 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { acpAdapter } from '../../../src/workers/runtimes/acp/acp-adapter.js';
-import { foldRuntimeEvents } from '../../../src/shared/runtime/fold-events.js';
-import type { RuntimeSessionV1 } from '../../../src/shared/runtime/v1/index.js';
-import { runAdapter, terminalOf } from '../../support/run-adapter.js';
+import { acpAdapter } from '../../../../src/workers/runtimes/acp/acp-adapter.js';
+import { foldRuntimeEvents } from '../../../../src/shared/runtime/fold-events.js';
+import type { RuntimeSessionV1 } from '../../../../src/shared/runtime/v1/index.js';
+import { runAdapter, terminalOf } from '../../../support/run-adapter.js';
 import { assistantText, fakeCommand, newJournal, ofType, readJournal, requestsOf } from './fake-acp.js';
 
 const run = (scenario: string, extra: Record<string, unknown> = {}, options: Parameters<typeof runAdapter>[2] = {}) => {

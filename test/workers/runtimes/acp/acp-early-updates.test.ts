@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AcpEarlyUpdates } from '../../../src/workers/runtimes/acp/acp-early-updates.js';
+import { AcpEarlyUpdates } from '../../../../src/workers/runtimes/acp/acp-early-updates.js';
 
 describe('AcpEarlyUpdates', () => {
   it('holds updates per session in order until a run takes them', () => {

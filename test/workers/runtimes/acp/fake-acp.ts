@@ -2,11 +2,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { RuntimeEventV1 } from '../../../src/shared/runtime/v1/index.js';
-import { tempDir } from '../../support/temp.js';
+import type { RuntimeEventV1 } from '../../../../src/shared/runtime/v1/index.js';
+import { tempDir } from '../../../support/temp.js';
 
-export const FAKE_ACP_AGENT = fileURLToPath(new URL('../../fixtures/fake-acp-agent/agent.mjs', import.meta.url));
-export const FIXTURE_BIN = fileURLToPath(new URL('../../fixtures/bin', import.meta.url));
+export const FAKE_ACP_AGENT = fileURLToPath(new URL('../../../fixtures/fake-acp-agent/agent.mjs', import.meta.url));
+export const FIXTURE_BIN = fileURLToPath(new URL('../../../fixtures/bin', import.meta.url));
 
 /** The fake's argv for a scenario. */
 export const fakeCommand = (scenario: string) => [process.execPath, FAKE_ACP_AGENT, scenario];

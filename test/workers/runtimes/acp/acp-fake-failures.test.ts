@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { acpAdapter } from '../../../src/workers/runtimes/acp/acp-adapter.js';
-import { hermesAcpAdapter } from '../../../src/workers/runtimes/hermes-acp/hermes-acp-adapter.js';
-import type { AnyRuntimeAdapter } from '../../../src/shared/runtime/v1/index.js';
-import { runAdapter, terminalOf } from '../../support/run-adapter.js';
+import { acpAdapter } from '../../../../src/workers/runtimes/acp/acp-adapter.js';
+import { hermesAcpAdapter } from '../../../../src/workers/runtimes/hermes-acp/hermes-acp-adapter.js';
+import type { AnyRuntimeAdapter } from '../../../../src/shared/runtime/v1/index.js';
+import { runAdapter, terminalOf } from '../../../support/run-adapter.js';
 import { abortWhen, fakeCommand, newJournal, ofType, readJournal, requestsOf } from './fake-acp.js';
 
 const cancel = { kind: 'cancel', message: 'cancelled by test' };

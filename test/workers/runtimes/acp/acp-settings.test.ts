@@ -2,13 +2,13 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { AdapterManifestSchema } from '../../../src/shared/contracts/adapter-manifest.js';
-import { acpAdapter } from '../../../src/workers/runtimes/acp/acp-adapter.js';
-import { hermesAcpAdapter } from '../../../src/workers/runtimes/hermes-acp/hermes-acp-adapter.js';
-import { findRuntimeAdapter } from '../../../src/workers/runtimes/registry.js';
+import { AdapterManifestSchema } from '../../../../src/shared/contracts/adapter-manifest.js';
+import { acpAdapter } from '../../../../src/workers/runtimes/acp/acp-adapter.js';
+import { hermesAcpAdapter } from '../../../../src/workers/runtimes/hermes-acp/hermes-acp-adapter.js';
+import { findRuntimeAdapter } from '../../../../src/workers/runtimes/registry.js';
 
 const docYaml = (page: string) => {
-  const text = readFileSync(fileURLToPath(new URL(`../../../docs/runtimes/${page}`, import.meta.url)), 'utf8');
+  const text = readFileSync(fileURLToPath(new URL(`../../../../docs/runtimes/${page}`, import.meta.url)), 'utf8');
   return parse(/```yaml\n([\s\S]*?)```/.exec(text)![1]!) as unknown;
 };
 

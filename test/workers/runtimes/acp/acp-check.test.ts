@@ -1,13 +1,13 @@
 import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { spawnGroup } from '../../../src/shared/process/spawn-group.js';
-import { acpAdapter } from '../../../src/workers/runtimes/acp/acp-adapter.js';
-import { hermesAcpAdapter } from '../../../src/workers/runtimes/hermes-acp/hermes-acp-adapter.js';
+import { spawnGroup } from '../../../../src/shared/process/spawn-group.js';
+import { acpAdapter } from '../../../../src/workers/runtimes/acp/acp-adapter.js';
+import { hermesAcpAdapter } from '../../../../src/workers/runtimes/hermes-acp/hermes-acp-adapter.js';
 import { FIXTURE_BIN, fakeCommand } from './fake-acp.js';
 
 const ctx = (env: Record<string, string | undefined> = {}) => ({ spawn: spawnGroup, fetch: globalThis.fetch, now: Date.now, env: { ...process.env, ...env } });
-const EXAMPLE_AGENT = join(fileURLToPath(new URL('../../../node_modules/@agentclientprotocol/sdk', import.meta.url)), 'dist', 'examples', 'agent.js');
+const EXAMPLE_AGENT = join(fileURLToPath(new URL('../../../../node_modules/@agentclientprotocol/sdk', import.meta.url)), 'dist', 'examples', 'agent.js');
 
 describe('uh adapter check for ACP runtimes (starts the agent, initialize, closes it)', () => {
   it('reports the agent, its capabilities and auth methods', async () => {

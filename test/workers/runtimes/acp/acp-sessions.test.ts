@@ -1,16 +1,16 @@
 import { symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import { spawnGroup } from '../../../src/shared/process/spawn-group.js';
-import { startJsonRpcChild } from '../../../src/shared/transport/jsonrpc-child.js';
-import { AcpClient } from '../../../src/workers/runtimes/acp/acp-client.js';
-import { createAcpAdapter } from '../../../src/workers/runtimes/acp/acp-adapter.js';
-import { AcpSettingsSchema, type AcpSettings } from '../../../src/workers/runtimes/acp/acp-settings.js';
-import { hermesAcpAdapter } from '../../../src/workers/runtimes/hermes-acp/hermes-acp-adapter.js';
-import type { AnyRuntimeAdapter, RuntimeSessionV1 } from '../../../src/shared/runtime/v1/index.js';
-import { makeRepo } from '../../support/git-repo.js';
-import { runAdapter, terminalOf } from '../../support/run-adapter.js';
-import { tempDir } from '../../support/temp.js';
+import { spawnGroup } from '../../../../src/shared/process/spawn-group.js';
+import { startJsonRpcChild } from '../../../../src/shared/transport/jsonrpc-child.js';
+import { AcpClient } from '../../../../src/workers/runtimes/acp/acp-client.js';
+import { createAcpAdapter } from '../../../../src/workers/runtimes/acp/acp-adapter.js';
+import { AcpSettingsSchema, type AcpSettings } from '../../../../src/workers/runtimes/acp/acp-settings.js';
+import { hermesAcpAdapter } from '../../../../src/workers/runtimes/hermes-acp/hermes-acp-adapter.js';
+import type { AnyRuntimeAdapter, RuntimeSessionV1 } from '../../../../src/shared/runtime/v1/index.js';
+import { makeRepo } from '../../../support/git-repo.js';
+import { runAdapter, terminalOf } from '../../../support/run-adapter.js';
+import { tempDir } from '../../../support/temp.js';
 import { assistantText, fakeCommand, newJournal, ofType, readJournal, requestsOf } from './fake-acp.js';
 
 // A private adapter instance so pool assertions see only this file's children.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { selectAuthMethod } from '../../../src/workers/runtimes/acp/acp-auth.js';
+import { selectAuthMethod } from '../../../../src/workers/runtimes/acp/acp-auth.js';
 
 const provider = { id: 'openrouter', name: 'OpenRouter' };
 const terminal = { id: 'hermes-setup', name: 'Configure Hermes', type: 'terminal' };

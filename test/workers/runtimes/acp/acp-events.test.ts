@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { endTurn, newTranscriptState, translateSessionUpdate } from '../../../src/workers/runtimes/acp/acp-events.js';
-import { foldRuntimeEvents } from '../../../src/shared/runtime/fold-events.js';
+import { endTurn, newTranscriptState, translateSessionUpdate } from '../../../../src/workers/runtimes/acp/acp-events.js';
+import { foldRuntimeEvents } from '../../../../src/shared/runtime/fold-events.js';
 
 const text = (sessionUpdate: string, t: string) => ({ sessionUpdate, content: { type: 'text', text: t } });
 
