@@ -11,6 +11,9 @@ import { executeOperation, type ExecuteResult } from '../execute-operation.js';
 import { sweepSandboxes } from '../sandbox/retention.js';
 import { claimOperationDir, readReceipt, readRecord, workerAlive, type OperationRecord } from '../state/operation-files.js';
 import type { Receipt } from '../../shared/contracts/receipt.js';
+import type { PromotionRecord } from '../../shared/contracts/promotion.js';
+import { silentLogger } from '../../shared/logger.js';
+import { promoteAfterRun } from '../promotion/auto-promote.js';
 
 export interface InlineOptions {
   stateDir: string;
@@ -24,7 +27,7 @@ export interface InlineOptions {
 }
 
 export type InlineOutcome =
-  | ({ kind: 'ran'; prepared: PreparedOperation } & Extract<ExecuteResult, { state: 'finished' }>)
+  | ({ kind: 'ran'; prepared: PreparedOperation; promotion: PromotionRecord | null } & Extract<ExecuteResult, { state: 'finished' }>)
   | { kind: 'attached'; receipt: Receipt; dir: string }
   | { kind: 'in_progress'; record: OperationRecord }
   | { kind: 'unknown'; record: OperationRecord };
@@ -68,5 +71,7 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
     if (!record) throw new UhError('internal', `operation ${id} lost its record`);
     return { kind: 'unknown', record };
   }
-  return { kind: 'ran', prepared, ...result };
+  // Automatic promotion (mission `promotion: branch`) on verified: the single hook of the inline path.
+  const promotion = await promoteAfterRun({ setting: mission.promotion, receipt: result.receipt, stateDir: options.stateDir, cacheDir: options.cacheDir, logger: options.logger ?? silentLogger });
+  return { kind: 'ran', prepared, promotion, ...result };
 }

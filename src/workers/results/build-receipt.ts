@@ -44,6 +44,7 @@ export function buildReceipt(input: ReceiptInput): Receipt {
       prompt_digest: input.promptDigest,
       repository: { url: mission.repository.url, ref: mission.repository.ref, base_commit: input.baseCommit },
       head_commit: input.diff?.headCommit ?? null,
+      final_tree: input.diff?.tree ?? null,
       runtime: input.runtime,
       attempt: input.attempt,
       worker: { host: hostname(), pid: process.pid, mode: input.mode },
