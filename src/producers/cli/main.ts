@@ -24,6 +24,7 @@ const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
   batch: {
     run: async () => (await import('./commands/batch.js')).batchRun,
     report: async () => (await import('./commands/batch.js')).batchReport,
+    promote: async () => (await import('./commands/batch-promote.js')).batchPromote,
   },
   api: {
     start: async () => (await import('./commands/api-start.js')).apiStart,
@@ -53,6 +54,7 @@ usage: uh <group> <command> [options]   (every command takes --help)
   uh mission promote <operation>   make a verified operation a branch (--push to a remote)
   uh batch run <file> --runtimes a,b   one mission on several runtimes, compared side by side
   uh batch report <batch>          the comparison table of a batch
+  uh batch promote <batch> --runtime id   make the chosen child a branch (as uh mission promote)
   uh worker start                  run runtime pools (--runtime, --concurrency) or --results
   uh adapter list                  list runtimes and their manifests
   uh adapter add <id>              write .harness/adapters/<id>.yaml from a template
