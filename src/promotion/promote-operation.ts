@@ -20,7 +20,7 @@ import { invalidInput, UhError } from '../shared/errors.js';
 import { createBranch, expandBranch, mergeableInto } from './branch-ref.js';
 import { buildCommit, commitMessage } from './build-commit.js';
 import { policyRefusal } from './promotion-policy.js';
-import { scrubUrls } from './promotion-git.js';
+import { runGit, scrubUrls } from './promotion-git.js';
 import { pushBranch } from './push-branch.js';
 
 /** Where an operation's promotion record lives (a file beside the receipt, and Redis in queue mode). */
@@ -97,27 +97,7 @@ export async function promoteOperation(req: PromoteRequest): Promise<PromoteResu
   const earlier = checkEarlier(loaded, branch, req);
   const receiptDigest = digestOf(receipt);
 
-  let built: { commit: string; tree: string; treeVerified: boolean };
-  if (earlier?.commit) {
-    built = { commit: earlier.commit, tree: earlier.tree ?? '', treeVerified: earlier.tree_verified };
-  } else {
-    const patchDigest = await fileDigest(req.patchPath);
-    if (patchDigest !== receipt.diff_digest) {
-      throw new UhError('conflict', `the diff of ${receipt.operation_id} (${patchDigest.slice(0, 19)}…) does not match the receipt's diff_digest (${receipt.diff_digest.slice(0, 19)}…)`, {
-        hint: 'a diff stored in Redis may be truncated (UH_ARTIFACT_CAP_BYTES); promote on the worker host, or raise the cap',
-      });
-    }
-    built = await buildCommit({
-      gitDir: repository.gitDir,
-      baseCommit,
-      patchPath: req.patchPath,
-      expectedTree: receipt.final_tree ?? null,
-      message: commitMessage(receipt.title, receipt.final_message, receipt.operation_id, receiptDigest),
-      author: req.identity.author,
-      committer: req.identity.committer,
-      date: receipt.finished_at,
-    });
-  }
+  const built = await commitFor(req, earlier, baseCommit, receiptDigest);
   await createBranch(repository.gitDir, branch, built.commit, receipt.operation_id);
   const created = earlier === null;
 
@@ -150,6 +130,43 @@ export async function promoteOperation(req: PromoteRequest): Promise<PromoteResu
     }
   } else await req.records.save(record);
   return { record, created };
+}
+
+/**
+ * The promotion commit: an earlier promotion's when this repository has it; else built from the
+ * patch (with the earlier identity, so a rebuild on another host gives the same commit).
+ */
+async function commitFor(req: PromoteRequest, earlier: PromotionRecord | null, baseCommit: string, receiptDigest: string): Promise<{ commit: string; tree: string; treeVerified: boolean }> {
+  const { receipt, repository } = req;
+  if (earlier?.commit && (await hasCommit(repository.gitDir, earlier.commit))) {
+    return { commit: earlier.commit, tree: earlier.tree ?? '', treeVerified: earlier.tree_verified };
+  }
+  const patchDigest = await fileDigest(req.patchPath);
+  if (patchDigest !== receipt.diff_digest) {
+    throw new UhError('conflict', `the diff of ${receipt.operation_id} (${patchDigest.slice(0, 19)}…) does not match the receipt's diff_digest (${receipt.diff_digest.slice(0, 19)}…)`, {
+      hint: 'a diff stored in Redis may be truncated (UH_ARTIFACT_CAP_BYTES); promote on the worker host, or raise the cap',
+    });
+  }
+  const built = await buildCommit({
+    gitDir: repository.gitDir,
+    baseCommit,
+    patchPath: req.patchPath,
+    expectedTree: receipt.final_tree ?? null,
+    message: commitMessage(receipt.title, receipt.final_message, receipt.operation_id, receiptDigest),
+    author: earlier?.author ?? req.identity.author,
+    committer: earlier?.committer ?? req.identity.committer,
+    date: receipt.finished_at,
+  });
+  if (earlier?.commit && built.commit !== earlier.commit) {
+    throw new UhError('conflict', `operation ${receipt.operation_id} was promoted as ${earlier.commit.slice(0, 12)}, but rebuilding it here gives ${built.commit.slice(0, 12)}`, {
+      hint: 'promote where the earlier promotion was made, or fetch its branch',
+    });
+  }
+  return built;
+}
+
+async function hasCommit(gitDir: string, commit: string): Promise<boolean> {
+  return (await runGit(['cat-file', '-e', `${commit}^{commit}`], { cwd: gitDir, okCodes: [1, 128] })).code === 0;
 }
 
 function safeUser(): string {

@@ -76,7 +76,8 @@ describe('mission promotion setting', () => {
     [{ branch: 'x/{nope}' }, 'unknown placeholder {nope}'],
     [{ branch: 'a..b' }, 'not a valid branch name'],
     [{ push: 'yes' }, 'promotion'],
-    [{ branch: 'x', remote: '--upload-pack=evil' }, 'must not start with "-"'],
+    [{ branch: 'x', remote: '--upload-pack=evil' }, 'must be a remote name'],
+    [{ branch: 'x', remote: 'https://evil.example/x.git' }, 'not a URL or path'],
   ])('refuses %j', (promotion, message) => {
     try {
       parseMission({ ...base, promotion }, '/tmp');

@@ -40,8 +40,15 @@ export const MissionPromotionSchema = z.union([
   z.strictObject({
     branch: BranchPatternSchema.default(DEFAULT_BRANCH_PATTERN),
     push: z.boolean().default(false),
-    /** A remote name of the repository (default `origin`) or a URL; credentials come from the promoting process. */
-    remote: z.string().min(1).refine((r) => !r.startsWith('-'), 'must not start with "-"').optional(),
+    /**
+     * A remote NAME of the repository (default `origin`; for a remote repository, `origin` is its
+     * URL). Never a URL or path: a mission must not choose where a worker host pushes with its
+     * credentials. Credentials come from the promoting process.
+     */
+    remote: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'must be a remote name of the repository (letters, digits, . _ -), not a URL or path')
+      .optional(),
   }),
 ]);
 export type MissionPromotion = z.infer<typeof MissionPromotionSchema>;
