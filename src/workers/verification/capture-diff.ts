@@ -43,7 +43,8 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
     });
     const exit = await child.result;
     if (exit.exitCode !== 0) throw new UhError('sandbox', `git diff exited ${exit.exitCode}`);
-    const tree = (await git(['write-tree'], { cwd: workDir, env })).stdout.trim();
+    // The final tree is what a promotion must reproduce; if git cannot write it, promotion checks the diff digest only.
+    const tree = (await git(['write-tree'], { cwd: workDir, env, okCodes: [1, 128] })).stdout.trim();
     return {
       changed: parseNameStatusZ(names.stdout),
       patchPath,
