@@ -21,7 +21,7 @@ export interface ReceiptInput {
   finalMessage: string;
   finalMessageSource: Receipt['final_message_source'];
   /** The captured diff (null when the run ended before diff capture). */
-  diff: { changed: Receipt['changed_files']; bytes: number; digest: string; headCommit: string | null } | null;
+  diff: { changed: Receipt['changed_files']; bytes: number; digest: string; headCommit: string | null; tree: string | null } | null;
   violations: Receipt['scope']['violations'];
   checks: CheckResult[];
   /** Decided by the pipeline (src/workers/results/verdict.ts); the receipt records it, never re-decides. */
@@ -43,6 +43,7 @@ export function buildReceipt(input: ReceiptInput): Receipt {
       prompt_digest: input.promptDigest,
       repository: { url: mission.repository.url, ref: mission.repository.ref, base_commit: input.baseCommit },
       head_commit: input.diff?.headCommit ?? null,
+      final_tree: input.diff?.tree ?? null,
       runtime: input.runtime,
       attempt: input.attempt,
       worker: { host: hostname(), pid: process.pid, mode: input.mode },

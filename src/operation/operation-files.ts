@@ -53,6 +53,7 @@ export const ARTIFACT_FILES = {
   final_message: 'runtime-final.txt',
   runtime_result: 'runtime-result.yaml',
   mission: 'mission.json',
+  promotion: 'promotion.json',
 } as const;
 export type ArtifactName = keyof typeof ARTIFACT_FILES;
 

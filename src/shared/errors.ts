@@ -11,6 +11,7 @@ export type UhErrorKind =
   | 'unsupported_capability' // the runtime cannot do what the mission requires: exit 2
   | 'not_found' // an operation, adapter or file that does not exist: exit 2
   | 'runtime_unavailable' // binary missing, endpoint unreachable: the operator must act
+  | 'push_rejected' // a remote refused a promotion push (or could not be reached): exit 3
   | 'sandbox' // git worktree or mirror failure
   | 'internal';
 

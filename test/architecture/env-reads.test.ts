@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CONFIG_MODULE = 'src/shared/config.ts';
 /** Where the environment is handed to a child process unchanged (see the comment at each place). */
-const PASSTHROUGH_FILES = new Set(['git.ts', 'operation-run.ts', 'recover-runtime.ts']);
+const PASSTHROUGH_FILES = new Set(['git.ts', 'operation-run.ts', 'recover-runtime.ts', 'promotion-git.ts']);
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {

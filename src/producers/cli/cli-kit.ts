@@ -76,6 +76,7 @@ export function exitCodeForError(error: unknown): number {
       case 'not_found':
         return EXIT.invalid;
       case 'runtime_unavailable':
+      case 'push_rejected':
         return EXIT.blocked;
       default:
         return EXIT.failed;

@@ -15,6 +15,7 @@ const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
     watch: async () => (await import('./commands/mission-queue.js')).missionWatch,
     cancel: async () => (await import('./commands/mission-queue.js')).missionCancel,
     recover: async () => (await import('./commands/mission-queue.js')).missionRecover,
+    promote: async () => (await import('./commands/mission-promote.js')).missionPromote,
   },
   worker: {
     start: async () => (await import('./commands/worker-start.js')).workerStart,
@@ -22,6 +23,7 @@ const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
   batch: {
     run: async () => (await import('./commands/batch.js')).batchRun,
     report: async () => (await import('./commands/batch.js')).batchReport,
+    promote: async () => (await import('./commands/batch-promote.js')).batchPromote,
   },
   api: {
     start: async () => (await import('./commands/api-start.js')).apiStart,
@@ -48,8 +50,10 @@ usage: uh <group> <command> [options]   (every command takes --help)
   uh mission watch <operation>     follow an operation's events live (queue mode)
   uh mission cancel <operation>    cancel a queued or running operation from any host
   uh mission recover <operation>   settle an unknown operation (never re-runs it)
+  uh mission promote <operation>   make a verified operation a branch (--push to a remote)
   uh batch run <file> --runtimes a,b   one mission on several runtimes, compared side by side
   uh batch report <batch>          the comparison table of a batch
+  uh batch promote <batch> --runtime id   make the chosen child a branch (as uh mission promote)
   uh worker start                  run runtime pools (--runtime, --concurrency) or --results
   uh adapter list                  list runtimes and their manifests
   uh adapter add <id>              write .harness/adapters/<id>.yaml from a template

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { IdSchema } from './ids.js';
+import { MissionPromotionSchema } from './promotion.js';
 
 /** Capabilities a mission may require of its runtime (spec "Capability model"). */
 export const CAPABILITIES = [
@@ -84,7 +85,8 @@ export const MissionSchema = z
       .default({ allowed_change_globs: ['**'], forbidden_globs: [] }),
     verification: z.array(CheckSchema).default([]),
     timeout_seconds: z.number().int().positive().max(7 * 86_400).default(1800),
-    promotion: z.enum(['none', 'branch']).default('none'),
+    /** `branch` or `{branch, push, remote}`: promote automatically on `verified` (docs/promotion.md). */
+    promotion: MissionPromotionSchema.default('none'),
     labels: z.record(z.string(), z.string()).default({}),
   })
   .superRefine((m, ctx) => {

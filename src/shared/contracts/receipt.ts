@@ -44,6 +44,8 @@ export const ReceiptSchema = z.strictObject({
   prompt_digest: z.string(),
   repository: z.strictObject({ url: z.string(), ref: z.string(), base_commit: z.string().nullable() }),
   head_commit: z.string().nullable(),
+  /** The git tree of the sandbox's final state (tracked + untracked, ignored excepted): the tree a promotion must reproduce. */
+  final_tree: z.string().nullable().optional(),
   runtime: RuntimeIdentitySchema,
   attempt: z.number().int().positive(),
   worker: z.strictObject({ host: z.string(), pid: z.number().int(), mode: z.enum(['inline', 'queue']) }),

@@ -187,6 +187,15 @@ export class OperationStore {
     return this.redis.hgetall(this.keys.artifacts(operationId));
   }
 
+  /** The operation's `uh.promotion.v0` record (JSON), kept beside its artifacts; null before any promotion. */
+  async promotion(operationId: string): Promise<string | null> {
+    return this.redis.hget(this.keys.artifacts(operationId), 'promotion');
+  }
+
+  async savePromotion(operationId: string, json: string): Promise<void> {
+    await this.redis.hset(this.keys.artifacts(operationId), 'promotion', json);
+  }
+
   /** Operation ids newest first. */
   async listIds(limit = 1000): Promise<string[]> {
     return this.redis.zrevrange(this.keys.index, 0, limit - 1);

@@ -12,6 +12,9 @@ import { OPERATION_PORTS } from '../operation-ports.js';
 import { sweepSandboxes } from '../sandbox/retention.js';
 import { claimOperationDir, readReceipt, readRecord, workerAlive, type OperationRecord } from '../../operation/operation-files.js';
 import type { Receipt } from '../../shared/contracts/receipt.js';
+import type { PromotionRecord } from '../../shared/contracts/promotion.js';
+import { silentLogger } from '../../shared/logger.js';
+import { promoteAfterRun } from '../promotion/auto-promote.js';
 
 export interface InlineOptions {
   stateDir: string;
@@ -25,7 +28,7 @@ export interface InlineOptions {
 }
 
 export type InlineOutcome =
-  | ({ kind: 'ran'; prepared: PreparedOperation } & Extract<ExecuteResult, { state: 'finished' }>)
+  | ({ kind: 'ran'; prepared: PreparedOperation; promotion: PromotionRecord | null } & Extract<ExecuteResult, { state: 'finished' }>)
   | { kind: 'attached'; receipt: Receipt; dir: string }
   | { kind: 'in_progress'; record: OperationRecord }
   | { kind: 'unknown'; record: OperationRecord };
@@ -69,5 +72,7 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
     if (!record) throw new UhError('internal', `operation ${id} lost its record`);
     return { kind: 'unknown', record };
   }
-  return { kind: 'ran', prepared, ...result };
+  // Automatic promotion (mission `promotion: branch`) on verified: the single hook of the inline path.
+  const promotion = await promoteAfterRun({ setting: mission.promotion, receipt: result.receipt, stateDir: options.stateDir, cacheDir: options.cacheDir, logger: options.logger ?? silentLogger, env: options.env ?? {} });
+  return { kind: 'ran', prepared, promotion, ...result };
 }

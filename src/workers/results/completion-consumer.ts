@@ -20,6 +20,8 @@ export interface ConsumerOptions {
   logger: Logger;
   signal: AbortSignal;
   onCompletion?: (completion: Completion, delivery: { id: string; webhook: DeliveryResult | null }) => void;
+  /** Awaited for each completion before its ACK (automatic promotion); must not throw. */
+  afterCompletion?: (completion: Completion) => Promise<void>;
   claimIdleMs?: number;
 }
 
@@ -56,6 +58,7 @@ export async function runCompletionConsumer(options: ConsumerOptions): Promise<v
       }
     }
     options.onCompletion?.(completion, { id, webhook });
+    await options.afterCompletion?.(completion).catch((error) => logger.warn({ operation_id: completion.operation_id, err: String(error) }, 'after-completion hook failed'));
     await store.redis.xack(outbox, RESULTS_GROUP, id);
   };
   try {

@@ -20,6 +20,8 @@ export interface DiffCapture {
   bytes: number;
   digest: string;
   headCommit: string | null;
+  /** The tree of the sandbox's final state (what the patch applied to the base commit yields). */
+  tree: string | null;
 }
 
 export async function captureDiff(workDir: string, baseCommit: string, patchPath: string, scratchDir: string): Promise<DiffCapture> {
@@ -41,12 +43,15 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
     });
     const exit = await child.result;
     if (exit.exitCode !== 0) throw new UhError('sandbox', `git diff exited ${exit.exitCode}`);
+    // The final tree is what a promotion must reproduce; if git cannot write it, promotion checks the diff digest only.
+    const tree = (await git(['write-tree'], { cwd: workDir, env, okCodes: [1, 128] })).stdout.trim();
     return {
       changed: parseNameStatusZ(names.stdout),
       patchPath,
       bytes: statSync(patchPath).size,
       digest: await fileDigest(patchPath),
       headCommit: /^[0-9a-f]{40,64}$/.test(head) ? head : null,
+      tree: /^[0-9a-f]{40,64}$/.test(tree) ? tree : null,
     };
   } finally {
     rmSync(index, { force: true });

@@ -89,7 +89,11 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
     else process.stderr.write(`uh: ${message}\nhint: uh mission status ${mission.operation_id}\n`);
     return EXIT.unknown;
   }
-  if (values.json) writeJson(receiptJson(outcome.receipt, outcome.dir));
+  const promotion = outcome.kind === 'ran' ? outcome.promotion : null;
+  if (values.json) writeJson({ ...receiptJson(outcome.receipt, outcome.dir), ...(promotion ? { promotion } : {}) });
   else printReceiptSummary(outcome.receipt, outcome.dir, outcome.kind === 'attached');
+  if (promotion && !values.json) {
+    process.stdout.write(promotion.decision === 'promoted' ? `  promoted: branch ${promotion.branch} (commit ${promotion.commit})${promotion.pushed ? `, pushed to ${promotion.pushed.remote}` : ''}${promotion.reason ? ` (${promotion.reason})` : ''}\n` : `  promotion refused: ${promotion.reason}\n`);
+  }
   return outcome.receipt.exit_code;
 }

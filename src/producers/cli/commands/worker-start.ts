@@ -33,6 +33,18 @@ function positiveInt(name: string, value: unknown): number {
   return n;
 }
 
+/** Automatic promotion (mission `promotion: branch`) of a verified completion, reported on the worker's output. */
+async function promoteCompletion(
+  store: import('../../../shared/queue/operation-store.js').OperationStore,
+  completion: import('../../../shared/queue/operation-store.js').Completion,
+  context: { cacheDir: string; logger: import('../../../shared/logger.js').Logger; env: Readonly<Record<string, string | undefined>> },
+  say: (event: string, data: Record<string, unknown>) => void,
+): Promise<void> {
+  const { promoteAfterCompletion } = await import('../../../workers/promotion/auto-promote.js');
+  const record = await promoteAfterCompletion(store, completion, context);
+  if (record) say('promotion', { operation_id: completion.operation_id, decision: record.decision, branch: record.branch, commit: record.commit ?? '-', reason: record.reason ?? '-' });
+}
+
 export async function workerStart(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(WORKER_START, argv);
   if (values.help) return void process.stdout.write(`${helpText(WORKER_START)}\n`), EXIT.ok;
@@ -84,6 +96,7 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
         webhook: queueConfig.webhook,
         logger,
         signal: stop.signal,
+        afterCompletion: (c) => promoteCompletion(store, c, { cacheDir: config.core.cacheDir, logger, env: config.childEnv }, say),
         onCompletion: (c, d) => say('completion', { operation_id: c.operation_id, state: c.state, status: c.status ?? '-', exit_code: c.exit_code, delivery: d.id, webhook: d.webhook ? (d.webhook.ok ? 'delivered' : `failed:${d.webhook.error}`) : 'off' }),
       }).finally(() => redis.disconnect()),
     );

@@ -1,0 +1,77 @@
+/**
+ * A promotion's inputs from where the operation lives: the local state dir (inline runs, or the
+ * worker's own dir) or Redis (queue mode, from any host: the receipt and the diff artifact,
+ * materialised to a private temp file). Used by `uh mission promote`, the inline executor and
+ * the results worker.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Person } from '../../shared/contracts/promotion.js';
+import { ReceiptSchema, type Receipt } from '../../shared/contracts/receipt.js';
+import { UhError } from '../../shared/errors.js';
+import type { OperationStore } from '../../shared/queue/operation-store.js';
+import { promoteOperation, type PromoteRequest, type PromoteResult, type PromotionRecords } from '../../promotion/promote-operation.js';
+import { notFinishedRefusal, policyRefusal } from '../../promotion/promotion-policy.js';
+import { fileRecords, redisRecords } from '../../promotion/promotion-records.js';
+import { operationDir, readReceipt, readRecord } from '../../operation/operation-files.js';
+import { promotionTarget } from './promotion-target.js';
+
+export interface PromoteOptions {
+  operationId: string;
+  branch?: string | undefined;
+  /** Push after the branch is made; `remote` defaults to `origin`. */
+  push?: { remote?: string | undefined } | null;
+  allowUnverified?: boolean;
+  identity: { author: Person; committer: Person };
+  via: PromoteRequest['via'];
+  cacheDir: string;
+}
+
+async function promoteWith(receipt: Receipt, patchPath: string, records: PromotionRecords, options: PromoteOptions): Promise<PromoteResult> {
+  // The policy first: a refusal must not fetch a mirror or write anything.
+  const refusal = policyRefusal(receipt, options.allowUnverified === true);
+  if (refusal) throw refusal;
+  return promoteOperation({
+    receipt,
+    patchPath,
+    repository: await promotionTarget(receipt, options.cacheDir),
+    branch: options.branch,
+    push: options.push ? { remote: options.push.remote ?? 'origin' } : null,
+    allowUnverified: options.allowUnverified === true,
+    identity: options.identity,
+    via: options.via,
+    records,
+  });
+}
+
+/** Promote an operation of a local state dir (its receipt, `diff.patch`, and `promotion.json` beside them). */
+export async function promoteFromStateDir(stateDir: string, options: PromoteOptions): Promise<PromoteResult> {
+  const id = options.operationId;
+  const receipt = readReceipt(stateDir, id);
+  if (!receipt) {
+    const record = readRecord(stateDir, id);
+    if (!record) throw new UhError('not_found', `no operation ${id} in ${stateDir}`, { hint: 'check the id (uh mission list), pass --state-dir, or --redis for queue mode' });
+    throw notFinishedRefusal(id, record.state);
+  }
+  const dir = operationDir(stateDir, id);
+  return promoteWith(receipt, join(dir, 'diff.patch'), fileRecords(dir), options);
+}
+
+/** Promote a queue-mode operation from Redis; the record goes to Redis. */
+export async function promoteFromStore(store: OperationStore, options: PromoteOptions): Promise<PromoteResult> {
+  const id = options.operationId;
+  const record = await store.get(id);
+  if (!record) throw new UhError('not_found', `no operation ${id} in Redis (prefix ${store.prefix})`, { hint: 'check the id (uh mission list --redis) and UH_REDIS_PREFIX' });
+  const artifacts = await store.artifacts(id);
+  if (record.state !== 'finished' || !artifacts.receipt) throw notFinishedRefusal(id, record.state);
+  const receipt = ReceiptSchema.parse(JSON.parse(artifacts.receipt));
+  const scratch = mkdtempSync(join(tmpdir(), 'uh-promote-diff-'));
+  try {
+    const patchPath = join(scratch, 'diff.patch');
+    writeFileSync(patchPath, artifacts.diff ?? '');
+    return await promoteWith(receipt, patchPath, redisRecords(store, id), options);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
