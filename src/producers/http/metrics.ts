@@ -63,7 +63,7 @@ export class ApiMetrics {
     if (typeof receipt !== 'string') return;
     try {
       const timings = (JSON.parse(receipt) as { timings_ms?: Record<string, unknown> }).timings_ms ?? {};
-      for (const [phase, ms] of Object.entries(timings)) if (typeof ms === 'number') this.phases.observe({ runtime: c.runtime, phase }, ms / 1000);
+      for (const [phase, ms] of Object.entries(timings)) if (typeof ms === 'number') this.phases.observe({ runtime: c.runtime, phase: phase.replace(/_ms$/, '') }, ms / 1000);
     } catch {
       /* a receipt that does not parse has no timings to count */
     }
