@@ -86,6 +86,6 @@ export async function buildApiServer(options: ApiOptions): Promise<FastifyInstan
   operationRoutes(app, ctx);
   eventRoutes(app, ctx);
   fleetRoutes(app, ctx);
-  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/openapi.json', { schema: { summary: 'This OpenAPI 3.0 document', tags: ['health'] } }, async () => app.swagger());
   return app;
 }
