@@ -81,6 +81,7 @@ export async function buildApiServer(options: ApiOptions): Promise<FastifyInstan
     hub: new EventHub(options.client.store, config.sseMaxClients, `uh-api-sse-${process.pid}`),
     metrics: new ApiMetrics(options.client),
   };
+  app.addHook('onClose', async () => ctx.hub.close());
   healthRoutes(app);
   missionRoutes(app, ctx);
   operationRoutes(app, ctx);

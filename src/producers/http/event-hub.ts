@@ -42,7 +42,7 @@ export const STREAM_ID = /^\d{1,20}-\d{1,20}$/;
 
 class OperationTail {
   readonly subscribers = new Set<Subscriber>();
-  private stopped = false;
+  stopped = false;
   constructor(
     private readonly store: OperationStore,
     private readonly reader: Redis,
@@ -78,9 +78,15 @@ class OperationTail {
         await drain(500);
       }
     } finally {
+      this.stop();
+      this.onEnd();
+    }
+  }
+
+  stop(): void {
+    if (!this.stopped) {
       this.stopped = true;
       this.reader.disconnect();
-      this.onEnd();
     }
   }
 }
@@ -100,6 +106,12 @@ export class EventHub {
   }
   get openTails(): number {
     return this.tails.size;
+  }
+
+  /** Stop every tail (server shutdown); their clients' sockets are closed by the server. */
+  close(): void {
+    for (const tail of this.tails.values()) tail.stop();
+    this.tails.clear();
   }
 
   /** Reserve a client slot; false when the cap is reached. */

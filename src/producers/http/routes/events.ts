@@ -50,7 +50,7 @@ async function stream(ctx: RouteContext, req: FastifyRequest, reply: FastifyRepl
     if (record) res.write(endLine(record));
     res.end();
   };
-  req.raw.on('close', () => finish(null));
+  res.on('close', () => finish(null));
   try {
     const before = await ctx.client.store.get(id);
     if (before && (before.state === 'finished' || before.state === 'unknown')) {
