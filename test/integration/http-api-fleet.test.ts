@@ -178,7 +178,7 @@ describe('event streams', () => {
     expect(names.split('\n').filter((l) => l.includes(`name=uh-api-sse-${process.pid} `)).length).toBe(1);
     const t0 = performance.now();
     expect((await fetch(`${idle}/healthz`)).status).toBe(200);
-    expect(performance.now() - t0).toBeLessThan(1000);
+    expect(performance.now() - t0).toBeLessThan(2000); // was 50-77 s with a connection per client (issue 11); generous for a loaded CI host
 
     const extra = await Promise.all(Array.from({ length: 5 }, () => openSse(`${idle}/v1/operations/fan-1/events`, auth)));
     expect(extra.every((c) => c.status === 200)).toBe(true);
