@@ -173,7 +173,7 @@ describe('event streams', () => {
     expect((await post(idle, '/v1/missions', mission('fan-1'))).status).toBe(201);
     const clients: SseClient[] = await Promise.all(Array.from({ length: 200 }, () => openSse(`${idle}/v1/operations/fan-1/events`, auth)));
     expect(clients.every((c) => c.status === 200)).toBe(true);
-    await until(async () => sample(await scrape(idle), 'uh_api_sse_clients', {}) === 200, '200 open streams');
+    await until(async () => sample(await scrape(idle), 'uh_api_sse_clients', {}) === 200, '200 open streams', 120_000);
     const names = (await redis.redis.client('LIST')) as string;
     expect(names.split('\n').filter((l) => l.includes(`name=uh-api-sse-${process.pid} `)).length).toBe(1);
     const t0 = performance.now();
@@ -187,10 +187,10 @@ describe('event streams', () => {
 
     await idleClient.store.appendEvent('fan-1', eventJson('fan-1', 'runtime.log', { line: 'to everyone' }));
     const all = [...clients, ...extra];
-    await until(() => all.every((c) => c.events.some((e) => e.data.includes('to everyone'))), 'the live event on every client');
+    await until(() => all.every((c) => c.events.some((e) => e.data.includes('to everyone'))), 'the live event on every client', 120_000);
     all.forEach((c) => c.abort());
-    await until(async () => sample(await scrape(idle), 'uh_api_sse_clients', {}) === 0, 'streams released');
-  });
+    await until(async () => sample(await scrape(idle), 'uh_api_sse_clients', {}) === 0, 'streams released', 120_000);
+  }, 300_000); // 200 connections take a while on a loaded 2-core CI host
 
   it('resumes from Last-Event-ID skipping nothing and repeating nothing, with unique ids and keep-alives', async () => {
     const id = 'resume-1';
@@ -225,7 +225,7 @@ describe('event streams', () => {
     expect(second.events.at(-1)).toMatchObject({ event: 'end' });
     const ns = second.events.filter((e) => e.event === 'runtime.log').map((e) => (JSON.parse(e.data) as { data: { n: number } }).data.n);
     expect(ns).toEqual(Array.from({ length: 17 }, (_, i) => i + 4));
-  });
+  }, 180_000);
 });
 
 describe('fleet, history and metrics (issue 15)', () => {
@@ -269,7 +269,7 @@ describe('fleet, history and metrics (issue 15)', () => {
     expect(page2.operations.map((o) => o.operation_id)).toEqual(['fleet-1']);
     const page3 = await getJson<Page>(live, `/v1/operations?limit=1&label=team&cursor=${encodeURIComponent(page2.next_cursor as string)}`);
     expect(page3).toEqual({ operations: [], next_cursor: null });
-  });
+  }, 180_000);
 
   it('publishes an OpenAPI 3 document that validates and holds every route of docs/http-api.md', async () => {
     const doc = await getJson<{ openapi: string; paths: Record<string, Record<string, unknown>> }>(live, '/openapi.json');

@@ -44,7 +44,7 @@ export async function openSse(url: string, headers: Record<string, string>): Pro
 }
 
 /** Poll a condition until it holds or the deadline passes. */
-export async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 20_000): Promise<void> {
+export async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

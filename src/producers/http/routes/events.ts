@@ -27,7 +27,8 @@ function resumeFrom(req: FastifyRequest): string {
   return given;
 }
 
-async function stream(ctx: RouteContext, req: FastifyRequest, reply: FastifyReply, id: string, after: string): Promise<void> {
+async function stream(ctx: RouteContext, reply: FastifyReply, before: QueueRecord, after: string): Promise<void> {
+  const id = before.operation_id;
   const res = reply.raw;
   let sent = after;
   let live = false;
@@ -52,8 +53,7 @@ async function stream(ctx: RouteContext, req: FastifyRequest, reply: FastifyRepl
   };
   res.on('close', () => finish(null));
   try {
-    const before = await ctx.client.store.get(id);
-    if (before && (before.state === 'finished' || before.state === 'unknown')) {
+    if ((before.state === 'finished' || before.state === 'unknown')) {
       for (const entry of await ctx.hub.backlog(id, after)) write(entry);
       return finish(before);
     }
@@ -77,13 +77,13 @@ export function eventRoutes(app: FastifyInstance, ctx: RouteContext): void {
     { schema: { summary: 'Server-sent events of the operation, from the start or after Last-Event-ID, until it settles', tags: ['operations'], params: OperationParams, querystring: EventsQuery } },
     async (req, reply) => {
       const { id } = req.params as { id: string };
-      await operationOr404(ctx, id);
+      const record = await operationOr404(ctx, id);
       const after = resumeFrom(req);
       if (!ctx.hub.reserve()) return sendError(reply, 503, 'too_many_streams', `${ctx.hub.maxClients} event streams are open, the most this server serves`, 'retry later, or raise UH_API_SSE_MAX_CLIENTS');
       reply.hijack();
       reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no', ...corsHeaders(reply) });
       reply.raw.flushHeaders();
-      await stream(ctx, req, reply, id, after);
+      await stream(ctx, reply, record, after);
     },
   );
 }
