@@ -84,7 +84,7 @@ export async function startRuntimePool(options: PoolOptions): Promise<RuntimePoo
     }
   });
 
-  const beat = () => redis.set(store.keys.worker(workerId), JSON.stringify({ ...worker, runtimes: options.runtimes, active: [...active.keys()] }), 'PX', config.heartbeatMs * 3).catch(() => undefined);
+  const beat = () => redis.set(store.keys.worker(workerId), JSON.stringify({ ...worker, runtimes: options.runtimes, concurrency: options.concurrency, active: [...active.keys()], at: new Date().toISOString() }), 'PX', config.heartbeatMs * 3).catch(() => undefined);
   await beat();
   const heartbeat = setInterval(beat, config.heartbeatMs);
 

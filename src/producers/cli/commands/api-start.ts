@@ -9,7 +9,9 @@ const API_START: CommandSpec = {
     'Serve queue mode over HTTP: POST /v1/missions, GET /v1/operations/:id (and /receipt, /diff, /final-message, /events as SSE), POST /v1/operations/:id/cancel. Prints "listening on <url>" when ready; SIGINT/SIGTERM stop it.',
   options: { ...COMMON_OPTIONS, port: { type: 'string', default: '8787' }, host: { type: 'string', default: '127.0.0.1' }, redis: { type: 'string' } },
   details: [
-    'Set UH_API_TOKEN to require "Authorization: Bearer <token>" (required to listen beyond loopback).',
+    'Set UH_API_TOKEN to require "Authorization: Bearer <token>": at least 16 characters, and at least 32 (and required) to listen beyond loopback.',
+    'UH_API_ALLOWED_HOSTS (Host names; default: loopback names on loopback), UH_API_ALLOWED_ORIGINS (browser origins, CORS; default: none), UH_API_SSE_MAX_CLIENTS (default 1000), UH_API_SSE_KEEPALIVE_MS (default 15000).',
+    'Routes: docs/http-api.md, or GET /openapi.json; Prometheus metrics at GET /metrics.',
     'Workers (uh worker start) run the missions; this server only submits and reads. --port 0 picks a free port.',
   ],
   examples: [
@@ -19,33 +21,31 @@ const API_START: CommandSpec = {
   ],
 };
 
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
-
 export async function apiStart(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(API_START, argv);
   if (values.help) return void process.stdout.write(`${helpText(API_START)}\n`), EXIT.ok;
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw invalidInput(`--port: "${values.port}" must be a port number (0 picks a free one)`);
   const host = values.host as string;
-  const token = config.api.token;
-  if (!LOOPBACK.has(host) && token === undefined) {
-    throw invalidInput(`--host ${host}: refusing to serve beyond loopback without a token`, [], 'set UH_API_TOKEN (clients send Authorization: Bearer <token>)');
-  }
+  const { readApiConfig } = await import('../../http/api-config.js');
+  const apiConfig = readApiConfig(config.childEnv, host);
   const { QueueClient } = await import('../../queue/queue-client.js');
   const client = await QueueClient.open(config.queue, queueRedisUrl(config, values.redis));
-  const { createApiServer } = await import('../../http/api-server.js');
-  const server = createApiServer({ client, stateDir: resolveStateDir(values['state-dir'] as string | undefined, config), cacheDir: config.core.cacheDir, token, baseDir: process.cwd() });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => resolve());
-  });
-  const address = server.address();
+  const { buildApiServer } = await import('../../http/api-server.js');
+  const app = await buildApiServer({ client, config: apiConfig, stateDir: resolveStateDir(values['state-dir'] as string | undefined, config), cacheDir: config.core.cacheDir, baseDir: process.cwd() });
+  try {
+    await app.listen({ port, host });
+  } catch (error) {
+    await client.close();
+    throw error;
+  }
+  const address = app.server.address();
   const actual = typeof address === 'object' && address ? address.port : port;
   process.stdout.write(`listening on http://${host.includes(':') ? `[${host}]` : host}:${actual}\n`);
   await new Promise<void>((resolve) => {
     const stop = () => {
-      server.close(() => resolve());
-      server.closeAllConnections();
+      app.server.closeAllConnections();
+      void app.close().then(() => resolve());
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);

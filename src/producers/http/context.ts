@@ -1,0 +1,43 @@
+import type { z } from 'zod';
+import { ID_PATTERN } from '../../shared/contracts/ids.js';
+import { UhError } from '../../shared/errors.js';
+import type { QueueRecord } from '../../shared/queue/operation-store.js';
+import type { QueueClient } from '../queue/queue-client.js';
+import type { ApiConfig } from './api-config.js';
+import type { EventHub } from './event-hub.js';
+import type { ApiMetrics } from './metrics.js';
+import { parseOrThrow } from '../../shared/contracts/zod-issues.js';
+
+/** What every route file gets. */
+export interface RouteContext {
+  client: QueueClient;
+  config: ApiConfig;
+  hub: EventHub;
+  metrics: ApiMetrics;
+  stateDir: string;
+  cacheDir: string;
+  /** Base dir for relative local repository paths in submitted missions. */
+  baseDir: string;
+}
+
+/** The operation's record, or not_found. */
+export async function operationOr404(ctx: RouteContext, id: string): Promise<QueueRecord> {
+  const record = ID_PATTERN.test(id) ? await ctx.client.store.get(id) : null;
+  if (!record) throw new UhError('not_found', `no operation ${id}`, { hint: 'check the id; GET /v1/operations lists them' });
+  return record;
+}
+
+/**
+ * Fastify validator compiler over zod: a failure is our invalid_input error with one line per
+ * field (`query.limit: …`), the same lines the CLI prints.
+ */
+export function zodValidatorCompiler({ schema, httpPart }: { schema: unknown; httpPart?: string }) {
+  const part = httpPart === 'querystring' ? 'query' : (httpPart ?? 'request');
+  return (data: unknown) => {
+    try {
+      return { value: parseOrThrow(schema as z.ZodType, data, part === 'body' ? 'mission' : part, part === 'body' ? '' : `${part}.`) };
+    } catch (error) {
+      return { error: error as Error };
+    }
+  };
+}

@@ -1,0 +1,117 @@
+/**
+ * `GET /metrics`: Prometheus text via prom-client. Gauges are read from Redis at scrape time;
+ * the settled counter and phase histograms advance by reading the outbox (one entry per
+ * settled operation) from where the last scrape stopped, with each entry's receipt timings.
+ * Names: docs/observability.md.
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { QueueClient } from '../queue/queue-client.js';
+import { JOB_STATES, listWorkers, queueCounts, runtimeIds } from './fleet.js';
+import { RESULTS_GROUP } from '../../shared/queue/topology.js';
+
+const RECENT_OPERATIONS = 10_000;
+const BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
+
+export class ApiMetrics {
+  readonly registry = new Registry();
+  private outboxCursor = '-';
+  private readonly jobs = new Gauge({ name: 'uh_queue_jobs', help: 'BullMQ jobs per runtime queue and state', labelNames: ['runtime', 'state'], registers: [this.registry] });
+  private readonly settled = new Counter({ name: 'uh_operations_settled_total', help: 'Operations settled (outbox entries), by runtime, state, status and verdict', labelNames: ['runtime', 'state', 'status', 'verdict'], registers: [this.registry] });
+  private readonly phases = new Histogram({ name: 'uh_phase_duration_seconds', help: "Phase durations from receipts' timings_ms, by runtime and phase", labelNames: ['runtime', 'phase'], buckets: BUCKETS, registers: [this.registry] });
+  private readonly workers = new Gauge({ name: 'uh_workers_live', help: 'Workers with a live heartbeat, per runtime', labelNames: ['runtime'], registers: [this.registry] });
+  private readonly states = new Gauge({ name: 'uh_operations', help: `Operations by state among the newest ${RECENT_OPERATIONS}`, labelNames: ['state'], registers: [this.registry] });
+  private readonly unknown = new Gauge({ name: 'uh_operations_unknown', help: `Operations in state unknown among the newest ${RECENT_OPERATIONS}: they need an operator`, registers: [this.registry] });
+  private readonly outboxLag = new Gauge({ name: 'uh_outbox_lag', help: 'Outbox entries not yet delivered by the results consumer group (lag + pending)', registers: [this.registry] });
+  readonly sseClients = new Gauge({ name: 'uh_api_sse_clients', help: 'Open event streams on this API process', registers: [this.registry] });
+
+  constructor(private readonly client: QueueClient) {}
+
+  async render(): Promise<string> {
+    await Promise.all([this.readFleet(), this.readOutbox(), this.readStates(), this.readOutboxLag()]);
+    return this.registry.metrics();
+  }
+
+  private async readFleet(): Promise<void> {
+    const workers = await listWorkers(this.client);
+    const runtimes = await runtimeIds(this.client, workers);
+    this.workers.reset();
+    this.jobs.reset();
+    for (const runtime of runtimes) {
+      this.workers.set({ runtime }, workers.filter((w) => w.runtimes.includes(runtime)).length);
+      const counts = await queueCounts(this.client, runtime);
+      for (const state of JOB_STATES) this.jobs.set({ runtime, state }, counts[state]);
+    }
+  }
+
+  private async readOutbox(): Promise<void> {
+    const { redis, keys } = this.client.store;
+    for (;;) {
+      const entries = await redis.xrange(keys.outbox, this.outboxCursor, '+', 'COUNT', 500);
+      if (entries.length === 0) return;
+      const completions = entries.map(([, fields]) => parseCompletion(fields));
+      const pipe = redis.pipeline();
+      for (const c of completions) pipe.hget(keys.artifacts(c?.operation_id ?? ''), 'receipt');
+      const receipts = (await pipe.exec()) ?? [];
+      completions.forEach((c, i) => c && this.count(c, receipts[i]?.[1]));
+      this.outboxCursor = `(${entries[entries.length - 1]?.[0]}`;
+      if (entries.length < 500) return;
+    }
+  }
+
+  private count(c: Completion, receipt: unknown): void {
+    this.settled.inc({ runtime: c.runtime, state: c.state, status: c.status ?? 'none', verdict: c.verdict ?? 'none' });
+    if (typeof receipt !== 'string') return;
+    try {
+      const timings = (JSON.parse(receipt) as { timings_ms?: Record<string, unknown> }).timings_ms ?? {};
+      for (const [phase, ms] of Object.entries(timings)) if (typeof ms === 'number') this.phases.observe({ runtime: c.runtime, phase: phase.replace(/_ms$/, '') }, ms / 1000);
+    } catch {
+      /* a receipt that does not parse has no timings to count */
+    }
+  }
+
+  private async readStates(): Promise<void> {
+    const { redis, keys } = this.client.store;
+    const ids = await redis.zrevrange(keys.index, 0, RECENT_OPERATIONS - 1);
+    const pipe = redis.pipeline();
+    for (const id of ids) pipe.hget(keys.op(id), 'state');
+    const tally = new Map<string, number>(['queued', 'running', 'verifying', 'finished', 'unknown'].map((s) => [s, 0]));
+    for (const [, state] of (await pipe.exec()) ?? []) if (typeof state === 'string') tally.set(state, (tally.get(state) ?? 0) + 1);
+    for (const [state, n] of tally) this.states.set({ state }, n);
+    this.unknown.set(tally.get('unknown') ?? 0);
+  }
+
+  private async readOutboxLag(): Promise<void> {
+    const { redis, keys } = this.client.store;
+    const length = await redis.xlen(keys.outbox);
+    const groups = (await redis.xinfo('GROUPS', keys.outbox).catch(() => [])) as unknown[][];
+    const group = groups.map((g) => toObject(g)).find((g) => g.name === RESULTS_GROUP);
+    if (!group) return void this.outboxLag.set(length);
+    const lag = typeof group.lag === 'number' ? group.lag : length;
+    this.outboxLag.set(lag + (typeof group.pending === 'number' ? group.pending : 0));
+  }
+}
+
+interface Completion {
+  operation_id: string;
+  runtime: string;
+  state: string;
+  status: string | null;
+  verdict: string | null;
+}
+
+function parseCompletion(fields: string[]): Completion | null {
+  const i = fields.indexOf('completion');
+  try {
+    const c = JSON.parse(fields[i + 1] ?? 'null') as Partial<Completion> | null;
+    if (!c || typeof c.operation_id !== 'string' || typeof c.runtime !== 'string') return null;
+    return { operation_id: c.operation_id, runtime: c.runtime, state: String(c.state ?? 'unknown'), status: c.status ?? null, verdict: c.verdict ?? null };
+  } catch {
+    return null;
+  }
+}
+
+function toObject(flat: unknown[]): Record<string, unknown> {
+  const o: Record<string, unknown> = {};
+  for (let i = 0; i + 1 < flat.length; i += 2) o[String(flat[i])] = flat[i + 1];
+  return o;
+}

@@ -1,0 +1,56 @@
+import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
+import { OperationStateSchema, VerdictSchema } from '../../../shared/contracts/status.js';
+import { UhError } from '../../../shared/errors.js';
+import { publicRecord } from '../../../shared/queue/operation-store.js';
+import { cancelOperation } from '../../queue/cancel-operation.js';
+import { operationOr404, type RouteContext } from '../context.js';
+import { listOperations } from '../fleet.js';
+
+export const OperationParams = z.strictObject({ id: z.string().min(1).max(128).describe('operation_id') });
+
+const ListQuery = z.strictObject({
+  state: OperationStateSchema.optional(),
+  runtime: z.string().max(64).optional(),
+  verdict: VerdictSchema.optional(),
+  label: z.string().max(256).optional().describe('`key` or `key=value` of the mission labels'),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+  cursor: z.string().max(300).optional().describe('next_cursor of the previous page'),
+});
+
+const ARTIFACT: Record<string, { name: string; type: string }> = {
+  receipt: { name: 'receipt', type: 'application/json; charset=utf-8' },
+  diff: { name: 'diff', type: 'text/x-diff; charset=utf-8' },
+  'final-message': { name: 'final_message', type: 'text/plain; charset=utf-8' },
+};
+
+export function operationRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  app.get('/v1/operations', { schema: { summary: 'Operations newest first, filtered, one page per call (cursor paging)', tags: ['operations'], querystring: ListQuery } }, async (req) => {
+    const page = await listOperations(ctx.client, req.query as z.infer<typeof ListQuery>);
+    return { operations: page.operations.map(publicRecord), next_cursor: page.next_cursor };
+  });
+
+  app.get('/v1/operations/:id', { schema: { summary: 'An operation record and its receipt (null until settled)', tags: ['operations'], params: OperationParams } }, async (req) => {
+    const { id } = req.params as { id: string };
+    const record = await operationOr404(ctx, id);
+    const receipt = (await ctx.client.store.artifacts(id)).receipt;
+    return { operation: publicRecord(record), receipt: receipt ? (JSON.parse(receipt) as unknown) : null };
+  });
+
+  for (const [sub, { name, type }] of Object.entries(ARTIFACT)) {
+    app.get(`/v1/operations/:id/${sub}`, { schema: { summary: `The operation's ${sub} (404 until there is one)`, tags: ['operations'], params: OperationParams } }, async (req, reply) => {
+      const { id } = req.params as { id: string };
+      await operationOr404(ctx, id);
+      const body = (await ctx.client.store.artifacts(id))[name];
+      if (body === undefined) throw new UhError('not_found', `operation ${id} has no ${sub} yet`, { hint: 'wait until it settles: GET /v1/operations/<id>/events' });
+      return reply.type(type).send(body);
+    });
+  }
+
+  app.post('/v1/operations/:id/cancel', { schema: { summary: 'Cancel: 202 with what happened (cancelled while waiting, cancel sent, already finished)', tags: ['operations'], params: OperationParams } }, async (req, reply) => {
+    const { id } = req.params as { id: string };
+    const record = await operationOr404(ctx, id);
+    const outcome = await cancelOperation(ctx.client, record, 'cancelled through the HTTP API');
+    return reply.code(202).send({ operation_id: id, outcome });
+  });
+}

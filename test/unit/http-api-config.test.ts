@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { readApiConfig } from '../../src/producers/http/api-config.js';
+import { compareIds, STREAM_ID } from '../../src/producers/http/event-hub.js';
+import { hostName, tokenMatches } from '../../src/producers/http/guards.js';
+import { parseJsonBody } from '../../src/producers/http/api-server.js';
+
+const errorOf = (f: () => unknown): string => {
+  try {
+    f();
+    return '';
+  } catch (error) {
+    return (error as Error).message;
+  }
+};
+
+describe('HTTP API config', () => {
+  it('refuses short tokens, and any missing token beyond loopback, naming UH_API_TOKEN', () => {
+    expect(errorOf(() => readApiConfig({ UH_API_TOKEN: 'short' }, '127.0.0.1'))).toMatch(/^UH_API_TOKEN: 5 characters, at least 16/);
+    expect(errorOf(() => readApiConfig({ UH_API_TOKEN: 'x'.repeat(31) }, '0.0.0.0'))).toMatch(/^UH_API_TOKEN: 31 characters, at least 32 needed beyond loopback/);
+    expect(errorOf(() => readApiConfig({}, '10.0.0.5'))).toMatch(/refusing to serve beyond loopback without a token/);
+    expect(readApiConfig({}, '127.0.0.1').token).toBeUndefined();
+    expect(readApiConfig({ UH_API_TOKEN: 'x'.repeat(16) }, 'localhost').token).toHaveLength(16);
+  });
+
+  it('serves loopback Host names on loopback, any Host beyond it unless configured, and no Origin unless listed', () => {
+    expect([...(readApiConfig({}, '127.0.0.1').allowedHosts ?? [])]).toContain('localhost');
+    expect(readApiConfig({ UH_API_TOKEN: 'y'.repeat(32) }, '0.0.0.0').allowedHosts).toBeNull();
+    expect([...(readApiConfig({ UH_API_ALLOWED_HOSTS: 'Uh.Example, api.internal' }, '127.0.0.1').allowedHosts ?? [])]).toEqual(['uh.example', 'api.internal']);
+    expect(readApiConfig({}, '127.0.0.1').allowedOrigins.size).toBe(0);
+    expect(errorOf(() => readApiConfig({ UH_API_SSE_MAX_CLIENTS: '0' }, '127.0.0.1'))).toMatch(/^UH_API_SSE_MAX_CLIENTS: "0" must be a positive integer/);
+  });
+
+  it('parses Host headers, compares tokens, orders stream ids, refuses __proto__ in bodies', () => {
+    expect(hostName('LocalHost:8787')).toBe('localhost');
+    expect(hostName('[::1]:8787')).toBe('[::1]');
+    expect(tokenMatches('a'.repeat(20), 'a'.repeat(20))).toBe(true);
+    expect(tokenMatches('a'.repeat(19), 'a'.repeat(20))).toBe(false);
+    expect(compareIds('1700000000000-2', '1700000000000-10')).toBeLessThan(0);
+    expect(compareIds('1700000000001-0', '1700000000000-10')).toBeGreaterThan(0);
+    expect(STREAM_ID.test('1-0')).toBe(true);
+    expect(STREAM_ID.test('0')).toBe(false);
+    expect(errorOf(() => parseJsonBody('{"a":{"__proto__":{"x":1}}}'))).toMatch(/__proto__/);
+    expect(errorOf(() => parseJsonBody('{oops'))).toMatch(/^body is not valid JSON/);
+  });
+});
