@@ -15,7 +15,11 @@ const EnvSchema = z.object({
   UH_SANDBOX_KEEP_HOURS: z.coerce.number().nonnegative().default(24),
   UH_KEEP_SANDBOX: z.enum(['0', '1', 'true', 'false']).optional(),
   XDG_CACHE_HOME: z.string().optional(),
+  UH_ALLOW_LOCAL_REPOS: z.enum(['0', '1', 'true', 'false']).optional(),
+  UH_ALLOW_HTTP_REPOS: z.enum(['0', '1', 'true', 'false']).optional(),
 });
+
+const flag = (value: string | undefined): boolean | undefined => (value === undefined ? undefined : value === '1' || value === 'true');
 
 const OPTION_OF: Record<string, string> = {
   UH_STATE_DIR: '--state-dir',
@@ -24,6 +28,8 @@ const OPTION_OF: Record<string, string> = {
   UH_LOG_LEVEL: 'log level',
   UH_SANDBOX_KEEP_HOURS: 'sandbox retention (hours)',
   UH_KEEP_SANDBOX: 'keep every sandbox',
+  UH_ALLOW_LOCAL_REPOS: 'allow local repository paths',
+  UH_ALLOW_HTTP_REPOS: 'allow http:// repository URLs',
 };
 
 export interface UhConfig {
@@ -33,6 +39,10 @@ export interface UhConfig {
   logLevel: string;
   sandboxKeepHours: number;
   keepSandbox: boolean;
+  /** Local paths and file:// as repository.url; unset: allowed on the CLI, refused by the HTTP API. */
+  allowLocalRepos: boolean | undefined;
+  /** Plain http:// as repository.url (default off). */
+  allowHttpRepos: boolean;
 }
 
 export function loadConfig(env: Readonly<Record<string, string | undefined>> = process.env): UhConfig {
@@ -52,5 +62,7 @@ export function loadConfig(env: Readonly<Record<string, string | undefined>> = p
     logLevel: e.UH_LOG_LEVEL,
     sandboxKeepHours: e.UH_SANDBOX_KEEP_HOURS,
     keepSandbox: e.UH_KEEP_SANDBOX === '1' || e.UH_KEEP_SANDBOX === 'true',
+    allowLocalRepos: flag(e.UH_ALLOW_LOCAL_REPOS),
+    allowHttpRepos: flag(e.UH_ALLOW_HTTP_REPOS) ?? false,
   };
 }

@@ -5,6 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { resolve, join } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { terminalText } from '../../shared/terminal-text.js';
 import { EXIT } from '../../shared/contracts/exit-codes.js';
 import { errorMessage, UhError, invalidInput } from '../../shared/errors.js';
 
@@ -78,13 +79,22 @@ export function printError(error: unknown, json: boolean): number {
       : { error: { kind: 'internal', message: errorMessage(error) } };
     process.stdout.write(`${JSON.stringify(body)}\n`);
   }
+  process.stderr.write(`${errorLines(error).map((l) => terminalText(l, { oneLine: true })).join('\n')}\n`);
+  return code;
+}
+
+/** A refusal with one problem is one line naming the field; otherwise message, details, hint. */
+function errorLines(error: unknown): string[] {
+  if (UhError.isInstance(error) && error.kind === 'invalid_input' && error.details.length <= 1) {
+    const detail = error.details[0];
+    return [`uh: ${detail === undefined ? error.message : `${error.message.replace(/: 1 problem$/, '')}: ${detail}`}${error.hint ? ` (hint: ${error.hint})` : ''}`];
+  }
   const lines = [`uh: ${errorMessage(error)}`];
   if (UhError.isInstance(error)) {
     for (const detail of error.details) lines.push(`  ${detail}`);
     if (error.hint) lines.push(`hint: ${error.hint}`);
-  } else if (error instanceof Error && process.env.UH_DEBUG) lines.push(error.stack ?? '');
-  process.stderr.write(`${lines.join('\n')}\n`);
-  return code;
+  } else if (error instanceof Error && process.env.UH_DEBUG) lines.push(...(error.stack ?? '').split('\n'));
+  return lines;
 }
 
 export function writeJson(value: unknown): void {

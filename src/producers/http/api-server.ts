@@ -14,7 +14,8 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { timingSafeEqual } from 'node:crypto';
-import { parseMission } from '../../shared/contracts/load-mission.js';
+import { loadConfig } from '../../shared/config.js';
+import { parseMissionBody, repositoryPolicy, type RepositoryPolicy } from '../../shared/contracts/load-mission.js';
 import { ID_PATTERN } from '../../shared/contracts/ids.js';
 import { errorMessage, invalidInput, UhError } from '../../shared/errors.js';
 import { publicRecord } from '../../shared/queue/operation-store.js';
@@ -29,6 +30,8 @@ export interface ApiOptions {
   token: string | undefined;
   /** Base dir for relative local repository paths in submitted missions. */
   baseDir: string;
+  /** Which repository locations are accepted; default from UH_ALLOW_LOCAL_REPOS / UH_ALLOW_HTTP_REPOS. */
+  repositoryPolicy?: RepositoryPolicy;
 }
 
 const MAX_BODY = 1024 * 1024;
@@ -67,7 +70,7 @@ function sendError(res: ServerResponse, error: unknown): void {
   send(res, 500, { error: { kind: 'internal', message: errorMessage(error) } });
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
+async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
@@ -75,11 +78,7 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
     if (size > MAX_BODY) throw new HttpError(413, `body over ${MAX_BODY} bytes`, 'too_large');
     chunks.push(chunk as Buffer);
   }
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-  } catch (error) {
-    throw invalidInput(`body is not valid JSON: ${errorMessage(error)}`, [], 'POST a uh.mission.v0 document as application/json');
-  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 function authorized(req: IncomingMessage, token: string | undefined): boolean {
@@ -98,6 +97,7 @@ const ARTIFACT: Record<string, { name: string; type: string }> = {
 
 export function createApiServer(options: ApiOptions): Server {
   const { client } = options;
+  const policy = options.repositoryPolicy ?? repositoryPolicy(loadConfig(), 'http');
   const operation = async (id: string) => {
     if (!ID_PATTERN.test(id)) throw invalidInput(`operation id "${id}" is not a valid id`);
     const record = await client.store.get(id);
@@ -108,7 +108,7 @@ export function createApiServer(options: ApiOptions): Server {
   const routes = async (req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> => {
     const parts = url.pathname.split('/').filter(Boolean);
     if (req.method === 'POST' && url.pathname === '/v1/missions') {
-      const mission = parseMission(await readJson(req), options.baseDir, 'mission');
+      const mission = parseMissionBody(await readBody(req), options.baseDir, policy);
       const runtime = url.searchParams.get('runtime') ?? undefined;
       const result = await submitOperation(client, mission, { stateDir: options.stateDir, cacheDir: options.cacheDir, ...(runtime ? { runtime } : {}) });
       const id = result.record.operation_id;

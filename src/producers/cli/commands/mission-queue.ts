@@ -1,4 +1,5 @@
 /** `uh mission watch|cancel|recover`: queue-mode commands that act on one operation from any host. */
+import { terminalText } from '../../../shared/terminal-text.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import type { UhEvent } from '../../../shared/contracts/event.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
@@ -56,7 +57,7 @@ function printEvent(event: UhEvent): void {
     .filter(([, v]) => v !== null && typeof v !== 'object')
     .map(([k, v]) => `${k}=${String(v).slice(0, 80)}`)
     .join(' ');
-  process.stdout.write(`${event.at.slice(11, 23)} ${event.type.padEnd(20)} ${data}\n`);
+  process.stdout.write(`${terminalText(`${event.at.slice(11, 23)} ${event.type.padEnd(20)} ${data}`, { oneLine: true })}\n`);
 }
 
 export async function missionWatch(argv: string[]): Promise<number> {

@@ -1,5 +1,6 @@
+import { terminalText } from '../../../shared/terminal-text.js';
 import { loadConfig } from '../../../shared/config.js';
-import { loadMissionFile } from '../../../shared/contracts/load-mission.js';
+import { loadMissionFile, repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { createLogger } from '../../../shared/logger.js';
 import { invalidInput } from '../../../shared/errors.js';
@@ -32,7 +33,7 @@ export async function missionRun(argv: string[]): Promise<number> {
   }
   if (positionals.length !== 1) throw invalidInput('uh mission run needs exactly one mission file', [], 'uh mission run <mission.yaml>');
   const config = loadConfig();
-  const mission = loadMissionFile(positionals[0] as string);
+  const mission = loadMissionFile(positionals[0] as string, repositoryPolicy(config, 'cli'));
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined);
   const runtime = values.runtime as string | undefined;
 
@@ -70,7 +71,7 @@ export async function missionRun(argv: string[]): Promise<number> {
   };
   process.once('SIGINT', () => onSignal('SIGINT'));
   process.once('SIGTERM', () => onSignal('SIGTERM'));
-  if (!values.json) process.stderr.write(`uh: running ${mission.operation_id} (${mission.title})…\n`);
+  if (!values.json) process.stderr.write(`uh: running ${mission.operation_id} (${terminalText(mission.title, { oneLine: true })})…\n`);
   const outcome = await runInline(mission, {
     stateDir,
     cacheDir: config.cacheDir,
