@@ -83,9 +83,9 @@ export function printError(error: unknown, json: boolean): number {
   return code;
 }
 
-/** A refusal with one problem is one line naming the field; otherwise message, details, hint. */
-function errorLines(error: unknown): string[] {
-  if (UhError.isInstance(error) && error.kind === 'invalid_input' && error.details.length <= 1) {
+/** An error with at most one problem is one line (naming the field); otherwise message, details, hint. */
+export function errorLines(error: unknown): string[] {
+  if (UhError.isInstance(error) && error.details.length <= 1) {
     const detail = error.details[0];
     return [`uh: ${detail === undefined ? error.message : `${error.message.replace(/: 1 problem$/, '')}: ${detail}`}${error.hint ? ` (hint: ${error.hint})` : ''}`];
   }

@@ -70,7 +70,19 @@ function yamlTreeProblem(root: Node | null): string | null {
   return walk(root, []);
 }
 
+/** Key separators (`: `, `:` at a line end, `? `) in raw text: a cheap upper bound on mapping keys. */
+function keySeparators(text: string): number {
+  let count = 0;
+  for (let i = text.indexOf(':'); i !== -1; i = text.indexOf(':', i + 1)) {
+    const next = text.charCodeAt(i + 1);
+    if (Number.isNaN(next) || next === 32 || next === 10 || next === 13 || next === 9) count++;
+  }
+  return count;
+}
+
 function parseYamlText(text: string, source: string): unknown {
+  // Refuse a key flood before the parser spends seconds on it (the tree walk below counts exactly).
+  if (keySeparators(text) > LIMITS.yamlKeySeparators) throw refuse(source, `more than ${LIMITS.yamlKeySeparators} "key: value" separators (mapping keys are limited to ${LIMITS.documentKeys})`);
   // uniqueKeys off: the library's check is quadratic; yamlTreeProblem does it in one pass.
   const doc = parseDocument(text, { strict: true, uniqueKeys: false, prettyErrors: false });
   const first = doc.errors[0];
