@@ -145,3 +145,18 @@ describe('a sample through the real uh mission run', () => {
     expect(r.peakRssKb).toBeLessThan(300 * 1024);
   });
 });
+
+describe('mission text on the terminal', () => {
+  it('prints a title carrying escape sequences as visible escapes', async () => {
+    const path = missionFile('title-escape', (m) => {
+      m.title = 'T\u001b]0;pwned\u0007\u001b[2J';
+      m.operation_id = `esc-${process.pid}`;
+      m.verification = [{ name: 'fails', argv: ['false'] }];
+    });
+    const r = await runCli(['mission', 'run', path, '--state-dir', join(root, 'state-esc')], { cwd: root, env: { UH_CACHE_DIR: join(root, 'cache') } });
+    expect(r.code).toBe(1); // the check fails: the mission ran
+    expect(r.stderr).toContain('T\\x1b]0;pwned\\x07\\x1b[2J');
+    // eslint-disable-next-line no-control-regex
+    expect(`${r.stdout}${r.stderr}`).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f]/);
+  });
+});
