@@ -86,13 +86,13 @@ function parseYamlText(text: string, source: string): unknown {
   // uniqueKeys off: the library's check is quadratic; yamlTreeProblem does it in one pass.
   const doc = parseDocument(text, { strict: true, uniqueKeys: false, prettyErrors: false });
   const first = doc.errors[0];
-  if (first) throw refuse(source, `not valid YAML: ${first.message.split('\n')[0] ?? ''}`);
+  if (first) throw invalidInput(`${source} is not valid YAML: ${first.message.split('\n')[0] ?? ''}`);
   const problem = yamlTreeProblem(doc.contents);
   if (problem) throw refuse(source, problem);
   try {
     return doc.toJS({ maxAliasCount: LIMITS.yamlAliases });
   } catch (error) {
-    throw refuse(source, `not valid YAML: ${errorMessage(error).split('\n')[0] ?? ''}`);
+    throw invalidInput(`${source} is not valid YAML: ${errorMessage(error).split('\n')[0] ?? ''}`);
   }
 }
 
@@ -104,7 +104,7 @@ export function parseDocumentText(text: string, format: DocumentFormat, source: 
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw refuse(source, `not valid JSON: ${errorMessage(error).split('\n')[0] ?? ''}`);
+    throw invalidInput(`${source} is not valid JSON: ${errorMessage(error).split('\n')[0] ?? ''}`);
   }
   const problem = jsonKeyProblem(text);
   if (problem) throw refuse(source, problem);
