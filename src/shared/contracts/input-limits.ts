@@ -6,9 +6,9 @@ export const LIMITS = {
   /** A mission file or HTTP body, in bytes. */
   missionBytes: 1024 * 1024,
   /** Mapping keys in one document (all levels together). */
-  documentKeys: 10_000,
+  documentKeys: 5_000,
   /** `key: value` separators in YAML text, counted before parsing (a quick bound on keys; text may hold some). */
-  yamlKeySeparators: 20_000,
+  yamlKeySeparators: 10_000,
   /** Nesting depth of maps and lists. */
   documentDepth: 64,
   /** YAML alias nodes in one document (the `yaml` library's expansion guard). */
