@@ -28,6 +28,8 @@ const VARIABLES = {
   UH_DEBUG: [z.string().optional(), 'stack traces on internal errors'],
   UH_SANDBOX_KEEP_HOURS: [z.coerce.number().nonnegative().default(24), 'sandbox retention (hours)'],
   UH_KEEP_SANDBOX: [z.enum(['0', '1', 'true', 'false']).optional(), 'keep every sandbox'],
+  UH_ALLOW_LOCAL_REPOS: [z.enum(['0', '1', 'true', 'false']).optional(), 'allow local repository paths'],
+  UH_ALLOW_HTTP_REPOS: [z.enum(['0', '1', 'true', 'false']).optional(), 'allow http:// repository URLs'],
   // queue
   REDIS_URL: [z.string().url().optional(), '--redis'],
   UH_REDIS_PREFIX: [z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ - only (no ":")').default('uh'), 'Redis key prefix'],
@@ -75,6 +77,10 @@ export interface UhConfig {
     debug: boolean;
     sandboxKeepHours: number;
     keepSandbox: boolean;
+    /** Local paths and file:// as repository.url; unset: allowed on the CLI, refused by the HTTP API. */
+    allowLocalRepos: boolean | undefined;
+    /** Plain http:// as repository.url (default off). */
+    allowHttpRepos: boolean;
   };
   queue: QueueConfig;
   api: { token: string | undefined };
@@ -99,6 +105,8 @@ function parseEnv(env: Env) {
   return result.data;
 }
 
+const flag = (v: string | undefined): boolean | undefined => (v === undefined ? undefined : v === '1' || v === 'true');
+
 /** Parse the environment once; call at process start and pass the result down. */
 export function loadConfig(env: Env = process.env): UhConfig {
   const e = parseEnv(env);
@@ -110,6 +118,8 @@ export function loadConfig(env: Env = process.env): UhConfig {
       debug: e.UH_DEBUG !== undefined,
       sandboxKeepHours: e.UH_SANDBOX_KEEP_HOURS,
       keepSandbox: e.UH_KEEP_SANDBOX === '1' || e.UH_KEEP_SANDBOX === 'true',
+      allowLocalRepos: flag(e.UH_ALLOW_LOCAL_REPOS),
+      allowHttpRepos: flag(e.UH_ALLOW_HTTP_REPOS) ?? false,
     },
     queue: {
       redisUrl: e.REDIS_URL ?? null,

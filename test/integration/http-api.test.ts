@@ -25,7 +25,7 @@ beforeAll(async () => {
   const cacheDir = tempDir('uh-cache-');
   const stateDir = tempDir('uh-state-');
   dirs.push(repo, cacheDir, stateDir);
-  const env = { ...process.env, REDIS_URL: redis.url, UH_REDIS_PREFIX: redis.prefix('api'), UH_CACHE_DIR: cacheDir, UH_LOG_LEVEL: 'silent' };
+  const env = { ...process.env, REDIS_URL: redis.url, UH_REDIS_PREFIX: redis.prefix('api'), UH_CACHE_DIR: cacheDir, UH_LOG_LEVEL: 'silent', UH_ALLOW_LOCAL_REPOS: '1' };
   worker = await startWorker(['--runtime', 'command', '--state-dir', stateDir], { cwd: repo, env });
   api = spawn(process.execPath, [UH_BIN, 'api', 'start', '--port', '0', '--state-dir', stateDir], {
     cwd: repo,

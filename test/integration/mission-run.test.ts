@@ -152,7 +152,11 @@ describe('uh mission run', () => {
     expect(r.code).toBe(0);
     expect(r.receipt.final_message).toBe('Printed 200 MiB.');
     const log = join(r.stateDir, 'operations', r.operationId, 'runtime.stdout.log');
-    expect(readFileSync(log).length).toBeGreaterThan(200 * 1024 * 1024);
+    // The log keeps its first 64 MiB and a marker (docs/security.md "Input limits").
+    const kept = readFileSync(log);
+    expect(kept.length).toBeGreaterThan(64 * 1024 * 1024);
+    expect(kept.length).toBeLessThan(64 * 1024 * 1024 + 100);
+    expect(kept.subarray(-100).toString()).toContain('[uh: log capped at 67108864 bytes; the rest was dropped]');
     expect(r.peakRssKb).toBeGreaterThan(0);
     expect(r.peakRssKb).toBeLessThan(160 * 1024); // far below the 200 MB printed
   });

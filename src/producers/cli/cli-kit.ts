@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { resolve, join } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { redisUrlFor, type UhConfig } from '../../shared/config.js';
+import { terminalText } from '../../shared/terminal-text.js';
 import { EXIT } from '../../shared/contracts/exit-codes.js';
 import { errorMessage, UhError, invalidInput } from '../../shared/errors.js';
 
@@ -93,13 +94,22 @@ export function printError(error: unknown, json: boolean, debug = false): number
       : { error: { kind: 'internal', message: errorMessage(error) } };
     process.stdout.write(`${JSON.stringify(body)}\n`);
   }
+  process.stderr.write(`${errorLines(error, debug).map((l) => terminalText(l, { oneLine: true })).join('\n')}\n`);
+  return code;
+}
+
+/** An error with at most one problem is one line (naming the field); otherwise message, details, hint. */
+export function errorLines(error: unknown, debug = false): string[] {
+  if (UhError.isInstance(error) && error.details.length <= 1) {
+    const detail = error.details[0];
+    return [`uh: ${detail === undefined ? error.message : `${error.message.replace(/: 1 problem$/, '')}: ${detail}`}${error.hint ? ` (hint: ${error.hint})` : ''}`];
+  }
   const lines = [`uh: ${errorMessage(error)}`];
   if (UhError.isInstance(error)) {
     for (const detail of error.details) lines.push(`  ${detail}`);
     if (error.hint) lines.push(`hint: ${error.hint}`);
-  } else if (error instanceof Error && debug) lines.push(error.stack ?? '');
-  process.stderr.write(`${lines.join('\n')}\n`);
-  return code;
+  } else if (error instanceof Error && debug) lines.push(...(error.stack ?? '').split('\n'));
+  return lines;
 }
 
 export function writeJson(value: unknown): void {

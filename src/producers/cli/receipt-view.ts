@@ -1,3 +1,4 @@
+import { terminalText } from '../../shared/terminal-text.js';
 import { join } from 'node:path';
 import type { Receipt } from '../../shared/contracts/receipt.js';
 
@@ -34,5 +35,5 @@ export function printReceiptSummary(receipt: Receipt, dir: string, attached: boo
   if (receipt.final_message) lines.push(`  final: ${receipt.final_message.split('\n')[0]?.slice(0, 160)}`);
   lines.push(`  receipt: ${join(dir, 'receipt.json')}`);
   if (receipt.sandbox.retained && receipt.sandbox.path) lines.push(`  sandbox kept: ${receipt.sandbox.path}`);
-  process.stdout.write(`${lines.join('\n')}\n`);
+  process.stdout.write(`${lines.map((l) => terminalText(l, { oneLine: true })).join('\n')}\n`);
 }

@@ -9,7 +9,9 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import { jsonSchemaTransform, serializerCompiler } from 'fastify-type-provider-zod';
-import { invalidInput, errorMessage } from '../../shared/errors.js';
+import { errorMessage } from '../../shared/errors.js';
+import { parseDocumentText } from '../../shared/contracts/load-file.js';
+import type { RepositoryPolicy } from '../../shared/contracts/load-mission.js';
 import type { QueueClient } from '../queue/queue-client.js';
 import type { ApiConfig } from './api-config.js';
 import { zodValidatorCompiler, type RouteContext } from './context.js';
@@ -30,18 +32,14 @@ export interface ApiOptions {
   cacheDir: string;
   /** Base dir for relative local repository paths in submitted missions. */
   baseDir: string;
+  /** Which repository locations are accepted; default from UH_ALLOW_LOCAL_REPOS / UH_ALLOW_HTTP_REPOS. */
+  repositoryPolicy: RepositoryPolicy;
 }
 
-/** JSON bodies; `__proto__` keys are refused rather than dropped. */
+/** JSON bodies, under the input limits of mission files (docs/security.md). */
 export function parseJsonBody(text: string): unknown {
-  try {
-    return JSON.parse(text, (key, value: unknown) => {
-      if (key === '__proto__') throw new Error('"__proto__" keys are not accepted');
-      return value;
-    });
-  } catch (error) {
-    throw invalidInput(`body is not valid JSON: ${errorMessage(error)}`, [], 'POST a uh.mission.v0 document as application/json');
-  }
+  // The same bounded parser as mission files: duplicate and prototype keys refused, key and depth limits.
+  return parseDocumentText(text, 'json', 'body');
 }
 
 export async function buildApiServer(options: ApiOptions): Promise<FastifyInstance> {

@@ -1,3 +1,4 @@
+import type { RepositoryPolicy } from '../../shared/contracts/load-mission.js';
 import type { z } from 'zod';
 import { ID_PATTERN } from '../../shared/contracts/ids.js';
 import { UhError } from '../../shared/errors.js';
@@ -18,6 +19,8 @@ export interface RouteContext {
   cacheDir: string;
   /** Base dir for relative local repository paths in submitted missions. */
   baseDir: string;
+  /** Which repository locations a submitted mission may name (UH_ALLOW_LOCAL_REPOS / UH_ALLOW_HTTP_REPOS). */
+  repositoryPolicy: RepositoryPolicy;
 }
 
 /** The operation's record, or not_found. */

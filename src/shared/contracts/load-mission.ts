@@ -1,5 +1,7 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { readDocument } from './load-file.js';
+import { invalidInput } from '../errors.js';
+import { classifyRepositoryUrl, type UrlKind } from './git-inputs.js';
+import { parseDocumentText, readDocument } from './load-file.js';
 import { MissionSchema, type Mission } from './mission.js';
 import { parseOrThrow } from './zod-issues.js';
 
@@ -8,17 +10,53 @@ export function isRemoteUrl(url: string): boolean {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(url) || /^[^/\s]+@[^/\s]+:/.test(url);
 }
 
+/** Which repository locations a producer accepts beyond https, ssh and scp-form. */
+export interface RepositoryPolicy {
+  /** Local paths and file:// URLs (the CLI allows them by default, the HTTP API does not). */
+  allowLocal: boolean;
+  /** Plain http:// (off by default). */
+  allowHttp: boolean;
+}
+
+export const CLI_POLICY: RepositoryPolicy = { allowLocal: true, allowHttp: false };
+
+/** The policy from configuration: local paths default to allowed on the CLI, refused over HTTP. */
+export function repositoryPolicy(config: { allowLocalRepos: boolean | undefined; allowHttpRepos: boolean }, producer: 'cli' | 'http'): RepositoryPolicy {
+  return { allowLocal: config.allowLocalRepos ?? producer === 'cli', allowHttp: config.allowHttpRepos };
+}
+
+/** The URL's kind once the schema accepted it; throws when the policy refuses that kind. */
+function enforcePolicy(url: string, policy: RepositoryPolicy, source: string): UrlKind {
+  const verdict = classifyRepositoryUrl(url);
+  const kind = 'kind' in verdict ? verdict.kind : 'local';
+  const refusal =
+    (kind === 'local' || kind === 'file') && !policy.allowLocal
+      ? 'local paths and file:// are not allowed here (set UH_ALLOW_LOCAL_REPOS=1 to allow them)'
+      : kind === 'http' && !policy.allowHttp
+        ? 'plain http:// is not allowed (use https://, or set UH_ALLOW_HTTP_REPOS=1)'
+        : null;
+  if (refusal) throw invalidInput(`invalid ${source}: 1 problem`, [`repository.url: ${refusal}`]);
+  return kind;
+}
+
 /** Parse a mission; a relative local repository path resolves against `baseDir`. */
-export function parseMission(value: unknown, baseDir: string, source = 'mission'): Mission {
+export function parseMission(value: unknown, baseDir: string, source = 'mission', policy: RepositoryPolicy = CLI_POLICY): Mission {
   const mission = parseOrThrow(MissionSchema, value, source);
   const url = mission.repository.url;
-  if (!isRemoteUrl(url)) {
+  const kind = enforcePolicy(url, policy, source);
+  if (kind === 'local' || kind === 'file') {
     const local = url.startsWith('file://') ? url.slice('file://'.length) : url;
     mission.repository.url = isAbsolute(local) ? local : resolve(baseDir, local);
   }
   return mission;
 }
 
-export function loadMissionFile(path: string): Mission {
-  return parseMission(readDocument(path), dirname(resolve(path)), path);
+/** A mission from an HTTP body: the same limits and checks as a file (JSON only). */
+export function parseMissionBody(text: string, baseDir: string, policy: RepositoryPolicy): Mission {
+  return parseMission(parseDocumentText(text, 'json', 'body'), baseDir, 'mission', policy);
 }
+
+export function loadMissionFile(path: string, policy: RepositoryPolicy = CLI_POLICY): Mission {
+  return parseMission(readDocument(path), dirname(resolve(path)), path, policy);
+}
+

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { IdSchema } from './ids.js';
 import { MissionPromotionSchema } from './promotion.js';
+import { classifyRepositoryUrl, refProblem } from './git-inputs.js';
+import { LIMITS } from './input-limits.js';
 
 /** Capabilities a mission may require of its runtime (spec "Capability model"). */
 export const CAPABILITIES = [
@@ -24,15 +26,37 @@ export type Capability = z.infer<typeof CapabilitySchema>;
 export const RelativeGlobSchema = z
   .string()
   .min(1, 'must not be empty')
+  .max(LIMITS.globChars, `must be at most ${LIMITS.globChars} characters`)
   .refine((g) => !g.startsWith('/') && !/^[A-Za-z]:[\\/]/.test(g), 'must be relative to the repository root, not absolute')
   .refine((g) => !g.split(/[\\/]/).includes('..'), 'must not contain a ".." segment');
+
+const GlobListSchema = z.array(RelativeGlobSchema).max(LIMITS.globsPerList, `at most ${LIMITS.globsPerList} globs`);
+
+/** A bounded free-text field. */
+const text = (max: number) => z.string().max(max, `must be at most ${max} characters`);
+
+/** Allowed forms only (see git-inputs.ts); whether local paths and http are allowed is producer policy. */
+export const RepositoryUrlSchema = z
+  .string()
+  .min(1)
+  .superRefine((url, ctx) => {
+    const verdict = classifyRepositoryUrl(url);
+    if ('problem' in verdict) ctx.addIssue({ code: 'custom', message: verdict.problem });
+  });
+
+/** A branch, tag, `HEAD` or commit id, by the rules of `git check-ref-format`. */
+export const RefSchema = z.string().min(1).superRefine((ref, ctx) => {
+  const problem = refProblem(ref);
+  if (problem) ctx.addIssue({ code: 'custom', message: `not a valid ref: ${problem}` });
+});
 
 export const CheckSchema = z.strictObject({
   name: IdSchema,
   /** argv only: the first element is the program, never a shell string. */
   argv: z
-    .array(z.string().min(1, 'argv elements must not be empty'))
+    .array(text(LIMITS.argvItemChars).min(1, 'argv elements must not be empty'))
     .min(1, 'argv needs at least the program')
+    .max(LIMITS.argvItems, `at most ${LIMITS.argvItems} argv elements`)
     .refine(
       (argv) => !(argv.length === 1 && /\s/.test(argv[0] ?? '')),
       'looks like a shell string; give argv as a list, e.g. ["npm", "test"]',
@@ -48,29 +72,32 @@ export const MissionSchema = z
     schema_version: z.literal('uh.mission.v0'),
     mission_id: IdSchema,
     operation_id: IdSchema,
-    title: z.string().min(1).max(200),
-    objective: z.string().min(1),
+    title: text(LIMITS.titleChars).min(1),
+    objective: text(LIMITS.objectiveChars).min(1),
     context: z
       .strictObject({
-        files: z.array(RelativeGlobSchema).default([]),
-        notes: z.string().optional(),
+        files: GlobListSchema.default([]),
+        notes: text(LIMITS.notesChars).optional(),
       })
       .optional(),
     repository: z.strictObject({
       /** A git URL or a local path (relative paths resolve against the mission file's folder). */
-      url: z.string().min(1),
+      url: RepositoryUrlSchema,
       /** A branch, tag or commit; resolved to a commit before anything runs. */
-      ref: z.string().min(1).default('HEAD'),
+      ref: RefSchema.default('HEAD'),
     }),
     /** One runtime id, or a list for a batch. */
-    runtime: z.union([RuntimeIdSchema, z.array(RuntimeIdSchema).min(1)]),
+    runtime: z.union([RuntimeIdSchema, z.array(RuntimeIdSchema).min(1).max(LIMITS.runtimes)]),
     /** Per runtime id, merged over the adapter manifest's runtime_config and re-parsed strictly. */
     runtime_config_overrides: z.record(RuntimeIdSchema, z.record(z.string(), z.unknown())).default({}),
     requires: z.array(CapabilitySchema).default([]),
     sandbox: z
       .strictObject({
         backend: z.literal('git-worktree').default('git-worktree'),
-        env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), z.string()).default({}),
+        env: z
+          .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name (at most 128 characters)'), text(LIMITS.envValueChars))
+          .refine((env) => Object.keys(env).length <= LIMITS.envEntries, `at most ${LIMITS.envEntries} variables`)
+          .default({}),
         port_range: z
           .tuple([z.number().int().min(1024).max(65535), z.number().int().min(1024).max(65535)])
           .refine(([a, b]) => a <= b, 'first port must not exceed the second')
@@ -79,15 +106,18 @@ export const MissionSchema = z
       .default({ backend: 'git-worktree', env: {} }),
     scope: z
       .strictObject({
-        allowed_change_globs: z.array(RelativeGlobSchema).default(['**']),
-        forbidden_globs: z.array(RelativeGlobSchema).default([]),
+        allowed_change_globs: GlobListSchema.default(['**']),
+        forbidden_globs: GlobListSchema.default([]),
       })
       .default({ allowed_change_globs: ['**'], forbidden_globs: [] }),
-    verification: z.array(CheckSchema).default([]),
+    verification: z.array(CheckSchema).max(LIMITS.checks, `at most ${LIMITS.checks} checks`).default([]),
     timeout_seconds: z.number().int().positive().max(7 * 86_400).default(1800),
     /** `branch` or `{branch, push, remote}`: promote automatically on `verified` (docs/promotion.md). */
     promotion: MissionPromotionSchema.default('none'),
-    labels: z.record(z.string(), z.string()).default({}),
+    labels: z
+      .record(text(LIMITS.labelKeyChars), text(LIMITS.labelValueChars))
+      .refine((labels) => Object.keys(labels).length <= LIMITS.labels, `at most ${LIMITS.labels} labels`)
+      .default({}),
   })
   .superRefine((m, ctx) => {
     const names = new Set<string>();

@@ -7,11 +7,35 @@
 import { spawn as nodeSpawn } from 'node:child_process';
 import { createWriteStream, openSync, closeSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
+import { LIMITS } from '../contracts/input-limits.js';
 
 export type OutputSpec =
   | 'ignore'
   /** Written straight to the file by the kernel; `tap` makes it a pipe so the caller sees chunks too. */
-  | { file: string; tap?: (chunk: Buffer) => void };
+  /** A piped output (tapped or `maxBytes` set) keeps at most `maxBytes` (default LIMITS.logBytes) in the file. */
+  | { file: string; tap?: (chunk: Buffer) => void; maxBytes?: number };
+
+/**
+ * Copy `stream` into `file` up to `maxBytes`, then one marker line; the rest is still read (the
+ * child never blocks) and tapped, but not written. Backpressure from the file pauses the stream.
+ */
+function cappedCopy(stream: Readable, file: Writable, maxBytes: number, tap?: (chunk: Buffer) => void): void {
+  let written = 0;
+  stream.on('data', (chunk: Buffer) => {
+    tap?.(chunk);
+    if (written >= maxBytes) return;
+    const room = maxBytes - written;
+    written += Math.min(room, chunk.length);
+    let ok = file.write(chunk.length <= room ? chunk : chunk.subarray(0, room));
+    if (chunk.length > room) ok = file.write(`\n[uh: log capped at ${maxBytes} bytes; the rest was dropped]\n`);
+    if (!ok) {
+      stream.pause();
+      file.once('drain', () => stream.resume());
+    }
+  });
+  stream.once('end', () => file.end());
+  stream.once('error', () => file.end());
+}
 
 export interface SpawnGroupOptions {
   argv: readonly string[];
@@ -72,7 +96,7 @@ export const spawnGroup: SpawnGroup = (options) => {
   const stdio = (spec: OutputSpec | 'pipe' | undefined): 'ignore' | 'pipe' | number => {
     if (spec === undefined || spec === 'ignore') return 'ignore';
     if (spec === 'pipe') return 'pipe';
-    if (spec.tap) return 'pipe';
+    if (spec.tap || spec.maxBytes !== undefined) return 'pipe';
     const fd = openSync(spec.file, 'a');
     fds.push(fd);
     return fd;
@@ -94,11 +118,9 @@ export const spawnGroup: SpawnGroup = (options) => {
   }
 
   const wire = (stream: Readable | null, spec: OutputSpec | 'pipe' | undefined) => {
-    if (!stream || spec === undefined || spec === 'ignore' || spec === 'pipe' || !spec.tap) return;
+    if (!stream || spec === undefined || spec === 'ignore' || spec === 'pipe' || (!spec.tap && spec.maxBytes === undefined)) return;
     const file = createWriteStream(spec.file, { flags: 'a' });
-    const tap = spec.tap;
-    stream.on('data', (chunk: Buffer) => tap(chunk));
-    stream.pipe(file);
+    cappedCopy(stream, file, spec.maxBytes ?? LIMITS.logBytes, spec.tap);
     flushers.push(
       new Promise<void>((resolve) => {
         file.on('close', () => resolve());

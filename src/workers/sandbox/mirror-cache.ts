@@ -47,7 +47,7 @@ async function fetchMirror(mirror: Mirror): Promise<void> {
 async function ensureMirror(mirror: Mirror): Promise<void> {
   if (existsSync(join(mirror.path, 'HEAD'))) return;
   mkdirSync(join(mirror.path, '..'), { recursive: true });
-  await git(['clone', '--quiet', '--bare', mirror.url, mirror.path], { cwd: join(mirror.path, '..') });
+  await unreachableAsBlocked(mirror.url, git(['clone', '--quiet', '--bare', '--', mirror.url, mirror.path], { cwd: join(mirror.path, '..') }));
   await git(['config', 'remote.origin.fetch', '+refs/heads/*:refs/heads/*'], { cwd: mirror.path });
   // Worktrees of a bare mirror share its object store; keep git from pruning under a running mission.
   await git(['config', 'gc.auto', '0'], { cwd: mirror.path });
@@ -85,7 +85,7 @@ export async function resolveInMirror(cacheDir: string, url: string, ref: string
       const found = await hasCommit(mirror, ref);
       if (found) return { mirror, commit: found };
     }
-    await fetchMirror(mirror);
+    await unreachableAsBlocked(url, fetchMirror(mirror));
     const candidates = ref === 'HEAD' ? ['refs/uh/source-head'] : [`refs/heads/${ref}`, `refs/tags/${ref}`, ref];
     for (const candidate of candidates) {
       const found = await hasCommit(mirror, candidate);
@@ -93,6 +93,19 @@ export async function resolveInMirror(cacheDir: string, url: string, ref: string
     }
     throw badRef(url, ref);
   });
+}
+
+/** A remote that cannot be cloned or fetched: exit 3 (blocked) naming repository.url, not an internal error. */
+async function unreachableAsBlocked<T>(url: string, work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    if (!isRemoteUrl(url) || !UhError.isInstance(error)) throw error;
+    throw new UhError('runtime_unavailable', `repository.url: cannot reach ${url}: ${error.message}`, {
+      hint: 'check the URL, the network and your git credentials (git ls-remote <url>)',
+      cause: error,
+    });
+  }
 }
 
 function badRef(url: string, ref: string): UhError {

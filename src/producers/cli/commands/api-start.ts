@@ -1,4 +1,5 @@
 import type { UhConfig } from '../../../shared/config.js';
+import { repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { invalidInput } from '../../../shared/errors.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, type CommandSpec } from '../cli-kit.js';
@@ -32,7 +33,7 @@ export async function apiStart(argv: string[], config: UhConfig): Promise<number
   const { QueueClient } = await import('../../queue/queue-client.js');
   const client = await QueueClient.open(config.queue, queueRedisUrl(config, values.redis));
   const { buildApiServer } = await import('../../http/api-server.js');
-  const app = await buildApiServer({ client, config: apiConfig, stateDir: resolveStateDir(values['state-dir'] as string | undefined, config), cacheDir: config.core.cacheDir, baseDir: process.cwd() });
+  const app = await buildApiServer({ client, config: apiConfig, stateDir: resolveStateDir(values['state-dir'] as string | undefined, config), cacheDir: config.core.cacheDir, baseDir: process.cwd(), repositoryPolicy: repositoryPolicy(config.core, 'http') });
   try {
     await app.listen({ port, host });
   } catch (error) {

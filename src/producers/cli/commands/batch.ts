@@ -1,5 +1,6 @@
 import type { UhConfig } from '../../../shared/config.js';
-import { loadMissionFile } from '../../../shared/contracts/load-mission.js';
+import { terminalText } from '../../../shared/terminal-text.js';
+import { loadMissionFile, repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { invalidInput } from '../../../shared/errors.js';
 import { createLogger } from '../../../shared/logger.js';
@@ -37,7 +38,7 @@ function printTable(record: BatchRecord, rows: ComparisonRow[]): void {
   const body = rows.map((r) => [r.runtime, r.status, r.verdict, String(r.changed_files), r.checks, r.duration_ms === null ? '-' : String(r.duration_ms), r.tokens === null ? '-' : String(r.tokens), r.final_message]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => (row[i] ?? '').length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ');
-  process.stdout.write(`batch ${record.batch_id}: ${record.title}\n${line(header)}\n${body.map(line).join('\n')}\n`);
+  process.stdout.write(terminalText(`batch ${record.batch_id}: ${record.title}\n${line(header)}\n${body.map(line).join('\n')}\n`));
 }
 
 function rowsOf(stateDir: string, record: BatchRecord): ComparisonRow[] {
@@ -56,7 +57,7 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
   if (positionals.length !== 1) throw invalidInput('uh batch run needs exactly one mission file', [], RUN.usage);
   const concurrency = Number(values.concurrency);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 16) throw invalidInput(`--concurrency: "${values.concurrency}" must be a whole number from 1 to 16`);
-  const mission = loadMissionFile(positionals[0] as string);
+  const mission = loadMissionFile(positionals[0] as string, repositoryPolicy(config.core, 'cli'));
   const runtimes = batchRuntimes(mission, values.runtimes as string | undefined);
   const missions = batchMissions(mission, runtimes);
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);

@@ -1,5 +1,6 @@
 /** `uh mission watch|cancel|recover`: queue-mode commands that act on one operation from any host. */
 import type { UhConfig } from '../../../shared/config.js';
+import { terminalText } from '../../../shared/terminal-text.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import type { UhEvent } from '../../../shared/contracts/event.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
@@ -57,7 +58,7 @@ function printEvent(event: UhEvent): void {
     .filter(([, v]) => v !== null && typeof v !== 'object')
     .map(([k, v]) => `${k}=${String(v).slice(0, 80)}`)
     .join(' ');
-  process.stdout.write(`${event.at.slice(11, 23)} ${event.type.padEnd(20)} ${data}\n`);
+  process.stdout.write(`${terminalText(`${event.at.slice(11, 23)} ${event.type.padEnd(20)} ${data}`, { oneLine: true })}\n`);
 }
 
 export async function missionWatch(argv: string[], config: UhConfig): Promise<number> {

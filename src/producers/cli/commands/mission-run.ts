@@ -1,5 +1,6 @@
 import type { UhConfig } from '../../../shared/config.js';
-import { loadMissionFile } from '../../../shared/contracts/load-mission.js';
+import { terminalText } from '../../../shared/terminal-text.js';
+import { loadMissionFile, repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { createLogger } from '../../../shared/logger.js';
 import { invalidInput } from '../../../shared/errors.js';
@@ -31,7 +32,7 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
     return EXIT.ok;
   }
   if (positionals.length !== 1) throw invalidInput('uh mission run needs exactly one mission file', [], 'uh mission run <mission.yaml>');
-  const mission = loadMissionFile(positionals[0] as string);
+  const mission = loadMissionFile(positionals[0] as string, repositoryPolicy(config.core, 'cli'));
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const runtime = values.runtime as string | undefined;
 
@@ -70,7 +71,7 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
   };
   process.once('SIGINT', () => onSignal('SIGINT'));
   process.once('SIGTERM', () => onSignal('SIGTERM'));
-  if (!values.json) process.stderr.write(`uh: running ${mission.operation_id} (${mission.title})…\n`);
+  if (!values.json) process.stderr.write(`uh: running ${mission.operation_id} (${terminalText(mission.title, { oneLine: true })})…\n`);
   const outcome = await runInline(mission, {
     stateDir,
     cacheDir: config.core.cacheDir,

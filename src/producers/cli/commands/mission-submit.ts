@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import type { UhConfig } from '../../../shared/config.js';
-import { loadMissionFile } from '../../../shared/contracts/load-mission.js';
+import { loadMissionFile, repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput } from '../../../shared/errors.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
@@ -39,7 +39,7 @@ export async function missionSubmit(argv: string[], config: UhConfig): Promise<n
   const timeoutS = values.timeout === undefined ? undefined : Number(values.timeout);
   if (timeoutS !== undefined && !(Number.isFinite(timeoutS) && timeoutS > 0)) throw invalidInput(`--timeout: "${values.timeout}" is not a positive number of seconds`);
   if (timeoutS !== undefined && !values.wait) throw invalidInput('--timeout: only with --wait');
-  const mission = loadMissionFile(positionals[0] as string);
+  const mission = loadMissionFile(positionals[0] as string, repositoryPolicy(config.core, 'cli'));
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const runtime = values.runtime as string | undefined;
 

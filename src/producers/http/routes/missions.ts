@@ -18,7 +18,7 @@ export function missionRoutes(app: FastifyInstance, ctx: RouteContext): void {
       },
     },
     async (req, reply) => {
-      const mission = parseMission(req.body, ctx.baseDir, 'mission');
+      const mission = parseMission(req.body, ctx.baseDir, 'mission', ctx.repositoryPolicy);
       const { runtime } = req.query as { runtime?: string };
       const result = await submitOperation(ctx.client, mission, { stateDir: ctx.stateDir, cacheDir: ctx.cacheDir, ...(runtime ? { runtime } : {}) });
       const id = result.record.operation_id;

@@ -3,6 +3,7 @@
  * prompt on stdin (or in the file named by `UH_PROMPT_FILE`). stdout and stderr go straight to
  * log files; the final-message sentinel is scanned from stdout as it streams.
  */
+import { LIMITS } from '../../../shared/contracts/input-limits.js';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,7 +61,7 @@ export const commandAdapter: RuntimeAdapterV1<CommandSettings> = {
           env,
           stdin: config.prompt_via === 'stdin' ? { text: plan.prompt } : 'ignore',
           stdout: { file: stdoutLog, tap: (chunk) => scanner.push(decoder.decode(chunk, { stream: true })) },
-          stderr: { file: stderrLog },
+          stderr: { file: stderrLog, maxBytes: LIMITS.logBytes },
           signal: ctx.signal,
           killGraceMs: config.kill_grace_ms,
         });
