@@ -12,7 +12,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnGroup } from '../src/shared/process/spawn-group.js';
-import { silentLogger } from '../src/shared/logger.js';
 import { fileJournal } from '../src/workers/state/file-journal.js';
 import { piAdapter } from '../src/workers/runtimes/pi/pi-adapter.js';
 import type { RuntimeContextV1 } from '../src/shared/runtime/v1/index.js';
@@ -52,8 +51,6 @@ export async function runPiJsonl(): Promise<void> {
           spawn: spawnGroup,
           fetch: globalThis.fetch,
           now: Date.now,
-          generateId: () => `id-${n}`,
-          logger: silentLogger,
           env: process.env,
           journal: fileJournal(join(dir, 'logs', 'runtime-journal.json')),
           mission: { missionId: 'bench', operationId: `op-${n}`, attempt: 1 },

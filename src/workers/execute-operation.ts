@@ -7,6 +7,7 @@
  * States written to operation.json: running → verifying → finished. Whatever fails, a receipt
  * is written for the terminal state; nothing already written is lost.
  */
+import { runtimeFetch } from '../shared/transport/http-fetch.js';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -274,7 +275,6 @@ async function runRuntime(
   if (options.signal?.aborted) onCancel();
   else options.signal?.addEventListener('abort', onCancel, { once: true });
 
-  let ids = 0;
   const journal = options.journal ?? fileJournal(join(dir, 'runtime-journal.json'));
   // Every process group the runtime starts is journalled, so `uh mission recover` can end the
   // ones a dead uh process left behind.
@@ -293,10 +293,8 @@ async function runRuntime(
     logDir: dir,
     signal: controller.signal,
     spawn: recordingSpawn,
-    fetch: options.fetch ?? globalThis.fetch,
+    fetch: options.fetch ?? runtimeFetch,
     now: () => (options.now ?? (() => new Date()))().getTime(),
-    generateId: () => `${mission.operation_id}-${++ids}`,
-    logger,
     env,
     journal,
     mission: { missionId: mission.mission_id, operationId: mission.operation_id, attempt: options.attempt ?? 1 },

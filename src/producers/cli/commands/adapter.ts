@@ -1,3 +1,4 @@
+import { runtimeFetch } from '../../../shared/transport/http-fetch.js';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { stringify as toYaml } from 'yaml';
@@ -82,7 +83,7 @@ export async function adapterCheck(argv: string[]): Promise<number> {
   const merged = mergeConfig(adapter.defaultConfig, manifest.runtime_config);
   const parsed = adapter.configSchema.safeParse(merged);
   const result = parsed.success
-    ? await adapter.check(parsed.data, { spawn: spawnGroup, fetch: globalThis.fetch, now: () => Date.now(), env: process.env })
+    ? await adapter.check(parsed.data, { spawn: spawnGroup, fetch: runtimeFetch, now: () => Date.now(), env: process.env })
     : {
         ok: false,
         summary: `runtime_config in ${source} is incomplete or invalid`,
