@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { initialTurnState, translateAppServerNotification } from '../../../src/workers/runtimes/codex-app-server/codex-app-server-events.js';
+import { initialTurnState, translateAppServerNotification } from '../../../../src/workers/runtimes/codex-app-server/codex-app-server-events.js';
 
 const T = 'turn-1';
 const usage = (n: number) => ({ totalTokens: n * 2, inputTokens: n, cachedInputTokens: 1, cacheWriteInputTokens: 0, outputTokens: n, reasoningOutputTokens: 2 });

@@ -6,10 +6,10 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RuntimeEventV1 } from '../../../src/shared/runtime/v1/index.js';
-import { hermesProxyAdapter } from '../../../src/workers/runtimes/hermes-proxy/hermes-proxy-adapter.js';
-import { startFakeProxy, type FakeProxy } from '../../fixtures/fake-hermes-proxy/start-fake-proxy.js';
-import { runAdapter, terminalOf, type AdapterRun } from '../../support/run-adapter.js';
+import type { RuntimeEventV1 } from '../../../../src/shared/runtime/v1/index.js';
+import { hermesProxyAdapter } from '../../../../src/workers/runtimes/hermes-proxy/hermes-proxy-adapter.js';
+import { startFakeProxy, type FakeProxy } from '../../../fixtures/fake-hermes-proxy/start-fake-proxy.js';
+import { runAdapter, terminalOf, type AdapterRun } from '../../../support/run-adapter.js';
 
 const BEARER = 'sk-hermes-proxy-bearer-9c1e77';
 const TEAM_KEY = 'team-secret-value-77aa';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readSse, readSseBatches, type SseItem } from '../../src/shared/transport/sse.js';
+import { readSse, readSseBatches, type SseItem } from '../../../src/shared/transport/sse.js';
 
 const enc = new TextEncoder();
 

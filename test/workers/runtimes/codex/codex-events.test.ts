@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CodexEventSchema } from '../../../src/workers/runtimes/codex/codex-protocol.js';
-import { initialCodexState, translateCodexEvent } from '../../../src/workers/runtimes/codex/codex-events.js';
+import { CodexEventSchema } from '../../../../src/workers/runtimes/codex/codex-protocol.js';
+import { initialCodexState, translateCodexEvent } from '../../../../src/workers/runtimes/codex/codex-events.js';
 
 const item = (phase: string, body: Record<string, unknown>) => ({ type: phase, item: { id: 'item_1', ...body } });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyPi, type PiExitFacts } from '../../../src/workers/runtimes/pi/classify-pi.js';
+import { classifyPi, type PiExitFacts } from '../../../../src/workers/runtimes/pi/classify-pi.js';
 
 const ok: PiExitFacts = {
   runtime: 'pi',

@@ -1,11 +1,11 @@
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { AdapterManifestSchema } from '../../../src/shared/contracts/adapter-manifest.js';
-import { parseOrThrow } from '../../../src/shared/contracts/zod-issues.js';
-import { UhError } from '../../../src/shared/errors.js';
-import { findRuntimeAdapter } from '../../../src/workers/runtimes/registry.js';
-import { hermesProxyManifestTemplate } from '../../../src/workers/runtimes/hermes-proxy/hermes-proxy-adapter.js';
-import { HermesProxySettingsSchema } from '../../../src/workers/runtimes/hermes-proxy/hermes-proxy-settings.js';
+import { AdapterManifestSchema } from '../../../../src/shared/contracts/adapter-manifest.js';
+import { parseOrThrow } from '../../../../src/shared/contracts/zod-issues.js';
+import { UhError } from '../../../../src/shared/errors.js';
+import { findRuntimeAdapter } from '../../../../src/workers/runtimes/registry.js';
+import { hermesProxyManifestTemplate } from '../../../../src/workers/runtimes/hermes-proxy/hermes-proxy-adapter.js';
+import { HermesProxySettingsSchema } from '../../../../src/workers/runtimes/hermes-proxy/hermes-proxy-settings.js';
 
 function problems(input: unknown): string[] {
   try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyCommand, type CommandExit } from '../../src/workers/runtimes/command/classify-command.js';
+import { classifyCommand, type CommandExit } from '../../../../src/workers/runtimes/command/classify-command.js';
 
 const exit = (patch: Partial<CommandExit>): CommandExit => ({ exitCode: 0, signal: null, timedOut: false, abort: null, program: 'agent', ...patch });
 

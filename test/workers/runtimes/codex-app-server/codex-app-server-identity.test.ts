@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { selectAdoptableTurn, clientMessageIdOf } from '../../../src/workers/runtimes/codex-app-server/codex-app-server-identity.js';
-import { decideApproval } from '../../../src/workers/runtimes/codex-app-server/codex-app-server-approvals.js';
-import type { Turn } from '../../../src/workers/runtimes/codex-app-server/codex-app-server-protocol.js';
+import { selectAdoptableTurn, clientMessageIdOf } from '../../../../src/workers/runtimes/codex-app-server/codex-app-server-identity.js';
+import { decideApproval } from '../../../../src/workers/runtimes/codex-app-server/codex-app-server-approvals.js';
+import type { Turn } from '../../../../src/workers/runtimes/codex-app-server/codex-app-server-protocol.js';
 
 const ours = clientMessageIdOf('op-1');
 const turn = (id: string, clientId: string | null, status: Turn['status'] = 'completed'): Turn =>

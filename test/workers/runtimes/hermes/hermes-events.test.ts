@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { HermesLineSchema, sessionIdFromStderr } from '../../../src/workers/runtimes/hermes/hermes-protocol.js';
-import { flushHermesText, newHermesRunState, translateHermesEvent } from '../../../src/workers/runtimes/hermes/hermes-events.js';
-import { parseHermesHelp } from '../../../src/workers/runtimes/hermes/hermes-argv.js';
-import type { RuntimeEventV1 } from '../../../src/shared/runtime/v1/index.js';
+import { HermesLineSchema, sessionIdFromStderr } from '../../../../src/workers/runtimes/hermes/hermes-protocol.js';
+import { flushHermesText, newHermesRunState, translateHermesEvent } from '../../../../src/workers/runtimes/hermes/hermes-events.js';
+import { parseHermesHelp } from '../../../../src/workers/runtimes/hermes/hermes-argv.js';
+import type { RuntimeEventV1 } from '../../../../src/shared/runtime/v1/index.js';
 
 function feed(lines: unknown[]): { events: RuntimeEventV1[]; state: ReturnType<typeof newHermesRunState> } {
   const state = newHermesRunState();

@@ -2,10 +2,10 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { codexAppServerAdapter } from '../../../src/workers/runtimes/codex-app-server/codex-app-server-adapter.js';
-import { buildAppServerArgv, CodexAppServerSettingsSchema } from '../../../src/workers/runtimes/codex-app-server/codex-app-server-settings.js';
-import { missionThreadOf, rememberMissionThread, MISSION_THREADS_FILE } from '../../../src/workers/runtimes/codex-app-server/codex-app-server-mission-threads.js';
-import { IdentityJournal } from '../../../src/workers/runtimes/codex-app-server/codex-app-server-identity.js';
+import { codexAppServerAdapter } from '../../../../src/workers/runtimes/codex-app-server/codex-app-server-adapter.js';
+import { buildAppServerArgv, CodexAppServerSettingsSchema } from '../../../../src/workers/runtimes/codex-app-server/codex-app-server-settings.js';
+import { missionThreadOf, rememberMissionThread, MISSION_THREADS_FILE } from '../../../../src/workers/runtimes/codex-app-server/codex-app-server-mission-threads.js';
+import { IdentityJournal } from '../../../../src/workers/runtimes/codex-app-server/codex-app-server-identity.js';
 
 describe('codex-app-server settings and prepare', () => {
   it('rejects an unknown key and a relative codex_home', () => {

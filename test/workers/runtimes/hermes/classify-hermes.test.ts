@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyHermes, type HermesExitFacts } from '../../../src/workers/runtimes/hermes/classify-hermes.js';
+import { classifyHermes, type HermesExitFacts } from '../../../../src/workers/runtimes/hermes/classify-hermes.js';
 
 const ok: HermesExitFacts = {
   binary: 'hermes',

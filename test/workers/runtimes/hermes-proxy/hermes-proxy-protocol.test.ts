@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ChatCompletionChunkSchema, fastChunk, parseErrorEnvelope } from '../../../src/workers/runtimes/hermes-proxy/hermes-proxy-protocol.js';
+import { ChatCompletionChunkSchema, fastChunk, parseErrorEnvelope } from '../../../../src/workers/runtimes/hermes-proxy/hermes-proxy-protocol.js';
 
 const choice = (c: Record<string, unknown>) => ({ id: 'c1', choices: [c] });
 

@@ -1,12 +1,12 @@
 /** `uh adapter check hermes-proxy`: one row per row of the spec's "Adapter check" table, against the fake proxy process. */
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AdapterCheckV1 } from '../../../src/shared/runtime/v1/index.js';
-import { hermesProxyAdapter } from '../../../src/workers/runtimes/hermes-proxy/hermes-proxy-adapter.js';
-import { checkHermesProxy, HERMES_PROXY_CHECK_TIMEOUT_MS } from '../../../src/workers/runtimes/hermes-proxy/check-hermes-proxy.js';
-import { HermesProxySettingsSchema, type HermesProxySettings } from '../../../src/workers/runtimes/hermes-proxy/hermes-proxy-settings.js';
-import { spawnGroup } from '../../../src/shared/process/spawn-group.js';
-import { startFakeProxy, type FakeProxy } from '../../fixtures/fake-hermes-proxy/start-fake-proxy.js';
+import type { AdapterCheckV1 } from '../../../../src/shared/runtime/v1/index.js';
+import { hermesProxyAdapter } from '../../../../src/workers/runtimes/hermes-proxy/hermes-proxy-adapter.js';
+import { checkHermesProxy, HERMES_PROXY_CHECK_TIMEOUT_MS } from '../../../../src/workers/runtimes/hermes-proxy/check-hermes-proxy.js';
+import { HermesProxySettingsSchema, type HermesProxySettings } from '../../../../src/workers/runtimes/hermes-proxy/hermes-proxy-settings.js';
+import { spawnGroup } from '../../../../src/shared/process/spawn-group.js';
+import { startFakeProxy, type FakeProxy } from '../../../fixtures/fake-hermes-proxy/start-fake-proxy.js';
 
 const BEARER = 'sk-check-bearer-31f0';
 let fake: FakeProxy;

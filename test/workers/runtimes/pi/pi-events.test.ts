@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { PiLineSchema } from '../../../src/workers/runtimes/pi/pi-protocol.js';
-import { newPiRunState, translatePiEvent } from '../../../src/workers/runtimes/pi/pi-events.js';
-import { piAdapter } from '../../../src/workers/runtimes/pi/pi-adapter.js';
-import type { RuntimeEventV1 } from '../../../src/shared/runtime/v1/index.js';
+import { PiLineSchema } from '../../../../src/workers/runtimes/pi/pi-protocol.js';
+import { newPiRunState, translatePiEvent } from '../../../../src/workers/runtimes/pi/pi-events.js';
+import { piAdapter } from '../../../../src/workers/runtimes/pi/pi-adapter.js';
+import type { RuntimeEventV1 } from '../../../../src/shared/runtime/v1/index.js';
 
 const usage = (input: number, output: number, cost = 0) => ({ input, output, cacheRead: 0, cacheWrite: 0, totalTokens: input + output, cost: { total: cost } });
 

@@ -2,15 +2,15 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { codexAdapter } from '../../../src/workers/runtimes/codex/codex-adapter.js';
-import { foldRuntimeEvents } from '../../../src/shared/runtime/fold-events.js';
-import { spawnGroup } from '../../../src/shared/process/spawn-group.js';
-import type { RuntimeEventV1 } from '../../../src/shared/runtime/v1/index.js';
-import { runAdapter, terminalOf } from '../../support/run-adapter.js';
-import { git } from '../../support/git-repo.js';
-import { tempDir } from '../../support/temp.js';
+import { codexAdapter } from '../../../../src/workers/runtimes/codex/codex-adapter.js';
+import { foldRuntimeEvents } from '../../../../src/shared/runtime/fold-events.js';
+import { spawnGroup } from '../../../../src/shared/process/spawn-group.js';
+import type { RuntimeEventV1 } from '../../../../src/shared/runtime/v1/index.js';
+import { runAdapter, terminalOf } from '../../../support/run-adapter.js';
+import { git } from '../../../support/git-repo.js';
+import { tempDir } from '../../../support/temp.js';
 
-const FAKE = fileURLToPath(new URL('../../fixtures/bin/fake-codex', import.meta.url));
+const FAKE = fileURLToPath(new URL('../../../fixtures/bin/fake-codex', import.meta.url));
 
 function run(scenario: string, config: Record<string, unknown> = {}, env: Record<string, string> = {}) {
   return runAdapter(codexAdapter, { binary: FAKE, ...config }, { env: { ...process.env, FAKE_CODEX_SCENARIO: scenario, ...env }, prompt: 'Create hello.txt.' });

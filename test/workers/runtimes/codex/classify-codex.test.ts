@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { classifyCodex, type CodexRunFacts } from '../../../src/workers/runtimes/codex/classify-codex.js';
-import { parseRetryAfterMs } from '../../../src/shared/runtime/provider-errors.js';
+import { classifyCodex, type CodexRunFacts } from '../../../../src/workers/runtimes/codex/classify-codex.js';
+import { parseRetryAfterMs } from '../../../../src/shared/runtime/provider-errors.js';
 
 const ok: CodexRunFacts = {
   binary: 'codex',

@@ -4,7 +4,7 @@ import {
   classifyTurnError,
   retryAfterMsOf,
   type CodexAppServerClassifyInput,
-} from '../../../src/workers/runtimes/codex-app-server/classify-codex-app-server.js';
+} from '../../../../src/workers/runtimes/codex-app-server/classify-codex-app-server.js';
 
 const err = (codexErrorInfo: unknown, message = 'm') => ({ message, codexErrorInfo: codexErrorInfo as never });
 
