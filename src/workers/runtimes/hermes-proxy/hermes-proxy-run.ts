@@ -15,7 +15,8 @@ import { abortReasonOf, type RuntimeEventV1 } from '../../../shared/runtime/v1/i
 import type { FetchFunction } from '../../../shared/transport/http-fetch.js';
 import { readSseBatches } from '../../../shared/transport/sse.js';
 import type { HermesProxyExchange } from './classify-hermes-proxy.js';
-import { messageEvent, parseFrame, parseRetryAfter, type ChunkFacts } from './hermes-proxy-events.js';
+import { parseRetryAfterHeader } from '../../../shared/runtime/provider-errors.js';
+import { messageEvent, parseFrame, type ChunkFacts } from './hermes-proxy-events.js';
 import { TextLog } from './hermes-proxy-log.js';
 import { parseErrorEnvelope, type ChatCompletionRequest } from './hermes-proxy-protocol.js';
 import type { HermesProxySettings } from './hermes-proxy-settings.js';
@@ -158,7 +159,7 @@ async function responseStarted(c: ExchangeContext, response: Response, contentTy
 /** reading an error body: the envelope when there is one, else the capped text. */
 async function readErrorBody(c: ExchangeContext, response: Response): Promise<void> {
   const { x } = c;
-  x.retryAfterMs = parseRetryAfter(response.headers.get('retry-after') ?? undefined, c.input.now());
+  x.retryAfterMs = parseRetryAfterHeader(response.headers.get('retry-after') ?? undefined, c.input.now());
   const text = c.scrub(await bodyText(bodyOf(response), MAX_ERROR_BODY).catch(() => ''));
   await c.diag.write(`${text}\n`);
   x.errorEnvelope = parseErrorEnvelope(text);

@@ -1,8 +1,8 @@
+import { parseRetryAfterMs } from '../../../../src/shared/runtime/provider-errors.js';
 import { describe, expect, it } from 'vitest';
 import {
   classifyCodexAppServer,
   classifyTurnError,
-  retryAfterMsOf,
   type CodexAppServerClassifyInput,
 } from '../../../../src/workers/runtimes/codex-app-server/classify-codex-app-server.js';
 
@@ -51,9 +51,9 @@ describe('classifyTurnError: one row per CodexErrorInfo variant', () => {
 
   it('carries the retry delay of a rate limit', () => {
     expect(classifyTurnError(err('rateLimitExceeded', 'Rate limit reached. Please try again in 2.5s.')).retry_after_ms).toBe(2500);
-    expect(retryAfterMsOf('retry after 7 seconds')).toBe(7000);
-    expect(retryAfterMsOf('try again in 300ms')).toBe(300);
-    expect(retryAfterMsOf('no delay here')).toBeUndefined();
+    expect(parseRetryAfterMs('retry after 7 seconds')).toBe(7000);
+    expect(parseRetryAfterMs('try again in 300ms')).toBe(300);
+    expect(parseRetryAfterMs('no delay here')).toBeUndefined();
   });
 });
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Outcome } from '../../../../src/shared/contracts/runtime-result.js';
 import { classifyHermesProxy, type HermesProxyExchange } from '../../../../src/workers/runtimes/hermes-proxy/classify-hermes-proxy.js';
-import { parseRetryAfter } from '../../../../src/workers/runtimes/hermes-proxy/hermes-proxy-events.js';
+import { parseRetryAfterHeader as parseRetryAfter } from '../../../../src/shared/runtime/provider-errors.js';
 
 const ENDPOINT = 'http://127.0.0.1:8645/v1';
 const ok: HermesProxyExchange = {
