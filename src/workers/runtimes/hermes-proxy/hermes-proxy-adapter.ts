@@ -30,7 +30,7 @@ export const hermesProxyAdapter: RuntimeAdapterV1<HermesProxySettings> = {
   displayName: 'Hermes proxy (OpenAI-compatible HTTP)',
   capabilities: ['non_interactive_run', 'structured_events'],
   defaultConfig: {},
-  /** What `uh adapter add hermes-proxy` writes (see also `hermesProxyManifestTemplate`, commented). */
+  /** What `uh adapter add hermes-proxy` writes. */
   exampleConfig: {
     endpoint: HERMES_PROXY_DEFAULT_ENDPOINT,
     model: 'hermes-4-405b',
@@ -99,5 +99,3 @@ export const hermesProxyAdapter: RuntimeAdapterV1<HermesProxySettings> = {
     return { events: run() };
   },
 };
-
-export { hermesProxyManifestTemplate } from './hermes-proxy-manifest.js';

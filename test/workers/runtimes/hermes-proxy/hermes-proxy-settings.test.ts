@@ -4,7 +4,6 @@ import { AdapterManifestSchema } from '../../../../src/shared/contracts/adapter-
 import { parseOrThrow } from '../../../../src/shared/contracts/zod-issues.js';
 import { UhError } from '../../../../src/shared/errors.js';
 import { findRuntimeAdapter } from '../../../../src/workers/runtimes/registry.js';
-import { hermesProxyManifestTemplate } from '../../../../src/workers/runtimes/hermes-proxy/hermes-proxy-adapter.js';
 import { HermesProxySettingsSchema } from '../../../../src/workers/runtimes/hermes-proxy/hermes-proxy-settings.js';
 
 function problems(input: unknown): string[] {
@@ -52,21 +51,5 @@ describe('hermes-proxy runtime_config', () => {
 
   it('strips a trailing slash from the endpoint', () => {
     expect(HermesProxySettingsSchema.parse({ model: 'm', endpoint: 'http://127.0.0.1:8645/v1/' }).endpoint).toBe('http://127.0.0.1:8645/v1');
-  });
-});
-
-describe('hermes-proxy manifest template', () => {
-  it('is a valid uh.adapter.v0 manifest whose runtime_config parses strictly', () => {
-    const manifest = AdapterManifestSchema.parse(parseYaml(hermesProxyManifestTemplate()));
-    expect(manifest).toMatchObject({ schema_version: 'uh.adapter.v0', id: 'hermes-proxy', runtime_kind: 'hermes-proxy' });
-    const adapter = findRuntimeAdapter(manifest.runtime_kind)!;
-    expect(adapter.id).toBe('hermes-proxy');
-    expect(adapter.configSchema.parse(manifest.runtime_config)).toMatchObject({ endpoint: 'http://127.0.0.1:8645/v1', model: 'hermes-4-405b', provider: 'nous' });
-  });
-
-  it('takes an id, model and endpoint', () => {
-    const manifest = AdapterManifestSchema.parse(parseYaml(hermesProxyManifestTemplate({ id: 'my-proxy', model: 'a: b #c', endpoint: 'http://127.0.0.1:9000/v1' })));
-    expect(manifest.id).toBe('my-proxy');
-    expect(manifest.runtime_config).toMatchObject({ model: 'a: b #c', endpoint: 'http://127.0.0.1:9000/v1' });
   });
 });
