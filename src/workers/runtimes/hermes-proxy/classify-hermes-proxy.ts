@@ -62,7 +62,7 @@ const envField = (f: Facts, value: string) => f.x.errorEnvelope?.type === value 
  * → HTTP/envelope error → broken body → truncated stream → empty reply → completed. They follow
  * the spec's status table and the spike's error table; the first row that matches wins.
  */
-export const HERMES_PROXY_ROWS: readonly Row[] = [
+const HERMES_PROXY_ROWS: readonly Row[] = [
   ['timeout', (f) => f.x.abort?.kind === 'timeout', (f) => ({ status: 'failed', raw: 'timeout', message: f.x.abort!.message, timed_out: true })],
   ['cancel', (f) => f.x.abort?.kind === 'cancel', (f) => ({ status: 'cancelled', raw: 'cancel', message: f.x.abort!.message })],
   ['request timeout', (f) => f.x.requestTimedOut, (f) => ({
