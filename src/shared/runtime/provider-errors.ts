@@ -109,11 +109,6 @@ export function providerErrorHint(kind: ProviderErrorKind, runtime: string): str
   return PROVIDER_HINTS[runtime]?.[kind] ?? rowOf(kind).hint(runtime);
 }
 
-/** The outcome's one-line summary for `kind`. */
-export function providerErrorSummary(kind: ProviderErrorKind, runtime: string): string {
-  return rowOf(kind).summary(runtime);
-}
-
 function rowOf(kind: ProviderErrorKind): ProviderErrorRow {
   return PROVIDER_ERRORS.find((r) => r.kind === kind)!;
 }

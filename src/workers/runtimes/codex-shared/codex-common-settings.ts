@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { SECRET_KEY, secretEnvValues } from '../../../shared/redact.js';
 
 /** A `-c key=value` override value; serialised to TOML by `tomlValue`. */
-export const CodexOverrideValue = z.union([z.string(), z.number(), z.boolean(), z.array(z.union([z.string(), z.number(), z.boolean()]))]);
+const CodexOverrideValue = z.union([z.string(), z.number(), z.boolean(), z.array(z.union([z.string(), z.number(), z.boolean()]))]);
 
 /** The fields both Codex runtimes' `runtime_config` schemas share (each spreads it into its strict object). */
 export const codexCommonShape = {
