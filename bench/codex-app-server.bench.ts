@@ -60,7 +60,7 @@ export async function runCodexAppServerBench(): Promise<void> {
     const plan = await adapter.prepare({ config: parsed, prompt: 'Say done.', workDir, mission });
     const ctx: RuntimeContextV1 = {
       workDir, logDir, signal: new AbortController().signal, spawn: spawnGroup, fetch: globalThis.fetch, now: Date.now,
-      generateId: () => `id-${n}`, logger: silentLogger, env, journal: fileJournal(join(logDir, 'runtime-journal.json')), mission: { ...mission, attempt: 1 },
+      env, journal: fileJournal(join(logDir, 'runtime-journal.json')), mission: { ...mission, attempt: 1 },
     };
     let status = '';
     for await (const event of adapter.launch(plan, ctx).events) if (event.type === 'runtime.finished') status = event.data.outcome.status;

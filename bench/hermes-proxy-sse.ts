@@ -12,7 +12,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { silentLogger } from '../src/shared/logger.js';
 import { spawnGroup } from '../src/shared/process/spawn-group.js';
 import type { RuntimeContextV1 } from '../src/shared/runtime/v1/index.js';
 import { hermesProxyAdapter } from '../src/workers/runtimes/hermes-proxy/hermes-proxy-adapter.js';
@@ -75,7 +74,7 @@ async function throughAdapter(url: string, root: string): Promise<number> {
   const logDir = mkdtempSync(join(root, 'logs-'));
   const ctx: RuntimeContextV1 = {
     workDir: root, logDir, signal: new AbortController().signal, spawn: spawnGroup, fetch: globalThis.fetch,
-    now: Date.now, generateId: () => 'id', logger: silentLogger, env: process.env,
+    now: Date.now, env: process.env,
     journal: { get: async () => ({}), put: async () => undefined }, // hermes-proxy keeps no journal
     mission: { missionId: 'bench', operationId: 'bench', attempt: 1 },
   };

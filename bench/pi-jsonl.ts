@@ -52,8 +52,6 @@ export async function runPiJsonl(): Promise<void> {
           spawn: spawnGroup,
           fetch: globalThis.fetch,
           now: Date.now,
-          generateId: () => `id-${n}`,
-          logger: silentLogger,
           env: process.env,
           journal: fileJournal(join(dir, 'logs', 'runtime-journal.json')),
           mission: { missionId: 'bench', operationId: `op-${n}`, attempt: 1 },

@@ -26,7 +26,11 @@ function walk(value: unknown, secrets: readonly string[]): unknown {
   return value;
 }
 
-const SECRET_KEY = /(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|AUTH|CREDENTIAL|PRIVATE)/i;
+/**
+ * The one rule for "this name holds a secret", for environment variable names, config keys and
+ * header names alike (`OPENAI_API_KEY`, `GH_TOKEN`, `model_providers.x.http_headers`).
+ */
+export const SECRET_KEY = /(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|AUTH|CREDENTIAL|PRIVATE|BEARER|HEADERS)/i;
 
 /** Values of environment entries whose names look secret (`OPENAI_API_KEY`, `GH_TOKEN`). */
 export function secretEnvValues(env: Readonly<Record<string, string | undefined>>): string[] {

@@ -2,7 +2,6 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AnyRuntimeAdapter, RuntimeContextV1, RuntimeEventV1, RuntimeSessionV1 } from '../../src/shared/runtime/v1/index.js';
 import { spawnGroup } from '../../src/shared/process/spawn-group.js';
-import { silentLogger } from '../../src/shared/logger.js';
 import { parseOrThrow } from '../../src/shared/contracts/zod-issues.js';
 import { fileJournal } from '../../src/operation/file-journal.js';
 import { makeRepo } from './git-repo.js';
@@ -46,7 +45,6 @@ export async function runAdapter(adapter: AnyRuntimeAdapter, configInput: unknow
   const prompt = options.prompt ?? 'Say hello.';
   const mission = options.mission ?? { missionId: 'm-test', operationId: 'op-test' };
   const plan = await adapter.prepare({ config, prompt, workDir, mission });
-  let seq = 0;
   const ctx: RuntimeContextV1 = {
     workDir,
     logDir,
@@ -54,8 +52,6 @@ export async function runAdapter(adapter: AnyRuntimeAdapter, configInput: unknow
     spawn: spawnGroup,
     fetch: globalThis.fetch,
     now: () => Date.now(),
-    generateId: () => `id-${++seq}`,
-    logger: silentLogger,
     env: options.env ?? { ...process.env },
     journal: fileJournal(options.journalPath ?? join(logDir, 'runtime-journal.json')),
     mission: { ...mission, attempt: 1 },

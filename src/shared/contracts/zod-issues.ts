@@ -39,7 +39,3 @@ export function parseOrThrow<T extends z.ZodType>(
   const details = formatIssues(result.error, prefix);
   throw invalidInput(`invalid ${what}: ${details.length} problem${details.length === 1 ? '' : 's'}`, details);
 }
-
-export function isInvalid(error: UhError): boolean {
-  return error.kind === 'invalid_input';
-}

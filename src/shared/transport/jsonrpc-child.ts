@@ -9,6 +9,7 @@
  * the group SIGTERM and, after `killGraceMs`, SIGKILL.
  */
 import type { SpawnGroup, SpawnGroupResult } from '../process/spawn-group.js';
+import { TailBuffer } from './bounded-lines.js';
 import { JsonRpcConnection, type JsonRpcConnectionOptions } from './jsonrpc-ndjson.js';
 import { JsonRpcTransportError } from './jsonrpc-errors.js';
 
@@ -36,11 +37,10 @@ export interface JsonRpcChild {
   close(): Promise<SpawnGroupResult>;
 }
 
-const STDERR_TAIL_CHARS = 4096;
+const STDERR_TAIL_BYTES = 4096;
 
 export function startJsonRpcChild(options: JsonRpcChildOptions): JsonRpcChild {
-  let tail = '';
-  const decoder = new TextDecoder();
+  const tail = new TailBuffer(STDERR_TAIL_BYTES);
   const program = options.argv[0] ?? '';
   const group = options.spawn({
     argv: options.argv,
@@ -50,9 +50,7 @@ export function startJsonRpcChild(options: JsonRpcChildOptions): JsonRpcChild {
     stdout: 'pipe',
     stderr: {
       file: options.stderrFile ?? '/dev/null',
-      tap: (chunk) => {
-        tail = (tail + decoder.decode(chunk, { stream: true })).slice(-STDERR_TAIL_CHARS);
-      },
+      tap: (chunk) => tail.push(chunk),
     },
     killGraceMs: options.killGraceMs ?? 2000,
   });
@@ -61,7 +59,7 @@ export function startJsonRpcChild(options: JsonRpcChildOptions): JsonRpcChild {
   const connection = new JsonRpcConnection(stdout, stdin, { ...options, failOnInputEnd: false });
 
   const exited = group.result.then((result) => {
-    connection.fail(exitError(program, result, tail));
+    connection.fail(exitError(program, result, tail.text()));
     return result;
   });
 
@@ -81,7 +79,7 @@ export function startJsonRpcChild(options: JsonRpcChildOptions): JsonRpcChild {
     return closing;
   };
 
-  return { connection, pid: group.pid, exited, stderrTail: () => tail, close };
+  return { connection, pid: group.pid, exited, stderrTail: () => tail.text(), close };
 }
 
 function exitError(program: string, result: SpawnGroupResult, stderrTail: string): JsonRpcTransportError {

@@ -3,6 +3,7 @@
  * fold its guarded event stream, and write runtime-final.txt and runtime-result.yaml.
  * Writes `run.folded` (or `run.failure` for a cancel before start) and `runtime_started`.
  */
+import { runtimeFetch } from '../../shared/transport/http-fetch.js';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
@@ -74,16 +75,13 @@ function runtimeContext(run: OperationRun, sandbox: Sandbox, signal: AbortSignal
   const { options } = run;
   const { mission } = run.prepared;
   const journal = options.journal ?? fileJournal(join(run.dir, 'runtime-journal.json'));
-  let ids = 0;
   return {
     workDir: sandbox.path,
     logDir: run.dir,
     signal,
     spawn: journallingSpawn(run.spawn, journal),
-    fetch: options.fetch ?? globalThis.fetch,
+    fetch: options.fetch ?? runtimeFetch,
     now: () => run.now().getTime(),
-    generateId: () => `${mission.operation_id}-${++ids}`,
-    logger: run.logger,
     env: run.env,
     journal,
     mission: { missionId: mission.mission_id, operationId: mission.operation_id, attempt: options.attempt ?? 1 },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { matchProviderError, parseRetryAfterMs } from '../../../src/shared/runtime/provider-errors.js';
+import { PROVIDER_ERRORS, matchProviderError, parseRetryAfterMs, providerErrorHint } from '../../../src/shared/runtime/provider-errors.js';
 
 describe('matchProviderError', () => {
   it.each<[string, string | null]>([
@@ -12,6 +12,8 @@ describe('matchProviderError', () => {
     ['429 Too Many Requests', 'rate_limit'],
     ['rate_limit_exceeded: slow down', 'rate_limit'],
     ['404 The model `gpt-9` does not exist or you do not have access to it.', 'model'],
+    ["You've hit your usage limit. Try again in 3 minutes.", 'usage_limit'],
+    ['error sending request for url (https://api.openai.com/v1/responses): Connection refused', 'unreachable'],
     ['500 upstream exploded', null],
     ['  File "/usr/lib/python3/agent.py", line 401, in run\nKeyError: x', null],
     ['', null],
@@ -29,4 +31,19 @@ describe('matchProviderError', () => {
   ])('retry delay of %s', (text, ms) => {
     expect(parseRetryAfterMs(text)).toBe(ms);
   });
+
+  it('gives the retry delay of the kinds that pass by themselves only', () => {
+    expect(matchProviderError("You've hit your usage limit. Try again in 3 minutes.")).toEqual({ kind: 'usage_limit', retryAfterMs: 180_000 });
+    expect(matchProviderError('401 Unauthorized, try again in 5s')).toEqual({ kind: 'auth' });
+  });
+
+  it('narrows the rows asked with kinds', () => {
+    expect(matchProviderError('Connection refused', ['auth', 'quota'])).toBeNull();
+  });
+
+  it.each(PROVIDER_ERRORS.map((r) => r.kind))('hints for %s: the runtime\'s own wording, else the generic row naming the runtime', (kind) => {
+    expect(providerErrorHint(kind, 'codex')).toMatch(/codex|CODEX_HOME|config\.toml/);
+    expect(providerErrorHint(kind, 'pi')).toContain('pi');
+  });
 });
+

@@ -1,4 +1,5 @@
 import type { UhConfig } from '../../../shared/config.js';
+import { runtimeFetch } from '../../../shared/transport/http-fetch.js';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { stringify as toYaml } from 'yaml';
@@ -83,7 +84,7 @@ export async function adapterCheck(argv: string[], config: UhConfig): Promise<nu
   const merged = mergeConfig(adapter.defaultConfig, manifest.runtime_config);
   const parsed = adapter.configSchema.safeParse(merged);
   const result = parsed.success
-    ? await adapter.check(parsed.data, { spawn: spawnGroup, fetch: globalThis.fetch, now: () => Date.now(), env: config.childEnv })
+    ? await adapter.check(parsed.data, { spawn: spawnGroup, fetch: runtimeFetch, now: () => Date.now(), env: config.childEnv })
     : {
         ok: false,
         summary: `runtime_config in ${source} is incomplete or invalid`,

@@ -3,6 +3,7 @@
  * Redis reachable (when configured), and each runtime's own check. Exit 0 when the core
  * (node, git, dirs, and Redis if asked for) is fine, 3 otherwise; runtimes only inform.
  */
+import { runtimeFetch } from '../../../shared/transport/http-fetch.js';
 import { execFileSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { redisUrlFor, type UhConfig } from '../../../shared/config.js';
@@ -96,7 +97,7 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
       findings.push({ what: `runtime ${adapter.id}`, ok: false, detail: 'needs a runtime_config to check', hint: `uh adapter add ${adapter.id}, then uh adapter check ${adapter.id}`, core: false });
       continue;
     }
-    const result = await adapter.check(parsed.data, { spawn: spawnGroup, fetch: globalThis.fetch, now: () => Date.now(), env: config.childEnv });
+    const result = await adapter.check(parsed.data, { spawn: spawnGroup, fetch: runtimeFetch, now: () => Date.now(), env: config.childEnv });
     findings.push({ what: `runtime ${adapter.id}`, ok: result.ok, detail: result.summary, ...(result.hint ? { hint: result.hint } : {}), core: false });
   }
   const ok = findings.filter((f) => f.core).every((f) => f.ok);

@@ -1,4 +1,3 @@
-import type { Logger } from '../../logger.js';
 import type { SpawnGroup } from '../../process/spawn-group.js';
 
 /** Why the run's signal was aborted: a cancel (→ `cancelled`) or the mission timeout (→ `failed`, timed_out). */
@@ -28,6 +27,12 @@ export interface RuntimeJournalV1 {
 /**
  * All I/O an adapter does goes through this context, which defaults to the real thing, so tests
  * can drive every branch.
+ *
+ * Deliberately absent: a logger and an id generator. An adapter reports through `runtime.log`
+ * events (they reach the runtime log, the receipt and the worker's log alike), and every id an
+ * adapter sends must be derived from `mission` (e.g. the client message id from operation id
+ * and attempt) so that a retried or recovered attempt can recognise its own work; a fresh
+ * random id would defeat that.
  */
 export interface RuntimeContextV1 {
   /** The sandbox worktree. The adapter must run inside it and must not write outside it or `logDir`. */
@@ -38,10 +43,13 @@ export interface RuntimeContextV1 {
   readonly signal: AbortSignal;
   /** Spawns a child in its own process group, output streamed to disk. */
   readonly spawn: SpawnGroup;
+  /**
+   * Every HTTP request of the adapter must go through it and carry `signal`. Default:
+   * `runtimeFetch` (undici, no transport timeouts: the adapter's own timers are the budget;
+   * streaming bodies are read as they arrive).
+   */
   readonly fetch: typeof globalThis.fetch;
   readonly now: () => number;
-  readonly generateId: () => string;
-  readonly logger: Logger;
   /** Environment for children (already contains the mission's sandbox env). */
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Durable identity facts of this operation; survives the worker dying. */
@@ -53,6 +61,7 @@ export interface RuntimeContextV1 {
 /** Context for `check()`: no sandbox, a short budget. */
 export interface CheckContextV1 {
   readonly spawn: SpawnGroup;
+  /** As {@link RuntimeContextV1.fetch}. */
   readonly fetch: typeof globalThis.fetch;
   readonly now: () => number;
   readonly env: Readonly<Record<string, string | undefined>>;

@@ -38,7 +38,3 @@ export interface RuntimeFinishedData {
   dispatch?: 'bound' | 'not_sent' | 'unknown';
   [k: string]: unknown;
 }
-
-export function isTerminal(event: RuntimeEventV1): event is Extract<RuntimeEventV1, { type: 'runtime.finished' }> {
-  return event.type === 'runtime.finished';
-}

@@ -87,7 +87,14 @@ const RULES: readonly Rule[] = [
   ({ failure }) => (failure?.kind === 'protocol' ? { status: 'failed', raw: 'protocol', message: failure.message, ...base } : null),
 ];
 
-const PROVIDER_RAW: Readonly<Record<ProviderErrorKind, string>> = { auth: 'auth_failed', quota: 'quota_exhausted', rate_limit: 'rate_limited', model: 'model_unavailable' };
+const PROVIDER_RAW: Readonly<Record<ProviderErrorKind, string>> = {
+  auth: 'auth_failed',
+  usage_limit: 'usage_limit',
+  quota: 'quota_exhausted',
+  rate_limit: 'rate_limited',
+  model: 'model_unavailable',
+  unreachable: 'provider_unreachable',
+};
 
 /** The prompt's stopReason when nothing went wrong. */
 const STOP_REASONS: Readonly<Record<string, Pick<Outcome, 'status' | 'message'>>> = {

@@ -10,15 +10,17 @@
  */
 import type { Outcome } from '../../../shared/contracts/runtime-result.js';
 import type { AbortReasonV1 } from '../../../shared/runtime/v1/runtime-context.js';
+import { parseRetryAfterMs, providerErrorHint, type ProviderErrorKind } from '../../../shared/runtime/provider-errors.js';
 import type { CodexErrorInfo, TerminalTurnStatus, TurnError } from './codex-app-server-protocol.js';
 
 type Verdict = Pick<Outcome, 'status' | 'message'> & { hint?: string; retry_after_ms?: number };
 
-const AUTH_HINT = 'check the provider API key (runtime_config.env) or `codex login` for this CODEX_HOME';
-const RATE_HINT = 'rate limited: retry after the delay as a new operation';
-const QUOTA_HINT = 'the account quota or usage limit is exhausted: top up or wait for the reset';
-const MODEL_HINT = 'set runtime_config.model to a model the provider serves';
-const ENDPOINT_HINT = 'is the model provider reachable from this host? check base_url in config.toml';
+const hint = (kind: ProviderErrorKind) => providerErrorHint(kind, 'codex-app-server');
+const AUTH_HINT = hint('auth');
+const RATE_HINT = hint('rate_limit');
+const QUOTA_HINT = hint('quota');
+const MODEL_HINT = hint('model');
+const ENDPOINT_HINT = hint('unreachable');
 
 /** `{"httpConnectionFailed":{"httpStatusCode":401}}` → ['httpConnectionFailed', 401]; `"unauthorized"` → ['unauthorized', null]. */
 export function errorInfoKey(info: CodexErrorInfo): [string, number | null] {
@@ -27,14 +29,6 @@ export function errorInfoKey(info: CodexErrorInfo): [string, number | null] {
   const [key, value] = Object.entries(info)[0] ?? ['other', null];
   const code = (value as { httpStatusCode?: unknown } | null)?.httpStatusCode;
   return [key, typeof code === 'number' ? code : null];
-}
-
-/** Seconds in `try again in 2.5s` / `retry after 7 seconds`, as ms. */
-export function retryAfterMsOf(message: string): number | undefined {
-  const m = /(?:try again|retry) (?:in|after) (\d+(?:\.\d+)?)\s*(ms|s|sec|seconds?)\b/i.exec(message);
-  if (!m) return undefined;
-  const n = Number(m[1]);
-  return Math.round(m[2] === 'ms' ? n : n * 1000);
 }
 
 function byHttpStatus(code: number | null, message: string, unreachable: Verdict): Verdict {
@@ -56,7 +50,7 @@ export function classifyTurnError(error: TurnError | null): Verdict {
     case 'sessionBudgetExceeded':
       return { status: 'blocked', message, hint: QUOTA_HINT };
     case 'rateLimitExceeded': {
-      const after = retryAfterMsOf(message);
+      const after = parseRetryAfterMs(message);
       return { status: 'blocked', message, hint: RATE_HINT, ...(after !== undefined ? { retry_after_ms: after } : {}) };
     }
     case 'modelNotFound':

@@ -5,14 +5,13 @@
  * `codex-app-server-run.ts` for the states and `docs/runtimes/codex-app-server.md` for the rules.
  */
 import type { RuntimeAdapterV1 } from '../../../shared/runtime/v1/index.js';
-import { REDACTED, secretEnvValues } from '../../../shared/redact.js';
-import { checkCodex } from '../codex/check-codex.js';
+import { REDACTED } from '../../../shared/redact.js';
+import { checkCodex } from '../codex-shared/check-codex.js';
+import { codexSecrets } from '../codex-shared/codex-common-settings.js';
 import { recoverCodexAppServerOperation } from './codex-app-server-recover.js';
 import { runCodexAppServer } from './codex-app-server-run.js';
-import { CodexAppServerSettingsSchema, appServerEnv, buildAppServerArgv, tomlValue, type CodexAppServerSettings } from './codex-app-server-settings.js';
+import { CodexAppServerSettingsSchema, appServerEnv, buildAppServerArgv, type CodexAppServerSettings } from './codex-app-server-settings.js';
 import { clientMessageIdOf } from './codex-app-server-identity.js';
-
-const SECRET_KEY = /(TOKEN|SECRET|PASSWORD|API_?KEY|AUTH|CREDENTIAL|BEARER|HEADERS)/i;
 
 export const codexAppServerAdapter: RuntimeAdapterV1<CodexAppServerSettings> = {
   specificationVersion: 'v1',
@@ -23,12 +22,7 @@ export const codexAppServerAdapter: RuntimeAdapterV1<CodexAppServerSettings> = {
   exampleConfig: { binary: 'codex', sandbox: 'workspace-write', approval_policy: 'never', mission_thread: 'resume' },
   configSchema: CodexAppServerSettingsSchema,
 
-  secretsOf(config) {
-    const fromOverrides = Object.entries(config.config_overrides)
-      .filter(([key]) => SECRET_KEY.test(key))
-      .flatMap(([, value]) => [tomlValue(value), ...(typeof value === 'string' ? [value] : [])]);
-    return [...secretEnvValues(config.env), ...fromOverrides];
-  },
+  secretsOf: codexSecrets,
 
   check: (config, ctx) => checkCodex(config.binary, appServerEnv(config, ctx.env), ctx),
 

@@ -1,12 +1,13 @@
 /**
  * One `codex app-server` child and its JSON-RPC connection (the shared NDJSON transport, `codex`
- * dialect), with the handshake done: `initialize` → `initialized`. Notifications are queued for
- * the owner to pull (`next()`); server→client requests go to `onRequest`. Requests are checked
+ * dialect), with the handshake done: `initialize` → `initialized`. Notifications go through an
+ * `EventChannel` for the owner to pull (`next()`); server→client requests go to `onRequest`. Requests are checked
  * with zod. `close()` ends the child's stdin (the app server exits on EOF), then TERM/KILL.
  */
 import { join } from 'node:path';
 import type { z } from 'zod';
 import type { SpawnGroup } from '../../../shared/process/spawn-group.js';
+import { EventChannel } from '../../../shared/runtime/event-channel.js';
 import { startJsonRpcChild, type JsonRpcChild } from '../../../shared/transport/jsonrpc-child.js';
 import type { JsonRpcRequestHandler } from '../../../shared/transport/jsonrpc-ndjson.js';
 import { InitializeResultSchema, TurnsListResultSchema, type Turn } from './codex-app-server-protocol.js';
@@ -42,13 +43,9 @@ const CLIENT_INFO = { name: 'uh', title: 'Ultimate Harness', version: '0.1.0' };
 
 /** Spawn and initialize. Throws the transport error (kind `spawn` when the binary is missing). */
 export async function startAppServer(options: StartAppServerOptions): Promise<AppServerClient> {
-  const queue: AppServerInput[] = [];
-  let wake: (() => void) | null = null;
-  const push = (input: AppServerInput) => {
-    queue.push(input);
-    wake?.();
-    wake = null;
-  };
+  const inputs = new EventChannel<AppServerInput>();
+  /** Once the connection is dead and the channel drained, every `next()` answers this. */
+  let closed: AppServerInput = { kind: 'closed', message: 'the app server went away' };
   const child = startJsonRpcChild({
     dialect: 'codex',
     spawn: options.spawn,
@@ -59,11 +56,16 @@ export async function startAppServer(options: StartAppServerOptions): Promise<Ap
     killGraceMs: options.config.kill_grace_ms,
     closeGraceMs: 2000,
     defaultTimeoutMs: options.config.request_timeout_ms,
-    onNotification: (method, params) => push({ kind: 'notification', method, params }),
+    onNotification: (method, params) => inputs.push({ kind: 'notification', method, params }),
     ...(options.onRequest ? { onRequest: options.onRequest } : {}),
     ...(options.trace ? { trace: options.trace } : {}),
   });
-  void child.connection.closed.then((reason) => push({ kind: 'closed', message: reason.message }));
+  void child.connection.closed.then((reason) => {
+    closed = { kind: 'closed', message: reason.message };
+    inputs.push(closed);
+    inputs.close();
+  });
+  const pending = inputs[Symbol.asyncIterator]();
 
   const call = async <T>(method: string, params: unknown, schema: z.ZodType<T>, timeoutMs?: number): Promise<T> => {
     const result = await child.connection.request(method, params, timeoutMs === undefined ? {} : { timeoutMs });
@@ -81,11 +83,8 @@ export async function startAppServer(options: StartAppServerOptions): Promise<Ap
       userAgent: init.userAgent,
       call,
       async next() {
-        for (;;) {
-          const item = queue.shift();
-          if (item) return item;
-          await new Promise<void>((resolve) => (wake = resolve));
-        }
+        const item = await pending.next();
+        return item.done ? closed : item.value;
       },
       async close() {
         await child.close();

@@ -13,7 +13,7 @@
  *   9. exit 0 with no turn.completed: completed when the -o file has a message, else failed
  */
 import type { Outcome } from '../../../shared/contracts/runtime-result.js';
-import { parseRetryAfterMs } from '../../../shared/runtime/provider-errors.js';
+import { PROVIDER_ERRORS, parseRetryAfterMs, providerErrorHint, type ProviderErrorKind } from '../../../shared/runtime/provider-errors.js';
 import { classifyProcessEnd, type ProcessEndFacts } from '../../../shared/runtime/classify-process.js';
 
 export interface CodexRunFacts extends ProcessEndFacts {
@@ -30,56 +30,15 @@ export interface CodexRunFacts extends ProcessEndFacts {
   gaveUpUnreachable?: boolean;
 }
 
-interface BlockedRule {
-  raw: string;
-  pattern: RegExp;
-  message: string;
-  hint: string;
-  /** Rate limits only: when to retry, from the text or a default. */
-  retry?: boolean;
-}
-
-/** Operator problems, first match wins; order matters (a usage limit often says 429 too). */
-export const CODEX_BLOCKED_RULES: readonly BlockedRule[] = [
-  {
-    raw: 'auth',
-    pattern: /401 Unauthorized|403 Forbidden|invalid_api_key|Incorrect API key|not logged in|codex login|Missing environment variable|refresh token|token (?:has )?expired|authentication/i,
-    message: 'codex is not authenticated',
-    hint: 'run "codex login" (or set the provider API key) for the CODEX_HOME this worker uses',
-  },
-  {
-    raw: 'usage_limit',
-    pattern: /usage limit/i,
-    message: 'codex usage limit reached',
-    hint: 'wait for the usage limit to reset or switch the account/plan in CODEX_HOME',
-    retry: true,
-  },
-  {
-    raw: 'quota',
-    pattern: /quota|insufficient_quota|billing/i,
-    message: 'the model provider quota is exhausted',
-    hint: 'check the plan and billing of the API key codex uses',
-  },
-  {
-    raw: 'rate_limit',
-    pattern: /429|rate.?limit|Too Many Requests/i,
-    message: 'the model provider is rate limiting',
-    hint: 'retry later or lower the concurrency of the codex pool',
-    retry: true,
-  },
-  {
-    raw: 'unknown_model',
-    pattern: /model_not_found|model .{0,80}(?:does not exist|not found|not supported)|unknown model/i,
-    message: 'the model is unknown to the provider',
-    hint: 'fix runtime_config.model (or the model in config.toml)',
-  },
-  {
-    raw: 'unreachable',
-    pattern: /error sending request|Connection refused|waiting for network|failed to lookup address|dns error/i,
-    message: 'the model endpoint is unreachable',
-    hint: 'check the network and the base_url of the model provider in config.toml',
-  },
-];
+/** codex's `raw` for each provider-error kind (the shared table's names, but `unknown_model`). */
+const CODEX_RAW: Record<ProviderErrorKind, string> = {
+  auth: 'auth',
+  usage_limit: 'usage_limit',
+  quota: 'quota',
+  rate_limit: 'rate_limit',
+  model: 'unknown_model',
+  unreachable: 'unreachable',
+};
 
 const DEFAULT_RETRY_MS = 60_000;
 
@@ -106,15 +65,16 @@ export function classifyCodex(f: CodexRunFacts): Outcome {
     };
   }
   const evidence = [f.turnFailed, f.lastError, f.stderrTail].filter((t): t is string => !!t);
-  for (const rule of CODEX_BLOCKED_RULES) {
-    const text = evidence.find((t) => rule.pattern.test(t));
+  // The shared provider-error table, row by row; each row asks every piece of evidence in order.
+  for (const row of PROVIDER_ERRORS) {
+    const text = evidence.find((t) => row.pattern.test(t));
     if (text === undefined) continue;
-    const retryAfter = rule.retry ? (parseRetryAfterMs(text) ?? DEFAULT_RETRY_MS) : undefined;
+    const retryAfter = row.retries ? (parseRetryAfterMs(text) ?? DEFAULT_RETRY_MS) : undefined;
     return {
       status: 'blocked',
-      raw: rule.raw,
-      message: `${rule.message}: ${oneLine(text)}`,
-      hint: rule.hint,
+      raw: CODEX_RAW[row.kind],
+      message: `${row.summary('codex')}: ${oneLine(text)}`,
+      hint: providerErrorHint(row.kind, 'codex'),
       timed_out: false,
       ...(retryAfter !== undefined ? { retry_after_ms: retryAfter } : {}),
       ...base,

@@ -10,25 +10,18 @@ import { abortReasonOf } from '../../../shared/runtime/v1/runtime-context.js';
 import type { RuntimeAdapterV1, RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
 import { extractRuntimeFinalMessageSentinel, resolveFinalMessage } from '../../../shared/sentinel.js';
 import { runCliJsonl, type CliJsonlExit } from '../../../shared/transport/cli-jsonl.js';
-import { redactString, secretEnvValues } from '../../../shared/redact.js';
-import { CodexSettingsSchema, buildCodexArgv, tomlValue, type CodexSettings } from './codex-settings.js';
+import { redactString } from '../../../shared/redact.js';
+import { CodexSettingsSchema, buildCodexArgv, type CodexSettings } from './codex-settings.js';
+import { codexChildEnv, codexSecrets } from '../codex-shared/codex-common-settings.js';
 import { CodexEventSchema } from './codex-protocol.js';
 import { initialCodexState, translateCodexEvent } from './codex-events.js';
 import { classifyCodex } from './classify-codex.js';
-import { checkCodex } from './check-codex.js';
+import { checkCodex } from '../codex-shared/check-codex.js';
 import { NetworkWaitWatch } from './network-wait-watch.js';
 
 const LAST_MESSAGE_FILE = 'codex-last-message.txt';
 /** The -o file is read up to this size; a longer one is cut (memory stays bounded). */
 const LAST_MESSAGE_CAP = 1024 * 1024;
-const SECRET_KEY = /(TOKEN|SECRET|PASSWORD|API_?KEY|AUTH|CREDENTIAL|BEARER|HEADERS)/i;
-
-/** Env for the child: the context's, the config's, and CODEX_HOME when configured. */
-function childEnv(config: CodexSettings, base: Readonly<Record<string, string | undefined>>): Record<string, string | undefined> {
-  const env: Record<string, string | undefined> = { ...base, ...config.env };
-  if (config.codex_home) env.CODEX_HOME = config.codex_home;
-  return env;
-}
 
 /** The -o file's text (at most LAST_MESSAGE_CAP bytes read), or null when codex wrote none. */
 async function readLastMessage(path: string): Promise<string | null> {
@@ -56,14 +49,9 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
   defaultConfig: {},
   configSchema: CodexSettingsSchema,
 
-  secretsOf(config) {
-    const fromOverrides = Object.entries(config.config_overrides)
-      .filter(([key]) => SECRET_KEY.test(key))
-      .flatMap(([, value]) => [tomlValue(value), ...(typeof value === 'string' ? [value] : [])]);
-    return [...secretEnvValues(config.env), ...fromOverrides];
-  },
+  secretsOf: codexSecrets,
 
-  check: (config, ctx) => checkCodex(config.binary, childEnv(config, ctx.env), ctx),
+  check: (config, ctx) => checkCodex(config.binary, codexChildEnv(config, ctx.env), ctx),
 
   async prepare({ config, prompt, workDir }) {
     const argv = buildCodexArgv(config, workDir, join('<log dir>', LAST_MESSAGE_FILE), `<prompt: ${prompt.length} chars>`);
@@ -94,7 +82,7 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
           spawn: ctx.spawn,
           argv: buildCodexArgv(config, ctx.workDir, lastMessageFile, plan.prompt),
           cwd: ctx.workDir,
-          env: childEnv(config, ctx.env),
+          env: codexChildEnv(config, ctx.env),
           schema: CodexEventSchema,
           logDir: ctx.logDir,
           logName: 'codex',

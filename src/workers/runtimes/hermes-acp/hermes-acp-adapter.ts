@@ -3,7 +3,7 @@
  * one child per work dir. Everything but the defaults and hints is the shared ACP machinery.
  */
 import { createAcpAdapter } from '../acp/acp-adapter.js';
-import { HERMES_HINTS } from './classify-hermes-acp.js';
+import { HERMES_HINTS } from './hermes-acp-hints.js';
 import { HermesAcpSettingsSchema, type HermesAcpSettings } from './hermes-acp-settings.js';
 
 export const hermesAcpAdapter = createAcpAdapter<HermesAcpSettings>({

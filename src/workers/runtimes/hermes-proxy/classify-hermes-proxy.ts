@@ -37,118 +37,126 @@ const UNREACHABLE_CODES = new Set(['ETIMEDOUT', 'ENETUNREACH', 'EHOSTUNREACH', '
  */
 const AUTH_MESSAGE = /\b(o?auth|authentication|unauthori[sz]ed)\b|invalid_api_key/i;
 
+/** What every row reads: the exchange plus the facts derived once. */
+interface Facts {
+  x: HermesProxyExchange;
+  provider: string;
+  /** The re-authentication hint of the upstream. */
+  reauth: string;
+  /** A non-2xx status, or an error envelope (also inside a 200 stream). */
+  httpError: boolean;
+  /** `http:<status|stream>[:<type>]`. */
+  httpRaw: string;
+  /** The envelope's `type: message`, else the body, for operators. */
+  verbatim: string;
+  /** `HTTP <status>`, noting an error frame inside a 2xx stream. */
+  what: string;
+}
+
+type Row = readonly [name: string, when: (f: Facts) => boolean, outcome: (f: Facts) => Omit<Outcome, 'timed_out' | 'exit_code' | 'signal'> & { timed_out?: boolean }];
+
+const envField = (f: Facts, value: string) => f.x.errorEnvelope?.type === value || f.x.errorEnvelope?.code === value;
+
 /**
- * The `hermes-proxy` outcome, in fixed priority: abort (cancel, mission timeout) → request
- * timeout → network error → HTTP/envelope error → broken body → truncated stream → empty
- * reply → completed. Rows follow the spec's status table and the spike's error table. Pure.
+ * The rows in fixed priority: abort (cancel, mission timeout) → request timeout → network error
+ * → HTTP/envelope error → broken body → truncated stream → empty reply → completed. They follow
+ * the spec's status table and the spike's error table; the first row that matches wins.
  */
-export function classifyHermesProxy(x: HermesProxyExchange): Outcome {
-  const provider = x.provider ?? 'nous';
-  const reauth = `run "hermes auth status ${provider}" and re-authenticate (e.g. "hermes auth add ${provider}"), then re-run`;
-  const base = { timed_out: false, exit_code: null, signal: null } as const;
-  if (x.abort?.kind === 'timeout') return { ...base, status: 'failed', raw: 'timeout', message: x.abort.message, timed_out: true };
-  if (x.abort?.kind === 'cancel') return { ...base, status: 'cancelled', raw: 'cancel', message: x.abort.message };
-  if (x.requestTimedOut) {
+const HERMES_PROXY_ROWS: readonly Row[] = [
+  ['timeout', (f) => f.x.abort?.kind === 'timeout', (f) => ({ status: 'failed', raw: 'timeout', message: f.x.abort!.message, timed_out: true })],
+  ['cancel', (f) => f.x.abort?.kind === 'cancel', (f) => ({ status: 'cancelled', raw: 'cancel', message: f.x.abort!.message })],
+  ['request timeout', (f) => f.x.requestTimedOut, (f) => ({
+    status: 'failed',
+    raw: 'request_timeout',
+    message: `request timed out after ${f.x.requestTimeoutMs} ms`,
+    hint: 'raise runtime_config.request_timeout_ms, or check the upstream with "hermes proxy status"',
+    timed_out: true,
+  })],
+  ['proxy not running', (f) => f.x.networkError?.code === 'ECONNREFUSED', (f) => ({
+    status: 'blocked',
+    raw: 'network:ECONNREFUSED',
+    message: `endpoint unreachable: ${f.x.endpoint} (is "hermes proxy start" running?)`,
+    hint: `start the proxy with "hermes proxy start --provider ${f.provider}" or fix runtime_config.endpoint`,
+  })],
+  ['unreachable', (f) => UNREACHABLE_CODES.has(f.x.networkError?.code ?? ''), (f) => ({
+    status: 'blocked', raw: `network:${f.x.networkError!.code}`, message: f.x.networkError!.message, hint: `check that ${f.x.endpoint} is reachable from this worker`,
+  })],
+  ['network error', (f) => f.x.networkError !== null, (f) => ({ status: 'failed', raw: `network:${f.x.networkError!.code ?? 'error'}`, message: f.x.networkError!.message })],
+  ['upstream auth', (f) => {
+    const env = f.x.errorEnvelope;
+    return f.httpError && env !== null && (env.type === 'upstream_auth_failed' || AUTH_MESSAGE.test(env.message) || AUTH_MESSAGE.test(String(env.code ?? '')));
+  }, (f) => ({ status: 'blocked', raw: f.httpRaw, message: `upstream auth failed: ${f.x.errorEnvelope!.message}`, hint: f.reauth })],
+  ['proxy refused', (f) => f.httpError && (f.x.httpStatus === 401 || f.x.httpStatus === 403), (f) => ({
+    status: 'blocked', raw: f.httpRaw, message: `proxy refused the request (${f.what}): ${f.verbatim}`, hint: f.reauth,
+  })],
+  ['rate limited', (f) => f.httpError && (f.x.httpStatus === 429 || envField(f, 'rate_limit_exceeded')), (f) => {
+    const after = f.x.retryAfterMs;
     return {
-      ...base,
-      status: 'failed',
-      raw: 'request_timeout',
-      message: `request timed out after ${x.requestTimeoutMs} ms`,
-      hint: 'raise runtime_config.request_timeout_ms, or check the upstream with "hermes proxy status"',
-      timed_out: true,
+      status: 'blocked',
+      raw: f.httpRaw,
+      message: `rate limited by the upstream${after !== null ? ` (retry after ${Math.ceil(after / 1000)} s)` : ''}: ${f.verbatim}`,
+      hint: 're-run later; the queue retries after Retry-After when it is known',
+      ...(after !== null ? { retry_after_ms: after } : {}),
     };
-  }
-  if (x.networkError) {
-    const { code, message } = x.networkError;
-    const raw = `network:${code ?? 'error'}`;
-    if (code === 'ECONNREFUSED') {
-      return {
-        ...base,
-        status: 'blocked',
-        raw,
-        message: `endpoint unreachable: ${x.endpoint} (is "hermes proxy start" running?)`,
-        hint: `start the proxy with "hermes proxy start --provider ${provider}" or fix runtime_config.endpoint`,
-      };
-    }
-    if (code !== null && UNREACHABLE_CODES.has(code)) {
-      return { ...base, status: 'blocked', raw, message, hint: `check that ${x.endpoint} is reachable from this worker` };
-    }
-    return { ...base, status: 'failed', raw, message };
-  }
+  }],
+  ['path not forwarded', (f) => f.httpError && envField(f, 'path_not_allowed'), (f) => ({
+    status: 'failed',
+    raw: f.httpRaw,
+    message: `proxy does not forward this path (${f.what}): ${f.x.errorEnvelope!.message}`,
+    hint: `runtime_config.endpoint must be the proxy base including /v1 (e.g. http://127.0.0.1:8645/v1); got ${f.x.endpoint}`,
+  })],
+  ['model not available', (f) => {
+    const env = f.x.errorEnvelope;
+    return f.httpError && f.x.httpStatus === 404 && env !== null && /model/i.test(`${env.message} ${env.type ?? ''} ${env.code ?? ''}`);
+  }, (f) => ({
+    status: 'blocked',
+    raw: f.httpRaw,
+    message: `model "${f.x.model}" not available on this proxy`,
+    hint: 'list the models with "uh adapter check hermes-proxy" and fix runtime_config.model',
+  })],
+  ['other HTTP error', (f) => f.httpError, (f) => ({ status: 'failed', raw: f.httpRaw, message: `${f.what}: ${f.verbatim}` })],
+  ['broken body', (f) => f.x.bodyError !== null, (f) => ({
+    status: 'failed',
+    raw: 'stream_error',
+    message: `the reply broke after ${f.x.contentChars} chars: ${f.x.bodyError}`,
+    ...(f.x.contentChars === 0 ? { hint: 'empty assistant message; check "hermes proxy status" and the upstream' } : {}),
+  })],
+  ['truncated', (f) => !f.x.complete, (f) => ({
+    status: 'failed',
+    raw: 'stream_truncated',
+    message: `the stream ended before [DONE] or a finish_reason, after ${f.x.contentChars} chars`,
+    hint: 'the proxy or upstream closed the stream early; re-run, and check "hermes proxy status"',
+  })],
+  ['empty', (f) => f.x.contentChars === 0, (f) => ({
+    status: 'failed',
+    raw: `empty:${f.x.finishReason ?? 'none'}`,
+    message: `empty assistant message${f.x.finishReason ? ` (finish_reason ${f.x.finishReason})` : ''}`,
+  })],
+  ['completed', () => true, (f) => ({
+    status: 'completed',
+    raw: `http:${f.x.httpStatus ?? 200}`,
+    message: `assistant replied with ${f.x.contentChars} chars${f.x.finishReason ? ` (finish_reason ${f.x.finishReason})` : ''}`,
+  })],
+];
+
+function factsOf(x: HermesProxyExchange): Facts {
+  const provider = x.provider ?? 'nous';
   const status = x.httpStatus;
   const env = x.errorEnvelope;
-  if (env || (status !== null && (status < 200 || status > 299))) {
-    const raw = `http:${status ?? 'stream'}${env?.type ? `:${env.type}` : ''}`;
-    const verbatim = env ? `${env.type ?? 'error'}: ${env.message}` : (x.errorBody ?? '').trim() || '(empty body)';
-    const what = `HTTP ${status ?? 200}${env && status !== null && status >= 200 && status < 300 ? ' (error frame in stream)' : ''}`;
-    if (env && (env.type === 'upstream_auth_failed' || AUTH_MESSAGE.test(env.message) || AUTH_MESSAGE.test(String(env.code ?? '')))) {
-      return { ...base, status: 'blocked', raw, message: `upstream auth failed: ${env.message}`, hint: reauth };
-    }
-    if (status === 401 || status === 403) {
-      return { ...base, status: 'blocked', raw, message: `proxy refused the request (${what}): ${verbatim}`, hint: reauth };
-    }
-    if (status === 429 || env?.type === 'rate_limit_exceeded' || env?.code === 'rate_limit_exceeded') {
-      const after = x.retryAfterMs;
-      const outcome: Outcome = {
-        ...base,
-        status: 'blocked',
-        raw,
-        message: `rate limited by the upstream${after !== null ? ` (retry after ${Math.ceil(after / 1000)} s)` : ''}: ${verbatim}`,
-        hint: 're-run later; the queue retries after Retry-After when it is known',
-      };
-      if (after !== null) outcome.retry_after_ms = after;
-      return outcome;
-    }
-    if (env?.type === 'path_not_allowed' || env?.code === 'path_not_allowed') {
-      return {
-        ...base,
-        status: 'failed',
-        raw,
-        message: `proxy does not forward this path (${what}): ${env.message}`,
-        hint: `runtime_config.endpoint must be the proxy base including /v1 (e.g. http://127.0.0.1:8645/v1); got ${x.endpoint}`,
-      };
-    }
-    if (status === 404 && env && /model/i.test(`${env.message} ${env.type ?? ''} ${env.code ?? ''}`)) {
-      return {
-        ...base,
-        status: 'blocked',
-        raw,
-        message: `model "${x.model}" not available on this proxy`,
-        hint: 'list the models with "uh adapter check hermes-proxy" and fix runtime_config.model',
-      };
-    }
-    return { ...base, status: 'failed', raw, message: `${what}: ${verbatim}` };
-  }
-  if (x.bodyError !== null) {
-    return {
-      ...base,
-      status: 'failed',
-      raw: 'stream_error',
-      message: `the reply broke after ${x.contentChars} chars: ${x.bodyError}`,
-      ...(x.contentChars === 0 ? { hint: 'empty assistant message; check "hermes proxy status" and the upstream' } : {}),
-    };
-  }
-  if (!x.complete) {
-    return {
-      ...base,
-      status: 'failed',
-      raw: 'stream_truncated',
-      message: `the stream ended before [DONE] or a finish_reason, after ${x.contentChars} chars`,
-      hint: 'the proxy or upstream closed the stream early; re-run, and check "hermes proxy status"',
-    };
-  }
-  if (x.contentChars === 0) {
-    return {
-      ...base,
-      status: 'failed',
-      raw: `empty:${x.finishReason ?? 'none'}`,
-      message: `empty assistant message${x.finishReason ? ` (finish_reason ${x.finishReason})` : ''}`,
-    };
-  }
   return {
-    ...base,
-    status: 'completed',
-    raw: `http:${status ?? 200}`,
-    message: `assistant replied with ${x.contentChars} chars${x.finishReason ? ` (finish_reason ${x.finishReason})` : ''}`,
+    x,
+    provider,
+    reauth: `run "hermes auth status ${provider}" and re-authenticate (e.g. "hermes auth add ${provider}"), then re-run`,
+    httpError: env !== null || (status !== null && (status < 200 || status > 299)),
+    httpRaw: `http:${status ?? 'stream'}${env?.type ? `:${env.type}` : ''}`,
+    verbatim: env ? `${env.type ?? 'error'}: ${env.message}` : (x.errorBody ?? '').trim() || '(empty body)',
+    what: `HTTP ${status ?? 200}${env && status !== null && status >= 200 && status < 300 ? ' (error frame in stream)' : ''}`,
   };
+}
+
+/** The `hermes-proxy` outcome: the first row of {@link HERMES_PROXY_ROWS} that matches. Pure. */
+export function classifyHermesProxy(x: HermesProxyExchange): Outcome {
+  const f = factsOf(x);
+  const row = HERMES_PROXY_ROWS.find(([, when]) => when(f))!;
+  return { timed_out: false, exit_code: null, signal: null, ...row[2](f) };
 }

@@ -8,10 +8,10 @@ import { resolveFinalMessage } from '../../../shared/sentinel.js';
 import { REDACTED } from '../../../shared/redact.js';
 import type { RuntimeAdapterV1, RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
 import { classifyHermesProxy } from './classify-hermes-proxy.js';
-import { checkHermesProxy } from './hermes-proxy-check.js';
+import { checkHermesProxy } from './check-hermes-proxy.js';
 import { buildRequestBody, usageEvent } from './hermes-proxy-events.js';
 import { requestHeaders } from './hermes-proxy-http.js';
-import { runHermesProxyExchange } from './hermes-proxy-runner.js';
+import { runHermesProxyExchange } from './hermes-proxy-run.js';
 import {
   HERMES_PROXY_DEFAULT_ENDPOINT,
   HERMES_PROXY_PLACEHOLDER_TOKEN,
@@ -30,7 +30,7 @@ export const hermesProxyAdapter: RuntimeAdapterV1<HermesProxySettings> = {
   displayName: 'Hermes proxy (OpenAI-compatible HTTP)',
   capabilities: ['non_interactive_run', 'structured_events'],
   defaultConfig: {},
-  /** What `uh adapter add hermes-proxy` writes (see also `hermesProxyManifestTemplate`, commented). */
+  /** What `uh adapter add hermes-proxy` writes. */
   exampleConfig: {
     endpoint: HERMES_PROXY_DEFAULT_ENDPOINT,
     model: 'hermes-4-405b',
@@ -74,6 +74,7 @@ export const hermesProxyAdapter: RuntimeAdapterV1<HermesProxySettings> = {
         logDir: ctx.logDir,
         secrets: hermesProxySecrets(config),
         now: ctx.now,
+        fetch: ctx.fetch,
       });
       const outcome = classifyHermesProxy(result.exchange);
       if (result.usage) yield usageEvent(result.usage);
@@ -98,5 +99,3 @@ export const hermesProxyAdapter: RuntimeAdapterV1<HermesProxySettings> = {
     return { events: run() };
   },
 };
-
-export { hermesProxyManifestTemplate } from './hermes-proxy-manifest.js';

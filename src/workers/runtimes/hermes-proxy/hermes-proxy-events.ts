@@ -83,19 +83,6 @@ export function usageEvent(usage: Usage): RuntimeEventV1 {
   return { type: 'runtime.usage', data: { ...usage, cumulative: true } };
 }
 
-/**
- * `Retry-After` in ms from `nowMs`: delta-seconds or an HTTP date; null when absent or unreadable.
- * A date in the past gives 0.
- */
-export function parseRetryAfter(value: string | null | undefined, nowMs: number): number | null {
-  if (value === null || value === undefined) return null;
-  const text = value.trim();
-  if (/^\d+(\.\d+)?$/.test(text)) return Math.round(Number(text) * 1000);
-  const at = Date.parse(text);
-  if (Number.isNaN(at)) return null;
-  return Math.max(0, at - nowMs);
-}
-
 /** What one `data:` frame (or a whole JSON body) is. */
 export type Frame = { kind: 'chunk'; facts: ChunkFacts } | { kind: 'error'; envelope: ErrorEnvelope } | { kind: 'bad'; reason: string };
 

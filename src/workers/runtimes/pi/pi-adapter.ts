@@ -5,11 +5,11 @@
  */
 import { SentinelScanner, resolveFinalMessage } from '../../../shared/sentinel.js';
 import { abortReasonOf } from '../../../shared/runtime/v1/runtime-context.js';
-import type { RuntimeAdapterV1, RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
+import type { RuntimeAdapterV1, RuntimeContextV1, RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
 import { redact, secretEnvValues } from '../../../shared/redact.js';
-import { runCliJsonl } from '../../../shared/transport/cli-jsonl.js';
-import { PiLineSchema } from './pi-protocol.js';
-import { newPiRunState, translatePiEvent } from './pi-events.js';
+import { runCliJsonl, type CliJsonlExit } from '../../../shared/transport/cli-jsonl.js';
+import { PiLineSchema, type PiLine } from './pi-protocol.js';
+import { newPiRunState, translatePiEvent, type PiRunState } from './pi-events.js';
 import { piSettingsSchema, type PiDefaults, type PiSettings } from './pi-settings.js';
 import { classifyPi } from './classify-pi.js';
 import { checkPi } from './check-pi.js';
@@ -40,19 +40,14 @@ export function buildPiArgv(config: PiSettings, prompt: string): string[] {
 }
 
 export function createPiAdapter(variant: PiVariant): RuntimeAdapterV1<PiSettings> {
-  const schema = piSettingsSchema(variant);
-  // An `--api-key <key>` passed through extra_args is a secret too.
-  const secretsOf = (config: PiSettings): string[] => [
-    ...secretEnvValues(config.env),
-    ...config.extra_args.filter((_, i) => config.extra_args[i - 1] === '--api-key'),
-  ];
+  const secretsOf = piSecrets;
   return {
     specificationVersion: 'v1',
     id: variant.id,
     displayName: variant.displayName,
     capabilities: ['non_interactive_run', 'structured_events', 'json_output', 'file_tools', 'terminal', 'skills'],
     defaultConfig: { binary: variant.binary, prompt_via: variant.prompt_via },
-    configSchema: schema,
+    configSchema: piSettingsSchema(variant),
     secretsOf,
 
     check: (config, ctx) => checkPi(variant, config, ctx),
@@ -63,77 +58,86 @@ export function createPiAdapter(variant: PiVariant): RuntimeAdapterV1<PiSettings
       return { config, prompt, describe: redact(describe, secretsOf(config)) };
     },
 
-    launch(plan, ctx) {
-      const config = plan.config;
-      async function* run(): AsyncGenerator<RuntimeEventV1> {
-        const env: Record<string, string | undefined> = { ...ctx.env, ...config.env, UH_OPERATION_ID: ctx.mission.operationId, UH_MISSION_ID: ctx.mission.missionId };
-        if (config.offline) env.PI_OFFLINE = '1';
-        const state = newPiRunState();
-        const scanner = new SentinelScanner();
-        let pid: number | undefined;
-        const items = runCliJsonl({
-          spawn: ctx.spawn,
-          argv: buildPiArgv(config, plan.prompt),
-          cwd: ctx.workDir,
-          env,
-          schema: PiLineSchema,
-          logDir: ctx.logDir,
-          logName: variant.id,
-          stdin: config.prompt_via === 'stdin' ? { text: plan.prompt } : 'ignore',
-          signal: ctx.signal,
-          killGraceMs: config.kill_grace_ms,
-        });
-        for await (const item of items) {
-          switch (item.kind) {
-            case 'spawned':
-              pid = item.pid;
-              break;
-            case 'message':
-              for (const event of translatePiEvent(state, item.value, pid)) {
-                if (event.type === 'runtime.message') scanner.push(`${event.data.text}\n`);
-                // Durable before anyone sees it: a crash of uh still leaves the session id behind.
-                if (event.type === 'runtime.started') await ctx.journal.put({ session_id: event.data.session_id, pid });
-                yield event;
-              }
-              break;
-            case 'malformed':
-              yield { type: 'runtime.raw', data: { source: 'stdout', reason: item.reason, line: item.line, detail: item.detail } };
-              break;
-            case 'exit': {
-              const exit = item.exit;
-              const finalText = state.lastAssistantText ?? state.agentEndText;
-              if (state.lastAssistantText === null && state.agentEndText !== null) scanner.push(state.agentEndText);
-              const outcome = classifyPi({
-                runtime: variant.id,
-                binary: config.binary,
-                install: variant.install,
-                exitCode: exit.exitCode,
-                signal: exit.signal,
-                timedOut: exit.timedOut,
-                abort: ctx.signal.aborted ? abortReasonOf(ctx.signal) : null,
-                ...(exit.spawnError ? { spawnError: exit.spawnError } : {}),
-                stderrTail: exit.stderrTail,
-                lastStopReason: state.lastStopReason,
-                lastErrorMessage: state.lastErrorMessage,
-                finalText,
-              });
-              yield {
-                type: 'runtime.finished',
-                data: {
-                  outcome,
-                  ...resolveFinalMessage(scanner.result(), finalText),
-                  ...(state.sessionId ? { session_id: state.sessionId } : {}),
-                  usage: state.usage,
-                  tool_calls: state.toolCalls,
-                  logs: [exit.stdoutLog, exit.stderrLog],
-                },
-              };
-              return;
-            }
-          }
-        }
-      }
-      return { events: run() };
+    launch: (plan, ctx) => ({ events: runPi(variant, plan.config, plan.prompt, ctx) }),
+  };
+}
+
+/** The env values, and an `--api-key <key>` passed through extra_args: secrets too. */
+function piSecrets(config: PiSettings): string[] {
+  return [...secretEnvValues(config.env), ...config.extra_args.filter((_, i) => config.extra_args[i - 1] === '--api-key')];
+}
+
+/** What the translation of one run accumulates, read by the terminal event. */
+interface PiRun {
+  variant: PiVariant;
+  config: PiSettings;
+  ctx: RuntimeContextV1;
+  state: PiRunState;
+  scanner: SentinelScanner;
+  pid: number | undefined;
+}
+
+/** spawn → translate each JSONL line → one runtime.finished from the exit item. */
+async function* runPi(variant: PiVariant, config: PiSettings, prompt: string, ctx: RuntimeContextV1): AsyncGenerator<RuntimeEventV1> {
+  const env: Record<string, string | undefined> = { ...ctx.env, ...config.env, UH_OPERATION_ID: ctx.mission.operationId, UH_MISSION_ID: ctx.mission.missionId };
+  if (config.offline) env.PI_OFFLINE = '1';
+  const run: PiRun = { variant, config, ctx, state: newPiRunState(), scanner: new SentinelScanner(), pid: undefined };
+  const items = runCliJsonl({
+    spawn: ctx.spawn,
+    argv: buildPiArgv(config, prompt),
+    cwd: ctx.workDir,
+    env,
+    schema: PiLineSchema,
+    logDir: ctx.logDir,
+    logName: variant.id,
+    stdin: config.prompt_via === 'stdin' ? { text: prompt } : 'ignore',
+    signal: ctx.signal,
+    killGraceMs: config.kill_grace_ms,
+  });
+  for await (const item of items) {
+    if (item.kind === 'spawned') run.pid = item.pid;
+    else if (item.kind === 'message') yield* translateLine(run, item.value);
+    else if (item.kind === 'malformed') yield { type: 'runtime.raw', data: { source: 'stdout', reason: item.reason, line: item.line, detail: item.detail } };
+    else return yield finishedEvent(run, item.exit);
+  }
+}
+
+async function* translateLine(run: PiRun, line: PiLine): AsyncGenerator<RuntimeEventV1> {
+  for (const event of translatePiEvent(run.state, line, run.pid)) {
+    if (event.type === 'runtime.message') run.scanner.push(`${event.data.text}\n`);
+    // Durable before anyone sees it: a crash of uh still leaves the session id behind.
+    if (event.type === 'runtime.started') await run.ctx.journal.put({ session_id: event.data.session_id, pid: run.pid });
+    yield event;
+  }
+}
+
+function finishedEvent(run: PiRun, exit: CliJsonlExit): RuntimeEventV1 {
+  const { state, scanner, config, variant, ctx } = run;
+  const finalText = state.lastAssistantText ?? state.agentEndText;
+  if (state.lastAssistantText === null && state.agentEndText !== null) scanner.push(state.agentEndText);
+  const outcome = classifyPi({
+    runtime: variant.id,
+    binary: config.binary,
+    install: variant.install,
+    exitCode: exit.exitCode,
+    signal: exit.signal,
+    timedOut: exit.timedOut,
+    abort: ctx.signal.aborted ? abortReasonOf(ctx.signal) : null,
+    ...(exit.spawnError ? { spawnError: exit.spawnError } : {}),
+    stderrTail: exit.stderrTail,
+    lastStopReason: state.lastStopReason,
+    lastErrorMessage: state.lastErrorMessage,
+    finalText,
+  });
+  return {
+    type: 'runtime.finished',
+    data: {
+      outcome,
+      ...resolveFinalMessage(scanner.result(), finalText),
+      ...(state.sessionId ? { session_id: state.sessionId } : {}),
+      usage: state.usage,
+      tool_calls: state.toolCalls,
+      logs: [exit.stdoutLog, exit.stderrLog],
     },
   };
 }

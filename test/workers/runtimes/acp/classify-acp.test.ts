@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { classifyAcp, type AcpRunFacts } from '../../../../src/workers/runtimes/acp/classify-acp.js';
-import { classifyHermesAcp } from '../../../../src/workers/runtimes/hermes-acp/classify-hermes-acp.js';
+import { HERMES_HINTS } from '../../../../src/workers/runtimes/hermes-acp/hermes-acp-hints.js';
 
 const HINTS = { install: 'install it', auth: 'log it in' };
 const facts = (over: Partial<AcpRunFacts>): AcpRunFacts => ({ stopReason: null, failure: null, abort: null, turnTimedOut: false, program: 'agent', ...over });
@@ -58,7 +58,7 @@ describe('classifyAcp', () => {
   });
 
   it('hermes-acp points a blocked auth at hermes setup', () => {
-    const outcome = classifyHermesAcp(facts({ failure: { kind: 'auth_required', message: 'x' } }));
+    const outcome = classifyAcp(facts({ failure: { kind: 'auth_required', message: 'x' } }), HERMES_HINTS);
     expect(outcome.hint).toContain('hermes setup');
   });
 });

@@ -1,0 +1,18 @@
+/**
+ * The default `fetch` of the runtime context: undici's fetch through an agent with no
+ * headers or body timeout, because every HTTP adapter runs its own timer (its
+ * `request_timeout_ms`, the mission timeout, the run's signal) and a model may think for longer
+ * than undici's 300 s defaults before the first byte. Redirects are the caller's choice.
+ */
+import { Agent, fetch as undiciFetch } from 'undici';
+
+/** The shape adapters call: the WHATWG `fetch`. */
+export type FetchFunction = typeof globalThis.fetch;
+
+let agent: Agent | undefined;
+
+/** WHATWG fetch over undici with the adapter's timers as the only budget. */
+export const runtimeFetch: FetchFunction = (input, init) => {
+  agent ??= new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+  return undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as Parameters<typeof undiciFetch>[1]), dispatcher: agent }) as unknown as Promise<Response>;
+};

@@ -1,0 +1,67 @@
+/**
+ * What the two Codex runtimes (`codex` = `codex exec --json`, `codex-app-server` = `codex
+ * app-server` over stdio) configure the same way: the binary, `CODEX_HOME`, the model, the
+ * sandbox, `-c key=value` overrides, the child's extra environment and the kill grace; and the
+ * rules derived from them (TOML values, the child's env, which values are secrets).
+ */
+import { isAbsolute } from 'node:path';
+import { z } from 'zod';
+import { SECRET_KEY, secretEnvValues } from '../../../shared/redact.js';
+
+/** A `-c key=value` override value; serialised to TOML by `tomlValue`. */
+const CodexOverrideValue = z.union([z.string(), z.number(), z.boolean(), z.array(z.union([z.string(), z.number(), z.boolean()]))]);
+
+/** The fields both Codex runtimes' `runtime_config` schemas share (each spreads it into its strict object). */
+export const codexCommonShape = {
+  /** The codex executable: a name on PATH or a path (the npm package's `bin/codex.js` works too). */
+  binary: z.string().min(1).default('codex'),
+  /** `CODEX_HOME` for the child (config.toml, auth, thread rollouts). Unset: codex's default `~/.codex`. */
+  codex_home: z.string().refine(isAbsolute, 'must be an absolute path').optional(),
+  /** The model (`-m` / `thread/start`'s `model`); unset: the model of codex's config. */
+  model: z.string().min(1).optional(),
+  /** Sandbox for model-generated shell commands. */
+  sandbox: z.enum(['read-only', 'workspace-write', 'danger-full-access']).default('workspace-write'),
+  /** Extra `-c key=value` overrides (dotted keys, values serialised as TOML). */
+  config_overrides: z
+    .record(z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/, 'must be a dotted config key'), CodexOverrideValue)
+    .default({}),
+  /** Extra environment for the child (provider API keys); values of secret-looking names are secrets. */
+  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), z.string()).default({}),
+  /** After SIGTERM of the child's process group (cancel, timeout), how long before SIGKILL. */
+  kill_grace_ms: z.number().int().nonnegative().max(60_000).default(2000),
+};
+
+/** The common part of either runtime's settings. */
+export interface CodexCommonSettings {
+  binary: string;
+  codex_home?: string | undefined;
+  config_overrides: Record<string, z.infer<typeof CodexOverrideValue>>;
+  env: Record<string, string>;
+}
+
+/** A JSON-ish value as TOML (`"text"`, `3`, `true`, `["a", 1]`); JSON string escapes are valid TOML. */
+export function tomlValue(value: z.infer<typeof CodexOverrideValue>): string {
+  if (Array.isArray(value)) return `[${value.map((v) => tomlValue(v)).join(', ')}]`;
+  if (typeof value === 'string') return JSON.stringify(value);
+  return String(value);
+}
+
+/** `-c key=value` for each override, in order. */
+export function overrideArgs(config: CodexCommonSettings): string[] {
+  return Object.entries(config.config_overrides).flatMap(([key, value]) => ['-c', `${key}=${tomlValue(value)}`]);
+}
+
+/** Env for the child: the context's, the config's, and CODEX_HOME when configured. */
+export function codexChildEnv(config: CodexCommonSettings, base: Readonly<Record<string, string | undefined>>): Record<string, string | undefined> {
+  const env: Record<string, string | undefined> = { ...base, ...config.env };
+  if (config.codex_home) env.CODEX_HOME = config.codex_home;
+  return env;
+}
+
+/** Secrets: env values under secret-looking names, and overrides under secret-looking keys (raw and as TOML). */
+export function codexSecrets(config: CodexCommonSettings): string[] {
+  const fromOverrides = Object.entries(config.config_overrides)
+    .filter(([key]) => SECRET_KEY.test(key))
+    .flatMap(([, value]) => [tomlValue(value), ...(typeof value === 'string' ? [value] : [])]);
+  return [...secretEnvValues(config.env), ...fromOverrides];
+}
