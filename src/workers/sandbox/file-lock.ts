@@ -19,12 +19,15 @@ const BREAKER_STALE_MS = 10_000;
 /** A lock dir without its owner file yet is being taken right now: young ones are alive. */
 const UNNAMED_GRACE_MS = 10_000;
 
-/** What a waiter saw in the lock: its owner token, or (no owner file yet) the dir's mtime. */
+/**
+ * What a waiter saw in the lock: its owner token, (no owner file yet) the dir's mtime, or
+ * (an owner file it cannot read) `unreadable`, which counts as alive. Null once the lock is gone.
+ */
 function fingerprint(lockDir: string): string | null {
   try {
     return `owner:${readFileSync(join(lockDir, 'owner'), 'utf8')}`;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return null;
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') return 'unreadable';
     try {
       return `unnamed:${statSync(lockDir).mtimeMs}`;
     } catch {
@@ -34,6 +37,7 @@ function fingerprint(lockDir: string): string | null {
 }
 
 function isStale(print: string): boolean {
+  if (print === 'unreadable') return false;
   if (print.startsWith('unnamed:')) return Date.now() - Number(print.slice('unnamed:'.length)) >= UNNAMED_GRACE_MS;
   const [host, pidText] = print.slice('owner:'.length).split(' ');
   if (host !== hostname()) return false; // cannot tell: assume alive
