@@ -4,7 +4,7 @@
  * exits is killed too, so no grandchild outlives its run. Output goes to disk (straight to the
  * file descriptor when nobody taps it), so memory stays flat whatever the child prints.
  */
-import { spawn as nodeSpawn } from 'node:child_process';
+import { spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, openSync, closeSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { LIMITS } from '../contracts/input-limits.js';
@@ -87,12 +87,23 @@ export function killGroup(pid: number | undefined, signal: NodeJS.Signals): void
   }
 }
 
-export const spawnGroup: SpawnGroup = (options) => {
-  const started = Date.now();
-  const grace = options.killGraceMs ?? 2000;
-  const fds: number[] = [];
-  const flushers: Promise<void>[] = [];
+/** One run's state, shared by the steps below. */
+interface GroupRun {
+  readonly options: SpawnGroupOptions;
+  readonly started: number;
+  readonly child: ChildProcess;
+  /** Resolve when a tapped output file is flushed. */
+  readonly flushers: Promise<void>[];
+  timedOut: boolean;
+  aborted: boolean;
+  exited: boolean;
+  killTimer: NodeJS.Timeout | undefined;
+  timeoutTimer: NodeJS.Timeout | undefined;
+}
 
+/** Start the leader in its own group; untapped output files go straight to its descriptors. */
+function launch(options: SpawnGroupOptions): ChildProcess {
+  const fds: number[] = [];
   const stdio = (spec: OutputSpec | 'pipe' | undefined): 'ignore' | 'pipe' | number => {
     if (spec === undefined || spec === 'ignore') return 'ignore';
     if (spec === 'pipe') return 'pipe';
@@ -101,90 +112,93 @@ export const spawnGroup: SpawnGroup = (options) => {
     fds.push(fd);
     return fd;
   };
-  const stdinMode = options.stdin === undefined || options.stdin === 'ignore' ? 'ignore' : 'pipe';
   const [program, ...args] = options.argv;
   if (program === undefined) throw new Error('spawnGroup: empty argv');
-
-  let child;
   try {
-    child = nodeSpawn(program, args, {
+    return nodeSpawn(program, args, {
       cwd: options.cwd,
       env: options.env as NodeJS.ProcessEnv,
-      stdio: [stdinMode, stdio(options.stdout), stdio(options.stderr)],
+      stdio: [stdinMode(options), stdio(options.stdout), stdio(options.stderr)],
       detached: true,
     });
   } finally {
     for (const fd of fds) closeSync(fd); // the child holds its own copy
   }
+}
 
-  const wire = (stream: Readable | null, spec: OutputSpec | 'pipe' | undefined) => {
-    if (!stream || spec === undefined || spec === 'ignore' || spec === 'pipe' || (!spec.tap && spec.maxBytes === undefined)) return;
-    const file = createWriteStream(spec.file, { flags: 'a' });
-    cappedCopy(stream, file, spec.maxBytes ?? LIMITS.logBytes, spec.tap);
-    flushers.push(
-      new Promise<void>((resolve) => {
-        file.on('close', () => resolve());
-        file.on('error', () => resolve());
-      }),
-    );
-  };
-  wire(child.stdout, options.stdout);
-  wire(child.stderr, options.stderr);
+function stdinMode(options: SpawnGroupOptions): 'ignore' | 'pipe' {
+  return options.stdin === undefined || options.stdin === 'ignore' ? 'ignore' : 'pipe';
+}
 
-  if (options.stdin !== undefined && typeof options.stdin === 'object' && child.stdin) {
-    child.stdin.on('error', () => {}); // EPIPE when the child does not read its stdin
-    child.stdin.end(options.stdin.text);
-  }
+/** A piped stream (tapped or capped) goes to its file up to its cap, and all of it to the tap; the run waits for the file to flush. */
+function wireTap(run: GroupRun, stream: Readable | null, spec: OutputSpec | 'pipe' | undefined): void {
+  if (!stream || spec === undefined || spec === 'ignore' || spec === 'pipe' || (!spec.tap && spec.maxBytes === undefined)) return;
+  const file = createWriteStream(spec.file, { flags: 'a' });
+  cappedCopy(stream, file, spec.maxBytes ?? LIMITS.logBytes, spec.tap);
+  run.flushers.push(
+    new Promise<void>((resolve) => {
+      file.on('close', () => resolve());
+      file.on('error', () => resolve());
+    }),
+  );
+}
 
-  let timedOut = false;
-  let aborted = false;
-  let killTimer: NodeJS.Timeout | undefined;
-  let exited = false;
-  const terminate = () => {
-    if (exited) return;
-    killGroup(child.pid, 'SIGTERM');
-    if (!killTimer) {
-      killTimer = setTimeout(() => killGroup(child.pid, 'SIGKILL'), grace);
-      killTimer.unref();
+function feedStdin(run: GroupRun): void {
+  const { stdin } = run.options;
+  if (stdin === undefined || typeof stdin !== 'object' || !run.child.stdin) return;
+  run.child.stdin.on('error', () => {}); // EPIPE when the child does not read its stdin
+  run.child.stdin.end(stdin.text);
+}
+
+/** SIGTERM to the group now, SIGKILL after the grace period; nothing once the leader is gone. */
+function terminator(run: GroupRun): () => void {
+  const grace = run.options.killGraceMs ?? 2000;
+  return () => {
+    if (run.exited) return;
+    killGroup(run.child.pid, 'SIGTERM');
+    if (!run.killTimer) {
+      run.killTimer = setTimeout(() => killGroup(run.child.pid, 'SIGKILL'), grace);
+      run.killTimer.unref();
     }
   };
-  const timeoutTimer =
-    options.timeoutMs !== undefined
-      ? setTimeout(() => {
-          timedOut = true;
-          terminate();
-        }, options.timeoutMs)
-      : undefined;
+}
+
+/** Arm the timeout and the abort signal; returns the abort listener (removed at the end). */
+function armStops(run: GroupRun, terminate: () => void): () => void {
+  const { timeoutMs, signal } = run.options;
+  if (timeoutMs !== undefined) {
+    run.timeoutTimer = setTimeout(() => {
+      run.timedOut = true;
+      terminate();
+    }, timeoutMs);
+  }
   const onAbort = () => {
-    aborted = true;
+    run.aborted = true;
     terminate();
   };
-  if (options.signal) {
-    if (options.signal.aborted) queueMicrotask(onAbort);
-    else options.signal.addEventListener('abort', onAbort, { once: true });
-  }
+  if (signal?.aborted) queueMicrotask(onAbort);
+  else signal?.addEventListener('abort', onAbort, { once: true });
+  return onAbort;
+}
 
-  const result = new Promise<SpawnGroupResult>((resolve) => {
+/** Resolves once the leader has exited (or never started) and every tapped file is flushed. */
+function settle(run: GroupRun, onAbort: () => void): Promise<SpawnGroupResult> {
+  const { child } = run;
+  return new Promise<SpawnGroupResult>((resolve) => {
     let spawnError: SpawnGroupResult['spawnError'];
     let settled = false;
     const finish = (exitCode: number | null, signal: string | null) => {
       if (settled) return;
       settled = true;
-      exited = true;
-      if (timeoutTimer) clearTimeout(timeoutTimer);
-      if (killTimer) clearTimeout(killTimer);
-      options.signal?.removeEventListener('abort', onAbort);
+      run.exited = true;
+      clearTimeout(run.timeoutTimer);
+      clearTimeout(run.killTimer);
+      run.options.signal?.removeEventListener('abort', onAbort);
       // Whatever the leader left behind in its group goes with it.
       killGroup(child.pid, 'SIGKILL');
-      void Promise.all(flushers).then(() =>
-        resolve({
-          exitCode,
-          signal,
-          timedOut,
-          aborted,
-          durationMs: Date.now() - started,
-          ...(spawnError ? { spawnError } : {}),
-        }),
+      const { timedOut, aborted } = run;
+      void Promise.all(run.flushers).then(() =>
+        resolve({ exitCode, signal, timedOut, aborted, durationMs: Date.now() - run.started, ...(spawnError ? { spawnError } : {}) }),
       );
     };
     child.on('error', (error: NodeJS.ErrnoException) => {
@@ -195,10 +209,20 @@ export const spawnGroup: SpawnGroup = (options) => {
     child.on('exit', () => killGroup(child.pid, 'SIGKILL'));
     child.on('close', (code, signal) => finish(code, signal));
   });
+}
 
+export const spawnGroup: SpawnGroup = (options) => {
+  const started = Date.now();
+  const child = launch(options);
+  const run: GroupRun = { options, started, child, flushers: [], timedOut: false, aborted: false, exited: false, killTimer: undefined, timeoutTimer: undefined };
+  wireTap(run, child.stdout, options.stdout);
+  wireTap(run, child.stderr, options.stderr);
+  feedStdin(run);
+  const terminate = terminator(run);
+  const result = settle(run, armStops(run, terminate));
   return {
     pid: child.pid,
-    stdin: stdinMode === 'pipe' && options.stdin === 'pipe' ? child.stdin : null,
+    stdin: options.stdin === 'pipe' ? child.stdin : null,
     stdout: options.stdout === 'pipe' ? child.stdout : null,
     stderr: options.stderr === 'pipe' ? child.stderr : null,
     result,

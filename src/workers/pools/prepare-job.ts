@@ -15,10 +15,10 @@ import { resolveRuntime } from '../../operation/resolve-runtime.js';
 import { RUNTIME_ADAPTERS } from '../runtimes/registry.js';
 import { resolveInMirror } from '../sandbox/mirror-cache.js';
 
-export async function prepareJob(job: OperationJob, options: { stateDir: string; cacheDir: string }): Promise<PreparedOperation> {
+export async function prepareJob(job: OperationJob, options: { stateDir: string; cacheDir: string; signal?: AbortSignal }): Promise<PreparedOperation> {
   const mission = parseOrThrow(MissionSchema, job.mission, 'job.mission');
   const runtime = resolveRuntime(mission, job.runtime, options.stateDir, RUNTIME_ADAPTERS);
-  const { mirror, commit } = await resolveInMirror(options.cacheDir, mission.repository.url, job.base_commit);
+  const { mirror, commit } = await resolveInMirror(options.cacheDir, mission.repository.url, job.base_commit, options.signal ? { signal: options.signal } : {});
   const contractDigest = contractDigestOf(mission, runtime, commit);
   if (contractDigest !== job.contract_digest) {
     throw new UhError('conflict', `worker resolves another contract for ${job.operation_id} (runtime config or base commit differ)`, {

@@ -17,8 +17,9 @@ import type { Outcome } from '../../shared/contracts/runtime-result.js';
 import { errorMessage, UhError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import { completionOf, eventJson, type OperationJob, type OperationStore } from '../../shared/queue/operation-store.js';
+import type { QueueRecord } from '../../shared/queue/queue-record.js';
 import { jobIdFor } from '../../shared/queue/topology.js';
-import { executeOperation } from '../execute-operation.js';
+import { executeOperation, type ExecuteResult } from '../execute-operation.js';
 import { collectArtifacts } from '../results/store-artifacts.js';
 import { retryDecision, type RetryRule } from '../results/retry-policy.js';
 import { synthesizeReceipt } from '../../operation/synthesize-receipt.js';
@@ -60,114 +61,160 @@ function freshDir(stateDir: string, operationId: string): void {
   if (!claimOperationDir(stateDir, operationId)) throw new UhError('internal', `cannot claim ${operationDir(stateDir, operationId)}`);
 }
 
+/** One job's run, shared by the steps below. */
+interface JobRun {
+  readonly ctx: PoolContext;
+  readonly data: OperationJob;
+  readonly id: string;
+  /** This worker's claim on the record: every write is owner-checked against it. */
+  readonly owner: string;
+  /** Aborted by cancel and shutdown; reaches prepare (git) and the pipeline. */
+  readonly controller: AbortController;
+}
+
+type Prepared = Awaited<ReturnType<typeof import('./prepare-job.js').prepareJob>>;
+type Finished = Extract<ExecuteResult, { state: 'finished' }>;
+type Artifacts = Record<string, string>;
+
 export async function processOperationJob(ctx: PoolContext, job: Job<OperationJob>, token: string | undefined): Promise<JobSummary> {
-  const data = job.data;
-  const id = data.operation_id;
-  const { store, logger } = ctx;
-  const owner = `${ctx.worker.id}/${job.id}/${token ?? ''}`;
-  const controller = new AbortController();
-  ctx.active.set(id, controller);
+  const id = job.data.operation_id;
+  const run: JobRun = { ctx, data: job.data, id, owner: `${ctx.worker.id}/${job.id}/${token ?? ''}`, controller: new AbortController() };
+  ctx.active.set(id, run.controller);
   try {
-    const claim = await store.claim(id, owner, ctx.worker, job.id as string, completionOf({ operation_id: id, attempt: data.attempt, runtime: data.runtime }));
-    if (claim.kind === 'unknown') logger.warn({ operation_id: id }, 'job re-delivered after its runtime started: operation is now unknown, not run again');
-    if (claim.kind !== 'run') return { operation_id: id, outcome: claim.kind === 'settled' ? 'settled' : claim.kind };
-    if (claim.cancelReason) controller.abort({ kind: 'cancel', message: `cancelled: ${claim.cancelReason}` });
-
-    const record = await store.get(id);
+    const refused = await claimJob(run, job.id as string);
+    if (refused) return refused;
+    const record = await ctx.store.get(id);
     if (!record) return { operation_id: id, outcome: 'missing' };
-    let prepared;
-    try {
-      const { prepareJob } = await import('./prepare-job.js');
-      prepared = await prepareJob(data, ctx);
-    } catch (error) {
-      const outcome: Outcome = {
-        status: 'failed',
-        raw: UhError.isInstance(error) ? `uh:${error.kind}` : 'internal',
-        message: errorMessage(error),
-        timed_out: false,
-        ...(UhError.isInstance(error) && error.hint ? { hint: error.hint } : {}),
-      };
-      const receipt = synthesizeReceipt(record, outcome);
-      await store.settle(id, {
-        owner,
-        allowedStates: ['running'],
-        record: { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code },
-        artifacts: { receipt: `${JSON.stringify(receipt, null, 2)}\n` },
-        event: eventJson(id, 'operation.completed', { status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
-        completion: completionOf(record, { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
-      });
-      return { operation_id: id, outcome: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code };
-    }
-
+    const prepared = await prepareOrSettle(run, record);
+    if ('outcome' in prepared) return prepared;
     freshDir(ctx.stateDir, id);
-    let eventLog: EventLog | null = null;
-    const result = await executeOperation({
-      prepared,
-      stateDir: ctx.stateDir,
-      cacheDir: ctx.cacheDir,
-      mode: 'queue',
-      attempt: data.attempt,
-      signal: controller.signal,
-      logger,
-      sandboxKeepHours: ctx.sandboxKeepHours,
-      keepSandbox: ctx.keepSandbox,
-      journal: redisJournal(store, id, owner),
-      onEventLog: (log) => {
-        eventLog = log;
-        log.subscribe((event) => store.appendEvent(id, JSON.stringify(event)));
-      },
-      beforeRuntime: async () => {
-        const gate = await store.markRuntimeStarted(id, owner);
-        if (gate === 'cancelled') controller.abort({ kind: 'cancel', message: 'cancelled before the runtime started' });
-        if (gate === 'lost') throw new UhError('conflict', `worker ${ctx.worker.id} no longer owns ${id}: the runtime is not started`);
-      },
-      onState: async (state, rec) => {
-        // Settled below in one script each: finished with its artifacts, unknown with its event.
-        if (state === 'finished' || state === 'unknown') return;
-        await store.updateIfOwner(id, owner, {
-          state,
-          sandbox_path: rec.sandbox_path,
-          session_id: rec.session_id ?? null,
-          thread_id: rec.thread_id ?? null,
-          turn_id: rec.turn_id ?? null,
-        });
-      },
-    });
-    await (eventLog as EventLog | null)?.flush();
+    const result = await runPipeline(run, prepared);
     if (result.state === 'unknown') {
       // The runtime could not prove whether its work was dispatched: never re-run, wait for recover.
-      await store.orphaned(id, result.reason, completionOf(record, { state: 'unknown' }), owner);
+      await ctx.store.orphaned(id, result.reason, completionOf(record, { state: 'unknown' }), run.owner);
       return { operation_id: id, outcome: 'unknown' };
     }
-    const { receipt } = result;
     const artifacts = collectArtifacts(result.dir, ctx.artifactCapBytes);
-
-    const decision = retryDecision(receipt.outcome, data.attempt, ctx.retryPolicy);
-    if (decision.retry) {
-      const attempt = data.attempt + 1;
-      const jobId = jobIdFor(id, attempt);
-      const retryAt = new Date(Date.now() + decision.delayMs);
-      if (await store.nextAttempt(id, owner, attempt, jobId, artifacts.receipt ?? '', retryAt)) {
-        await store.appendEvent(id, eventJson(id, 'operation.queued', { attempt, delay_ms: decision.delayMs, reason: decision.rule }));
-        const queue = ctx.queues.get(data.runtime);
-        await queue?.add('operation', { ...data, attempt }, { jobId, delay: decision.delayMs });
-        return { operation_id: id, outcome: 'retry_scheduled', status: receipt.status };
-      }
-    }
-    const settled = await store.settle(id, {
-      owner,
-      allowedStates: ['running', 'verifying'],
-      record: { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code },
-      artifacts,
-      event: null,
-      completion: completionOf(record, { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
-    });
-    if (!settled) {
-      logger.warn({ operation_id: id }, 'the record moved on while this worker ran (lost ownership): receipt kept locally only');
-      return { operation_id: id, outcome: 'lost', status: receipt.status };
-    }
-    return { operation_id: id, outcome: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code };
+    return (await scheduleRetry(run, result, artifacts)) ?? (await settleFinished(run, record, result, artifacts));
   } finally {
     ctx.active.delete(id);
   }
+}
+
+/** Claim the record for this worker; a summary when this job must not run. */
+async function claimJob(run: JobRun, jobId: string): Promise<JobSummary | null> {
+  const { ctx, data, id } = run;
+  const claim = await ctx.store.claim(id, run.owner, ctx.worker, jobId, completionOf({ operation_id: id, attempt: data.attempt, runtime: data.runtime }));
+  if (claim.kind === 'unknown') ctx.logger.warn({ operation_id: id }, 'job re-delivered after its runtime started: operation is now unknown, not run again');
+  if (claim.kind !== 'run') return { operation_id: id, outcome: claim.kind === 'settled' ? 'settled' : claim.kind };
+  if (claim.cancelReason) run.controller.abort({ kind: 'cancel', message: `cancelled: ${claim.cancelReason}` });
+  return null;
+}
+
+/** Prepare on this host; a failure (or a cancel that stopped git) settles the record with its receipt. */
+async function prepareOrSettle(run: JobRun, record: QueueRecord): Promise<Prepared | JobSummary> {
+  const { ctx, id } = run;
+  try {
+    const { prepareJob } = await import('./prepare-job.js');
+    return await prepareJob(run.data, { ...ctx, signal: run.controller.signal });
+  } catch (error) {
+    const reason = run.controller.signal.aborted ? (run.controller.signal.reason as { message?: string } | undefined) : undefined;
+    const outcome: Outcome = reason
+      ? { status: 'cancelled', raw: 'cancel', message: reason.message ?? 'cancelled', timed_out: false }
+      : {
+          status: 'failed',
+          raw: UhError.isInstance(error) ? `uh:${error.kind}` : 'internal',
+          message: errorMessage(error),
+          timed_out: false,
+          ...(UhError.isInstance(error) && error.hint ? { hint: error.hint } : {}),
+        };
+    const receipt = synthesizeReceipt(record, outcome);
+    const finished = { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code } as const;
+    await ctx.store.settle(id, {
+      owner: run.owner,
+      allowedStates: ['running'],
+      record: finished,
+      artifacts: { receipt: `${JSON.stringify(receipt, null, 2)}\n` },
+      event: eventJson(id, 'operation.completed', { status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
+      completion: completionOf(record, finished),
+    });
+    return { operation_id: id, outcome: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code };
+  }
+}
+
+/** The shared pipeline with the queue's hooks: events to Redis, owner-checked state writes. */
+async function runPipeline(run: JobRun, prepared: Prepared): Promise<ExecuteResult> {
+  const { ctx, id, owner, controller } = run;
+  const { store } = ctx;
+  let eventLog: EventLog | null = null;
+  const result = await executeOperation({
+    prepared,
+    stateDir: ctx.stateDir,
+    cacheDir: ctx.cacheDir,
+    mode: 'queue',
+    attempt: run.data.attempt,
+    signal: controller.signal,
+    logger: ctx.logger,
+    sandboxKeepHours: ctx.sandboxKeepHours,
+    keepSandbox: ctx.keepSandbox,
+    journal: redisJournal(store, id, owner),
+    onEventLog: (log) => {
+      eventLog = log;
+      log.subscribe((event) => store.appendEvent(id, JSON.stringify(event)));
+    },
+    beforeRuntime: async () => {
+      const gate = await store.markRuntimeStarted(id, owner);
+      if (gate === 'cancelled') controller.abort({ kind: 'cancel', message: 'cancelled before the runtime started' });
+      if (gate === 'lost') throw new UhError('conflict', `worker ${ctx.worker.id} no longer owns ${id}: the runtime is not started`);
+    },
+    onState: async (state, rec) => {
+      // Settled in one script each: finished with its artifacts, unknown with its event.
+      if (state === 'finished' || state === 'unknown') return;
+      await store.updateIfOwner(id, owner, {
+        state,
+        sandbox_path: rec.sandbox_path,
+        session_id: rec.session_id ?? null,
+        thread_id: rec.thread_id ?? null,
+        turn_id: rec.turn_id ?? null,
+      });
+    },
+  });
+  await (eventLog as EventLog | null)?.flush();
+  return result;
+}
+
+/** A NEW attempt when the retry policy says so (and this worker still owns the record). */
+async function scheduleRetry(run: JobRun, result: Finished, artifacts: Artifacts): Promise<JobSummary | null> {
+  const { ctx, data, id } = run;
+  const { receipt } = result;
+  const decision = retryDecision(receipt.outcome, data.attempt, ctx.retryPolicy);
+  if (!decision.retry) return null;
+  const attempt = data.attempt + 1;
+  const jobId = jobIdFor(id, attempt);
+  const retryAt = new Date(Date.now() + decision.delayMs);
+  if (!(await ctx.store.nextAttempt(id, run.owner, attempt, jobId, artifacts.receipt ?? '', retryAt))) return null;
+  await ctx.store.appendEvent(id, eventJson(id, 'operation.queued', { attempt, delay_ms: decision.delayMs, reason: decision.rule }));
+  const queue = ctx.queues.get(data.runtime);
+  await queue?.add('operation', { ...data, attempt }, { jobId, delay: decision.delayMs });
+  return { operation_id: id, outcome: 'retry_scheduled', status: receipt.status };
+}
+
+/** Record, artifacts and outbox entry in one owner-checked script. */
+async function settleFinished(run: JobRun, record: QueueRecord, result: Finished, artifacts: Artifacts): Promise<JobSummary> {
+  const { ctx, id } = run;
+  const { receipt } = result;
+  const finished = { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code } as const;
+  const settled = await ctx.store.settle(id, {
+    owner: run.owner,
+    allowedStates: ['running', 'verifying'],
+    record: finished,
+    artifacts,
+    event: null,
+    completion: completionOf(record, finished),
+  });
+  if (!settled) {
+    ctx.logger.warn({ operation_id: id }, 'the record moved on while this worker ran (lost ownership): receipt kept locally only');
+    return { operation_id: id, outcome: 'lost', status: receipt.status };
+  }
+  return { operation_id: id, outcome: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code };
 }

@@ -48,32 +48,72 @@ export interface RuntimePool {
   shutdown: (reason: string, graceMs: number) => Promise<void>;
 }
 
+type Bull = typeof import('bullmq');
+
+/** The pool's parts, shared by the steps below. */
+interface Pool {
+  readonly options: PoolOptions;
+  readonly bull: Bull;
+  readonly redis: Redis;
+  readonly ctx: PoolContext;
+  readonly workers: Worker[];
+  /** One blocking connection per BullMQ worker. */
+  readonly connections: Redis[];
+}
+
 export async function startRuntimePool(options: PoolOptions): Promise<RuntimePool> {
-  const { Queue: BullQueue, Worker: BullWorker } = await import('bullmq');
-  const { config, logger } = options;
+  const bull = await import('bullmq');
   const workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   const redis = await connectRedis(options.redisUrl, { name: `uh-worker-${workerId}` });
-  const store = new OperationStore(redis, config.prefix);
-  const worker = { id: workerId, host: hostname(), pid: process.pid };
-  const active = new Map<string, AbortController>();
-  const queues = new Map<string, Queue>();
-  const ctx: PoolContext = {
-    store,
+  const pool: Pool = { options, bull, redis, ctx: poolContext(options, redis, workerId), workers: [], connections: [] };
+  const subscriber = await subscribeCancels(pool);
+  const heartbeat = await startHeartbeat(pool);
+  for (const runtime of options.runtimes) await startWorker(pool, runtime);
+  await Promise.all(pool.workers.map((w) => w.waitUntilReady()));
+
+  const { active } = pool.ctx;
+  const cancelAll = (message: string) => {
+    for (const [id, controller] of active) {
+      options.logger.warn({ operation_id: id }, 'cancelling on shutdown');
+      controller.abort({ kind: 'cancel', message });
+    }
+  };
+  let shuttingDown: Promise<void> | null = null;
+  return {
+    workerId,
+    active: () => [...active.keys()],
+    cancelAll,
+    shutdown: (reason, graceMs) => {
+      shuttingDown ??= shutdown(pool, { reason, graceMs, cancelAll, heartbeat, subscriber });
+      return shuttingDown;
+    },
+  };
+}
+
+function poolContext(options: PoolOptions, redis: Redis, workerId: string): PoolContext {
+  const { config } = options;
+  return {
+    store: new OperationStore(redis, config.prefix),
     stateDir: options.stateDir,
     cacheDir: options.cacheDir,
-    worker,
-    logger,
+    worker: { id: workerId, host: hostname(), pid: process.pid },
+    logger: options.logger,
     artifactCapBytes: config.artifactCapBytes,
     sandboxKeepHours: options.sandboxKeepHours,
     keepSandbox: options.keepSandbox,
-    queues,
-    active,
+    queues: new Map<string, Queue>(),
+    active: new Map<string, AbortController>(),
     retryPolicy: withMaxAttempts(RETRY_POLICY, config.retryMaxAttempts),
   };
+}
 
-  // Cancel from any host: the flag is in the record (checked at claim and before launch); the
-  // message reaches the owner while it runs.
-  const subscriber: Redis = redis.duplicate();
+/**
+ * Cancel from any host: the flag is in the record (checked at claim and before launch); the
+ * message reaches the owner while it runs.
+ */
+async function subscribeCancels(pool: Pool): Promise<Redis> {
+  const { store, active, logger } = pool.ctx;
+  const subscriber: Redis = pool.redis.duplicate();
   subscriber.on('error', () => undefined);
   await subscriber.subscribe(store.keys.cancelChannel);
   subscriber.on('message', (_channel: string, operationId: string) => {
@@ -83,72 +123,71 @@ export async function startRuntimePool(options: PoolOptions): Promise<RuntimePoo
       controller.abort({ kind: 'cancel', message: 'cancelled by uh mission cancel' });
     }
   });
+  return subscriber;
+}
 
-  const beat = () => redis.set(store.keys.worker(workerId), JSON.stringify({ ...worker, runtimes: options.runtimes, concurrency: options.concurrency, active: [...active.keys()], at: new Date().toISOString() }), 'PX', config.heartbeatMs * 3).catch(() => undefined);
+/** A key per worker, refreshed while it lives: recover tells a dead owner from a slow one by it. */
+async function startHeartbeat(pool: Pool): Promise<NodeJS.Timeout> {
+  const { store, worker, active } = pool.ctx;
+  const { config, runtimes } = pool.options;
+  const beat = () =>
+    pool.redis.set(store.keys.worker(worker.id), JSON.stringify({ ...worker, runtimes, concurrency: pool.options.concurrency, active: [...active.keys()], at: new Date().toISOString() }), 'PX', config.heartbeatMs * 3).catch(() => undefined);
   await beat();
-  const heartbeat = setInterval(beat, config.heartbeatMs);
+  return setInterval(beat, config.heartbeatMs);
+}
 
-  const workers: Worker[] = [];
-  const connections: Redis[] = [];
-  for (const runtime of options.runtimes) {
-    const queue = new BullQueue(queueName(runtime), { connection: redis, prefix: store.keys.bullPrefix });
-    queue.on('error', () => undefined);
-    queues.set(runtime, queue);
-    if (options.globalConcurrency) await queue.setGlobalConcurrency(options.globalConcurrency);
-    const connection = redis.duplicate();
-    connections.push(connection);
-    const w = new BullWorker<OperationJob, JobSummary>(queueName(runtime), (job, token) => processOperationJob(ctx, job, token), {
-      connection,
-      prefix: store.keys.bullPrefix,
-      name: workerId,
-      concurrency: options.concurrency,
-      lockDuration: config.lockMs,
-      stalledInterval: config.stalledIntervalMs,
-      maxStalledCount: config.maxStalledCount,
-      removeOnComplete: { age: 24 * 3600, count: 10_000 },
-      removeOnFail: { age: 7 * 24 * 3600 },
-    });
-    w.on('error', (error) => logger.warn({ err: error.message, runtime }, 'worker error'));
-    w.on('stalled', (jobId) => logger.warn({ job_id: jobId, runtime }, 'stalled job moved back to wait: its next claim marks a started runtime unknown'));
-    w.on('failed', (job, error) => {
-      // A stalled job past maxStalledCount fails without our processor: settle its record here.
-      if (!job?.data?.operation_id) return;
-      const data = job.data;
-      void store
-        .orphaned(data.operation_id, `the job failed in the queue: ${error.message}`, completionOf({ operation_id: data.operation_id, attempt: data.attempt, runtime: data.runtime }))
-        .then((state) => state && logger.warn({ operation_id: data.operation_id, state }, 'job failed in the queue'))
-        .catch(() => undefined);
-    });
-    workers.push(w);
-  }
-  await Promise.all(workers.map((w) => w.waitUntilReady()));
+/** The queue of one runtime and its BullMQ worker, every job through `processOperationJob`. */
+async function startWorker(pool: Pool, runtime: string): Promise<void> {
+  const { options, ctx, bull } = pool;
+  const { config, logger } = options;
+  const { store } = ctx;
+  const queue = new bull.Queue(queueName(runtime), { connection: pool.redis, prefix: store.keys.bullPrefix });
+  queue.on('error', () => undefined);
+  ctx.queues.set(runtime, queue);
+  if (options.globalConcurrency) await queue.setGlobalConcurrency(options.globalConcurrency);
+  const connection = pool.redis.duplicate();
+  pool.connections.push(connection);
+  const w = new bull.Worker<OperationJob, JobSummary>(queueName(runtime), (job, token) => processOperationJob(ctx, job, token), {
+    connection,
+    prefix: store.keys.bullPrefix,
+    name: ctx.worker.id,
+    concurrency: options.concurrency,
+    lockDuration: config.lockMs,
+    stalledInterval: config.stalledIntervalMs,
+    maxStalledCount: config.maxStalledCount,
+    removeOnComplete: { age: 24 * 3600, count: 10_000 },
+    removeOnFail: { age: 7 * 24 * 3600 },
+  });
+  w.on('error', (error) => logger.warn({ err: error.message, runtime }, 'worker error'));
+  w.on('stalled', (jobId) => logger.warn({ job_id: jobId, runtime }, 'stalled job moved back to wait: its next claim marks a started runtime unknown'));
+  w.on('failed', (job, error) => {
+    // A stalled job past maxStalledCount fails without our processor: settle its record here.
+    if (!job?.data?.operation_id) return;
+    const data = job.data;
+    void store
+      .orphaned(data.operation_id, `the job failed in the queue: ${error.message}`, completionOf({ operation_id: data.operation_id, attempt: data.attempt, runtime: data.runtime }))
+      .then((state) => state && logger.warn({ operation_id: data.operation_id, state }, 'job failed in the queue'))
+      .catch(() => undefined);
+  });
+  pool.workers.push(w);
+}
 
-  let shuttingDown: Promise<void> | null = null;
-  const cancelAll = (message: string) => {
-    for (const [id, controller] of active) {
-      logger.warn({ operation_id: id }, 'cancelling on shutdown');
-      controller.abort({ kind: 'cancel', message });
-    }
-  };
-  return {
-    workerId,
-    active: () => [...active.keys()],
-    cancelAll,
-    shutdown: (reason, graceMs) => {
-      shuttingDown ??= (async () => {
-        logger.info({ reason, active: [...active.keys()] }, 'shutting down: no new jobs');
-        const closing = Promise.all(workers.map((w) => w.close()));
-        const timer = setTimeout(() => cancelAll(`worker shutting down (${reason}); grace period of ${Math.round(graceMs / 1000)} s ended`), graceMs);
-        await closing;
-        clearTimeout(timer);
-        clearInterval(heartbeat);
-        await redis.del(store.keys.worker(workerId)).catch(() => undefined);
-        await Promise.all([...queues.values()].map((q) => q.close().catch(() => undefined)));
-        subscriber.disconnect();
-        for (const c of connections) c.disconnect();
-        redis.disconnect();
-      })();
-      return shuttingDown;
-    },
-  };
+/** Stop taking jobs; after the grace period cancel what still runs; then close every connection. */
+async function shutdown(
+  pool: Pool,
+  stop: { reason: string; graceMs: number; cancelAll: (message: string) => void; heartbeat: NodeJS.Timeout; subscriber: Redis },
+): Promise<void> {
+  const { reason, graceMs } = stop;
+  const { ctx, redis } = pool;
+  ctx.logger.info({ reason, active: [...ctx.active.keys()] }, 'shutting down: no new jobs');
+  const closing = Promise.all(pool.workers.map((w) => w.close()));
+  const timer = setTimeout(() => stop.cancelAll(`worker shutting down (${reason}); grace period of ${Math.round(graceMs / 1000)} s ended`), graceMs);
+  await closing;
+  clearTimeout(timer);
+  clearInterval(stop.heartbeat);
+  await redis.del(ctx.store.keys.worker(ctx.worker.id)).catch(() => undefined);
+  await Promise.all([...ctx.queues.values()].map((q) => q.close().catch(() => undefined)));
+  stop.subscriber.disconnect();
+  for (const c of pool.connections) c.disconnect();
+  redis.disconnect();
 }

@@ -1,16 +1,63 @@
 /**
- * The git runner: `git` as a child with argv only, never a shell. A non-zero exit is a typed
- * sandbox error carrying git's own message. Prompts are disabled so a private URL fails fast.
+ * The git runner: `git` as a child with argv only, never a shell, in its own process group
+ * (`spawnGroup`), so a timeout or the operation's abort signal ends git and whatever it started
+ * (ssh, a remote helper). Every call is bounded: a default timeout per subcommand (long for
+ * clone and fetch, short for plumbing), overridable per call. A non-zero exit, a timeout and an
+ * abort are each a typed `GitError` naming the git command and the repository. Prompts are
+ * disabled so a private URL fails fast.
  */
-import { execFile } from 'node:child_process';
 import { UhError } from '../../shared/errors.js';
+import { spawnGroup, type SpawnGroup } from '../../shared/process/spawn-group.js';
 
-export interface GitOptions {
+export interface GitCallOptions {
+  /** Aborting ends the git process group; the call rejects with a `GitError` (`aborted`). */
+  signal?: AbortSignal;
+  /** Overrides the subcommand's default bound (`GIT_TIMEOUTS_MS`). */
+  timeoutMs?: number;
+}
+
+export interface GitOptions extends GitCallOptions {
   cwd: string;
   env?: Record<string, string | undefined>;
   /** Allowed exit codes besides 0 (e.g. 1 for `diff --quiet`). */
   okCodes?: number[];
+  /** Most stdout kept; past it the call fails (`output_too_large`). */
   maxBuffer?: number;
+  /** What errors name as the repository; `cwd` when unset (a clone names its URL). */
+  repository?: string;
+  /** The process launcher (tests). */
+  spawn?: SpawnGroup;
+}
+
+const MINUTE = 60_000;
+/** Default bound per subcommand: network calls may move a large repository; plumbing is quick. */
+export const GIT_TIMEOUTS_MS: Readonly<Record<string, number>> = {
+  clone: 30 * MINUTE,
+  fetch: 30 * MINUTE,
+  worktree: 10 * MINUTE, // add and remove touch every file of the tree
+  reset: 10 * MINUTE, // the checkout of a sandbox
+  add: 10 * MINUTE, // hashes every changed file for the diff
+  diff: 10 * MINUTE,
+  'rev-parse': 30_000,
+  config: 30_000,
+};
+const DEFAULT_TIMEOUT_MS = 5 * MINUTE;
+const STDERR_TAIL_BYTES = 16 * 1024;
+
+export type GitFailure = 'exit' | 'timeout' | 'aborted' | 'output_too_large' | 'spawn';
+
+/** A git call that failed, timed out or was aborted; `command` and `repository` say which. */
+export class GitError extends UhError {
+  override readonly name = 'GitError';
+  constructor(
+    readonly failure: GitFailure,
+    readonly command: string,
+    readonly repository: string,
+    message: string,
+    hint: string,
+  ) {
+    super('sandbox', message, { hint });
+  }
 }
 
 const BASE_ENV = {
@@ -20,28 +67,73 @@ const BASE_ENV = {
   LC_ALL: 'C',
 };
 
+/** The environment of every git call: the process's own, prompts off. The only env read here. */
 export function gitEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
   // env passthrough: git (a child) inherits uh's environment (PATH, HOME, credentials helpers).
   return { ...process.env, ...BASE_ENV, ...extra } as NodeJS.ProcessEnv;
 }
 
-export function git(args: readonly string[], options: GitOptions): Promise<{ stdout: string; code: number }> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      'git',
-      args as string[],
-      { cwd: options.cwd, env: gitEnv(options.env), maxBuffer: options.maxBuffer ?? 64 * 1024 * 1024, encoding: 'utf8' },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
-        if (code === 0 || options.okCodes?.includes(code)) return resolve({ stdout, code });
-        const message = (stderr || error?.message || '').trim().split('\n').slice(-3).join(' ');
-        reject(
-          new UhError('sandbox', `git ${args[0]} failed: ${message}`, {
-            hint: 'check the repository url and ref; run the same git command by hand to see more',
-            cause: error,
-          }),
-        );
-      },
-    );
+/** Credentials in a URL (`https://user:token@host`) never reach a message. */
+function withoutCredentials(text: string): string {
+  return text.replace(/(\w+:\/\/)[^/@\s]+@/g, '$1***@');
+}
+
+export async function git(args: readonly string[], options: GitOptions): Promise<{ stdout: string; code: number }> {
+  const subcommand = args[0] ?? '';
+  const timeoutMs = options.timeoutMs ?? GIT_TIMEOUTS_MS[subcommand] ?? DEFAULT_TIMEOUT_MS;
+  const maxBuffer = options.maxBuffer ?? 64 * 1024 * 1024;
+  const out: Buffer[] = [];
+  let outBytes = 0;
+  let errTail = '';
+  const child = (options.spawn ?? spawnGroup)({
+    argv: ['git', ...args],
+    cwd: options.cwd,
+    env: gitEnv(options.env),
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+    timeoutMs,
+    killGraceMs: 2000,
+    ...(options.signal ? { signal: options.signal } : {}),
   });
+  child.stdout?.on('data', (chunk: Buffer) => {
+    outBytes += chunk.length;
+    if (outBytes > maxBuffer) child.terminate();
+    else out.push(chunk);
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    errTail = (errTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
+  });
+  const result = await child.result;
+  const code = result.exitCode ?? -1;
+  const failure: GitFailure | null = result.spawnError
+    ? 'spawn'
+    : result.aborted
+      ? 'aborted'
+      : result.timedOut
+        ? 'timeout'
+        : outBytes > maxBuffer
+          ? 'output_too_large'
+          : code === 0 || options.okCodes?.includes(code)
+            ? null
+            : 'exit';
+  if (failure === null) return { stdout: Buffer.concat(out).toString('utf8'), code };
+  const stderr = (result.spawnError?.message ?? errTail).trim().split('\n').slice(-3).join(' ');
+  throw gitError(failure, subcommand, options.repository ?? options.cwd, { timeoutMs, stderr });
+}
+
+function gitError(failure: GitFailure, command: string, repository: string, facts: { timeoutMs: number; stderr: string }): GitError {
+  const where = withoutCredentials(repository);
+  const said = withoutCredentials(facts.stderr);
+  const [message, hint] = {
+    exit: [`git ${command} failed in ${where}: ${said}`, 'check the repository url and ref; run the same git command by hand to see more'],
+    timeout: [
+      `git ${command} timed out after ${Math.round(facts.timeoutMs / 1000)} s in ${where}`,
+      'the remote did not answer in time: check the network and the URL, then run again',
+    ],
+    aborted: [`git ${command} was aborted in ${where} (the operation was cancelled)`, 'nothing to do: the cancel stopped git'],
+    output_too_large: [`git ${command} printed more output than allowed in ${where}`, 'this is a bug; please report it'],
+    spawn: [`git ${command} could not start in ${where}: ${said}`, 'is git on PATH, and does the directory exist?'],
+  }[failure] as [string, string];
+  return new GitError(failure, command, where, message, hint);
 }

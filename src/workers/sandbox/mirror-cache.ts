@@ -8,7 +8,7 @@ import { basename, join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { UhError } from '../../shared/errors.js';
 import { isRemoteUrl } from '../../shared/contracts/load-mission.js';
-import { git } from './git.js';
+import { git, type GitCallOptions } from './git.js';
 import { withFileLock } from './file-lock.js';
 
 export interface Mirror {
@@ -32,32 +32,36 @@ export function mirrorLockDir(mirrorPath: string): string {
 
 const SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
-async function hasCommit(mirror: Mirror, rev: string): Promise<string | null> {
-  const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', `${rev}^{commit}`], { cwd: mirror.path, okCodes: [1, 128] });
+async function hasCommit(mirror: Mirror, rev: string, call: GitCallOptions): Promise<string | null> {
+  const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', `${rev}^{commit}`], { ...call, cwd: mirror.path, repository: mirror.url, okCodes: [1, 128] });
   return code === 0 ? stdout.trim() : null;
 }
 
-async function fetchMirror(mirror: Mirror): Promise<void> {
+async function fetchMirror(mirror: Mirror, call: GitCallOptions): Promise<void> {
   await git(['fetch', '--quiet', '--force', '--tags', 'origin', '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*', '+HEAD:refs/uh/source-head'], {
+    ...call,
     cwd: mirror.path,
+    repository: mirror.url,
   });
 }
 
 /** Make sure the mirror exists (clone once). */
-async function ensureMirror(mirror: Mirror): Promise<void> {
+async function ensureMirror(mirror: Mirror, call: GitCallOptions): Promise<void> {
   if (existsSync(join(mirror.path, 'HEAD'))) return;
   mkdirSync(join(mirror.path, '..'), { recursive: true });
-  await unreachableAsBlocked(mirror.url, git(['clone', '--quiet', '--bare', '--', mirror.url, mirror.path], { cwd: join(mirror.path, '..') }));
-  await git(['config', 'remote.origin.fetch', '+refs/heads/*:refs/heads/*'], { cwd: mirror.path });
+  const options = { ...call, cwd: mirror.path, repository: mirror.url };
+  await unreachableAsBlocked(mirror.url, git(['clone', '--quiet', '--bare', '--', mirror.url, mirror.path], { ...options, cwd: join(mirror.path, '..') }));
+  await git(['config', 'remote.origin.fetch', '+refs/heads/*:refs/heads/*'], options);
   // Worktrees of a bare mirror share its object store; keep git from pruning under a running mission.
-  await git(['config', 'gc.auto', '0'], { cwd: mirror.path });
+  await git(['config', 'gc.auto', '0'], options);
 }
 
 /**
  * Resolve `ref` to a commit present in the mirror. For a local repository the ref is resolved in
- * the source itself (read-only), so `HEAD` means the user's current commit.
+ * the source itself (read-only), so `HEAD` means the user's current commit. `call` bounds every
+ * git call (timeout, the operation's abort signal): a hanging clone or fetch ends and frees the lock.
  */
-export async function resolveInMirror(cacheDir: string, url: string, ref: string): Promise<{ mirror: Mirror; commit: string }> {
+export async function resolveInMirror(cacheDir: string, url: string, ref: string, call: GitCallOptions = {}): Promise<{ mirror: Mirror; commit: string }> {
   if (!isRemoteUrl(url) && !existsSync(url)) {
     throw new UhError('invalid_input', `repository.url: no such directory: ${url}`, { hint: 'give a git URL or a path to a local repository' });
   }
@@ -65,30 +69,30 @@ export async function resolveInMirror(cacheDir: string, url: string, ref: string
   mkdirSync(join(mirror.lockDir, '..'), { recursive: true });
   if (!isRemoteUrl(url)) {
     // A local ref resolves in the source itself (read-only): `HEAD` is the user's current commit.
-    const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], { cwd: url, okCodes: [1, 128] });
+    const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], { ...call, cwd: url, okCodes: [1, 128] });
     if (code !== 0) throw badRef(url, ref);
     const wanted = stdout.trim();
     // The common case takes no lock: the mirror exists and already has the commit.
-    if (existsSync(join(mirror.path, 'HEAD')) && (await hasCommit(mirror, wanted))) return { mirror, commit: wanted };
+    if (existsSync(join(mirror.path, 'HEAD')) && (await hasCommit(mirror, wanted, call))) return { mirror, commit: wanted };
     return withFileLock(mirror.lockDir, async () => {
-      await ensureMirror(mirror);
-      if (!(await hasCommit(mirror, wanted))) await fetchMirror(mirror);
-      if (await hasCommit(mirror, wanted)) return { mirror, commit: wanted };
+      await ensureMirror(mirror, call);
+      if (!(await hasCommit(mirror, wanted, call))) await fetchMirror(mirror, call);
+      if (await hasCommit(mirror, wanted, call)) return { mirror, commit: wanted };
       throw new UhError('sandbox', `commit ${wanted} (${ref}) is not reachable from any branch or tag of ${url}`, {
         hint: 'commit it on a branch, or point repository.ref at a branch or tag',
       });
     });
   }
   return withFileLock(mirror.lockDir, async () => {
-    await ensureMirror(mirror);
+    await ensureMirror(mirror, call);
     if (SHA.test(ref)) {
-      const found = await hasCommit(mirror, ref);
+      const found = await hasCommit(mirror, ref, call);
       if (found) return { mirror, commit: found };
     }
-    await unreachableAsBlocked(url, fetchMirror(mirror));
+    await unreachableAsBlocked(url, fetchMirror(mirror, call));
     const candidates = ref === 'HEAD' ? ['refs/uh/source-head'] : [`refs/heads/${ref}`, `refs/tags/${ref}`, ref];
     for (const candidate of candidates) {
-      const found = await hasCommit(mirror, candidate);
+      const found = await hasCommit(mirror, candidate, call);
       if (found) return { mirror, commit: found };
     }
     throw badRef(url, ref);

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { dirname, join, relative, sep } from 'node:path';
 import { z } from 'zod';
 import { UhError } from '../../shared/errors.js';
-import { git } from './git.js';
+import { git, type GitCallOptions } from './git.js';
 import { withFileLock } from './file-lock.js';
 import { mirrorLockDir, type Mirror } from './mirror-cache.js';
 
@@ -65,7 +65,8 @@ export function readRecords(cacheDir: string): SandboxRecord[] {
 /** Twelve hours' worth of a running mission is not enough: active sandboxes are kept ~forever until settled. */
 const FAR_FUTURE = '9999-01-01T00:00:00.000Z';
 
-export async function createSandbox(cacheDir: string, mirror: Mirror, commit: string, operationId: string, now: Date): Promise<Sandbox> {
+/** `call` bounds the git calls (timeout, abort signal). */
+export async function createSandbox(cacheDir: string, mirror: Mirror, commit: string, operationId: string, now: Date, call: GitCallOptions = {}): Promise<Sandbox> {
   const root = sandboxesRoot(cacheDir);
   mkdirSync(root, { recursive: true });
   const name = `${operationId}-${randomBytes(4).toString('hex')}`;
@@ -83,8 +84,8 @@ export async function createSandbox(cacheDir: string, mirror: Mirror, commit: st
   // Registering a worktree races with `worktree prune` in other processes (prune can delete the
   // half-made admin dir), so registration and prune share the mirror's lock; the checkout, the
   // slow part, runs outside it so concurrent missions still check out in parallel.
-  await withFileLock(mirror.lockDir, () => git(['worktree', 'add', '--detach', '--no-checkout', '--quiet', path, commit], { cwd: mirror.path }));
-  await git(['reset', '--hard', '--quiet', commit], { cwd: path });
+  await withFileLock(mirror.lockDir, () => git(['worktree', 'add', '--detach', '--no-checkout', '--quiet', path, commit], { ...call, cwd: mirror.path }));
+  await git(['reset', '--hard', '--quiet', commit], { ...call, cwd: path });
   return { name, path, mirror, commit };
 }
 
@@ -97,11 +98,11 @@ export function guardSandboxPath(cacheDir: string, path: string): void {
   }
 }
 
-export async function removeSandbox(cacheDir: string, record: Pick<SandboxRecord, 'name' | 'path' | 'mirror'>): Promise<void> {
+export async function removeSandbox(cacheDir: string, record: Pick<SandboxRecord, 'name' | 'path' | 'mirror'>, call: GitCallOptions = {}): Promise<void> {
   guardSandboxPath(cacheDir, record.path);
   if (existsSync(record.path)) {
     try {
-      await git(['worktree', 'remove', '--force', '--force', record.path], { cwd: record.mirror });
+      await git(['worktree', 'remove', '--force', '--force', record.path], { ...call, cwd: record.mirror });
     } catch {
       // The mirror is gone or the worktree is broken: the guarded path is ours to delete, and
       // the mirror forgets the worktree on prune.
@@ -109,7 +110,7 @@ export async function removeSandbox(cacheDir: string, record: Pick<SandboxRecord
         rmSync(record.path, { recursive: true, force: true });
       }
       if (existsSync(record.mirror)) {
-        await withFileLock(mirrorLockDir(record.mirror), () => git(['worktree', 'prune'], { cwd: record.mirror })).catch(() => undefined);
+        await withFileLock(mirrorLockDir(record.mirror), () => git(['worktree', 'prune'], { ...call, cwd: record.mirror })).catch(() => undefined);
       }
     }
   }

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { ChangedFile } from '../../shared/contracts/receipt.js';
 import { spawnGroup } from '../../shared/process/spawn-group.js';
 import { UhError } from '../../shared/errors.js';
-import { git, gitEnv } from '../sandbox/git.js';
+import { git, gitEnv, GIT_TIMEOUTS_MS, type GitCallOptions } from '../sandbox/git.js';
 import { parseNameStatusZ } from './parse-name-status.js';
 
 export interface DiffCapture {
@@ -24,24 +24,28 @@ export interface DiffCapture {
   tree: string | null;
 }
 
-export async function captureDiff(workDir: string, baseCommit: string, patchPath: string, scratchDir: string): Promise<DiffCapture> {
+/** `call` bounds the git calls (timeout, abort signal). */
+export async function captureDiff(workDir: string, baseCommit: string, patchPath: string, scratchDir: string, call: GitCallOptions = {}): Promise<DiffCapture> {
   const index = join(scratchDir, 'diff.index');
   // One git call for both: where the worktree's index lives, and the commit it is on now.
-  const { stdout: revParse } = await git(['rev-parse', '--path-format=absolute', '--git-path', 'index', 'HEAD'], { cwd: workDir, okCodes: [128] });
+  const { stdout: revParse } = await git(['rev-parse', '--path-format=absolute', '--git-path', 'index', 'HEAD'], { ...call, cwd: workDir, okCodes: [128] });
   const [indexPath = '', head = ''] = revParse.trim().split('\n');
   if (existsSync(indexPath)) copyFileSync(indexPath, index);
   const env = { GIT_INDEX_FILE: index };
   try {
-    await git(['add', '-A', '--', '.'], { cwd: workDir, env });
-    const names = await git(['diff', '--cached', '--name-status', '-z', '-M', baseCommit], { cwd: workDir, env });
+    await git(['add', '-A', '--', '.'], { ...call, cwd: workDir, env });
+    const names = await git(['diff', '--cached', '--name-status', '-z', '-M', baseCommit], { ...call, cwd: workDir, env });
     const child = spawnGroup({
       argv: ['git', 'diff', '--cached', '--binary', '-M', baseCommit],
       cwd: workDir,
       env: gitEnv(env),
       stdout: { file: patchPath },
       stderr: 'ignore',
+      timeoutMs: call.timeoutMs ?? GIT_TIMEOUTS_MS.diff,
+      ...(call.signal ? { signal: call.signal } : {}),
     });
     const exit = await child.result;
+    if (exit.timedOut || exit.aborted) throw new UhError('sandbox', `git diff ${exit.timedOut ? 'timed out' : 'was aborted'} in ${workDir}`, { hint: 'the diff of a very large change can be slow: run again' });
     if (exit.exitCode !== 0) throw new UhError('sandbox', `git diff exited ${exit.exitCode}`);
     // The final tree is what a promotion must reproduce; if git cannot write it, promotion checks the diff digest only.
     const tree = (await git(['write-tree'], { cwd: workDir, env, okCodes: [1, 128] })).stdout.trim();
