@@ -20,6 +20,9 @@ const PRODUCER_ENTRY_POINTS = [
   '^src/workers/runtimes/registry\\.ts$',
   // The real ports of src/operation (runtime catalog, ref → commit in the mirror cache).
   '^src/workers/operation-ports\\.ts$',
+  // `uh mission promote` and the results worker's automatic promotion (`uh worker start --results`).
+  '^src/workers/promotion/promote-from\\.ts$',
+  '^src/workers/promotion/auto-promote\\.ts$',
 ];
 
 module.exports = {

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { invalidInput } from '../errors.js';
 import { classifyRepositoryUrl, type UrlKind } from './git-inputs.js';
@@ -44,9 +45,10 @@ export function parseMission(value: unknown, baseDir: string, source = 'mission'
   const mission = parseOrThrow(MissionSchema, value, source);
   const url = mission.repository.url;
   const kind = enforcePolicy(url, policy, source);
-  if (kind === 'local' || kind === 'file') {
-    const local = url.startsWith('file://') ? url.slice('file://'.length) : url;
-    mission.repository.url = isAbsolute(local) ? local : resolve(baseDir, local);
+  if (kind === 'local') mission.repository.url = isAbsolute(url) ? url : resolve(baseDir, url);
+  // A file:// URL stays a URL (cloned into a mirror like any remote), but it must name something.
+  if (kind === 'file' && !existsSync(decodeURIComponent(url.slice('file://'.length)))) {
+    throw invalidInput(`${source}: 1 problem`, [`repository.url: ${url} does not exist`], 'give an existing repository path or URL');
   }
   return mission;
 }

@@ -8,7 +8,7 @@ import { basename, join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { UhError } from '../../shared/errors.js';
 import { isRemoteUrl } from '../../shared/contracts/load-mission.js';
-import { git, type GitCallOptions } from './git.js';
+import { git, GitError, type GitCallOptions } from './git.js';
 import { withFileLock } from './file-lock.js';
 
 export interface Mirror {
@@ -105,6 +105,7 @@ async function unreachableAsBlocked<T>(url: string, work: Promise<T>): Promise<T
     return await work;
   } catch (error) {
     if (!isRemoteUrl(url) || !UhError.isInstance(error)) throw error;
+    if (error instanceof GitError && error.failure === 'aborted') throw error; // a cancel, not an unreachable remote
     throw new UhError('runtime_unavailable', `repository.url: cannot reach ${url}: ${error.message}`, {
       hint: 'check the URL, the network and your git credentials (git ls-remote <url>)',
       cause: error,

@@ -47,6 +47,8 @@ async function failure(promise: Promise<unknown>): Promise<GitError> {
     await promise;
   } catch (error) {
     if (error instanceof GitError) return error;
+    // An unreachable remote reaches the user as exit 3 naming repository.url; the git failure is its cause.
+    if (error instanceof Error && error.cause instanceof GitError && error.message.startsWith('repository.url: cannot reach')) return error.cause;
     throw error;
   }
   throw new Error('expected the git call to fail');
