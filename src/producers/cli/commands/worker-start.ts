@@ -7,7 +7,7 @@ import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir,
 export const WORKER_START: CommandSpec = {
   usage: 'uh worker start [--runtime id …] [--concurrency N] [--global-concurrency N] [--results] [--consumer name] [--redis url] [--state-dir dir] [--json]',
   summary:
-    'Run a worker until SIGTERM/SIGINT. Runtime pool: one BullMQ worker per runtime queue (default: every registered runtime), N missions at once. --results: the completion consumer (outbox → webhook); alone it runs only that.',
+    'Run a worker until SIGTERM/SIGINT. Runtime pool: one BullMQ worker per runtime queue (default: every registered runtime), N missions at once. --results: the completion consumer (outbox → webhook) and the batch queue (settles batches: report, batch.settled); alone it runs only that.',
   options: {
     ...COMMON_OPTIONS,
     redis: { type: 'string' },
@@ -76,6 +76,8 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
     const store = new OperationStore(redis, queueConfig.prefix);
     await ensureResultsGroup(redis, store.keys.outbox);
     const consumer = (values.consumer as string | undefined) ?? (await import('node:os')).hostname();
+    const { startBatchWorker, settleBatchAfter } = await import('../../../workers/results/batch-worker.js');
+    const batchWorker = await startBatchWorker(store, config.core.prices, logger);
     say('results-ready', { consumer, webhook: queueConfig.webhook ? 'on' : 'off', pid: process.pid });
     tasks.push(
       runCompletionConsumer({
@@ -85,7 +87,12 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
         logger,
         signal: stop.signal,
         onCompletion: (c, d) => say('completion', { operation_id: c.operation_id, state: c.state, status: c.status ?? '-', exit_code: c.exit_code, delivery: d.id, webhook: d.webhook ? (d.webhook.ok ? 'delivered' : `failed:${d.webhook.error}`) : 'off' }),
-      }).finally(() => redis.disconnect()),
+        afterCompletion: settleBatchAfter(store, config.core.prices, logger),
+        onBatchSettled: (b, d) => say('batch-settled', { batch_id: b.batch_id, exit_code: b.exit_code, delivery: d.id, webhook: d.webhook ? (d.webhook.ok ? 'delivered' : `failed:${d.webhook.error}`) : 'off' }),
+      }).finally(async () => {
+        await batchWorker.close().catch(() => undefined);
+        redis.disconnect();
+      }),
     );
   }
 
