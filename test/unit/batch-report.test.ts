@@ -67,7 +67,7 @@ describe('batch report', () => {
       [
         child('a', 1, receipt({ timings_ms: { total_ms: 100 }, usage: { input_tokens: 1000, output_tokens: 100 } })),
         child('a', 2, receipt({ timings_ms: { total_ms: 300 }, usage: { input_tokens: 1000, output_tokens: 100 } })),
-        child('a', 3, receipt({ timings_ms: { total_ms: 200 }, exit_code: 1, verdict: 'verification_failed', outcome: { status: 'completed', raw: 'exit:0', message: 'check notes failed', timed_out: false }, usage: { input_tokens: 1000, output_tokens: 100 } })),
+        child('a', 3, receipt({ timings_ms: { total_ms: 200 }, exit_code: 1, verdict: 'verification_failed', checks: [{ name: 'notes', argv: ['test'], exit_code: 1, signal: null, duration_ms: 5, timed_out: false, passed: false, output_bytes: 0, output_truncated: false, output_digest: 'x', log: 'missing notes' }], outcome: { status: 'completed', raw: 'exit:0', message: 'command exited 0', timed_out: false }, usage: { input_tokens: 1000, output_tokens: 100 } })),
         child('b', 1, blocked),
         child('b', 2, blocked),
         child('b', 3, null, 'unknown'),
@@ -79,7 +79,7 @@ describe('batch report', () => {
     expect(a?.pass_at_1).toBeCloseTo(2 / 3);
     expect(a?.pass_at_k).toBe(1);
     expect(a?.cost_usd).toBeCloseTo(0.006);
-    expect(a?.reasons).toEqual([{ status: 'completed', reason: 'verification_failed: check notes failed', count: 1 }]);
+    expect(a?.reasons).toEqual([{ status: 'completed', reason: 'verification_failed: check notes (exit 1) failed', count: 1 }]);
     expect(b).toMatchObject({ settled: 2, passed: 0, pass_at_1: 0, statuses: { blocked: 2, unknown: 1 }, cost_usd: null });
     expect(b?.reasons[0]).toEqual({ status: 'blocked', reason: 'binary not found — install it', count: 2 });
     expect(report.settled).toBe(false);

@@ -99,6 +99,19 @@ function tail(log: string, lines = 6): string {
   return log.trimEnd().split('\n').slice(-lines).join('\n');
 }
 
+/** Why a run did not pass, from its receipt: the failed checks, the scope violations, or the runtime's outcome. */
+export function reasonOf(receipt: Receipt): string | null {
+  if (receipt.exit_code === 0 && receipt.status === 'completed') return null;
+  if (receipt.status === 'completed' && receipt.verdict === 'verification_failed') {
+    const failed = receipt.checks.filter((c) => !c.passed).map((c) => `${c.name} (${c.timed_out ? 'timed out' : `exit ${c.exit_code ?? c.signal}`})`);
+    return `verification_failed: check ${failed.join(', ')} failed`;
+  }
+  if (receipt.status === 'completed' && receipt.verdict === 'scope_violation') {
+    return `scope_violation: ${receipt.scope.violations.map((v) => `${v.path} (${v.reason})`).join(', ')}`;
+  }
+  return [receipt.outcome.message, receipt.outcome.hint].filter(Boolean).join(' — ') || receipt.outcome.raw;
+}
+
 export function trialRow(child: ChildInput, prices: PriceTable): TrialRow {
   const { runtime, trial, operation_id, receipt } = child;
   const diff = child.diff === null ? null : child.diff.length > DIFF_CAP ? `${child.diff.slice(0, DIFF_CAP)}\n… (diff truncated in the report)\n` : child.diff;
@@ -106,8 +119,7 @@ export function trialRow(child: ChildInput, prices: PriceTable): TrialRow {
     const status = child.state === 'finished' ? 'unknown' : child.state;
     return { runtime, trial, operation_id, status, verdict: '-', exit_code: null, passed: null, reason: status === 'unknown' ? 'no receipt: dispatch cannot be proven (uh mission recover)' : null, duration_ms: null, tokens: null, cost_usd: null, changed_files: [], diff_bytes: 0, checks: [], final_message: '', diff };
   }
-  const bad = receipt.status === 'blocked' || receipt.status === 'failed' || receipt.exit_code !== 0;
-  const reason = bad ? [receipt.outcome.message, receipt.outcome.hint].filter(Boolean).join(' — ') || receipt.outcome.raw : null;
+  const reason = reasonOf(receipt);
   return {
     runtime,
     trial,
@@ -116,7 +128,7 @@ export function trialRow(child: ChildInput, prices: PriceTable): TrialRow {
     verdict: receipt.verdict,
     exit_code: receipt.exit_code,
     passed: receipt.exit_code === 0,
-    reason: reason && receipt.status === 'completed' && receipt.verdict !== 'verified' && receipt.verdict !== 'unverified' ? `${receipt.verdict}: ${reason}` : reason,
+    reason,
     duration_ms: receipt.timings_ms.total_ms ?? null,
     tokens: tokensOf(receipt),
     cost_usd: costOf(receipt.usage, prices, [runtime, receipt.runtime.adapter_id]),

@@ -33,6 +33,39 @@ function positiveInt(name: string, value: unknown): number {
   return n;
 }
 
+type Say = (event: string, data: Record<string, unknown>) => void;
+
+/** The results side: the completion consumer (outbox → webhook, batch settling) and the batch queue's worker. */
+async function startResults(config: UhConfig, redisUrl: string, consumerFlag: string | undefined, signal: AbortSignal, say: Say): Promise<{ done: Promise<void> }> {
+  const queueConfig = config.queue;
+  const logger = createLogger(config.core.logLevel);
+  const { connectRedis } = await import('../../../shared/queue/redis-connection.js');
+  const { OperationStore } = await import('../../../shared/queue/operation-store.js');
+  const { runCompletionConsumer, ensureResultsGroup } = await import('../../../workers/results/completion-consumer.js');
+  const redis = await connectRedis(redisUrl, { name: 'uh-results' });
+  const store = new OperationStore(redis, queueConfig.prefix);
+  await ensureResultsGroup(redis, store.keys.outbox);
+  const consumer = consumerFlag ?? (await import('node:os')).hostname();
+  const { startBatchWorker, settleBatchAfter } = await import('../../../workers/results/batch-worker.js');
+  const batchWorker = await startBatchWorker(store, config.core.prices, logger);
+  const delivery = (d: { id: string; webhook: { ok: boolean; error: string | null } | null }) => ({ delivery: d.id, webhook: d.webhook ? (d.webhook.ok ? 'delivered' : `failed:${d.webhook.error}`) : 'off' });
+  say('results-ready', { consumer, webhook: queueConfig.webhook ? 'on' : 'off', pid: process.pid });
+  const done = runCompletionConsumer({
+    store,
+    consumer,
+    webhook: queueConfig.webhook,
+    logger,
+    signal,
+    onCompletion: (c, d) => say('completion', { operation_id: c.operation_id, state: c.state, status: c.status ?? '-', exit_code: c.exit_code, ...delivery(d) }),
+    afterCompletion: settleBatchAfter(store, config.core.prices, logger),
+    onBatchSettled: (b, d) => say('batch-settled', { batch_id: b.batch_id, exit_code: b.exit_code, ...delivery(d) }),
+  }).finally(async () => {
+    await batchWorker.close().catch(() => undefined);
+    redis.disconnect();
+  });
+  return { done };
+}
+
 export async function workerStart(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(WORKER_START, argv);
   if (values.help) return void process.stdout.write(`${helpText(WORKER_START)}\n`), EXIT.ok;
@@ -68,33 +101,7 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
     });
     say('ready', { worker: pool.workerId, runtimes, concurrency, pid: process.pid });
   }
-  if (values.results) {
-    const { connectRedis } = await import('../../../shared/queue/redis-connection.js');
-    const { OperationStore } = await import('../../../shared/queue/operation-store.js');
-    const { runCompletionConsumer, ensureResultsGroup } = await import('../../../workers/results/completion-consumer.js');
-    const redis = await connectRedis(redisUrl, { name: 'uh-results' });
-    const store = new OperationStore(redis, queueConfig.prefix);
-    await ensureResultsGroup(redis, store.keys.outbox);
-    const consumer = (values.consumer as string | undefined) ?? (await import('node:os')).hostname();
-    const { startBatchWorker, settleBatchAfter } = await import('../../../workers/results/batch-worker.js');
-    const batchWorker = await startBatchWorker(store, config.core.prices, logger);
-    say('results-ready', { consumer, webhook: queueConfig.webhook ? 'on' : 'off', pid: process.pid });
-    tasks.push(
-      runCompletionConsumer({
-        store,
-        consumer,
-        webhook: queueConfig.webhook,
-        logger,
-        signal: stop.signal,
-        onCompletion: (c, d) => say('completion', { operation_id: c.operation_id, state: c.state, status: c.status ?? '-', exit_code: c.exit_code, delivery: d.id, webhook: d.webhook ? (d.webhook.ok ? 'delivered' : `failed:${d.webhook.error}`) : 'off' }),
-        afterCompletion: settleBatchAfter(store, config.core.prices, logger),
-        onBatchSettled: (b, d) => say('batch-settled', { batch_id: b.batch_id, exit_code: b.exit_code, delivery: d.id, webhook: d.webhook ? (d.webhook.ok ? 'delivered' : `failed:${d.webhook.error}`) : 'off' }),
-      }).finally(async () => {
-        await batchWorker.close().catch(() => undefined);
-        redis.disconnect();
-      }),
-    );
-  }
+  if (values.results) tasks.push((await startResults(config, redisUrl, values.consumer as string | undefined, stop.signal, say)).done);
 
   let signals = 0;
   const done = new Promise<void>((resolve) => {
