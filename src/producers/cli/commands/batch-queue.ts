@@ -1,11 +1,12 @@
 /** `uh batch submit|status|watch|cancel` and the queued side of `uh batch report`: from any host. */
 import type { UhConfig } from '../../../shared/config.js';
 import { batchRuntimes, parseTrials } from '../../../shared/batch/record.js';
-import { buildBatchReport, type BatchReport } from '../../../shared/batch/report.js';
+import type { BatchReport } from '../../../shared/batch/report.js';
 import { loadMissionFile } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { invalidInput } from '../../../shared/errors.js';
-import { BatchStore, loadBatchChildren, type StoredBatch } from '../../../shared/queue/batch-store.js';
+import { BatchStore, type StoredBatch } from '../../../shared/queue/batch-store.js';
+import { batchView } from '../../queue/batch-view.js';
 import type { QueueClient } from '../../queue/queue-client.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { emit, parseFormat, renderReport } from './batch.js';
@@ -42,11 +43,11 @@ async function withClient<T>(config: UhConfig, flag: unknown, fn: (client: Queue
 }
 
 async function liveReport(client: QueueClient, batch: StoredBatch, config: UhConfig): Promise<BatchReport> {
-  return buildBatchReport(batch.record, await loadBatchChildren(client.store, batch.record), config.core.prices);
+  return (await batchView(client, batch.record.batch_id, config.core.prices)).report;
 }
 
 export async function queueBatchReport(config: UhConfig, flag: unknown, batchId: string): Promise<BatchReport> {
-  return withClient(config, flag, async (client, batches) => liveReport(client, await batches.require(batchId), config));
+  return withClient(config, flag, async (client) => (await batchView(client, batchId, config.core.prices)).report);
 }
 
 function timeoutOf(value: unknown): number | undefined {
