@@ -1,5 +1,5 @@
 /** `uh batch run|report`: inline batches, and the report of any batch (local state or Redis). */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { UhConfig } from '../../../shared/config.js';
 import { batchRuntimes, newBatchRecord, parseTrials, batchMissions, type BatchRecord } from '../../../shared/batch/record.js';
@@ -11,7 +11,7 @@ import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { invalidInput } from '../../../shared/errors.js';
 import { createLogger } from '../../../shared/logger.js';
 import { operationDir, readReceipt, readRecord } from '../../../operation/operation-files.js';
-import { createBatchRecord, readBatchRecord } from '../../batch.js';
+import { batchPath, createBatchRecord, readBatchRecord } from '../../batch.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, type CommandSpec } from '../cli-kit.js';
 
 const RUN: CommandSpec = {
@@ -28,7 +28,7 @@ const REPORT: CommandSpec = {
   summary:
     'The report of a batch from its receipts: per runtime pass@1 and pass@k, statuses and verdicts with the reasons of blocked and failed runs, median and p90 duration, tokens and cost, files, checks; per trial its final message and diff. Exit 0 when every run exited 0, 1 when one did not, 5 while a child is not settled (unknown, queued or running).',
   options: { ...COMMON_OPTIONS, format: { type: 'string' }, out: { type: 'string' }, redis: { type: 'string' } },
-  details: ['A queued batch (uh batch submit) is read from Redis when --redis or $REDIS_URL is given; else the batch record in --state-dir.', 'html is one self-contained file (no network): a sortable table, a chart, side-by-side diffs.'],
+  details: ['A queued batch (uh batch submit) is read from Redis with --redis, or with $REDIS_URL when --state-dir has no record of the batch; else the inline record in --state-dir.', 'html is one self-contained file (no network): a sortable table, a chart, side-by-side diffs.'],
   examples: ['uh batch report fix-login-001', 'uh batch report fix-login-001 --format html --out report.html', 'uh batch report fix-login-001 --redis redis://queue:6379 --format md'],
 };
 
@@ -107,14 +107,15 @@ export async function batchReport(argv: string[], config: UhConfig): Promise<num
   if (positionals.length !== 1) throw invalidInput('uh batch report needs one batch id', [], REPORT.usage);
   const format = parseFormat(values.format, values.json);
   const batchId = positionals[0] as string;
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
+  const local = values.redis === undefined && (!config.queue.redisUrl || existsSync(batchPath(stateDir, batchId)));
   let report: BatchReport;
-  if (values.redis !== undefined || config.queue.redisUrl) {
-    const { queueBatchReport } = await import('./batch-queue.js');
-    report = await queueBatchReport(config, values.redis, batchId);
-  } else {
-    const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
+  if (local) {
     const record = readBatchRecord(stateDir, batchId);
     report = buildBatchReport(record, localChildren(stateDir, record), config.core.prices);
+  } else {
+    const { queueBatchReport } = await import('./batch-queue.js');
+    report = await queueBatchReport(config, values.redis, batchId);
   }
   emit(renderReport(report, format), values.out);
   return report.exit_code;
