@@ -158,5 +158,5 @@ describe('uh batch submit (queue)', () => {
     expect(outbox).toHaveLength(1);
     expect(JSON.parse(outbox[0]?.[1][1] ?? '{}')).toMatchObject({ type: 'batch.settled', batch_id: 'bq-001', exit_code: 1 });
     expect(lines(counter)).toHaveLength(1); // the unknown child's runtime never ran again
-  });
+  }, 180_000);
 });
