@@ -16,6 +16,7 @@ const PRODUCER_ENTRY_POINTS = [
   // `uh worker start` starts the pools and the results consumer.
   '^src/workers/pools/runtime-pool\\.ts$',
   '^src/workers/results/completion-consumer\\.ts$',
+  '^src/workers/results/batch-worker\\.ts$',
   // The runtime catalog, injected into src/operation (runtime_config schemas, manifests, checks).
   '^src/workers/runtimes/registry\\.ts$',
   // The real ports of src/operation (runtime catalog, ref → commit in the mirror cache).

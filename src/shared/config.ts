@@ -6,10 +6,12 @@
  * environment variable and are `invalid_input` (exit 2). An empty variable counts as unset.
  * Every variable is listed in docs/configuration.md.
  */
+import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { invalidInput } from './errors.js';
+import { PriceTableSchema, type PriceTable } from './prices.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -30,6 +32,8 @@ const VARIABLES = {
   UH_KEEP_SANDBOX: [z.enum(['0', '1', 'true', 'false']).optional(), 'keep every sandbox'],
   UH_ALLOW_LOCAL_REPOS: [z.enum(['0', '1', 'true', 'false']).optional(), 'allow local repository paths'],
   UH_ALLOW_HTTP_REPOS: [z.enum(['0', '1', 'true', 'false']).optional(), 'allow http:// repository URLs'],
+  UH_PRICES: [z.string().optional(), 'price table (JSON)'],
+  UH_PRICES_FILE: [z.string().optional(), 'price table file (JSON)'],
   // queue
   REDIS_URL: [z.string().url().optional(), '--redis'],
   UH_REDIS_PREFIX: [z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ - only (no ":")').default('uh'), 'Redis key prefix'],
@@ -81,6 +85,8 @@ export interface UhConfig {
     allowLocalRepos: boolean | undefined;
     /** Plain http:// as repository.url (default off). */
     allowHttpRepos: boolean;
+    /** USD per million tokens by runtime id or model (`UH_PRICES`, else `UH_PRICES_FILE`); {} when unset. */
+    prices: PriceTable;
   };
   queue: QueueConfig;
   api: { token: string | undefined };
@@ -120,6 +126,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       keepSandbox: e.UH_KEEP_SANDBOX === '1' || e.UH_KEEP_SANDBOX === 'true',
       allowLocalRepos: flag(e.UH_ALLOW_LOCAL_REPOS),
       allowHttpRepos: flag(e.UH_ALLOW_HTTP_REPOS) ?? false,
+      prices: parsePrices(e.UH_PRICES, e.UH_PRICES_FILE),
     },
     queue: {
       redisUrl: e.REDIS_URL ?? null,
@@ -139,6 +146,20 @@ export function loadConfig(env: Env = process.env): UhConfig {
     ci: { githubOutput: e.GITHUB_OUTPUT },
     childEnv: env,
   };
+}
+
+function parsePrices(inline: string | undefined, file: string | undefined): PriceTable {
+  const [name, source] = inline !== undefined ? ['UH_PRICES', () => inline] : file !== undefined ? ['UH_PRICES_FILE', () => readFileSync(file, 'utf8')] : [null, () => '{}'];
+  const fail = (why: string) => invalidInput('invalid configuration in the environment', [`price table (environment ${name}): ${why}`], 'e.g. UH_PRICES=\'{"codex":{"input_per_mtok":1.25,"output_per_mtok":10}}\'');
+  let json: unknown;
+  try {
+    json = JSON.parse(source());
+  } catch (error) {
+    throw fail((error as Error).message);
+  }
+  const parsed = PriceTableSchema.safeParse(json);
+  if (!parsed.success) throw fail(parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '));
+  return parsed.data;
 }
 
 /**

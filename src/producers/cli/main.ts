@@ -24,6 +24,10 @@ const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
     run: async () => (await import('./commands/batch.js')).batchRun,
     report: async () => (await import('./commands/batch.js')).batchReport,
     promote: async () => (await import('./commands/batch-promote.js')).batchPromote,
+    submit: async () => (await import('./commands/batch-queue.js')).batchSubmit,
+    status: async () => (await import('./commands/batch-queue.js')).batchStatus,
+    watch: async () => (await import('./commands/batch-queue.js')).batchWatch,
+    cancel: async () => (await import('./commands/batch-queue.js')).batchCancel,
   },
   api: {
     start: async () => (await import('./commands/api-start.js')).apiStart,
@@ -51,8 +55,10 @@ usage: uh <group> <command> [options]   (every command takes --help)
   uh mission cancel <operation>    cancel a queued or running operation from any host
   uh mission recover <operation>   settle an unknown operation (never re-runs it)
   uh mission promote <operation>   make a verified operation a branch (--push to a remote)
-  uh batch run <file> --runtimes a,b   one mission on several runtimes, compared side by side
-  uh batch report <batch>          the comparison table of a batch
+  uh batch run <file> --runtimes a,b [--trials N]     one mission on several runtimes inline, compared
+  uh batch submit <file> --runtimes a,b [--trials N]  the same on the queue: one flow, run by the fleet
+  uh batch status|watch|cancel <batch>                a queued batch, from any host
+  uh batch report <batch> [--format table|md|html|json]  the report of a batch
   uh batch promote <batch> --runtime id   make the chosen child a branch (as uh mission promote)
   uh worker start                  run runtime pools (--runtime, --concurrency) or --results
   uh adapter list                  list runtimes and their manifests

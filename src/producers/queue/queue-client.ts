@@ -25,12 +25,17 @@ export class QueueClient {
   }
 
   async queue(runtimeId: string): Promise<Queue> {
-    let queue = this.queues.get(runtimeId);
+    return this.queueNamed(queueName(runtimeId));
+  }
+
+  /** A BullMQ queue by its name (`runtime.<id>`, `batch`). */
+  async queueNamed(name: string): Promise<Queue> {
+    let queue = this.queues.get(name);
     if (!queue) {
       const { Queue: BullQueue } = await import('bullmq');
-      queue = new BullQueue(queueName(runtimeId), { connection: this.redis, prefix: this.store.keys.bullPrefix });
+      queue = new BullQueue(name, { connection: this.redis, prefix: this.store.keys.bullPrefix });
       queue.on('error', () => undefined);
-      this.queues.set(runtimeId, queue);
+      this.queues.set(name, queue);
     }
     return queue;
   }

@@ -13,6 +13,9 @@
  *   <p>:outbox:dead           stream: completions whose webhook failed every attempt
  *   <p>:cancel                pub/sub channel: operation ids to cancel (the flag lives in the record)
  *   <p>:worker:<id>           string with TTL: a live worker's heartbeat
+ *   <p>:bull:batch:*          BullMQ's keys of the batch queue: one flow parent per batch
+ *   <p>:batch:<batch>         hash: a batch's record (create-once), state, settled report
+ *   <p>:batches               sorted set: batch ids by creation time
  */
 
 /** BullMQ rejects queue names with ":"; runtime ids never contain one. */
@@ -31,6 +34,12 @@ export function jobIdFor(operationId: string, attempt = 1): string {
 
 export const RESULTS_GROUP = 'results';
 
+/** The queue of batch flow parents (processed by the results worker); its job id is `batch.<id>`. */
+export const BATCH_QUEUE = 'batch';
+export function batchJobId(batchId: string): string {
+  return `batch.${batchId}`;
+}
+
 export function keysFor(prefix: string) {
   return {
     bullPrefix: `${prefix}:bull`,
@@ -43,6 +52,8 @@ export function keysFor(prefix: string) {
     outboxDead: `${prefix}:outbox:dead`,
     cancelChannel: `${prefix}:cancel`,
     worker: (id: string) => `${prefix}:worker:${id}`,
+    batch: (id: string) => `${prefix}:batch:${id}`,
+    batches: `${prefix}:batches`,
   };
 }
 export type QueueKeys = ReturnType<typeof keysFor>;

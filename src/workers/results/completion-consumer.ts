@@ -20,8 +20,10 @@ export interface ConsumerOptions {
   logger: Logger;
   signal: AbortSignal;
   onCompletion?: (completion: Completion, delivery: { id: string; webhook: DeliveryResult | null }) => void;
-  /** Awaited for each completion before its ACK (automatic promotion); must not throw. */
+  /** After each operation completion, before its ACK (e.g. settle the batch it belongs to). */
   afterCompletion?: (completion: Completion) => Promise<void>;
+  /** A settled batch's outbox entry, after its `batch.settled` webhook. */
+  onBatchSettled?: (event: { batch_id: string; exit_code: number }, delivery: { id: string; webhook: DeliveryResult | null }) => void;
   claimIdleMs?: number;
 }
 
@@ -43,6 +45,7 @@ export async function runCompletionConsumer(options: ConsumerOptions): Promise<v
   const reader = store.redis.duplicate();
   reader.on('error', () => undefined);
   const handle = async ([id, fields]: Entry) => {
+    if (fields[0] === 'batch') return handleBatch(id, fields[1] ?? '{}');
     const raw = fields[fields.indexOf('completion') + 1];
     if (raw === undefined) return void (await store.redis.xack(outbox, RESULTS_GROUP, id));
     const completion = JSON.parse(raw) as Completion;
@@ -58,7 +61,15 @@ export async function runCompletionConsumer(options: ConsumerOptions): Promise<v
       }
     }
     options.onCompletion?.(completion, { id, webhook });
-    await options.afterCompletion?.(completion).catch((error) => logger.warn({ operation_id: completion.operation_id, err: String(error) }, 'after-completion hook failed'));
+    await options.afterCompletion?.(completion);
+    await store.redis.xack(outbox, RESULTS_GROUP, id);
+  };
+  const handleBatch = async (id: string, raw: string) => {
+    const event = JSON.parse(raw) as { batch_id: string; exit_code: number };
+    const webhook = options.webhook ? await deliverWebhook(options.webhook, id, { ...event, type: 'batch.settled', delivery_id: id }, signal) : null;
+    if (webhook && signal.aborted && !webhook.ok) return;
+    if (webhook && !webhook.ok) await store.redis.xadd(store.keys.outboxDead, '*', 'batch', raw, 'delivery_id', id, 'error', webhook.error ?? 'unknown');
+    options.onBatchSettled?.(event, { id, webhook });
     await store.redis.xack(outbox, RESULTS_GROUP, id);
   };
   try {

@@ -4,7 +4,7 @@
  *
  *   X-Uh-Signature-256: sha256=<hex hmac(secret, body)>   (only when UH_WEBHOOK_SECRET is set)
  *   X-Uh-Delivery:      <outbox entry id>                 (the same on every retry: dedupe on it)
- *   X-Uh-Event:         operation.settled
+ *   X-Uh-Event:         operation.settled | batch.settled (the payload's type)
  *
  * 2xx is delivered; 408, 429 and 5xx and network errors are retried; other 4xx are final.
  */
@@ -37,7 +37,7 @@ export async function deliverWebhook(target: WebhookTarget, deliveryId: string, 
     'content-type': 'application/json',
     'user-agent': 'uh-results/0.1',
     'x-uh-delivery': deliveryId,
-    'x-uh-event': 'operation.settled',
+    'x-uh-event': (payload as { type?: string }).type ?? 'operation.settled',
   };
   if (target.secret) headers['x-uh-signature-256'] = signBody(target.secret, body);
   let last: DeliveryResult = { ok: false, attempts: 0, status: null, error: null };

@@ -1,54 +1,70 @@
+/** `uh batch run|report`: inline batches, and the report of any batch (local state or Redis). */
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { UhConfig } from '../../../shared/config.js';
 import { terminalText } from '../../../shared/terminal-text.js';
+import { batchRuntimes, newBatchRecord, parseTrials, batchMissions, type BatchRecord } from '../../../shared/batch/record.js';
+import { buildBatchReport, type BatchReport, type ChildInput } from '../../../shared/batch/report.js';
+import { renderHtml } from '../../../shared/batch/report-html.js';
+import { renderMarkdown, renderTable } from '../../../shared/batch/report-text.js';
 import { loadMissionFile, repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { invalidInput } from '../../../shared/errors.js';
 import { createLogger } from '../../../shared/logger.js';
-import { readReceipt, readRecord } from '../../../operation/operation-files.js';
-import {
-  batchExitCode,
-  batchMissions,
-  batchRuntimes,
-  compareReceipts,
-  readBatchRecord,
-  writeBatchRecord,
-  type BatchRecord,
-  type ComparisonRow,
-} from '../../batch.js';
-import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import { operationDir, readReceipt, readRecord } from '../../../operation/operation-files.js';
+import { batchPath, createBatchRecord, readBatchRecord } from '../../batch.js';
+import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, type CommandSpec } from '../cli-kit.js';
 
 const RUN: CommandSpec = {
-  usage: 'uh batch run <mission.yaml> [--runtimes a,b,c] [--concurrency N] [--json] [--state-dir dir]',
+  usage: 'uh batch run <mission.yaml> [--runtimes a,b,c] [--trials N] [--concurrency N] [--format table|md|html|json] [--json] [--state-dir dir]',
   summary:
-    'Run one mission on several runtimes inline and compare them side by side. Each runtime is its own operation <operation_id>.<runtime> (idempotent on its own); the batch is <operation_id>. Exit 0 when every runtime exited 0, else 1.',
-  options: { ...COMMON_OPTIONS, runtimes: { type: 'string' }, concurrency: { type: 'string', default: '1' } },
-  details: ['Runtimes come from --runtimes, else from the mission (runtime: [a, b]); runtime_config_overrides are keyed by runtime id.'],
-  examples: ['uh batch run mission.yaml --runtimes codex,pi,hermes-proxy', 'uh batch run mission.yaml --concurrency 3 --json > comparison.json'],
+    'Run one mission on several runtimes inline, N trials each, and compare them. Each runtime × trial is its own operation (<operation_id>.<runtime>, or <operation_id>.<runtime>.t<k> with --trials > 1); the batch is <operation_id>, created once: running it again attaches, another runtime list, trial count or mission under the id is refused (exit 2). Exit 0 when every run exited 0, else 1.',
+  options: { ...COMMON_OPTIONS, runtimes: { type: 'string' }, trials: { type: 'string', default: '1' }, concurrency: { type: 'string', default: '1' }, format: { type: 'string' } },
+  details: ['Runtimes come from --runtimes, else from the mission (runtime: [a, b]); runtime_config_overrides are keyed by runtime id.', 'Cost uses the price table $UH_PRICES / $UH_PRICES_FILE (docs/batch.md).'],
+  examples: ['uh batch run mission.yaml --runtimes codex,pi,hermes-proxy --trials 3', 'uh batch run mission.yaml --concurrency 3 --json > report.json'],
 };
 
 const REPORT: CommandSpec = {
-  usage: 'uh batch report <batch_id> [--json] [--state-dir dir]',
-  summary: 'Print the comparison of a batch from its receipts.',
-  options: { ...COMMON_OPTIONS },
-  examples: ['uh batch report fix-login-001', 'uh batch report fix-login-001 --json'],
+  usage: 'uh batch report <batch_id> [--format table|md|html|json] [--out file] [--json] [--redis url] [--state-dir dir]',
+  summary:
+    'The report of a batch from its receipts: per runtime pass@1 and pass@k, statuses and verdicts with the reasons of blocked and failed runs, median and p90 duration, tokens and cost, files, checks; per trial its final message and diff. Exit 0 when every run exited 0, 1 when one did not, 5 while a child is not settled (unknown, queued or running).',
+  options: { ...COMMON_OPTIONS, format: { type: 'string' }, out: { type: 'string' }, redis: { type: 'string' } },
+  details: ['A queued batch (uh batch submit) is read from Redis with --redis, or with $REDIS_URL when --state-dir has no record of the batch; else the inline record in --state-dir.', 'html is one self-contained file (no network): a sortable table, a chart, side-by-side diffs.'],
+  examples: ['uh batch report fix-login-001', 'uh batch report fix-login-001 --format html --out report.html', 'uh batch report fix-login-001 --redis redis://queue:6379 --format md'],
 };
 
-function printTable(record: BatchRecord, rows: ComparisonRow[]): void {
-  const header = ['runtime', 'status', 'verdict', 'files', 'checks', 'ms', 'tokens', 'final message'];
-  const body = rows.map((r) => [r.runtime, r.status, r.verdict, String(r.changed_files), r.checks, r.duration_ms === null ? '-' : String(r.duration_ms), r.tokens === null ? '-' : String(r.tokens), r.final_message]);
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => (row[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ');
-  process.stdout.write(terminalText(`batch ${record.batch_id}: ${record.title}\n${line(header)}\n${body.map(line).join('\n')}\n`));
+const FORMATS = ['table', 'md', 'html', 'json'] as const;
+type Format = (typeof FORMATS)[number];
+
+export function parseFormat(value: unknown, json: unknown): Format {
+  if (value === undefined) return json ? 'json' : 'table';
+  if (!FORMATS.includes(value as Format)) throw invalidInput(`--format: "${String(value)}" must be one of ${FORMATS.join(', ')}`);
+  return value as Format;
 }
 
-function rowsOf(stateDir: string, record: BatchRecord): ComparisonRow[] {
-  return compareReceipts(
-    record.operations.map((o) => ({
-      ...o,
-      receipt: readReceipt(stateDir, o.operation_id),
-      state: readRecord(stateDir, o.operation_id)?.state ?? 'missing',
-    })),
-  );
+export function renderReport(report: BatchReport, format: Format): string {
+  if (format === 'json') return `${JSON.stringify(report, null, 2)}\n`;
+  if (format === 'md') return renderMarkdown(report);
+  if (format === 'html') return renderHtml(report);
+  return renderTable(report);
+}
+
+/** Print to stdout, or write to --out. */
+export function emit(text: string, out: unknown): void {
+  if (typeof out === 'string') writeFileSync(out, text);
+  else process.stdout.write(text);
+}
+
+function readDiff(stateDir: string, operationId: string): string | null {
+  try {
+    return readFileSync(join(operationDir(stateDir, operationId), 'diff.patch'), 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+function localChildren(stateDir: string, record: BatchRecord): ChildInput[] {
+  return record.operations.map((o) => ({ ...o, receipt: readReceipt(stateDir, o.operation_id), state: readRecord(stateDir, o.operation_id)?.state ?? 'missing', diff: readDiff(stateDir, o.operation_id) }));
 }
 
 export async function batchRun(argv: string[], config: UhConfig): Promise<number> {
@@ -57,50 +73,52 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
   if (positionals.length !== 1) throw invalidInput('uh batch run needs exactly one mission file', [], RUN.usage);
   const concurrency = Number(values.concurrency);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 16) throw invalidInput(`--concurrency: "${values.concurrency}" must be a whole number from 1 to 16`);
+  const format = parseFormat(values.format, values.json);
+  const trials = parseTrials(values.trials as string);
   const mission = loadMissionFile(positionals[0] as string, repositoryPolicy(config.core, 'cli'));
   const runtimes = batchRuntimes(mission, values.runtimes as string | undefined);
-  const missions = batchMissions(mission, runtimes);
+  const children = batchMissions(mission, runtimes, trials);
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   // Refuse bad input for every runtime before anything runs or is written.
   const { prepareOperation } = await import('../../../operation/prepare-operation.js');
   const { OPERATION_PORTS } = await import('../../../workers/operation-ports.js');
-  for (const m of missions) await prepareOperation(m, { stateDir, cacheDir: config.core.cacheDir }, OPERATION_PORTS);
-  const record: BatchRecord = {
-    schema_version: 'uh.batch.v0',
-    batch_id: mission.operation_id,
-    mission_id: mission.mission_id,
-    title: mission.title,
-    runtimes,
-    operations: missions.map((m) => ({ runtime: m.runtime as string, operation_id: m.operation_id })),
-    created_at: new Date().toISOString(),
-  };
-  writeBatchRecord(stateDir, record);
+  for (const c of children.filter((c) => c.trial === 1)) await prepareOperation(c.mission, { stateDir, cacheDir: config.core.cacheDir }, OPERATION_PORTS);
+  const { record, kind } = createBatchRecord(stateDir, newBatchRecord(mission, runtimes, trials, 'inline'));
+  if (kind === 'attached' && format !== 'json') process.stderr.write(`uh: batch ${record.batch_id} exists: attaching (finished runs are not run again)\n`);
   const { runInline } = await import('../../../workers/inline/run-inline.js');
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort({ kind: 'cancel', message: 'cancelled by SIGINT' }));
   const logger = createLogger(config.core.logLevel);
-  const queue = [...missions];
+  const queue = children.map((c) => c.mission);
   const worker = async () => {
     for (let m = queue.shift(); m !== undefined; m = queue.shift()) {
-      if (!values.json) process.stderr.write(`uh: ${m.operation_id} on ${String(m.runtime)}…\n`);
+      if (format !== 'json') process.stderr.write(`uh: ${m.operation_id} on ${String(m.runtime)}…\n`);
       await runInline(m, { stateDir, cacheDir: config.core.cacheDir, signal: controller.signal, logger, sandboxKeepHours: config.core.sandboxKeepHours, keepSandbox: config.core.keepSandbox });
     }
   };
-  await Promise.all(Array.from({ length: Math.min(concurrency, missions.length) }, worker));
-  const rows = rowsOf(stateDir, record);
-  if (values.json) writeJson({ batch: record, comparison: rows });
-  else printTable(record, rows);
-  return batchExitCode(rows);
+  await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, worker));
+  const report = buildBatchReport(record, localChildren(stateDir, record), config.core.prices);
+  process.stdout.write(renderReport(report, format));
+  return report.exit_code;
 }
 
 export async function batchReport(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(REPORT, argv);
   if (values.help) return void process.stdout.write(`${helpText(REPORT)}\n`), EXIT.ok;
   if (positionals.length !== 1) throw invalidInput('uh batch report needs one batch id', [], REPORT.usage);
+  const format = parseFormat(values.format, values.json);
+  const batchId = positionals[0] as string;
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
-  const record = readBatchRecord(stateDir, positionals[0] as string);
-  const rows = rowsOf(stateDir, record);
-  if (values.json) writeJson({ batch: record, comparison: rows });
-  else printTable(record, rows);
-  return batchExitCode(rows);
+  const local = values.redis === undefined && (!config.queue.redisUrl || existsSync(batchPath(stateDir, batchId)));
+  let report: BatchReport;
+  if (local) {
+    const record = readBatchRecord(stateDir, batchId);
+    report = buildBatchReport(record, localChildren(stateDir, record), config.core.prices);
+  } else {
+    const { queueBatchReport } = await import('./batch-queue.js');
+    report = await queueBatchReport(config, values.redis, batchId);
+  }
+  emit(renderReport(report, format), values.out);
+  return report.exit_code;
 }
+

@@ -7,7 +7,7 @@ import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir,
 export const WORKER_START: CommandSpec = {
   usage: 'uh worker start [--runtime id …] [--concurrency N] [--global-concurrency N] [--results] [--consumer name] [--redis url] [--state-dir dir] [--json]',
   summary:
-    'Run a worker until SIGTERM/SIGINT. Runtime pool: one BullMQ worker per runtime queue (default: every registered runtime), N missions at once. --results: the completion consumer (outbox → webhook); alone it runs only that.',
+    'Run a worker until SIGTERM/SIGINT. Runtime pool: one BullMQ worker per runtime queue (default: every registered runtime), N missions at once. --results: the completion consumer (outbox → webhook) and the batch queue (settles batches: report, batch.settled); alone it runs only that.',
   options: {
     ...COMMON_OPTIONS,
     redis: { type: 'string' },
@@ -41,8 +41,48 @@ async function promoteCompletion(
   say: (event: string, data: Record<string, unknown>) => void,
 ): Promise<void> {
   const { promoteAfterCompletion } = await import('../../../workers/promotion/auto-promote.js');
-  const record = await promoteAfterCompletion(store, completion, context);
+  const record = await promoteAfterCompletion(store, completion, context).catch((error: unknown) => {
+    context.logger.warn({ operation_id: completion.operation_id, err: String(error) }, 'automatic promotion failed');
+    return null;
+  });
   if (record) say('promotion', { operation_id: completion.operation_id, decision: record.decision, branch: record.branch, commit: record.commit ?? '-', reason: record.reason ?? '-' });
+}
+
+type Say = (event: string, data: Record<string, unknown>) => void;
+
+/** The results side: the completion consumer (outbox → webhook, batch settling) and the batch queue's worker. */
+async function startResults(config: UhConfig, redisUrl: string, consumerFlag: string | undefined, signal: AbortSignal, say: Say): Promise<{ done: Promise<void> }> {
+  const queueConfig = config.queue;
+  const logger = createLogger(config.core.logLevel);
+  const { connectRedis } = await import('../../../shared/queue/redis-connection.js');
+  const { OperationStore } = await import('../../../shared/queue/operation-store.js');
+  const { runCompletionConsumer, ensureResultsGroup } = await import('../../../workers/results/completion-consumer.js');
+  const redis = await connectRedis(redisUrl, { name: 'uh-results' });
+  const store = new OperationStore(redis, queueConfig.prefix);
+  await ensureResultsGroup(redis, store.keys.outbox);
+  const consumer = consumerFlag ?? (await import('node:os')).hostname();
+  const { startBatchWorker, settleBatchAfter } = await import('../../../workers/results/batch-worker.js');
+  const batchWorker = await startBatchWorker(store, config.core.prices, logger);
+  const settleBatch = settleBatchAfter(store, config.core.prices, logger);
+  const delivery = (d: { id: string; webhook: { ok: boolean; error: string | null } | null }) => ({ delivery: d.id, webhook: d.webhook ? (d.webhook.ok ? 'delivered' : `failed:${d.webhook.error}`) : 'off' });
+  say('results-ready', { consumer, webhook: queueConfig.webhook ? 'on' : 'off', pid: process.pid });
+  const done = runCompletionConsumer({
+    store,
+    consumer,
+    webhook: queueConfig.webhook,
+    logger,
+    signal,
+    onCompletion: (c, d) => say('completion', { operation_id: c.operation_id, state: c.state, status: c.status ?? '-', exit_code: c.exit_code, ...delivery(d) }),
+    afterCompletion: async (c) => {
+      await settleBatch(c);
+      await promoteCompletion(store, c, { cacheDir: config.core.cacheDir, logger, env: config.childEnv }, say);
+    },
+    onBatchSettled: (b, d) => say('batch-settled', { batch_id: b.batch_id, exit_code: b.exit_code, ...delivery(d) }),
+  }).finally(async () => {
+    await batchWorker.close().catch(() => undefined);
+    redis.disconnect();
+  });
+  return { done };
 }
 
 export async function workerStart(argv: string[], config: UhConfig): Promise<number> {
@@ -80,27 +120,7 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
     });
     say('ready', { worker: pool.workerId, runtimes, concurrency, pid: process.pid });
   }
-  if (values.results) {
-    const { connectRedis } = await import('../../../shared/queue/redis-connection.js');
-    const { OperationStore } = await import('../../../shared/queue/operation-store.js');
-    const { runCompletionConsumer, ensureResultsGroup } = await import('../../../workers/results/completion-consumer.js');
-    const redis = await connectRedis(redisUrl, { name: 'uh-results' });
-    const store = new OperationStore(redis, queueConfig.prefix);
-    await ensureResultsGroup(redis, store.keys.outbox);
-    const consumer = (values.consumer as string | undefined) ?? (await import('node:os')).hostname();
-    say('results-ready', { consumer, webhook: queueConfig.webhook ? 'on' : 'off', pid: process.pid });
-    tasks.push(
-      runCompletionConsumer({
-        store,
-        consumer,
-        webhook: queueConfig.webhook,
-        logger,
-        signal: stop.signal,
-        afterCompletion: (c) => promoteCompletion(store, c, { cacheDir: config.core.cacheDir, logger, env: config.childEnv }, say),
-        onCompletion: (c, d) => say('completion', { operation_id: c.operation_id, state: c.state, status: c.status ?? '-', exit_code: c.exit_code, delivery: d.id, webhook: d.webhook ? (d.webhook.ok ? 'delivered' : `failed:${d.webhook.error}`) : 'off' }),
-      }).finally(() => redis.disconnect()),
-    );
-  }
+  if (values.results) tasks.push((await startResults(config, redisUrl, values.consumer as string | undefined, stop.signal, say)).done);
 
   let signals = 0;
   const done = new Promise<void>((resolve) => {

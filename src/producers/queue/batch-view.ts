@@ -1,0 +1,28 @@
+/**
+ * A queued batch as the CLI and the HTTP API show it, from any host: its record and state and
+ * the live report built from the children's receipts in Redis. For the API routes
+ * `GET /v1/batches/:id` (→ `batchView`) and `GET /v1/batches/:id/report.html`
+ * (→ `batchReportHtml`): an unknown id throws `not_found` (404).
+ */
+import { buildBatchReport, type BatchReport } from '../../shared/batch/report.js';
+import { renderHtml } from '../../shared/batch/report-html.js';
+import type { PriceTable } from '../../shared/prices.js';
+import { BatchStore, loadBatchChildren } from '../../shared/queue/batch-store.js';
+import type { QueueClient } from './queue-client.js';
+
+export interface BatchView {
+  batch_id: string;
+  state: 'running' | 'settled' | 'cancelled';
+  settled_at: string | null;
+  report: BatchReport;
+}
+
+export async function batchView(client: QueueClient, batchId: string, prices: PriceTable): Promise<BatchView> {
+  const batch = await new BatchStore(client.redis, client.store.keys).require(batchId);
+  const report = buildBatchReport(batch.record, await loadBatchChildren(client.store, batch.record), prices);
+  return { batch_id: batch.record.batch_id, state: batch.state, settled_at: batch.settled_at, report };
+}
+
+export async function batchReportHtml(client: QueueClient, batchId: string, prices: PriceTable): Promise<string> {
+  return renderHtml((await batchView(client, batchId, prices)).report);
+}

@@ -1,0 +1,67 @@
+/**
+ * Submit a batch to the queue as one BullMQ flow: the parent `batch.<id>` on the `batch` queue
+ * (processed by the results worker once every child job has completed), each runtime × trial a
+ * child operation job on `runtime.<id>` with its own idempotent operation record, run by the
+ * ordinary pools. Every child is prepared (validated) before anything is written; the batch
+ * record is create-once (same batch attaches, another batch under the id is a conflict).
+ */
+import type { BatchRecord } from '../../shared/batch/record.js';
+import { batchMissions, newBatchRecord } from '../../shared/batch/record.js';
+import type { Mission } from '../../shared/contracts/mission.js';
+import { OperationConflictError } from '../../shared/errors.js';
+import { BatchStore } from '../../shared/queue/batch-store.js';
+import { eventJson, type OperationJob } from '../../shared/queue/operation-store.js';
+import { BATCH_QUEUE, batchJobId, queueName } from '../../shared/queue/topology.js';
+import { prepareOperation } from '../../operation/prepare-operation.js';
+import { OPERATION_PORTS } from '../../workers/operation-ports.js';
+import { JOB_OPTIONS } from '../submit.js';
+import type { QueueClient } from './queue-client.js';
+
+export interface BatchSubmitted {
+  kind: 'created' | 'attached';
+  record: BatchRecord;
+  /** Whether the flow was added now (a new batch, or an attach that repaired a missing flow). */
+  enqueued: boolean;
+}
+
+async function prepareChildren(mission: Mission, runtimes: string[], trials: number, options: { stateDir: string; cacheDir: string }) {
+  const jobs: Array<{ job: OperationJob; prompt_digest: string }> = [];
+  for (const child of batchMissions(mission, runtimes, trials)) {
+    const prepared = await prepareOperation(child.mission, options, OPERATION_PORTS);
+    jobs.push({
+      job: { operation_id: child.mission.operation_id, runtime: prepared.runtime.runtimeId, mission: child.mission, base_commit: prepared.baseCommit, contract_digest: prepared.contractDigest, attempt: 1 },
+      prompt_digest: prepared.promptDigest,
+    });
+  }
+  return jobs;
+}
+
+export async function submitBatch(client: QueueClient, mission: Mission, runtimes: string[], trials: number, options: { stateDir: string; cacheDir: string }): Promise<BatchSubmitted> {
+  const jobs = await prepareChildren(mission, runtimes, trials, options);
+  const batches = new BatchStore(client.redis, client.store.keys);
+  const { kind, batch } = await batches.createOrAttach(newBatchRecord(mission, runtimes, trials, 'queue'));
+  const children = [];
+  for (const { job, prompt_digest } of jobs) {
+    const created = await client.store.createOrAttach(job, { mission_id: mission.mission_id, prompt_digest });
+    if (created.kind === 'conflict') throw new OperationConflictError(job.operation_id, created.digest, job.contract_digest);
+    if (created.kind === 'created') await client.store.appendEvent(job.operation_id, eventJson(job.operation_id, 'operation.queued', { runtime: job.runtime, contract_digest: job.contract_digest, base_commit: job.base_commit, batch_id: mission.operation_id }));
+    const record = await client.store.get(job.operation_id);
+    if (record && record.state === 'queued' && !record.cancel_requested) {
+      children.push({ name: 'operation', queueName: queueName(record.runtime), data: record.job, prefix: client.store.keys.bullPrefix, opts: { ...JOB_OPTIONS, jobId: record.job_id, ignoreDependencyOnFailure: true } });
+    }
+  }
+  let enqueued = false;
+  const parent = await (await client.queueNamed(BATCH_QUEUE)).getJob(batchJobId(batch.record.batch_id));
+  if (batch.state === 'running' && !parent) {
+    const { FlowProducer } = await import('bullmq');
+    const flow = new FlowProducer({ connection: client.redis, prefix: client.store.keys.bullPrefix });
+    flow.on('error', () => undefined);
+    try {
+      await flow.add({ name: 'batch', queueName: BATCH_QUEUE, data: { batch_id: batch.record.batch_id }, prefix: client.store.keys.bullPrefix, opts: { jobId: batchJobId(batch.record.batch_id), removeOnComplete: { age: 7 * 24 * 3600 } }, children });
+      enqueued = true;
+    } finally {
+      await flow.close().catch(() => undefined);
+    }
+  }
+  return { kind, record: batch.record, enqueued };
+}

@@ -1,0 +1,204 @@
+/**
+ * The batch report: a pure function of the batch record and each child's receipt (or its
+ * state when it has none: queued, running, unknown). Per runtime: pass rate over trials
+ * (pass@1, and pass@k with the unbiased estimator of Chen et al. 2021), status and verdict
+ * counts with the reasons of blocked and failed runs, median and p90 duration, tokens and
+ * cost (null = unknown, never zero), files changed, each check's result with its tail, the
+ * final messages. Renderers: batch-report-text.ts (table, md), batch-report-html.ts.
+ */
+import type { Receipt } from '../contracts/receipt.js';
+import { EXIT } from '../contracts/exit-codes.js';
+import { costOf, type PriceTable } from '../prices.js';
+import type { BatchRecord } from './record.js';
+
+export interface ChildInput {
+  runtime: string;
+  trial: number;
+  operation_id: string;
+  /** The operation's state when it has no receipt (`unknown`, `queued`, `running`, `missing`). */
+  state: string;
+  receipt: Receipt | null;
+  diff: string | null;
+}
+
+export interface TrialRow {
+  runtime: string;
+  trial: number;
+  operation_id: string;
+  /** The receipt's status, or the state of an unsettled child (`unknown` when it cannot be proven). */
+  status: string;
+  verdict: string;
+  exit_code: number | null;
+  passed: boolean | null;
+  reason: string | null;
+  duration_ms: number | null;
+  tokens: number | null;
+  cost_usd: number | null;
+  changed_files: string[];
+  diff_bytes: number;
+  checks: Array<{ name: string; passed: boolean; tail: string }>;
+  final_message: string;
+  diff: string | null;
+}
+
+export interface RuntimeRow {
+  runtime: string;
+  trials: number;
+  settled: number;
+  passed: number;
+  pass_at_1: number | null;
+  pass_at_k: number | null;
+  k: number;
+  statuses: Record<string, number>;
+  verdicts: Record<string, number>;
+  reasons: Array<{ status: string; reason: string; count: number }>;
+  median_ms: number | null;
+  p90_ms: number | null;
+  tokens: number | null;
+  cost_usd: number | null;
+  files_changed: string[];
+  checks: Array<{ name: string; passed: number; total: number }>;
+}
+
+export interface BatchReport {
+  schema_version: 'uh.batch-report.v0';
+  batch: BatchRecord;
+  settled: boolean;
+  exit_code: number;
+  runtimes: RuntimeRow[];
+  trials: TrialRow[];
+  generated_at: string;
+}
+
+const DIFF_CAP = 256 * 1024;
+
+/** Unbiased pass@k over n trials of which c passed: 1 − C(n−c, k) / C(n, k). */
+export function passAtK(n: number, c: number, k: number): number | null {
+  if (n === 0 || k < 1 || k > n) return null;
+  if (n - c < k) return 1;
+  let missAll = 1;
+  for (let i = n - c + 1; i <= n; i += 1) missAll *= 1 - k / i;
+  return 1 - missAll;
+}
+
+/** The q-quantile (nearest rank) of the values, or null when there are none. */
+export function quantile(values: readonly number[], q: number): number | null {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? null;
+}
+
+function tokensOf(receipt: Receipt): number | null {
+  const u = receipt.usage;
+  if (u.total_tokens !== undefined) return u.total_tokens;
+  if (u.input_tokens === undefined && u.output_tokens === undefined) return null;
+  return (u.input_tokens ?? 0) + (u.output_tokens ?? 0);
+}
+
+function tail(log: string, lines = 6): string {
+  return log.trimEnd().split('\n').slice(-lines).join('\n');
+}
+
+/** Why a run did not pass, from its receipt: the failed checks, the scope violations, or the runtime's outcome. */
+export function reasonOf(receipt: Receipt): string | null {
+  if (receipt.exit_code === 0 && receipt.status === 'completed') return null;
+  if (receipt.status === 'completed' && receipt.verdict === 'verification_failed') {
+    const failed = receipt.checks.filter((c) => !c.passed).map((c) => `${c.name} (${c.timed_out ? 'timed out' : `exit ${c.exit_code ?? c.signal}`})`);
+    return `verification_failed: check ${failed.join(', ')} failed`;
+  }
+  if (receipt.status === 'completed' && receipt.verdict === 'scope_violation') {
+    return `scope_violation: ${receipt.scope.violations.map((v) => `${v.path} (${v.reason})`).join(', ')}`;
+  }
+  return [receipt.outcome.message, receipt.outcome.hint].filter(Boolean).join(' — ') || receipt.outcome.raw;
+}
+
+export function trialRow(child: ChildInput, prices: PriceTable): TrialRow {
+  const { runtime, trial, operation_id, receipt } = child;
+  const diff = child.diff === null ? null : child.diff.length > DIFF_CAP ? `${child.diff.slice(0, DIFF_CAP)}\n… (diff truncated in the report)\n` : child.diff;
+  if (!receipt) {
+    const status = child.state === 'finished' ? 'unknown' : child.state;
+    return { runtime, trial, operation_id, status, verdict: '-', exit_code: null, passed: null, reason: status === 'unknown' ? 'no receipt: dispatch cannot be proven (uh mission recover)' : null, duration_ms: null, tokens: null, cost_usd: null, changed_files: [], diff_bytes: 0, checks: [], final_message: '', diff };
+  }
+  const reason = reasonOf(receipt);
+  return {
+    runtime,
+    trial,
+    operation_id,
+    status: receipt.status,
+    verdict: receipt.verdict,
+    exit_code: receipt.exit_code,
+    passed: receipt.exit_code === 0,
+    reason,
+    duration_ms: receipt.timings_ms.total_ms ?? null,
+    tokens: tokensOf(receipt),
+    cost_usd: costOf(receipt.usage, prices, [runtime, receipt.runtime.adapter_id]),
+    changed_files: receipt.changed_files.map((f) => f.path),
+    diff_bytes: receipt.diff_bytes,
+    checks: receipt.checks.map((c) => ({ name: c.name, passed: c.passed, tail: tail(c.log) })),
+    final_message: receipt.final_message.trim(),
+    diff,
+  };
+}
+
+function countBy(values: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const v of values) out[v] = (out[v] ?? 0) + 1;
+  return out;
+}
+
+/** Sum when every value is known; else null (unknown, never zero). */
+function knownSum(values: ReadonlyArray<number | null>): number | null {
+  if (values.length === 0 || values.some((v) => v === null)) return null;
+  return Math.round((values as number[]).reduce((a, b) => a + b, 0) * 1e6) / 1e6;
+}
+
+export function runtimeRow(runtime: string, k: number, trials: readonly TrialRow[]): RuntimeRow {
+  const settled = trials.filter((t) => t.passed !== null);
+  const passed = settled.filter((t) => t.passed).length;
+  const durations = settled.map((t) => t.duration_ms).filter((d): d is number => d !== null);
+  const reasons = new Map<string, { status: string; reason: string; count: number }>();
+  for (const t of trials) {
+    if (t.reason === null) continue;
+    const key = `${t.status}\u0000${t.reason}`;
+    const seen = reasons.get(key) ?? { status: t.status, reason: t.reason, count: 0 };
+    seen.count += 1;
+    reasons.set(key, seen);
+  }
+  const checkNames = [...new Set(settled.flatMap((t) => t.checks.map((c) => c.name)))];
+  return {
+    runtime,
+    trials: trials.length,
+    settled: settled.length,
+    passed,
+    pass_at_1: passAtK(settled.length, passed, 1),
+    pass_at_k: passAtK(settled.length, passed, Math.min(k, settled.length)),
+    k,
+    statuses: countBy(trials.map((t) => t.status)),
+    verdicts: countBy(settled.map((t) => t.verdict)),
+    reasons: [...reasons.values()],
+    median_ms: quantile(durations, 0.5),
+    p90_ms: quantile(durations, 0.9),
+    tokens: knownSum(settled.map((t) => t.tokens)),
+    cost_usd: knownSum(settled.map((t) => t.cost_usd)),
+    files_changed: [...new Set(settled.flatMap((t) => t.changed_files))].sort(),
+    checks: checkNames.map((name) => {
+      const results = settled.flatMap((t) => t.checks.filter((c) => c.name === name));
+      return { name, passed: results.filter((c) => c.passed).length, total: results.length };
+    }),
+  };
+}
+
+export function buildBatchReport(record: BatchRecord, children: readonly ChildInput[], prices: PriceTable, now = new Date()): BatchReport {
+  const trials = children.map((c) => trialRow(c, prices));
+  const settled = trials.every((t) => t.passed !== null);
+  const exit_code = !settled ? EXIT.unknown : trials.every((t) => t.passed) ? EXIT.ok : EXIT.failed;
+  return {
+    schema_version: 'uh.batch-report.v0',
+    batch: record,
+    settled,
+    exit_code,
+    runtimes: record.runtimes.map((r) => runtimeRow(r, record.trials, trials.filter((t) => t.runtime === r))),
+    trials,
+    generated_at: now.toISOString(),
+  };
+}
