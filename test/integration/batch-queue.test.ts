@@ -8,6 +8,10 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { buildApiServer } from '../../src/producers/http/api-server.js';
+import { readApiConfig } from '../../src/producers/http/api-config.js';
+import { QueueClient } from '../../src/producers/queue/queue-client.js';
+import { loadConfig } from '../../src/shared/config.js';
 import { FAKE_AGENT, runCli, type CliResult } from '../support/cli.js';
 import { makeRepo } from '../support/git-repo.js';
 import { waitFor } from '../support/process.js';
@@ -158,5 +162,21 @@ describe('uh batch submit (queue)', () => {
     expect(outbox).toHaveLength(1);
     expect(JSON.parse(outbox[0]?.[1][1] ?? '{}')).toMatchObject({ type: 'batch.settled', batch_id: 'bq-001', exit_code: 1 });
     expect(lines(counter)).toHaveLength(1); // the unknown child's runtime never ran again
+
+    // The same batch over HTTP: the view and the self-contained HTML report.
+    const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
+    const app = await buildApiServer({ client, config: readApiConfig({}, '127.0.0.1'), stateDir: producer, cacheDir: producer, baseDir: producer, repositoryPolicy: { allowLocal: true, allowHttp: false }, prices: {} });
+    try {
+      const view = await app.inject({ method: 'GET', url: '/v1/batches/bq-001' });
+      expect(view.statusCode).toBe(200);
+      expect(view.json()).toMatchObject({ state: 'settled' });
+      const html = await app.inject({ method: 'GET', url: '/v1/batches/bq-001/report.html' });
+      expect(html.headers['content-type']).toContain('text/html');
+      expect(html.body).toContain('<svg');
+      expect((await app.inject({ method: 'GET', url: '/v1/batches/nope' })).statusCode).toBe(404);
+    } finally {
+      await app.close();
+      await client.close();
+    }
   }, 180_000);
 });

@@ -11,6 +11,7 @@ import fastifySwagger from '@fastify/swagger';
 import { jsonSchemaTransform, serializerCompiler } from 'fastify-type-provider-zod';
 import { errorMessage } from '../../shared/errors.js';
 import { parseDocumentText } from '../../shared/contracts/load-file.js';
+import type { PriceTable } from '../../shared/prices.js';
 import type { RepositoryPolicy } from '../../shared/contracts/load-mission.js';
 import type { QueueClient } from '../queue/queue-client.js';
 import type { ApiConfig } from './api-config.js';
@@ -20,6 +21,7 @@ import { registerGuards } from './guards.js';
 import { registerErrorHandling, sendError } from './http-errors.js';
 import { ApiMetrics } from './metrics.js';
 import { eventRoutes } from './routes/events.js';
+import { batchRoutes } from './routes/batches.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { healthRoutes } from './routes/health.js';
 import { missionRoutes } from './routes/missions.js';
@@ -34,6 +36,8 @@ export interface ApiOptions {
   baseDir: string;
   /** Which repository locations are accepted; default from UH_ALLOW_LOCAL_REPOS / UH_ALLOW_HTTP_REPOS. */
   repositoryPolicy: RepositoryPolicy;
+  /** The price table for batch reports; {} when unset. */
+  prices: PriceTable;
 }
 
 /** JSON bodies, under the input limits of mission files (docs/security.md). */
@@ -85,6 +89,7 @@ export async function buildApiServer(options: ApiOptions): Promise<FastifyInstan
   operationRoutes(app, ctx);
   eventRoutes(app, ctx);
   fleetRoutes(app, ctx);
+  batchRoutes(app, ctx);
   app.get('/openapi.json', { schema: { summary: 'This OpenAPI 3.0 document', tags: ['health'] } }, async () => app.swagger());
   return app;
 }

@@ -1,3 +1,4 @@
+import type { PriceTable } from '../../shared/prices.js';
 import type { RepositoryPolicy } from '../../shared/contracts/load-mission.js';
 import type { z } from 'zod';
 import { ID_PATTERN } from '../../shared/contracts/ids.js';
@@ -21,6 +22,8 @@ export interface RouteContext {
   baseDir: string;
   /** Which repository locations a submitted mission may name (UH_ALLOW_LOCAL_REPOS / UH_ALLOW_HTTP_REPOS). */
   repositoryPolicy: RepositoryPolicy;
+  /** The price table for batch reports (config `UH_PRICES`); {} when unset. */
+  prices: PriceTable;
 }
 
 /** The operation's record, or not_found. */
