@@ -9,6 +9,10 @@ import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApiServer } from '../../src/producers/http/api-server.js';
+import { readApiConfig } from '../../src/producers/http/api-config.js';
+import { QueueClient } from '../../src/producers/queue/queue-client.js';
+import { loadConfig } from '../../src/shared/config.js';
 import { runCli, type CliResult } from '../support/cli.js';
 import { git, makeRepo } from '../support/git-repo.js';
 import { writeMission } from '../support/mission-file.js';
@@ -292,5 +296,21 @@ describe('automatic promotion', () => {
     const again = await runCli(['mission', 'promote', operationId, '--redis', redis.url, '--json'], { cwd: stateDir, env });
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ commit: record.commit, created: false });
+    // And through the HTTP API: the same target answers 200 with the same commit, another is a 409.
+    const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
+    const identity = { name: 'Api Bot', email: 'api@example.com' };
+    const app = await buildApiServer({ client, config: readApiConfig({}, '127.0.0.1'), stateDir, cacheDir, baseDir: stateDir, repositoryPolicy: { allowLocal: true, allowHttp: false }, prices: {}, promotionIdentity: { author: identity, committer: identity } });
+    try {
+      const post = (body: unknown, id = operationId) => app.inject({ method: 'POST', url: `/v1/operations/${id}/promote`, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+      const same = await post({ branch: `auto/${operationId}` });
+      expect(same.statusCode).toBe(200);
+      expect(same.json()).toMatchObject({ created: false, promotion: { commit: record.commit } });
+      expect((await post({ branch: `other/${operationId}` })).statusCode).toBe(409);
+      expect((await post({ remote: 'https://evil.example/x.git', push: true })).statusCode).toBe(400);
+      expect((await post({}, 'no-such-operation')).statusCode).toBe(404);
+    } finally {
+      await app.close();
+      await client.close();
+    }
   });
 });

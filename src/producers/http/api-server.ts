@@ -11,6 +11,7 @@ import fastifySwagger from '@fastify/swagger';
 import { jsonSchemaTransform, serializerCompiler } from 'fastify-type-provider-zod';
 import { errorMessage } from '../../shared/errors.js';
 import { parseDocumentText } from '../../shared/contracts/load-file.js';
+import type { Person } from '../../shared/contracts/promotion.js';
 import type { PriceTable } from '../../shared/prices.js';
 import type { RepositoryPolicy } from '../../shared/contracts/load-mission.js';
 import type { QueueClient } from '../queue/queue-client.js';
@@ -21,6 +22,7 @@ import { registerGuards } from './guards.js';
 import { registerErrorHandling, sendError } from './http-errors.js';
 import { ApiMetrics } from './metrics.js';
 import { eventRoutes } from './routes/events.js';
+import { promoteRoutes } from './routes/promote.js';
 import { batchRoutes } from './routes/batches.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { healthRoutes } from './routes/health.js';
@@ -38,6 +40,8 @@ export interface ApiOptions {
   repositoryPolicy: RepositoryPolicy;
   /** The price table for batch reports; {} when unset. */
   prices: PriceTable;
+  /** Author and committer of promotions made through the API (UH_PROMOTION_AUTHOR / _COMMITTER of the server). */
+  promotionIdentity: { author: Person; committer: Person };
 }
 
 /** JSON bodies, under the input limits of mission files (docs/security.md). */
@@ -90,6 +94,7 @@ export async function buildApiServer(options: ApiOptions): Promise<FastifyInstan
   eventRoutes(app, ctx);
   fleetRoutes(app, ctx);
   batchRoutes(app, ctx);
+  promoteRoutes(app, ctx);
   app.get('/openapi.json', { schema: { summary: 'This OpenAPI 3.0 document', tags: ['health'] } }, async () => app.swagger());
   return app;
 }

@@ -1,3 +1,4 @@
+import type { Person } from '../../shared/contracts/promotion.js';
 import type { PriceTable } from '../../shared/prices.js';
 import type { RepositoryPolicy } from '../../shared/contracts/load-mission.js';
 import type { z } from 'zod';
@@ -24,6 +25,8 @@ export interface RouteContext {
   repositoryPolicy: RepositoryPolicy;
   /** The price table for batch reports (config `UH_PRICES`); {} when unset. */
   prices: PriceTable;
+  /** Author and committer of promotions made through the API (UH_PROMOTION_AUTHOR / _COMMITTER of the server). */
+  promotionIdentity: { author: Person; committer: Person };
 }
 
 /** The operation's record, or not_found. */

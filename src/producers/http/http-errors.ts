@@ -7,6 +7,7 @@ const STATUS_OF: Record<string, number> = {
   unsupported_capability: 400,
   not_found: 404,
   conflict: 409,
+  push_rejected: 502,
   runtime_unavailable: 503,
 };
 
