@@ -166,9 +166,9 @@ export async function runQueueLatency(): Promise<void> {
 
     const total = p(uhName, 50);
     printTable('Where a no-op mission\'s queue latency goes (medians)', [
-      { part: 'submit: prepare (runtime, ref → commit under the mirror lock) + record + add', ms: fmtMs(percentile(submitMs, 50)) },
+      { part: 'submit: prepare (runtime, ref → commit: one rev-parse in the source; mirror commits remembered) + record + add', ms: fmtMs(percentile(submitMs, 50)) },
       { part: 'worker pipeline (receipt total_ms: sandbox, runtime, diff, receipt)', ms: fmtMs(percentile(pipelineMs, 50)) },
-      { part: 'the rest: pickup, claim, worker-side prepare (mirror lookup), artifacts + settle, tail wake-up', ms: fmtMs(total - percentile(submitMs, 50) - percentile(pipelineMs, 50)) },
+      { part: 'the rest: pickup, claim, worker-side prepare (no process once the mirror is known to have the commit), artifacts + settle, tail wake-up', ms: fmtMs(total - percentile(submitMs, 50) - percentile(pipelineMs, 50)) },
     ]);
 
     // Throughput: 2 worker processes × concurrency 4.
