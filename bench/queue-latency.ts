@@ -17,10 +17,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fmtMs, interleave, percentile, printTable } from './bench-kit.js';
+import { measureMissionCosts, printCeiling } from './queue-costs.js';
 
 const UH = fileURLToPath(new URL('../../bin/uh.js', import.meta.url));
 const ROUNDS = Number(process.env.UH_BENCH_ROUNDS ?? 20);
-const MISSIONS = Number(process.env.UH_BENCH_MISSIONS ?? 200);
+const MISSIONS = Number(process.env.UH_BENCH_MISSIONS ?? 300);
 
 function makeRepo(root: string): string {
   const repo = join(root, 'repo');
@@ -45,6 +46,43 @@ function startWorkerProcess(env: Record<string, string>, stateDir: string, concu
     });
     child.on('exit', (code) => reject(new Error(`worker exited ${code}: ${err}`)));
   });
+}
+
+/** `uh api start` on a free port; resolves with its base URL once it listens. */
+function startApi(env: Record<string, string>, stateDir: string, cwd: string): Promise<{ child: ChildProcess; base: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [UH, 'api', 'start', '--port', '0', '--state-dir', stateDir], {
+      cwd,
+      env: { ...process.env, ...env, UH_LOG_LEVEL: 'silent', UH_ALLOW_LOCAL_REPOS: '1', UH_API_TOKEN: API_TOKEN },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    const onData = (c: Buffer) => {
+      out += c;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) resolve({ child, base: m[1] as string });
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.on('exit', (code) => reject(new Error(`api exited ${code}: ${out}`)));
+  });
+}
+
+const API_TOKEN = 'uh-bench-token-0123456789abcdef';
+
+/** POST every mission with `clients` concurrent clients; resolves when all got 201/200. */
+async function postAll(base: string, missions: unknown[], clients: number): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (next < missions.length) {
+        const body = JSON.stringify(missions[next++]);
+        const res = await fetch(`${base}/v1/missions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${API_TOKEN}` }, body });
+        if (res.status !== 201 && res.status !== 200) throw new Error(`POST /v1/missions: ${res.status} ${await res.text()}`);
+        await res.arrayBuffer();
+      }
+    }),
+  );
 }
 
 function stopProcess(child: ChildProcess): Promise<void> {
@@ -93,6 +131,7 @@ export async function runQueueLatency(): Promise<void> {
   const rawEvents = new QueueEvents('raw', { connection: client.redis.duplicate(), prefix: `${prefix}:raw` });
   try {
     await Promise.all([rawWorker.waitUntilReady(), rawEvents.waitUntilReady()]);
+    const costs = await measureMissionCosts({ redisUrl, prefix, repo, stateDir: join(root, 'cost-state'), cacheDir: join(root, 'cache'), producerCacheDir: join(root, 'producer-cache'), mission });
     workers.push(await startWorkerProcess(env, join(root, 'w1'), 1));
     // Warm-up: mirror clone, module caches.
     const warm = await submitOperation(client, mission('warm-0'), opts);
@@ -127,34 +166,41 @@ export async function runQueueLatency(): Promise<void> {
 
     const total = p(uhName, 50);
     printTable('Where a no-op mission\'s queue latency goes (medians)', [
-      { part: 'submit: prepare (runtime, ref → commit under the mirror lock) + record + add', ms: fmtMs(percentile(submitMs, 50)) },
+      { part: 'submit: prepare (runtime, ref → commit: one rev-parse in the source; mirror commits remembered) + record + add', ms: fmtMs(percentile(submitMs, 50)) },
       { part: 'worker pipeline (receipt total_ms: sandbox, runtime, diff, receipt)', ms: fmtMs(percentile(pipelineMs, 50)) },
-      { part: 'the rest: pickup, claim, worker-side prepare (mirror lookup), artifacts + settle, tail wake-up', ms: fmtMs(total - percentile(submitMs, 50) - percentile(pipelineMs, 50)) },
+      { part: 'the rest: pickup, claim, worker-side prepare (no process once the mirror is known to have the commit), artifacts + settle, tail wake-up', ms: fmtMs(total - percentile(submitMs, 50) - percentile(pipelineMs, 50)) },
     ]);
 
     // Throughput: 2 worker processes × concurrency 4.
     await stopProcess(workers.pop() as ChildProcess);
     workers.push(await startWorkerProcess(env, join(root, 'w2'), 4), await startWorkerProcess(env, join(root, 'w3'), 4));
-    const ids = Array.from({ length: MISSIONS }, (_, i) => `thr-${i}`);
-    const t0 = performance.now();
-    await Promise.all(ids.map((id) => submitOperation(client, mission(id), opts)));
-    const submittedMs = performance.now() - t0;
-    const settled = await Promise.all(ids.map((id) => tailOperation(client.store, id, { from: 'start', timeoutMs: 600_000 })));
-    const totalMs = performance.now() - t0;
-    const ok = settled.filter((r) => r?.state === 'finished' && r.status === 'completed').length;
-    for (const r of settled.filter((x) => !(x?.state === 'finished' && x.status === 'completed'))) {
-      const receipt = r ? await client.store.redis.hget(client.store.keys.artifacts(r.operation_id), 'receipt') : null;
-      console.log(`not completed: ${r?.operation_id} ${r?.state} ${r?.status}: ${receipt ? JSON.parse(receipt).outcome.message : r?.unknown_reason}`);
-    }
-    printTable(`Queue throughput: ${MISSIONS} trivial missions, 2 worker processes × concurrency 4`, [
-      {
-        missions: MISSIONS,
-        completed: ok,
-        'all submitted after': fmtMs(submittedMs),
-        'last receipt after': fmtMs(totalMs),
-        'missions/minute': ((MISSIONS / totalMs) * 60_000).toFixed(0),
-      },
-    ]);
+    const { submitOperations } = await import('../src/producers/submit.js');
+    const settle = async (label: string, prefixId: string, submitAll: (ids: string[]) => Promise<void>) => {
+      const ids = Array.from({ length: MISSIONS }, (_, i) => `${prefixId}-${i}`);
+      const t0 = performance.now();
+      await submitAll(ids);
+      const submittedMs = performance.now() - t0;
+      const settled = await Promise.all(ids.map((id) => tailOperation(client.store, id, { from: 'start', timeoutMs: 600_000 })));
+      const totalMs = performance.now() - t0;
+      const ok = settled.filter((r) => r?.state === 'finished' && r.status === 'completed').length;
+      for (const r of settled.filter((x) => !(x?.state === 'finished' && x.status === 'completed'))) {
+        const receipt = r ? await client.store.redis.hget(client.store.keys.artifacts(r.operation_id), 'receipt') : null;
+        console.log(`not completed: ${r?.operation_id} ${r?.state} ${r?.status}: ${receipt ? JSON.parse(receipt).outcome.message : r?.unknown_reason}`);
+      }
+      const perMinute = (MISSIONS / totalMs) * 60_000;
+      rows.push({ producer: label, missions: MISSIONS, completed: ok, 'all submitted after': fmtMs(submittedMs), 'last receipt after': fmtMs(totalMs), 'missions/minute': perMinute.toFixed(0) });
+      return perMinute;
+    };
+    const rows: Array<Record<string, string | number>> = [];
+    const viaCode = await settle('submitOperations (one batch, in-process producer)', 'thr', async (ids) => {
+      const results = await submitOperations(client, ids.map(mission), opts);
+      if (results.some((r) => r instanceof Error)) throw new Error('a submission conflicted');
+    });
+    const api = await startApi(env, join(root, 'api'), root);
+    workers.push(api.child);
+    const viaHttp = await settle('HTTP API (uh api start, 32 concurrent clients POST /v1/missions)', 'http', (ids) => postAll(api.base, ids.map(mission), 32));
+    printTable(`Queue throughput: ${MISSIONS} trivial missions each way, 2 worker processes × concurrency 4`, rows);
+    printCeiling(costs, Math.max(viaCode, viaHttp));
   } finally {
     await Promise.all(workers.map(stopProcess));
     await rawWorker.close();

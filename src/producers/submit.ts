@@ -13,9 +13,9 @@
  */
 import type { Mission } from '../shared/contracts/mission.js';
 import { OperationConflictError } from '../shared/errors.js';
-import { eventJson, type OperationJob, type QueueRecord } from '../shared/queue/operation-store.js';
-import { queueName } from '../shared/queue/topology.js';
-import { prepareOperation } from '../operation/prepare-operation.js';
+import { eventJson, type CreateResult, type OperationJob, type QueueRecord } from '../shared/queue/operation-store.js';
+import { jobIdFor, queueName } from '../shared/queue/topology.js';
+import { prepareOperation, type PreparedOperation } from '../operation/prepare-operation.js';
 import { OPERATION_PORTS } from '../workers/operation-ports.js';
 import type { QueueClient } from './queue/queue-client.js';
 
@@ -32,31 +32,65 @@ export interface SubmitResult {
   queue: string;
 }
 
-export async function submitOperation(
-  client: QueueClient,
-  mission: Mission,
-  options: { stateDir: string; cacheDir: string; runtime?: string },
-): Promise<SubmitResult> {
-  const prepared = await prepareOperation(mission, options, OPERATION_PORTS);
-  const id = mission.operation_id;
-  const job: OperationJob = {
-    operation_id: id,
-    runtime: prepared.runtime.runtimeId,
-    mission,
-    base_commit: prepared.baseCommit,
-    contract_digest: prepared.contractDigest,
+type SubmitOptions = { stateDir: string; cacheDir: string; runtime?: string };
+
+export async function submitOperation(client: QueueClient, mission: Mission, options: SubmitOptions): Promise<SubmitResult> {
+  const [result] = await submitOperations(client, [mission], options);
+  if (result instanceof OperationConflictError) throw result;
+  return result as SubmitResult;
+}
+
+/**
+ * Submit many missions at once, in a fixed number of Redis round trips whatever their number:
+ * every mission is prepared first (a ref shared by several resolves once; a bad one refuses the
+ * whole batch before anything is written), then create-or-attach for all in one pipeline, the
+ * `operation.queued` events and the records of attached ones in a second, one BullMQ `addBulk`,
+ * and the records as they stand in a last one. A conflict is that mission's result (its
+ * `OperationConflictError`), the others still go through. Results are in the missions' order.
+ */
+export async function submitOperations(client: QueueClient, missions: readonly Mission[], options: SubmitOptions): Promise<Array<SubmitResult | OperationConflictError>> {
+  const prepared = await Promise.all(missions.map((mission) => prepareOperation(mission, options, OPERATION_PORTS)));
+  const jobs: OperationJob[] = prepared.map((p) => ({
+    operation_id: p.mission.operation_id,
+    runtime: p.runtime.runtimeId,
+    mission: p.mission,
+    base_commit: p.baseCommit,
+    contract_digest: p.contractDigest,
     attempt: 1,
-  };
-  const result = await client.store.createOrAttach(job, { mission_id: mission.mission_id, prompt_digest: prepared.promptDigest });
-  if (result.kind === 'conflict') throw new OperationConflictError(id, result.digest, prepared.contractDigest);
-  if (result.kind === 'created') {
-    await client.store.appendEvent(id, eventJson(id, 'operation.queued', { runtime: job.runtime, contract_digest: job.contract_digest, base_commit: job.base_commit }));
-  }
-  let record = (await client.store.get(id)) as QueueRecord;
-  if (record.state === 'queued' && !record.cancel_requested) {
-    const queue = await client.queue(record.runtime);
-    await queue.add('operation', record.job.attempt === record.attempt ? record.job : { ...record.job, attempt: record.attempt }, { ...JOB_OPTIONS, jobId: record.job_id });
-    record = (await client.store.get(id)) as QueueRecord;
-  }
-  return { kind: result.kind, record, queue: queueName(record.runtime) };
+  }));
+  const { store } = client;
+  const created = await store.createOrAttachMany(jobs.map((job, i) => ({ job, mission_id: (prepared[i] as PreparedOperation).mission.mission_id, prompt_digest: (prepared[i] as PreparedOperation).promptDigest })));
+  const queuedEvents = jobs
+    .filter((_, i) => created[i]?.kind === 'created')
+    .map((job) => [job.operation_id, eventJson(job.operation_id, 'operation.queued', { runtime: job.runtime, contract_digest: job.contract_digest, base_commit: job.base_commit })] as const);
+  const attachedIds = jobs.filter((_, i) => created[i]?.kind === 'attached').map((j) => j.operation_id);
+  const [, attachedRecords] = await Promise.all([store.appendEvents(queuedEvents), store.getMany(attachedIds)]);
+  const attachedById = new Map(attachedRecords.map((r, i) => [attachedIds[i] as string, r]));
+  // A created record is queued with this very job; an attached one is re-added while still queued.
+  const toAdd = jobs.flatMap((job, i) => {
+    if (created[i]?.kind === 'created') return [{ job, runtime: job.runtime, jobId: jobIdFor(job.operation_id) }];
+    const record = attachedById.get(job.operation_id);
+    if (created[i]?.kind !== 'attached' || !record || record.state !== 'queued' || record.cancel_requested) return [];
+    return [{ job: record.job.attempt === record.attempt ? record.job : { ...record.job, attempt: record.attempt }, runtime: record.runtime, jobId: record.job_id }];
+  });
+  await enqueue(client, toAdd);
+  const records = await store.getMany(jobs.map((j) => j.operation_id));
+  return jobs.map((job, i) => {
+    const result = created[i] as CreateResult;
+    if (result.kind === 'conflict') return new OperationConflictError(job.operation_id, result.digest, job.contract_digest);
+    const record = records[i] as QueueRecord;
+    return { kind: result.kind, record, queue: queueName(record.runtime) };
+  });
+}
+
+/** One BullMQ `addBulk` per runtime queue (a MULTI each). */
+async function enqueue(client: QueueClient, entries: Array<{ job: OperationJob; runtime: string; jobId: string }>): Promise<void> {
+  const byRuntime = new Map<string, typeof entries>();
+  for (const e of entries) byRuntime.set(e.runtime, [...(byRuntime.get(e.runtime) ?? []), e]);
+  await Promise.all(
+    [...byRuntime].map(async ([runtime, list]) => {
+      const queue = await client.queue(runtime);
+      await queue.addBulk(list.map((e) => ({ name: 'operation', data: e.job, opts: { ...JOB_OPTIONS, jobId: e.jobId } })));
+    }),
+  );
 }

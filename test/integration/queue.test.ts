@@ -271,6 +271,29 @@ describe('one fleet: worker pool, --wait exit codes, cancel, collect, watch', ()
     expect(JSON.stringify(await redis.redis.xrange(`${prefix()}:outbox`, '-', '+'))).not.toContain(secret);
   });
 
+  it('submits several mission files in one command: each runs once; a conflict among them is exit 2 and the others still go', async () => {
+    const countFile = join(tempDir('uh-count-'), 'count');
+    const missions = [1, 2, 3].map(() => writeMission(repo, ['count', countFile]));
+    const many = await uh(prefix(), ['mission', 'submit', ...missions.map((m) => m.path), '--json', '--state-dir', producerState]);
+    expect(many.code).toBe(0);
+    expect(json(many)).toEqual(missions.map((m) => expect.objectContaining({ operation_id: m.operationId, attached: false, queue: 'runtime.command' })));
+    for (const m of missions) {
+      const waited = await uh(prefix(), ['mission', 'submit', m.path, '--wait', '--json', '--state-dir', producerState]);
+      expect(json(waited)).toMatchObject({ operation_id: m.operationId, status: 'completed', attached: true });
+    }
+    expect(lines(countFile)).toHaveLength(3);
+
+    const first = missions[0] as { path: string; operationId: string };
+    writeFileSync(first.path, readFileSync(first.path, 'utf8').replace('Do what the fake agent does.', 'Something else entirely.'));
+    const fresh = writeMission(repo, ['count', countFile]);
+    const mixed = await uh(prefix(), ['mission', 'submit', first.path, fresh.path, '--state-dir', producerState]);
+    expect(mixed.code).toBe(2);
+    expect(mixed.stderr).toContain('already exists with another contract digest');
+    expect(mixed.stdout).toContain(`queued ${fresh.operationId}`);
+    await waitForRecord(prefix(), fresh.operationId, (r) => r.state === 'finished');
+    expect(lines(countFile)).toHaveLength(4);
+  });
+
   it('lists operations from Redis', async () => {
     const listed = await uh(prefix(), ['mission', 'list', '--json', '--state', 'finished']);
     expect(listed.code).toBe(0);

@@ -101,6 +101,23 @@ interface GroupRun {
   timeoutTimer: NodeJS.Timeout | undefined;
 }
 
+/**
+ * Processes started by this process through `spawnGroup`, by program (git by subcommand): what
+ * the benchmarks count per mission (`npm run bench -- queue`). Counting only, never read by uh.
+ */
+const spawned = new Map<string, number>();
+
+/** A copy of the counts so far (`git worktree`, `true`, ...). */
+export function spawnCounts(): Record<string, number> {
+  return Object.fromEntries(spawned);
+}
+
+function countSpawn(program: string, args: readonly string[]): void {
+  const name = program.split('/').pop() ?? program;
+  const key = name === 'git' && args[0] ? `git ${args[0]}` : name;
+  spawned.set(key, (spawned.get(key) ?? 0) + 1);
+}
+
 /** Start the leader in its own group; untapped output files go straight to its descriptors. */
 function launch(options: SpawnGroupOptions): ChildProcess {
   const fds: number[] = [];
@@ -114,6 +131,7 @@ function launch(options: SpawnGroupOptions): ChildProcess {
   };
   const [program, ...args] = options.argv;
   if (program === undefined) throw new Error('spawnGroup: empty argv');
+  countSpawn(program, args);
   try {
     return nodeSpawn(program, args, {
       cwd: options.cwd,

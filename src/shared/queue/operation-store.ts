@@ -25,6 +25,12 @@ const SCRIPTS = {
   uhOrphaned: [3, ORPHANED],
 } as const;
 
+function createResultOf([kind, value]: [string, string]): CreateResult {
+  if (kind === 'created') return { kind };
+  if (kind === 'attached') return { kind, state: value };
+  return { kind: 'conflict', digest: value };
+}
+
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 type Scripted = Redis & { [K in keyof typeof SCRIPTS]: ScriptFn };
 
@@ -49,6 +55,20 @@ export class OperationStore {
 
   /** Atomic create-or-attach: same digest attaches (forever), another digest is a conflict. */
   async createOrAttach(job: OperationJob, fields: { mission_id: string; prompt_digest: string }, now = new Date()): Promise<CreateResult> {
+    return createResultOf((await this.r.uhCreateOrAttach(...this.createArgs(job, fields, now))) as [string, string]);
+  }
+
+  /** `createOrAttach` of many operations in one pipeline (one round trip); results in order. */
+  async createOrAttachMany(entries: ReadonlyArray<{ job: OperationJob; mission_id: string; prompt_digest: string }>, now = new Date()): Promise<CreateResult[]> {
+    const pipeline = this.redis.pipeline() as unknown as { uhCreateOrAttach: (...args: (string | number)[]) => void; exec: () => Promise<Array<[Error | null, unknown]> | null> };
+    for (const e of entries) pipeline.uhCreateOrAttach(...this.createArgs(e.job, e, now));
+    return ((await pipeline.exec()) ?? []).map(([error, reply]) => {
+      if (error) throw error;
+      return createResultOf(reply as [string, string]);
+    });
+  }
+
+  private createArgs(job: OperationJob, fields: { mission_id: string; prompt_digest: string }, now: Date): (string | number)[] {
     const record = {
       operation_id: job.operation_id,
       mission_id: fields.mission_id,
@@ -64,17 +84,25 @@ export class OperationStore {
       updated_at: now.toISOString(),
       job: JSON.stringify(job),
     };
-    const [kind, value] = (await this.r.uhCreateOrAttach(
-      this.keys.op(job.operation_id),
-      this.keys.index,
-      job.contract_digest,
-      now.getTime(),
-      job.operation_id,
-      ...pairs(record),
-    )) as [string, string];
-    if (kind === 'created') return { kind };
-    if (kind === 'attached') return { kind, state: value };
-    return { kind: 'conflict', digest: value };
+    return [this.keys.op(job.operation_id), this.keys.index, job.contract_digest, now.getTime(), job.operation_id, ...pairs(record)];
+  }
+
+  /** Many records in one pipeline; null for a missing one. */
+  async getMany(operationIds: readonly string[]): Promise<Array<QueueRecord | null>> {
+    const pipeline = this.redis.pipeline();
+    for (const id of operationIds) pipeline.hgetall(this.keys.op(id));
+    return ((await pipeline.exec()) ?? []).map(([error, hash]) => {
+      if (error) throw error;
+      return Object.keys(hash as object).length === 0 ? null : QueueRecordSchema.parse(hash);
+    });
+  }
+
+  /** Events of many operations in one pipeline: `[operation_id, event json]`. */
+  async appendEvents(entries: ReadonlyArray<readonly [string, string]>): Promise<void> {
+    if (entries.length === 0) return;
+    const pipeline = this.redis.pipeline();
+    for (const [id, json] of entries) pipeline.xadd(this.keys.events(id), 'MAXLEN', '~', '100000', '*', 'event', json);
+    for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error;
   }
 
   async get(operationId: string): Promise<QueueRecord | null> {

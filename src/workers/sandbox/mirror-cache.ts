@@ -60,8 +60,40 @@ async function ensureMirror(mirror: Mirror, call: GitCallOptions): Promise<void>
  * Resolve `ref` to a commit present in the mirror. For a local repository the ref is resolved in
  * the source itself (read-only), so `HEAD` means the user's current commit. `call` bounds every
  * git call (timeout, the operation's abort signal): a hanging clone or fetch ends and frees the lock.
+ *
+ * Cheap when repeated (a queue producer resolves the same ref for every mission): a commit once
+ * seen in a mirror is remembered (a mirror only gains objects: `gc.auto 0`), so a full SHA the
+ * mirror has costs no process at all; and concurrent callers without an abort signal that ask
+ * for the same repository and ref share one resolution in flight (no result is kept after it
+ * settles, so a ref moved later resolves anew).
  */
 export async function resolveInMirror(cacheDir: string, url: string, ref: string, call: GitCallOptions = {}): Promise<{ mirror: Mirror; commit: string }> {
+  const mirror = mirrorFor(cacheDir, url);
+  if (SHA.test(ref) && knownCommits.get(mirror.path)?.has(ref) && existsSync(join(mirror.path, 'HEAD'))) return { mirror, commit: ref };
+  if (call.signal) return remember(await resolveUncached(cacheDir, url, ref, call));
+  const key = `${mirror.path}\0${ref}`;
+  let shared = inFlight.get(key);
+  if (!shared) {
+    shared = resolveUncached(cacheDir, url, ref, call).then(remember).finally(() => inFlight.delete(key));
+    inFlight.set(key, shared);
+  }
+  return shared;
+}
+
+/** Commits known present, per mirror path (never pruned from it: `gc.auto 0`). */
+const knownCommits = new Map<string, Set<string>>();
+/** Resolutions in flight, per mirror and ref, shared by concurrent callers. */
+const inFlight = new Map<string, Promise<{ mirror: Mirror; commit: string }>>();
+
+function remember(resolved: { mirror: Mirror; commit: string }): { mirror: Mirror; commit: string } {
+  let known = knownCommits.get(resolved.mirror.path);
+  if (!known) knownCommits.set(resolved.mirror.path, (known = new Set()));
+  if (known.size > 10_000) known.clear();
+  known.add(resolved.commit);
+  return resolved;
+}
+
+async function resolveUncached(cacheDir: string, url: string, ref: string, call: GitCallOptions): Promise<{ mirror: Mirror; commit: string }> {
   if (!isRemoteUrl(url) && !existsSync(url)) {
     throw new UhError('invalid_input', `repository.url: no such directory: ${url}`, { hint: 'give a git URL or a path to a local repository' });
   }
@@ -73,7 +105,7 @@ export async function resolveInMirror(cacheDir: string, url: string, ref: string
     if (code !== 0) throw badRef(url, ref);
     const wanted = stdout.trim();
     // The common case takes no lock: the mirror exists and already has the commit.
-    if (existsSync(join(mirror.path, 'HEAD')) && (await hasCommit(mirror, wanted, call))) return { mirror, commit: wanted };
+    if (existsSync(join(mirror.path, 'HEAD')) && (knownCommits.get(mirror.path)?.has(wanted) || (await hasCommit(mirror, wanted, call)))) return { mirror, commit: wanted };
     return withFileLock(mirror.lockDir, async () => {
       await ensureMirror(mirror, call);
       if (!(await hasCommit(mirror, wanted, call))) await fetchMirror(mirror, call);

@@ -4,7 +4,7 @@
  * the sandbox's own index is untouched and unchanged files are not re-hashed. The patch
  * streams to disk; only the name list is held in memory.
  */
-import { copyFileSync, existsSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
@@ -27,13 +27,21 @@ export interface DiffCapture {
 /** `call` bounds the git calls (timeout, abort signal). */
 export async function captureDiff(workDir: string, baseCommit: string, patchPath: string, scratchDir: string, call: GitCallOptions = {}): Promise<DiffCapture> {
   const index = join(scratchDir, 'diff.index');
-  // One git call for both: where the worktree's index lives, and the commit it is on now.
-  const { stdout: revParse } = await git(['rev-parse', '--path-format=absolute', '--git-path', 'index', 'HEAD'], { ...call, cwd: workDir, okCodes: [128] });
-  const [indexPath = '', head = ''] = revParse.trim().split('\n');
+  // One git call for all three: where the worktree's index lives, the commit it is on now, the base tree.
+  const { stdout: revParse } = await git(['rev-parse', '--path-format=absolute', '--git-path', 'index', 'HEAD', `${baseCommit}^{tree}`], { ...call, cwd: workDir, okCodes: [128] });
+  const [indexPath = '', head = '', baseTree = ''] = revParse.trim().split('\n');
   if (existsSync(indexPath)) copyFileSync(indexPath, index);
   const env = { GIT_INDEX_FILE: index };
   try {
     await git(['add', '-A', '--', '.'], { ...call, cwd: workDir, env });
+    // The final tree is what a promotion must reproduce; if git cannot write it, promotion checks the diff digest only.
+    const tree = (await git(['write-tree'], { cwd: workDir, env, okCodes: [1, 128] })).stdout.trim();
+    const headCommit = /^[0-9a-f]{40,64}$/.test(head) ? head : null;
+    // Nothing changed (the tree is the base's): an empty patch, no diff to run.
+    if (/^[0-9a-f]{40,64}$/.test(tree) && tree === baseTree) {
+      writeFileSync(patchPath, '');
+      return { changed: [], patchPath, bytes: 0, digest: await fileDigest(patchPath), headCommit, tree };
+    }
     const names = await git(['diff', '--cached', '--name-status', '-z', '-M', baseCommit], { ...call, cwd: workDir, env });
     const child = spawnGroup({
       argv: ['git', 'diff', '--cached', '--binary', '-M', baseCommit],
@@ -47,14 +55,12 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
     const exit = await child.result;
     if (exit.timedOut || exit.aborted) throw new UhError('sandbox', `git diff ${exit.timedOut ? 'timed out' : 'was aborted'} in ${workDir}`, { hint: 'the diff of a very large change can be slow: run again' });
     if (exit.exitCode !== 0) throw new UhError('sandbox', `git diff exited ${exit.exitCode}`);
-    // The final tree is what a promotion must reproduce; if git cannot write it, promotion checks the diff digest only.
-    const tree = (await git(['write-tree'], { cwd: workDir, env, okCodes: [1, 128] })).stdout.trim();
     return {
       changed: parseNameStatusZ(names.stdout),
       patchPath,
       bytes: statSync(patchPath).size,
       digest: await fileDigest(patchPath),
-      headCommit: /^[0-9a-f]{40,64}$/.test(head) ? head : null,
+      headCommit,
       tree: /^[0-9a-f]{40,64}$/.test(tree) ? tree : null,
     };
   } finally {

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { UhConfig } from '../../../shared/config.js';
+import type { Mission } from '../../../shared/contracts/mission.js';
 import { loadMissionFile, repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput } from '../../../shared/errors.js';
@@ -9,7 +10,7 @@ import { writeGithubOutput } from '../../queue/github-output.js';
 import { publicRecord } from '../../../shared/queue/operation-store.js';
 
 export const MISSION_SUBMIT: CommandSpec = {
-  usage: 'uh mission submit <mission.yaml|json> [--wait [--timeout s]] [--json] [--redis url] [--runtime id] [--state-dir dir]',
+  usage: 'uh mission submit <mission.yaml|json>... [--wait [--timeout s]] [--json] [--redis url] [--runtime id] [--state-dir dir]',
   summary:
     'Validate a mission and enqueue it on its runtime queue (runtime.<id>) in Redis. Idempotent on operation_id: the same contract attaches to the existing operation (never a second run); another contract under the same id is refused (exit 2) and nothing is enqueued.',
   options: {
@@ -20,6 +21,8 @@ export const MISSION_SUBMIT: CommandSpec = {
     timeout: { type: 'string' },
   },
   details: [
+    'Several files: all are validated and their refs resolved before anything is enqueued (a bad one: exit 2, nothing',
+    'enqueued), then they go to Redis in a few pipelined round trips; --json prints an array. --wait takes one file.',
     'Redis: --redis, else $REDIS_URL, else redis://127.0.0.1:6379 (said on stderr). Keys live under $UH_REDIS_PREFIX (default uh).',
     '--wait follows the operation until it settles and exits with its code (0 ok, 1 failed/verification failed/scope,',
     '3 blocked, 4 cancelled, 5 unknown or --timeout reached); artifacts are copied to <state-dir>/collected/<operation>/.',
@@ -35,13 +38,16 @@ export const MISSION_SUBMIT: CommandSpec = {
 export async function missionSubmit(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(MISSION_SUBMIT, argv);
   if (values.help) return void process.stdout.write(`${helpText(MISSION_SUBMIT)}\n`), EXIT.ok;
-  if (positionals.length !== 1) throw invalidInput('uh mission submit needs exactly one mission file', [], MISSION_SUBMIT.usage);
+  if (positionals.length === 0) throw invalidInput('uh mission submit needs a mission file', [], MISSION_SUBMIT.usage);
+  if (positionals.length > 1 && values.wait) throw invalidInput('--wait: only with one mission file', [], 'submit them, then follow each with: uh mission watch <operation_id>');
   const timeoutS = values.timeout === undefined ? undefined : Number(values.timeout);
   if (timeoutS !== undefined && !(Number.isFinite(timeoutS) && timeoutS > 0)) throw invalidInput(`--timeout: "${values.timeout}" is not a positive number of seconds`);
   if (timeoutS !== undefined && !values.wait) throw invalidInput('--timeout: only with --wait');
-  const mission = loadMissionFile(positionals[0] as string, repositoryPolicy(config.core, 'cli'));
+  const missions = positionals.map((file) => loadMissionFile(file, repositoryPolicy(config.core, 'cli')));
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const runtime = values.runtime as string | undefined;
+  if (missions.length > 1) return submitMany(missions, { config, redis: values.redis as string | undefined, stateDir, runtime, json: values.json === true });
+  const mission = missions[0] as Mission;
 
   const { QueueClient } = await import('../../queue/queue-client.js');
   const client = await QueueClient.open(config.queue, queueRedisUrl(config, values.redis));
@@ -83,6 +89,29 @@ export async function missionSubmit(argv: string[], config: UhConfig): Promise<n
     if (values.json) writeJson({ ...receiptJson(got.receipt, got.dir), attached });
     else printReceiptSummary(got.receipt, got.dir, attached);
     return got.receipt.exit_code;
+  } finally {
+    await client.close();
+  }
+}
+
+/** Several missions in one batch: one line (or one array entry) each; exit 2 if any conflicts. */
+async function submitMany(missions: Mission[], o: { config: UhConfig; redis: string | undefined; stateDir: string; runtime: string | undefined; json: boolean }): Promise<number> {
+  const { QueueClient } = await import('../../queue/queue-client.js');
+  const client = await QueueClient.open(o.config.queue, queueRedisUrl(o.config, o.redis));
+  try {
+    const { submitOperations } = await import('../../submit.js');
+    const results = await submitOperations(client, missions, { stateDir: o.stateDir, cacheDir: o.config.core.cacheDir, ...(o.runtime ? { runtime: o.runtime } : {}) });
+    const rows = results.map((r, i) => {
+      const id = (missions[i] as Mission).operation_id;
+      if (r instanceof Error) return { operation_id: id, error: r.message };
+      return { operation_id: id, attached: r.kind === 'attached', state: r.record.state, queue: r.queue, job_id: r.record.job_id };
+    });
+    if (o.json) writeJson(rows);
+    for (const row of o.json ? [] : rows) {
+      if ('error' in row) process.stderr.write(`uh: ${row.error}\n`);
+      else process.stdout.write(`${row.attached ? 'attached to existing' : 'queued'} ${row.operation_id} on ${row.queue} (state ${row.state})\n`);
+    }
+    return rows.some((r) => 'error' in r) ? EXIT.invalid : EXIT.ok;
   } finally {
     await client.close();
   }

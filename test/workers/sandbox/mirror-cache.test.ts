@@ -1,0 +1,42 @@
+/**
+ * Ref resolution for a queue producer: concurrent submissions of one repository and ref share
+ * one resolution, yet a ref moved afterwards resolves to its new commit (nothing stale kept).
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { resolveInMirror } from '../../../src/workers/sandbox/mirror-cache.js';
+import { spawnCounts } from '../../../src/shared/process/spawn-group.js';
+import { git, makeRepo } from '../../support/git-repo.js';
+import { removeDir, tempDir } from '../../support/temp.js';
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach(removeDir));
+
+const revParses = () => spawnCounts()['git rev-parse'] ?? 0;
+
+describe('resolveInMirror', () => {
+  it('50 concurrent callers share one resolution; a commit made afterwards is seen by the next call; a known SHA spawns nothing', async () => {
+    const repo = makeRepo({ 'README.md': '# one\n' });
+    const cacheDir = tempDir('uh-mirror-');
+    dirs.push(repo, cacheDir);
+    const first = await resolveInMirror(cacheDir, repo, 'main'); // clones the mirror
+    expect(first.commit).toBe(git(repo, 'rev-parse', 'main').trim());
+
+    const before = revParses();
+    const all = await Promise.all(Array.from({ length: 50 }, () => resolveInMirror(cacheDir, repo, 'main')));
+    expect(new Set(all.map((r) => r.commit))).toEqual(new Set([first.commit]));
+    expect(revParses() - before).toBe(1);
+
+    writeFileSync(join(repo, 'README.md'), '# two\n');
+    git(repo, 'commit', '-qam', 'two');
+    const moved = await resolveInMirror(cacheDir, repo, 'main');
+    expect(moved.commit).toBe(git(repo, 'rev-parse', 'main').trim());
+    expect(moved.commit).not.toBe(first.commit);
+
+    const quiet = revParses();
+    const bySha = await resolveInMirror(cacheDir, repo, moved.commit, { signal: new AbortController().signal });
+    expect(bySha.commit).toBe(moved.commit);
+    expect(revParses()).toBe(quiet);
+  });
+});
