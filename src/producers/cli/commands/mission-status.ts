@@ -3,7 +3,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
-import { operationDir, operationsRoot, readReceipt, readRecord } from '../../../operation/operation-files.js';
+import { CHECK_LOG_FILE, operationDir, operationsRoot, readReceipt, readRecord } from '../../../operation/operation-files.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 
@@ -16,7 +16,7 @@ const STATUS: CommandSpec = {
 
 const COLLECT: CommandSpec = {
   usage: 'uh mission collect <operation_id> --out <dir> [--json] [--state-dir dir]',
-  summary: 'Copy the receipt, diff, final message, runtime result and events of an operation into --out.',
+  summary: 'Copy the receipt, diff, final message, runtime result, events and check logs of an operation into --out.',
   options: { ...COMMON_OPTIONS, out: { type: 'string' } },
   examples: ['uh mission collect hello-001 --out ./artifacts'],
 };
@@ -64,7 +64,7 @@ export async function missionCollect(argv: string[], config: UhConfig): Promise<
   const dir = operationDir(got.stateDir, got.id);
   mkdirSync(resolve(out), { recursive: true });
   const copied: string[] = [];
-  for (const name of ARTIFACTS) {
+  for (const name of [...ARTIFACTS, ...readdirSync(dir).filter((f) => CHECK_LOG_FILE.test(f))]) {
     if (!existsSync(join(dir, name))) continue;
     copyFileSync(join(dir, name), join(out, name));
     copied.push(join(resolve(out), name));
