@@ -20,53 +20,62 @@ interface RecordJson {
   runtime: string;
 }
 
+interface Http {
+  base: string;
+  token: string | undefined;
+}
+
+/** One request; a non-2xx answer becomes the UhError the server described (or one by status). */
+async function call(http: Http, method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
+  const headers: Record<string, string> = { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(http.token ? { authorization: `Bearer ${http.token}` } : {}) };
+  let res: Response;
+  try {
+    res = await fetch(`${http.base}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }), ...(signal ? { signal } : {}) });
+  } catch (error) {
+    throw new UhError('runtime_unavailable', `cannot reach ${http.base}: ${error instanceof Error ? error.message : String(error)}`, { hint: 'is "uh api start" running?', cause: error });
+  }
+  if (res.ok) return res;
+  const text = await res.text();
+  let err: { kind?: string; message?: string; details?: string[]; hint?: string | null } = {};
+  try {
+    err = (JSON.parse(text) as { error?: typeof err }).error ?? {};
+  } catch {
+    // not our JSON: keep the status line
+  }
+  const kind = (err.kind ?? (res.status === 404 ? 'not_found' : res.status === 409 ? 'conflict' : res.status < 500 ? 'invalid_input' : 'internal')) as UhErrorKind;
+  throw new UhError(kind, err.message ?? `${method} ${path}: HTTP ${res.status}`, { details: err.details ?? [], ...(err.hint ? { hint: err.hint } : {}) });
+}
+
+/** The operation's events from the start; `{end: true}` once the server says it settled. */
+async function* events(http: Http, id: string, signal?: AbortSignal): AsyncGenerator<UhEvent | { end: true }> {
+  const res = await call(http, 'GET', `/v1/operations/${encodeURIComponent(id)}/events`, undefined, signal);
+  if (!res.body) return;
+  for await (const batch of readSseBatches(res.body as unknown as AsyncIterable<Uint8Array>, { doneData: null })) {
+    for (const item of batch) {
+      if (item.type !== 'event') return;
+      if (item.event === 'end') return yield { end: true };
+      const parsed = EventSchema.safeParse(JSON.parse(item.data));
+      if (parsed.success) yield parsed.data;
+    }
+  }
+}
+
 export function httpClient(options: { apiUrl: string; token?: string }): UhClient {
-  const base = options.apiUrl.replace(/\/+$/, '');
-  const headers = (extra: Record<string, string> = {}) => ({ ...extra, ...(options.token ? { authorization: `Bearer ${options.token}` } : {}) });
-  const call = async (method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> => {
-    let res: Response;
-    try {
-      res = await fetch(`${base}${path}`, { method, headers: headers(body === undefined ? {} : { 'content-type': 'application/json' }), ...(body === undefined ? {} : { body: JSON.stringify(body) }), ...(signal ? { signal } : {}) });
-    } catch (error) {
-      throw new UhError('runtime_unavailable', `cannot reach ${base}: ${error instanceof Error ? error.message : String(error)}`, { hint: 'is "uh api start" running?', cause: error });
-    }
-    if (res.ok) return res;
-    const text = await res.text();
-    let err: { kind?: string; message?: string; details?: string[]; hint?: string | null } = {};
-    try {
-      err = (JSON.parse(text) as { error?: typeof err }).error ?? {};
-    } catch {
-      // not our JSON: keep the status line
-    }
-    const kind = (err.kind ?? (res.status === 404 ? 'not_found' : res.status === 409 ? 'conflict' : res.status < 500 ? 'invalid_input' : 'internal')) as UhErrorKind;
-    throw new UhError(kind, err.message ?? `${method} ${path}: HTTP ${res.status}`, { details: err.details ?? [], ...(err.hint ? { hint: err.hint } : {}) });
-  };
+  const http: Http = { base: options.apiUrl.replace(/\/+$/, ''), token: options.token };
   const attach = async (id: string): Promise<OperationView> => {
-    const { operation: r } = (await (await call('GET', `/v1/operations/${encodeURIComponent(id)}`)).json()) as { operation: RecordJson };
+    const { operation: r } = (await (await call(http, 'GET', `/v1/operations/${encodeURIComponent(id)}`)).json()) as { operation: RecordJson };
     return { operationId: r.operation_id, state: r.state, status: r.status, verdict: r.verdict, exitCode: r.exit_code, runtime: r.runtime };
   };
   const receipt = async (id: string): Promise<Receipt | null> => {
-    const { receipt: r } = (await (await call('GET', `/v1/operations/${encodeURIComponent(id)}`)).json()) as { receipt: unknown };
+    const { receipt: r } = (await (await call(http, 'GET', `/v1/operations/${encodeURIComponent(id)}`)).json()) as { receipt: unknown };
     return r ? ReceiptSchema.parse(r) : null;
   };
-  async function* events(id: string, signal?: AbortSignal): AsyncGenerator<UhEvent | { end: true }> {
-    const res = await call('GET', `/v1/operations/${encodeURIComponent(id)}/events`, undefined, signal);
-    if (!res.body) return;
-    for await (const batch of readSseBatches(res.body as unknown as AsyncIterable<Uint8Array>, { doneData: null })) {
-      for (const item of batch) {
-        if (item.type !== 'event') return;
-        if (item.event === 'end') return yield { end: true };
-        const parsed = EventSchema.safeParse(JSON.parse(item.data));
-        if (parsed.success) yield parsed.data;
-      }
-    }
-  }
   const wait = async (id: string, o: WaitOptions = {}): Promise<Settled> => {
     const controller = new AbortController();
     const timer = o.timeoutMs === undefined ? undefined : setTimeout(() => controller.abort(), o.timeoutMs);
     o.signal?.addEventListener('abort', () => controller.abort(), { once: true });
     try {
-      for await (const e of events(id, controller.signal)) if (!('end' in e)) o.onEvent?.(e);
+      for await (const e of events(http, id, controller.signal)) if (!('end' in e)) o.onEvent?.(e);
     } catch (error) {
       if (!controller.signal.aborted) throw error;
     } finally {
@@ -81,17 +90,17 @@ export function httpClient(options: { apiUrl: string; token?: string }): UhClien
   };
   return {
     async submit(mission, o = {}) {
-      const res = await call('POST', `/v1/missions${o.runtime ? `?runtime=${encodeURIComponent(o.runtime)}` : ''}`, mission);
+      const res = await call(http, 'POST', `/v1/missions${o.runtime ? `?runtime=${encodeURIComponent(o.runtime)}` : ''}`, mission);
       const body = (await res.json()) as { kind: string; operation: RecordJson };
       return { operationId: body.operation.operation_id, attached: body.kind === 'attached', state: body.operation.state };
     },
     attach,
     wait,
     async *watch(id, o = {}) {
-      for await (const e of events(id, o.signal)) if (!('end' in e)) yield e;
+      for await (const e of events(http, id, o.signal)) if (!('end' in e)) yield e;
     },
     async cancel(id, reason) {
-      const res = await call('POST', `/v1/operations/${encodeURIComponent(id)}/cancel`, reason ? { reason } : {});
+      const res = await call(http, 'POST', `/v1/operations/${encodeURIComponent(id)}/cancel`, reason ? { reason } : {});
       return ((await res.json()) as { outcome: string }).outcome;
     },
     async collect(id, dir) {
@@ -100,7 +109,7 @@ export function httpClient(options: { apiUrl: string; token?: string }): UhClien
       mkdirSync(dir, { recursive: true });
       const files: string[] = [];
       for (const [path, file] of [['receipt', 'receipt.json'], ['diff', 'diff.patch'], ['final-message', 'runtime-final.txt']] as const) {
-        const res = await call('GET', `/v1/operations/${encodeURIComponent(id)}/${path}`).catch((e: unknown) => (UhError.isInstance(e) && e.kind === 'not_found' ? null : Promise.reject(e)));
+        const res = await call(http, 'GET', `/v1/operations/${encodeURIComponent(id)}/${path}`).catch((e: unknown) => (UhError.isInstance(e) && e.kind === 'not_found' ? null : Promise.reject(e)));
         if (!res) continue;
         writeFileSync(join(dir, file), await res.text());
         files.push(join(dir, file));
