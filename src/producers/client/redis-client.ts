@@ -17,8 +17,8 @@ import type { OperationView, Settled, UhClient, WaitOptions } from './client-typ
 const view = (r: QueueRecord): OperationView => ({ operationId: r.operation_id, state: r.state, status: r.status, verdict: r.verdict, exitCode: r.exit_code, runtime: r.runtime });
 
 export async function redisClient(options: { redisUrl: string; prefix?: string; stateDir?: string; cacheDir?: string }): Promise<UhClient> {
-  const config = loadConfig({ ...process.env, ...(options.prefix ? { UH_REDIS_PREFIX: options.prefix } : {}) });
-  const client = await QueueClient.open(config.queue, options.redisUrl);
+  const config = loadConfig(); // the same UH_* settings as the CLI; options win
+  const client = await QueueClient.open(options.prefix ? { ...config.queue, prefix: options.prefix } : config.queue, options.redisUrl);
   const stateDir = options.stateDir ?? join(tmpdir(), 'uh-client');
   const cacheDir = options.cacheDir ?? config.core.cacheDir;
   const record = async (id: string): Promise<QueueRecord> => {
