@@ -57,6 +57,12 @@ export const ARTIFACT_FILES = {
 } as const;
 export type ArtifactName = keyof typeof ARTIFACT_FILES;
 
+/** Each check's capped log travels too: artifact `check_log:<name>` ↔ file `check-<name>.log`. */
+export const CHECK_LOG_ARTIFACT = /^check_log:(.+)$/;
+export const CHECK_LOG_FILE = /^check-(.+)\.log$/;
+export const checkLogArtifact = (name: string): string => `check_log:${name}`;
+export const checkLogFile = (name: string): string => `check-${name}.log`;
+
 export function operationsRoot(stateDir: string): string {
   return join(stateDir, 'operations');
 }

@@ -52,6 +52,8 @@ const VARIABLES = {
   UH_API_TOKEN: [z.string().optional(), 'API bearer token'],
   // ci
   GITHUB_OUTPUT: [z.string().optional(), 'GitHub Actions step outputs file'],
+  GITHUB_STEP_SUMMARY: [z.string().optional(), 'GitHub Actions step summary file (Markdown)'],
+  GITHUB_ACTIONS: [z.string().optional(), 'set to true by GitHub Actions: print ::error annotations'],
 } as const;
 
 type Key = keyof typeof VARIABLES;
@@ -90,7 +92,7 @@ export interface UhConfig {
   };
   queue: QueueConfig;
   api: { token: string | undefined };
-  ci: { githubOutput: string | undefined };
+  ci: { githubOutput: string | undefined; stepSummary: string | undefined; annotations: boolean };
   /**
    * The process environment as given, for passing through to runtime children and adapter
    * checks (provider keys, PATH, HOME). Never logged.
@@ -143,7 +145,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       retryMaxAttempts: e.UH_RETRY_MAX_ATTEMPTS ?? null,
     },
     api: { token: e.UH_API_TOKEN },
-    ci: { githubOutput: e.GITHUB_OUTPUT },
+    ci: { githubOutput: e.GITHUB_OUTPUT, stepSummary: e.GITHUB_STEP_SUMMARY, annotations: e.GITHUB_ACTIONS === 'true' },
     childEnv: env,
   };
 }

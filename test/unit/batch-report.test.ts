@@ -67,7 +67,7 @@ describe('batch report', () => {
       [
         child('a', 1, receipt({ timings_ms: { total_ms: 100 }, usage: { input_tokens: 1000, output_tokens: 100 } })),
         child('a', 2, receipt({ timings_ms: { total_ms: 300 }, usage: { input_tokens: 1000, output_tokens: 100 } })),
-        child('a', 3, receipt({ timings_ms: { total_ms: 200 }, exit_code: 1, verdict: 'verification_failed', checks: [{ name: 'notes', argv: ['test'], exit_code: 1, signal: null, duration_ms: 5, timed_out: false, passed: false, output_bytes: 0, output_truncated: false, output_digest: 'x', log: 'missing notes' }], outcome: { status: 'completed', raw: 'exit:0', message: 'command exited 0', timed_out: false }, usage: { input_tokens: 1000, output_tokens: 100 } })),
+        child('a', 3, receipt({ timings_ms: { total_ms: 200 }, exit_code: 1, verdict: 'verification_failed', checks: [{ name: 'notes', argv: ['test'], exit_code: 1, signal: null, duration_ms: 5, timed_out: false, passed: false, output_bytes: 0, output_truncated: false, output_head: '', output_tail: '', output_digest: 'x', log: 'missing notes' }], outcome: { status: 'completed', raw: 'exit:0', message: 'command exited 0', timed_out: false }, usage: { input_tokens: 1000, output_tokens: 100 } })),
         child('b', 1, blocked),
         child('b', 2, blocked),
         child('b', 3, null, 'unknown'),

@@ -73,6 +73,12 @@ violation · 2 invalid input · 3 blocked · 4 cancelled · 5 unknown or wait ti
 example:
   uh mission run examples/hello/mission.yaml --json`;
 
+/** `uh <group> --help`: the group's commands, as listed in the top help. */
+function groupHelp(group: string): string {
+  const lines = TOP_HELP.split('\n').filter((l) => l.startsWith(`  uh ${group} `));
+  return `usage: uh ${group} <command> [options]   (every command takes --help)\n\n${lines.join('\n')}\n`;
+}
+
 /** Runs one command with the configuration parsed once, here, from the environment. */
 export async function main(argv: string[], config: UhConfig): Promise<number> {
   const [group, command, ...rest] = argv;
@@ -90,6 +96,10 @@ export async function main(argv: string[], config: UhConfig): Promise<number> {
     const handler = await commands['']();
     return handler(argv.slice(1), config);
   }
+  if (commands && (command === undefined || command === '--help' || command === '-h' || command === 'help')) {
+    process.stdout.write(groupHelp(group));
+    return command === undefined ? 2 : 0;
+  }
   const load = command === undefined ? undefined : commands?.[command];
   if (!commands || !load) {
     const known = commands ? Object.keys(commands).map((c) => `uh ${group} ${c}`).join(', ') : Object.keys(COMMANDS).join(', ');
@@ -99,6 +109,12 @@ export async function main(argv: string[], config: UhConfig): Promise<number> {
   const handler = await load();
   return handler(rest, config);
 }
+
+// `uh mission list | head -1`: the reader went away; stop quietly instead of an EPIPE stack trace.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw error;
+});
 
 let config: UhConfig | undefined;
 try {

@@ -1,7 +1,9 @@
 /**
  * Cancel an operation from any host: the record's cancel flag (the owning worker aborts its run,
  * kills the runtime's process group and writes a `cancelled` receipt), or, for a job still
- * waiting, its removal and a `cancelled` receipt right away. Shared by the CLI and the HTTP API.
+ * waiting, its removal and a `cancelled` receipt right away. The reason is kept in the record
+ * (`cancel_requested`), an `operation.cancel_requested` event and the receipt's outcome message.
+ * Shared by the CLI and the HTTP API.
  */
 import type { QueueRecord } from '../../shared/queue/operation-store.js';
 import type { QueueClient } from './queue-client.js';
@@ -10,6 +12,8 @@ import type { QueueClient } from './queue-client.js';
 export async function cancelOperation(client: QueueClient, record: QueueRecord, reason: string): Promise<string> {
   const request = await client.store.requestCancel(record.operation_id, reason);
   if (request.kind === 'settled') return `already ${request.state}`;
+  const { eventJson } = await import('../../shared/queue/operation-store.js');
+  await client.store.appendEvent(record.operation_id, eventJson(record.operation_id, 'operation.cancel_requested', { reason }));
   if (request.state === 'queued' && (await cancelWaiting(client, record, reason))) return 'cancelled (was waiting)';
   return 'cancel sent to the worker running it';
 }

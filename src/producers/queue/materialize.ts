@@ -1,13 +1,13 @@
 /**
  * Write an operation's artifacts from Redis into a local dir (the producer's state dir after
  * `--wait`, or `collect --out`): receipt.json, diff.patch, runtime-final.txt,
- * runtime-result.yaml, mission.json, events.jsonl. Works on any host that reaches Redis.
+ * runtime-result.yaml, mission.json, check-<name>.log for each check, events.jsonl. Works on any host that reaches Redis.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ReceiptSchema, type Receipt } from '../../shared/contracts/receipt.js';
 import type { OperationStore } from '../../shared/queue/operation-store.js';
-import { ARTIFACT_FILES } from '../../operation/operation-files.js';
+import { ARTIFACT_FILES, CHECK_LOG_ARTIFACT, checkLogFile } from '../../operation/operation-files.js';
 
 export interface Materialized {
   dir: string;
@@ -29,6 +29,12 @@ export async function materialize(store: OperationStore, operationId: string, di
     if (text === undefined) continue;
     writeFileSync(join(dir, file), text);
     files.push(join(dir, file));
+  }
+  for (const [name, text] of Object.entries(artifacts)) {
+    const check = CHECK_LOG_ARTIFACT.exec(name)?.[1];
+    if (check === undefined || check.includes('/')) continue;
+    writeFileSync(join(dir, checkLogFile(check)), text);
+    files.push(join(dir, checkLogFile(check)));
   }
   const entries = await store.redis.xrange(store.keys.events(operationId), '-', '+');
   const lines = entries.flatMap(([, fields]) => (fields.includes('event') ? [fields[fields.indexOf('event') + 1] ?? ''] : [])).filter(Boolean);

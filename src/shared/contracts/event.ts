@@ -22,6 +22,7 @@ export const EVENT_TYPES = [
   'diff.captured',
   'scope.checked',
   'verification.check',
+  'operation.cancel_requested',
   'operation.completed',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];

@@ -14,7 +14,12 @@ export const CheckResultSchema = z.strictObject({
   output_truncated: z.boolean(),
   /** Digest of the captured (capped) output. */
   output_digest: z.string(),
+  /** Path of the full (capped) log on the host that ran the check; `collect` brings a copy back. */
   log: z.string(),
+  /** The first few KiB of the output, secrets scrubbed, so a CI host sees why without the log. */
+  output_head: z.string().default(''),
+  /** The last few KiB of the output (empty when the head already holds all of it), secrets scrubbed. */
+  output_tail: z.string().default(''),
 });
 export type CheckResult = z.infer<typeof CheckResultSchema>;
 

@@ -33,8 +33,9 @@ export async function checksPhase(run: OperationRun, sandbox: Sandbox): Promise<
       logDir: run.dir,
       env: run.env,
       spawn: run.spawn,
+      secrets: run.secrets,
       ...(signal ? { signal } : {}),
-      onResult: (r) => run.events.append('verification.check', { ...r }),
+      onResult: ({ output_head: _head, output_tail: tail, ...r }) => run.events.append('verification.check', { ...r, output_tail: tail.slice(-1024) }),
     }),
   );
   const reason = cancelReason(run);

@@ -118,10 +118,15 @@ async function subscribeCancels(pool: Pool): Promise<Redis> {
   await subscriber.subscribe(store.keys.cancelChannel);
   subscriber.on('message', (_channel: string, operationId: string) => {
     const controller = active.get(operationId);
-    if (controller && !controller.signal.aborted) {
-      logger.info({ operation_id: operationId }, 'cancel requested: aborting the operation');
-      controller.abort({ kind: 'cancel', message: 'cancelled by uh mission cancel' });
-    }
+    if (!controller || controller.signal.aborted) return;
+    logger.info({ operation_id: operationId }, 'cancel requested: aborting the operation');
+    // The reason given to `uh mission cancel --reason` lands in the receipt's outcome message.
+    void store
+      .get(operationId)
+      .catch(() => null)
+      .then((record) => {
+        if (!controller.signal.aborted) controller.abort({ kind: 'cancel', message: `cancelled: ${record?.cancel_requested || 'uh mission cancel'}` });
+      });
   });
   return subscriber;
 }

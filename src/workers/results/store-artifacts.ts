@@ -2,12 +2,13 @@
  * The artifacts of a finished operation, read from the worker's operation dir into the strings
  * stored in Redis (`<p>:op:<op>:artifacts`), so `collect` works from any host. Text artifacts
  * over the cap (`UH_ARTIFACT_CAP_BYTES`, default 2 MiB) are cut at a line boundary and end with
- * a truncation marker naming the full size and where the full file stays.
+ * a truncation marker naming the full size and where the full file stays. Check logs were
+ * scrubbed of secrets when the check ended (verification/check-excerpt.ts).
  */
-import { existsSync, openSync, readSync, closeSync, statSync, readFileSync } from 'node:fs';
+import { existsSync, openSync, readSync, closeSync, statSync, readFileSync, readdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { ARTIFACT_FILES } from '../../operation/operation-files.js';
+import { ARTIFACT_FILES, CHECK_LOG_FILE, checkLogArtifact } from '../../operation/operation-files.js';
 
 
 export function truncationMarker(kept: number, total: number, where: string): string {
@@ -30,13 +31,20 @@ export function readCapped(path: string, cap: number): string {
   return head.toString('utf8') + truncationMarker(head.length, total, `${hostname()}:${path}`);
 }
 
-/** Every artifact present in `dir`, capped; the receipt is never capped (it is bounded by design). */
+/**
+ * Every artifact present in `dir`, capped, plus each check's log (`check_log:<name>`); the
+ * receipt is never capped (it is bounded by design).
+ */
 export function collectArtifacts(dir: string, cap: number): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [name, file] of Object.entries(ARTIFACT_FILES)) {
     const path = join(dir, file);
     if (!existsSync(path)) continue;
     out[name] = name === 'receipt' ? readFileSync(path, 'utf8') : readCapped(path, cap);
+  }
+  for (const file of readdirSync(dir)) {
+    const check = CHECK_LOG_FILE.exec(file)?.[1];
+    if (check) out[checkLogArtifact(check)] = readCapped(join(dir, file), cap);
   }
   return out;
 }

@@ -1,13 +1,15 @@
 /**
  * Verification checks: argv only, run in the sandbox one after another, each with its own
  * timeout that kills the whole process group. stdout and stderr are captured together into a
- * capped log; the receipt keeps argv, exit, duration, timed_out and the digest of that log.
+ * capped log; the receipt keeps argv, exit, duration, timed_out, the digest of that log and its
+ * head and tail (secrets scrubbed, see check-excerpt.ts).
  */
 import { join } from 'node:path';
 import type { Check } from '../../shared/contracts/mission.js';
 import type { CheckResult } from '../../shared/contracts/receipt.js';
 import type { SpawnGroup } from '../../shared/process/spawn-group.js';
 import { CappedFile } from './capped-file.js';
+import { excerptCheckLog } from './check-excerpt.js';
 
 export const CHECK_OUTPUT_CAP_BYTES = 1024 * 1024;
 
@@ -19,6 +21,8 @@ export interface RunChecksOptions {
   spawn: SpawnGroup;
   signal?: AbortSignal;
   capBytes?: number;
+  /** Values scrubbed from the log and its excerpts (the runtime's secrets, secret-looking env). */
+  secrets?: readonly string[];
   onResult?: (result: CheckResult) => void;
 }
 
@@ -44,6 +48,7 @@ export async function runChecks(options: RunChecksOptions): Promise<CheckResult[
     const exit = await child.result;
     if (exit.spawnError) log.write(Buffer.from(`uh: cannot start ${check.argv[0]}: ${exit.spawnError.message}\n`));
     const captured = log.close();
+    const excerpt = excerptCheckLog(logPath, options.secrets ?? []);
     const result: CheckResult = {
       name: check.name,
       argv: [...check.argv],
@@ -56,6 +61,8 @@ export async function runChecks(options: RunChecksOptions): Promise<CheckResult[
       output_truncated: captured.truncated,
       output_digest: captured.digest,
       log: logPath,
+      output_head: excerpt.head,
+      output_tail: excerpt.tail,
     };
     results.push(result);
     options.onResult?.(result);

@@ -1,11 +1,11 @@
 import type { UhConfig } from '../../../shared/config.js';
 import { runtimeFetch } from '../../../shared/transport/http-fetch.js';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import { ID_PATTERN } from '../../../shared/contracts/ids.js';
 import { EXIT } from '../../../shared/contracts/status.js';
-import { invalidInput, UhError } from '../../../shared/errors.js';
+import { errorMessage, invalidInput, UhError } from '../../../shared/errors.js';
 import { spawnGroup } from '../../../shared/process/spawn-group.js';
 import { findRuntimeAdapter, RUNTIME_ADAPTERS } from '../../../workers/runtimes/registry.js';
 import { defaultManifest, loadManifest, manifestPath, mergeConfig } from '../../../operation/resolve-runtime.js';
@@ -31,18 +31,46 @@ const CHECK: CommandSpec = {
   examples: ['uh adapter check command', 'uh adapter check hermes-proxy --json'],
 };
 
+/** Manifests under <state>/adapters/ named by their own id (`my-codex` of kind `codex`), not a registered runtime's. */
+function ownManifests(stateDir: string): Array<{ id: string; name: string; capabilities: string[]; manifest: string; runtime_kind: string | null }> {
+  const dir = join(stateDir, 'adapters');
+  if (!existsSync(dir)) return [];
+  const registered = new Set(RUNTIME_ADAPTERS.map((a) => a.id));
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml') && !registered.has(f.slice(0, -5)))
+    .sort()
+    .map((f) => {
+      const id = f.slice(0, -5);
+      try {
+        const { manifest, source } = loadManifest(stateDir, id, RUNTIME_ADAPTERS);
+        return { id, name: manifest.name, capabilities: Object.entries(manifest.capabilities).filter(([, on]) => on).map(([c]) => c), manifest: source, runtime_kind: manifest.runtime_kind };
+      } catch (error) {
+        return { id, name: `invalid manifest: ${errorMessage(error).split('\n')[0]}`, capabilities: [], manifest: join(dir, f), runtime_kind: null };
+      }
+    });
+}
+
 export async function adapterList(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(LIST, argv);
   if (values.help) return void process.stdout.write(`${helpText(LIST)}\n`), EXIT.ok;
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
-  const rows = RUNTIME_ADAPTERS.map((a) => ({
-    id: a.id,
-    name: a.displayName,
-    capabilities: [...a.capabilities],
-    manifest: existsSync(manifestPath(stateDir, a.id)) ? manifestPath(stateDir, a.id) : null,
-  }));
+  const rows = [
+    ...RUNTIME_ADAPTERS.map((a) => ({
+      id: a.id,
+      name: a.displayName,
+      capabilities: [...a.capabilities] as string[],
+      manifest: existsSync(manifestPath(stateDir, a.id)) ? manifestPath(stateDir, a.id) : null,
+      runtime_kind: a.id as string | null,
+    })),
+    ...ownManifests(stateDir),
+  ];
   if (values.json) writeJson(rows);
-  else for (const r of rows) process.stdout.write(`${r.id.padEnd(18)} ${r.name}${r.manifest ? `  [${r.manifest}]` : ''}\n  capabilities: ${r.capabilities.join(', ') || '-'}\n`);
+  else {
+    for (const r of rows) {
+      const kind = r.runtime_kind && r.runtime_kind !== r.id ? ` (kind ${r.runtime_kind})` : '';
+      process.stdout.write(`${r.id.padEnd(18)} ${r.name}${kind}${r.manifest ? `  [${r.manifest}]` : ''}\n  capabilities: ${r.capabilities.join(', ') || '-'}\n`);
+    }
+  }
   return EXIT.ok;
 }
 

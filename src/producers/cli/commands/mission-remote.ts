@@ -11,7 +11,8 @@ import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-
 import { readRecord } from '../../../operation/operation-files.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
-import { missionCollect, missionList, missionStatus } from './mission-status.js';
+import { checkStateFilter, missionCollect, missionList, missionStatus } from './mission-status.js';
+import { writeJunit } from '../../ci/ci-report.js';
 
 const REDIS_NOTE = 'Queue mode: with --redis, or with $REDIS_URL when the operation is not in the local state dir, this reads Redis.';
 
@@ -24,10 +25,14 @@ const STATUS: CommandSpec = {
 };
 
 const COLLECT: CommandSpec = {
-  usage: 'uh mission collect <operation_id> --out <dir> [--json] [--state-dir dir] [--redis url]',
+  usage: 'uh mission collect <operation_id> --out <dir> [--junit path] [--json] [--state-dir dir] [--redis url]',
   summary: 'Copy the receipt, diff, final message, runtime result, mission and events of an operation into --out.',
-  options: { ...COMMON_OPTIONS, out: { type: 'string' }, redis: { type: 'string' } },
-  details: [REDIS_NOTE, 'From Redis the diff and final message are capped (UH_ARTIFACT_CAP_BYTES, default 2 MiB) with a truncation marker.'],
+  options: { ...COMMON_OPTIONS, out: { type: 'string' }, redis: { type: 'string' }, junit: { type: 'string' } },
+  details: [
+    REDIS_NOTE,
+    'From Redis the diff, final message and check logs are capped (UH_ARTIFACT_CAP_BYTES, default 2 MiB) with a truncation marker.',
+    '--junit also writes the receipt as JUnit XML: one test case per check plus one for the scope check.',
+  ],
   examples: ['uh mission collect hello-001 --out ./artifacts', 'uh mission collect hello-001 --redis redis://queue:6379 --out ./artifacts'],
 };
 
@@ -90,6 +95,7 @@ export async function missionCollectAny(argv: string[], config: UhConfig): Promi
     if (record.state !== 'finished') throw new UhError('not_found', `operation ${id} has no receipt yet (state ${record.state})`, { hint: `uh mission status ${id}` });
     const { materialize } = await import('../../queue/materialize.js');
     const got = await materialize(client.store, id, resolve(out));
+    if (values.junit && got.receipt) writeJunit(values.junit as string, got.receipt);
     if (values.json) writeJson({ operation_id: id, files: got.files });
     else process.stdout.write(`${got.files.map((f) => `  ${f}`).join('\n')}\n`);
     return EXIT.ok;
@@ -99,6 +105,7 @@ export async function missionCollectAny(argv: string[], config: UhConfig): Promi
 export async function missionListAny(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(LIST, argv);
   if (values.help) return void process.stdout.write(`${helpText(LIST)}\n`), EXIT.ok;
+  checkStateFilter(values.state);
   if (!useRedis(values, undefined, config)) return missionList(argv, config);
   const limit = values.limit === undefined ? 1000 : Number(values.limit);
   if (!(Number.isInteger(limit) && limit > 0)) throw invalidInput(`--limit: "${values.limit}" is not a positive integer`);

@@ -6,9 +6,10 @@ import { createLogger } from '../../../shared/logger.js';
 import { invalidInput } from '../../../shared/errors.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
+import { reportReceipt, reportUnsettled } from '../../ci/ci-report.js';
 
 export const MISSION_RUN: CommandSpec = {
-  usage: 'uh mission run <mission.yaml|json> [--runtime id] [--json] [--state-dir dir] [--dry-run] [--keep-sandbox]',
+  usage: 'uh mission run <mission.yaml|json> [--runtime id] [--json] [--junit path] [--state-dir dir] [--dry-run] [--keep-sandbox]',
   summary:
     'Run a mission inline, in this process, with no Redis: a git worktree of the repository at the base commit, the runtime inside it, diff, scope check, checks, receipt. The user checkout is never touched.',
   options: {
@@ -16,11 +17,13 @@ export const MISSION_RUN: CommandSpec = {
     runtime: { type: 'string' },
     'dry-run': { type: 'boolean', default: false },
     'keep-sandbox': { type: 'boolean', default: false },
+    junit: { type: 'string' },
   },
   details: [
     'State goes to --state-dir, else $UH_STATE_DIR, else .harness/ at the repository root you run from.',
     'Sandboxes and mirrors live in $UH_CACHE_DIR (default ~/.cache/uh). Ctrl-C cancels (exit 4, receipt written).',
-    '--json prints the receipt as one JSON document on stdout.',
+    '--json prints the receipt as one JSON document on stdout. --junit writes one test case per check plus the scope check.',
+    'Under GitHub Actions: step outputs to $GITHUB_OUTPUT, a summary to $GITHUB_STEP_SUMMARY, ::error annotations (docs/ci.md).',
   ],
   examples: ['uh mission run examples/hello/mission.yaml', 'uh mission run mission.yaml --runtime codex --json > receipt.json'],
 };
@@ -88,9 +91,11 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
         : `operation ${mission.operation_id} was started but its process is gone: state unknown`;
     if (values.json) writeJson({ operation_id: mission.operation_id, state: outcome.kind, record: outcome.record });
     else process.stderr.write(`uh: ${message}\nhint: uh mission status ${mission.operation_id}\n`);
+    reportUnsettled(config.ci, mission.operation_id, outcome.kind, message);
     return EXIT.unknown;
   }
   const promotion = outcome.kind === 'ran' ? outcome.promotion : null;
+  reportReceipt(outcome.receipt, config.ci, { dir: outcome.dir, junit: values.junit as string | undefined, json: Boolean(values.json) });
   if (values.json) writeJson({ ...receiptJson(outcome.receipt, outcome.dir), ...(promotion ? { promotion } : {}) });
   else printReceiptSummary(outcome.receipt, outcome.dir, outcome.kind === 'attached');
   if (promotion && !values.json) {

@@ -1,9 +1,10 @@
 import type { UhConfig } from '../../../shared/config.js';
 import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { EXIT } from '../../../shared/contracts/status.js';
+import { EXIT, OperationStateSchema } from '../../../shared/contracts/status.js';
+import { writeJunit } from '../../ci/ci-report.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
-import { operationDir, operationsRoot, readReceipt, readRecord } from '../../../operation/operation-files.js';
+import { CHECK_LOG_FILE, operationDir, operationsRoot, readReceipt, readRecord } from '../../../operation/operation-files.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 
@@ -15,18 +16,25 @@ const STATUS: CommandSpec = {
 };
 
 const COLLECT: CommandSpec = {
-  usage: 'uh mission collect <operation_id> --out <dir> [--json] [--state-dir dir]',
-  summary: 'Copy the receipt, diff, final message, runtime result and events of an operation into --out.',
-  options: { ...COMMON_OPTIONS, out: { type: 'string' } },
+  usage: 'uh mission collect <operation_id> --out <dir> [--junit path] [--json] [--state-dir dir]',
+  summary: 'Copy the receipt, diff, final message, runtime result, events and check logs of an operation into --out.',
+  options: { ...COMMON_OPTIONS, out: { type: 'string' }, junit: { type: 'string' } },
   examples: ['uh mission collect hello-001 --out ./artifacts'],
 };
 
 const LIST: CommandSpec = {
   usage: 'uh mission list [--state queued|running|verifying|finished|unknown] [--json] [--state-dir dir]',
   summary: 'List the operations in the state dir, newest first.',
-  options: { ...COMMON_OPTIONS, state: { type: 'string' } },
+  options: { ...COMMON_OPTIONS, state: { type: 'string' }, redis: { type: 'string' }, limit: { type: 'string' } },
   examples: ['uh mission list', 'uh mission list --state unknown --json'],
 };
+
+/** `--state` must name an operation state: a typo would otherwise list nothing, silently. */
+export function checkStateFilter(state: unknown): void {
+  if (state === undefined) return;
+  const known = OperationStateSchema.options;
+  if (!known.includes(state as (typeof known)[number])) throw invalidInput(`--state: "${String(state)}" is not an operation state (${known.join(', ')})`);
+}
 
 function oneOperation(spec: CommandSpec, argv: string[], config: UhConfig) {
   const parsed = parseCommand(spec, argv);
@@ -64,11 +72,12 @@ export async function missionCollect(argv: string[], config: UhConfig): Promise<
   const dir = operationDir(got.stateDir, got.id);
   mkdirSync(resolve(out), { recursive: true });
   const copied: string[] = [];
-  for (const name of ARTIFACTS) {
+  for (const name of [...ARTIFACTS, ...readdirSync(dir).filter((f) => CHECK_LOG_FILE.test(f))]) {
     if (!existsSync(join(dir, name))) continue;
     copyFileSync(join(dir, name), join(out, name));
     copied.push(join(resolve(out), name));
   }
+  if (got.values.junit) writeJunit(got.values.junit as string, receipt);
   if (got.values.json) writeJson({ operation_id: got.id, files: copied });
   else process.stdout.write(`${copied.map((f) => `  ${f}`).join('\n')}\n`);
   return EXIT.ok;
@@ -77,6 +86,7 @@ export async function missionCollect(argv: string[], config: UhConfig): Promise<
 export async function missionList(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(LIST, argv);
   if (values.help) return void process.stdout.write(`${helpText(LIST)}\n`), EXIT.ok;
+  checkStateFilter(values.state);
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const root = operationsRoot(stateDir);
   const records = (existsSync(root) ? readdirSync(root) : [])

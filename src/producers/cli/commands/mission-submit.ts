@@ -6,11 +6,13 @@ import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput } from '../../../shared/errors.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
-import { writeGithubOutput } from '../../queue/github-output.js';
 import { publicRecord } from '../../../shared/queue/operation-store.js';
+import type { QueueClient } from '../../queue/queue-client.js';
+import { ensureStateDir } from '../../../operation/operation-files.js';
+import { reportReceipt, reportUnsettled } from '../../ci/ci-report.js';
 
 export const MISSION_SUBMIT: CommandSpec = {
-  usage: 'uh mission submit <mission.yaml|json>... [--wait [--timeout s]] [--json] [--redis url] [--runtime id] [--state-dir dir]',
+  usage: 'uh mission submit <mission.yaml|json>... [--wait [--timeout s] [--junit path] [--detach-on-abort]] [--json] [--redis url] [--runtime id] [--state-dir dir]',
   summary:
     'Validate a mission and enqueue it on its runtime queue (runtime.<id>) in Redis. Idempotent on operation_id: the same contract attaches to the existing operation (never a second run); another contract under the same id is refused (exit 2) and nothing is enqueued.',
   options: {
@@ -19,6 +21,8 @@ export const MISSION_SUBMIT: CommandSpec = {
     runtime: { type: 'string' },
     wait: { type: 'boolean', default: false },
     timeout: { type: 'string' },
+    junit: { type: 'string' },
+    'detach-on-abort': { type: 'boolean', default: false },
   },
   details: [
     'Several files: all are validated and their refs resolved before anything is enqueued (a bad one: exit 2, nothing',
@@ -27,7 +31,10 @@ export const MISSION_SUBMIT: CommandSpec = {
     '--wait follows the operation until it settles and exits with its code (0 ok, 1 failed/verification failed/scope,',
     '3 blocked, 4 cancelled, 5 unknown or --timeout reached); artifacts are copied to <state-dir>/collected/<operation>/.',
     'Under GitHub Actions ($GITHUB_OUTPUT set) --wait writes status, verdict, operation_id, receipt_path,',
-    'final_message and diff_path as step outputs.',
+    'final_message and diff_path as step outputs; with $GITHUB_STEP_SUMMARY a Markdown summary; with GITHUB_ACTIONS=true',
+    '::error annotations. --junit writes one test case per check plus one for the scope check (docs/ci.md).',
+    'SIGINT/SIGTERM while waiting (a cancelled CI job) cancels the operation, prints its id and exits 4;',
+    '--detach-on-abort leaves it running instead (follow it with uh mission watch).',
   ],
   examples: [
     'uh mission submit mission.yaml --redis redis://127.0.0.1:6379',
@@ -42,7 +49,9 @@ export async function missionSubmit(argv: string[], config: UhConfig): Promise<n
   if (positionals.length > 1 && values.wait) throw invalidInput('--wait: only with one mission file', [], 'submit them, then follow each with: uh mission watch <operation_id>');
   const timeoutS = values.timeout === undefined ? undefined : Number(values.timeout);
   if (timeoutS !== undefined && !(Number.isFinite(timeoutS) && timeoutS > 0)) throw invalidInput(`--timeout: "${values.timeout}" is not a positive number of seconds`);
-  if (timeoutS !== undefined && !values.wait) throw invalidInput('--timeout: only with --wait');
+  for (const flag of ['timeout', 'junit', 'detach-on-abort'] as const) {
+    if (values[flag] !== undefined && values[flag] !== false && !values.wait) throw invalidInput(`--${flag}: only with --wait`);
+  }
   const missions = positionals.map((file) => loadMissionFile(file, repositoryPolicy(config.core, 'cli')));
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const runtime = values.runtime as string | undefined;
@@ -62,33 +71,8 @@ export async function missionSubmit(argv: string[], config: UhConfig): Promise<n
       return EXIT.ok;
     }
     if (!values.json) process.stderr.write(`uh: ${attached ? 'attached to' : 'queued'} ${id} on ${submitted.queue}; waiting…\n`);
-    const { tailOperation } = await import('../../../shared/queue/event-stream.js');
-    const record = await tailOperation(client.store, id, { from: 'start', ...(timeoutS !== undefined ? { timeoutMs: timeoutS * 1000 } : {}) });
-    if (record === null || record.state === 'unknown') {
-      const now = record ?? (await client.store.get(id));
-      const message =
-        record === null
-          ? `operation ${id} is still ${now?.state ?? 'queued'} after ${timeoutS} s (it keeps running)`
-          : `operation ${id} is unknown: ${record.unknown_reason ?? 'dispatch cannot be proven'}`;
-      if (values.json) writeJson({ operation_id: id, state: record === null ? 'wait_timed_out' : 'unknown', operation: now ? publicRecord(now) : null });
-      else process.stderr.write(`uh: ${message}\nhint: ${record === null ? `uh mission watch ${id}` : `uh mission recover ${id}`}\n`);
-      writeOutputs(config.ci.githubOutput, { status: record === null ? 'wait_timed_out' : 'unknown', verdict: '', operation_id: id, receipt_path: '', final_message: '', diff_path: '' });
-      return EXIT.unknown;
-    }
-    const { materialize } = await import('../../queue/materialize.js');
-    const got = await materialize(client.store, id, join(stateDir, 'collected', id));
-    if (!got.receipt) throw new Error(`operation ${id} settled without a receipt in Redis`);
-    writeOutputs(config.ci.githubOutput, {
-      status: got.receipt.status,
-      verdict: got.receipt.verdict,
-      operation_id: id,
-      receipt_path: join(got.dir, 'receipt.json'),
-      final_message: got.receipt.final_message,
-      diff_path: got.files.find((f) => f.endsWith('diff.patch')) ?? '',
-    });
-    if (values.json) writeJson({ ...receiptJson(got.receipt, got.dir), attached });
-    else printReceiptSummary(got.receipt, got.dir, attached);
-    return got.receipt.exit_code;
+    const wait: WaitOptions = { id, stateDir, attached, json: Boolean(values.json), junit: values.junit as string | undefined, detach: Boolean(values['detach-on-abort']), timeoutS };
+    return await waitAndReport(client, config, wait);
   } finally {
     await client.close();
   }
@@ -117,7 +101,82 @@ async function submitMany(missions: Mission[], o: { config: UhConfig; redis: str
   }
 }
 
-/** GitHub Actions step outputs, when `$GITHUB_OUTPUT` is set. */
-function writeOutputs(path: string | undefined, values: Record<string, string>): void {
-  if (path) writeGithubOutput(path, values);
+interface WaitOptions {
+  id: string;
+  stateDir: string;
+  attached: boolean;
+  json: boolean;
+  junit: string | undefined;
+  detach: boolean;
+  timeoutS: number | undefined;
+}
+
+/**
+ * Follow the operation until it settles. A SIGINT/SIGTERM (a cancelled CI job) stops the wait:
+ * the operation is cancelled (or, with --detach-on-abort, left running), its id printed, exit 4.
+ * A second signal exits at once.
+ */
+async function waitAndReport(client: QueueClient, config: UhConfig, o: WaitOptions): Promise<number> {
+  const abort = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (abort.signal.aborted) process.exit(EXIT.cancelled);
+    abort.abort(signal);
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    const { tailOperation } = await import('../../../shared/queue/event-stream.js');
+    const record = await tailOperation(client.store, o.id, { from: 'start', signal: abort.signal, ...(o.timeoutS !== undefined ? { timeoutMs: o.timeoutS * 1000 } : {}) });
+    if (abort.signal.aborted) return await onAbort(client, config, o, String(abort.signal.reason));
+    if (record === null || record.state === 'unknown') {
+      const now = record ?? (await client.store.get(o.id));
+      const message =
+        record === null
+          ? `operation ${o.id} is still ${now?.state ?? 'queued'} after ${o.timeoutS} s (it keeps running)`
+          : `operation ${o.id} is unknown: ${record.unknown_reason ?? 'dispatch cannot be proven'}`;
+      if (o.json) writeJson({ operation_id: o.id, state: record === null ? 'wait_timed_out' : 'unknown', operation: now ? publicRecord(now) : null });
+      else process.stderr.write(`uh: ${message}\nhint: ${record === null ? `uh mission watch ${o.id}` : `uh mission recover ${o.id}`}\n`);
+      reportUnsettled(config.ci, o.id, record === null ? 'wait_timed_out' : 'unknown', message);
+      return EXIT.unknown;
+    }
+    return await materializeAndReport(client, config, o);
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+async function materializeAndReport(client: QueueClient, config: UhConfig, o: WaitOptions): Promise<number> {
+  const { materialize } = await import('../../queue/materialize.js');
+  ensureStateDir(o.stateDir); // its .gitignore keeps the user's `git status` clean
+  const got = await materialize(client.store, o.id, join(o.stateDir, 'collected', o.id));
+  if (!got.receipt) throw new Error(`operation ${o.id} settled without a receipt in Redis`);
+  reportReceipt(got.receipt, config.ci, { dir: got.dir, junit: o.junit, json: o.json });
+  if (o.json) writeJson({ ...receiptJson(got.receipt, got.dir), attached: o.attached });
+  else printReceiptSummary(got.receipt, got.dir, o.attached);
+  return got.receipt.exit_code;
+}
+
+/** The wait was interrupted: cancel (unless detaching), then give the worker a moment to settle so outputs name the receipt. */
+async function onAbort(client: QueueClient, config: UhConfig, o: WaitOptions, signal: string): Promise<number> {
+  if (o.detach) {
+    process.stderr.write(`uh: ${signal}: stopped waiting; ${o.id} keeps running\nhint: uh mission watch ${o.id}\n`);
+    if (o.json) writeJson({ operation_id: o.id, state: 'detached' });
+    reportUnsettled(config.ci, o.id, 'detached', `${signal}: stopped waiting; ${o.id} keeps running`);
+    return EXIT.cancelled;
+  }
+  const record = await client.store.get(o.id);
+  const { cancelOperation } = await import('../../queue/cancel-operation.js');
+  const outcome = record ? await cancelOperation(client, record, `${signal} to uh mission submit --wait`) : 'not found';
+  process.stderr.write(`uh: ${signal}: ${o.id}: ${outcome}\n`);
+  const { tailOperation } = await import('../../../shared/queue/event-stream.js');
+  const settled = await tailOperation(client.store, o.id, { from: 'now', timeoutMs: 5000 });
+  if (settled?.state === 'finished') {
+    await materializeAndReport(client, config, o);
+  } else {
+    if (o.json) writeJson({ operation_id: o.id, state: 'cancel_requested' });
+    reportUnsettled(config.ci, o.id, 'cancelled', `${signal}: cancel sent to ${o.id}`);
+  }
+  process.stdout.write(o.json ? '' : `${o.id}\n`);
+  return EXIT.cancelled;
 }

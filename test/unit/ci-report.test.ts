@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { parse as parseJunit, type TestSuites } from 'junit2json';
+import { githubAnnotations, githubStepSummary } from '../../src/producers/ci/github-report.js';
+import { receiptJunit, xmlEscape } from '../../src/producers/ci/junit.js';
+import type { Receipt } from '../../src/shared/contracts/receipt.js';
+
+const receipt = {
+  operation_id: 'op-1', title: 'T', status: 'completed', verdict: 'verification_failed', exit_code: 1, finished_at: '2026-01-01T00:00:00Z',
+  runtime: { adapter_id: 'command' }, outcome: { message: 'ok' }, final_message: 'done ```x```', changed_files: [{ path: 'a,b:c.txt', status: 'added' }],
+  scope: { ok: false, violations: [{ path: 'a,b:c.txt', reason: 'outside_allowed' }] },
+  checks: [{ name: 'unit', argv: ['npm', 'test'], duration_ms: 1500, passed: false, timed_out: false, exit_code: 1, signal: null, output_head: 'h', output_tail: 'fail <&> "q"\u0007\n100% broken\n' }],
+} as unknown as Receipt;
+
+describe('CI reports of a receipt', () => {
+  it.each([
+    ['a<b', 'a&lt;b'],
+    ['"x" & \'y\'', '&quot;x&quot; &amp; &apos;y&apos;'],
+    ['bell\u0007', 'bell'],
+  ])('xmlEscape(%j) = %j', (input, out) => expect(xmlEscape(input)).toBe(out));
+
+  it('JUnit parses back with the tail as failure text, control characters dropped', async () => {
+    const suites = (await parseJunit(receiptJunit(receipt))) as TestSuites;
+    const cases = suites.testsuite?.[0]?.testcase ?? [];
+    expect(cases.map((c) => c.name)).toEqual(['scope', 'unit']);
+    expect(cases[1]?.failure?.[0]?.inner).toBe('fail <&> "q"\n100% broken\n');
+    expect(cases[0]?.failure?.[0]?.inner).toContain('a,b:c.txt');
+  });
+
+  it('annotations escape properties and data; the summary fence survives backticks', () => {
+    const [scope, check] = githubAnnotations(receipt);
+    expect(scope).toBe('::error file=a%2Cb%3Ac.txt,title=uh scope violation::op-1: a,b:c.txt is outside allowed_change_globs');
+    expect(check).toContain('%0A100%25 broken');
+    expect(githubStepSummary(receipt)).toContain('````text\ndone ```x```\n````');
+  });
+});
