@@ -4,7 +4,7 @@
  * plus the names the adapter declares (its home dir, its provider keys), plus the names the
  * mission passes through (`sandbox.env_passthrough`), plus the mission's own `sandbox.env`.
  * Everything else the worker holds (GH_TOKEN, AWS_*, REDIS_URL, UH_API_TOKEN…) stays out.
- * Checks get the same allowlist minus the adapter's provider keys. Pure.
+ * Checks get the same minus what only the adapter asked for (its provider keys). Pure.
  */
 import { SECRET_KEY } from '../redact.js';
 
@@ -50,7 +50,7 @@ export function buildRuntimeEnv(input: RuntimeEnvInput): RuntimeEnv {
   const declared = pick(input.worker, input.passthrough);
   const mission = Object.fromEntries(Object.entries(input.missionEnv).filter((e): e is [string, string] => e[1] !== undefined));
   const runtime = { ...base, ...adapter, ...declared, ...mission };
-  const checks = { ...base, ...Object.fromEntries(Object.entries(declared).filter(([name]) => !SECRET_KEY.test(name))), ...mission };
+  const checks = { ...base, ...declared, ...mission };
   const secrets = Object.entries(runtime)
     .filter(([name]) => SECRET_KEY.test(name))
     .map(([, value]) => value);
