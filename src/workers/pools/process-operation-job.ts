@@ -26,7 +26,7 @@ import { synthesizeReceipt } from '../../operation/synthesize-receipt.js';
 import { redisJournal } from './redis-journal.js';
 import { claimOperationDir, operationDir, operationsRoot } from '../../operation/operation-files.js';
 import type { EventLog } from '../state/event-log.js';
-import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
+import { loadReceiptKey, signReceipt, type ReceiptKeySource } from '../../operation/receipt-signature.js';
 
 export interface PoolContext {
   store: OperationStore;
@@ -130,7 +130,8 @@ async function prepareOrSettle(run: JobRun, record: QueueRecord): Promise<Prepar
           timed_out: false,
           ...(UhError.isInstance(error) && error.hint ? { hint: error.hint } : {}),
         };
-    const receipt = synthesizeReceipt(record, outcome);
+    const key = loadReceiptKey(ctx.receiptKey ?? { key: undefined, keyFile: join(ctx.cacheDir, 'receipt.key') }, true);
+    const receipt = key ? signReceipt(synthesizeReceipt(record, outcome), key) : synthesizeReceipt(record, outcome);
     const finished = { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code } as const;
     await ctx.store.settle(id, {
       owner: run.owner,
