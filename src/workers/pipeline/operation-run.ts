@@ -92,6 +92,7 @@ export interface OperationRun {
 function sandboxEnv(options: ExecuteOptions): RuntimeEnv {
   const { mission, runtime } = options.prepared;
   const built = buildRuntimeEnv({
+    // env passthrough: the worker's environment, filtered by the allowlist below
     worker: options.env ?? process.env,
     adapterNames: runtime.adapter.envPassthrough?.(runtime.config) ?? [],
     passthrough: mission.sandbox.env_passthrough ?? [],
