@@ -48,6 +48,9 @@ const VARIABLES = {
   UH_WEBHOOK_ATTEMPTS: [z.coerce.number().int().positive().default(5), 'webhook attempts'],
   UH_WEBHOOK_BACKOFF_MS: [ms(500), 'webhook first backoff'],
   UH_RETRY_MAX_ATTEMPTS: [z.coerce.number().int().positive().optional(), 'attempts per operation under the retry policy'],
+  // receipts
+  UH_RECEIPT_KEY: [z.string().min(32, 'at least 32 characters').optional(), 'receipt signing key'],
+  UH_RECEIPT_KEY_FILE: [z.string().optional(), 'receipt signing key file'],
   // api
   UH_API_TOKEN: [z.string().optional(), 'API bearer token'],
   // ci
@@ -92,6 +95,8 @@ export interface UhConfig {
   };
   queue: QueueConfig;
   api: { token: string | undefined };
+  /** The receipt signing key: `UH_RECEIPT_KEY`, else the file (default `<cacheDir>/receipt.key`). Never logged. */
+  receipts: { key: string | undefined; keyFile: string };
   ci: { githubOutput: string | undefined; stepSummary: string | undefined; annotations: boolean };
   /**
    * The process environment as given, for passing through to runtime children and adapter
@@ -118,10 +123,11 @@ const flag = (v: string | undefined): boolean | undefined => (v === undefined ? 
 /** Parse the environment once; call at process start and pass the result down. */
 export function loadConfig(env: Env = process.env): UhConfig {
   const e = parseEnv(env);
+  const cacheDir = e.UH_CACHE_DIR ?? join(e.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'uh');
   return {
     core: {
       stateDir: e.UH_STATE_DIR,
-      cacheDir: e.UH_CACHE_DIR ?? join(e.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'uh'),
+      cacheDir,
       logLevel: e.UH_LOG_LEVEL,
       debug: e.UH_DEBUG !== undefined,
       sandboxKeepHours: e.UH_SANDBOX_KEEP_HOURS,
@@ -145,6 +151,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       retryMaxAttempts: e.UH_RETRY_MAX_ATTEMPTS ?? null,
     },
     api: { token: e.UH_API_TOKEN },
+    receipts: { key: e.UH_RECEIPT_KEY, keyFile: e.UH_RECEIPT_KEY_FILE ?? join(cacheDir, 'receipt.key') },
     ci: { githubOutput: e.GITHUB_OUTPUT, stepSummary: e.GITHUB_STEP_SUMMARY, annotations: e.GITHUB_ACTIONS === 'true' },
     childEnv: env,
   };

@@ -40,3 +40,71 @@ export function secretEnvValues(env: Readonly<Record<string, string | undefined>
   }
   return out;
 }
+
+/** Secrets worth scrubbing (at least 4 characters), longest first so a longer one wins at a position. */
+function usable(secrets: readonly string[]): string[] {
+  return [...new Set(secrets.filter((s) => s.length >= 4))].sort((a, b) => b.length - a.length);
+}
+
+/**
+ * A redactor for a stream cut into arbitrary chunks: a secret split across two chunks is still
+ * replaced. It holds back at most `max(secret length) - 1` characters between chunks (emitted by
+ * `end()`), so memory stays bounded whatever the stream's size. For bytes, feed `latin1` strings
+ * (see `scrubBytes`): each byte is one character, so nothing is lost or re-encoded.
+ */
+export class StreamRedactor {
+  private readonly secrets: string[];
+  private readonly hold: number;
+  private held = '';
+
+  constructor(secrets: readonly string[]) {
+    this.secrets = usable(secrets);
+    this.hold = Math.max(0, ...this.secrets.map((s) => s.length)) - 1;
+  }
+
+  /** Text safe to emit now: every secret that starts in it is replaced. */
+  push(chunk: string): string {
+    if (this.secrets.length === 0) return chunk;
+    const text = this.held + chunk;
+    const boundary = text.length - this.hold;
+    let out = '';
+    let at = 0;
+    for (;;) {
+      const hit = this.nextHit(text, at);
+      if (!hit || hit.index >= boundary) break;
+      out += text.slice(at, hit.index) + REDACTED;
+      at = hit.index + hit.length;
+    }
+    const keepFrom = Math.max(at, boundary);
+    out += text.slice(at, keepFrom);
+    this.held = text.slice(keepFrom);
+    return out;
+  }
+
+  /** The held-back tail, scrubbed (no secret can complete any more). */
+  end(): string {
+    const rest = this.held;
+    this.held = '';
+    return redactString(rest, this.secrets);
+  }
+
+  /** The leftmost occurrence of any secret from `from`, the longest at that position. */
+  private nextHit(text: string, from: number): { index: number; length: number } | null {
+    let best: { index: number; length: number } | null = null;
+    for (const secret of this.secrets) {
+      const index = text.indexOf(secret, from);
+      if (index >= 0 && (best === null || index < best.index)) best = { index, length: secret.length };
+    }
+    return best;
+  }
+}
+
+/** A byte-level redactor: the secrets' UTF-8 bytes are found whatever the chunking of the stream. */
+export function byteRedactor(secrets: readonly string[]): { push(chunk: Buffer): Buffer; end(): Buffer; active: boolean } {
+  const inner = new StreamRedactor(secrets.map((s) => Buffer.from(s, 'utf8').toString('latin1')));
+  return {
+    active: usable(secrets).length > 0,
+    push: (chunk) => Buffer.from(inner.push(chunk.toString('latin1')), 'latin1'),
+    end: () => Buffer.from(inner.end(), 'latin1'),
+  };
+}

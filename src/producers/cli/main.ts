@@ -29,6 +29,9 @@ const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
     watch: async () => (await import('./commands/batch-queue.js')).batchWatch,
     cancel: async () => (await import('./commands/batch-queue.js')).batchCancel,
   },
+  receipt: {
+    verify: async () => (await import('./commands/receipt-verify.js')).receiptVerify,
+  },
   api: {
     start: async () => (await import('./commands/api-start.js')).apiStart,
   },
@@ -64,11 +67,13 @@ usage: uh <group> <command> [options]   (every command takes --help)
   uh adapter list                  list runtimes and their manifests
   uh adapter add <id>              write .harness/adapters/<id>.yaml from a template
   uh adapter check <id>            is the runtime usable on this machine?
+  uh receipt verify <file>         check a receipt's signature (exit 0 valid, 1 invalid, 2 bad input)
   uh api start                     serve queue mode over HTTP (submit, status, artifacts, SSE events)
   uh doctor                        is this machine ready (node, git, dirs, Redis, runtimes)?
 
 exit codes: 0 completed (verified or unverified) · 1 failed, verification failed or scope
-violation · 2 invalid input · 3 blocked · 4 cancelled · 5 unknown or wait timed out
+violation · 2 invalid input · 3 blocked · 4 cancelled · 5 unknown or wait timed out ·
+6 the receipt's signature does not verify (status, collect)
 
 example:
   uh mission run examples/hello/mission.yaml --json`;

@@ -15,9 +15,14 @@ export interface Materialized {
   receipt: Receipt | null;
 }
 
+/** The receipt as stored (the raw text, which its signature covers) and parsed. */
 export async function readReceiptFromStore(store: OperationStore, operationId: string): Promise<Receipt | null> {
+  return (await readReceiptWithText(store, operationId))?.receipt ?? null;
+}
+
+export async function readReceiptWithText(store: OperationStore, operationId: string): Promise<{ receipt: Receipt; text: string } | null> {
   const text = await store.redis.hget(store.keys.artifacts(operationId), 'receipt');
-  return text ? ReceiptSchema.parse(JSON.parse(text)) : null;
+  return text ? { receipt: ReceiptSchema.parse(JSON.parse(text)), text } : null;
 }
 
 export async function materialize(store: OperationStore, operationId: string, dir: string): Promise<Materialized> {

@@ -6,4 +6,6 @@ export const EXIT = {
   blocked: 3,
   cancelled: 4,
   unknown: 5,
+  /** The receipt's signature does not verify: it was edited after the worker wrote it. */
+  tampered: 6,
 } as const;

@@ -98,6 +98,11 @@ export const MissionSchema = z
           .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name (at most 128 characters)'), text(LIMITS.envValueChars))
           .refine((env) => Object.keys(env).length <= LIMITS.envEntries, `at most ${LIMITS.envEntries} variables`)
           .default({}),
+        /** Names of the worker's environment variables passed to the runtime (`OPENAI_API_KEY`); `PREFIX_*` allowed. Values of secret-looking names are scrubbed everywhere. */
+        env_passthrough: z
+          .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}\*?$/, 'must be an environment variable name, or a prefix ending in *'))
+          .max(LIMITS.envEntries)
+          .optional(),
         port_range: z
           .tuple([z.number().int().min(1024).max(65535), z.number().int().min(1024).max(65535)])
           .refine(([a, b]) => a <= b, 'first port must not exceed the second')

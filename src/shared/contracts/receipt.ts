@@ -40,6 +40,14 @@ export const ScopeViolationSchema = z.strictObject({
 export const PhaseTimingsSchema = z.record(z.string(), z.number().int().nonnegative());
 
 /** `uh.receipt.v0`: the immutable record of one operation, written for every terminal state. */
+export const ReceiptSignatureSchema = z.strictObject({
+  alg: z.literal('hmac-sha256'),
+  /** The first 16 hex digits of sha256(key): which key signed, never the key. */
+  key_id: z.string().regex(/^[0-9a-f]{16}$/),
+  value: z.string().regex(/^[0-9a-f]{64}$/),
+});
+export type ReceiptSignature = z.infer<typeof ReceiptSignatureSchema>;
+
 export const ReceiptSchema = z.strictObject({
   schema_version: z.literal('uh.receipt.v0'),
   operation_id: z.string(),
@@ -71,5 +79,7 @@ export const ReceiptSchema = z.strictObject({
   exit_code: z.number().int(),
   sandbox: z.strictObject({ path: z.string().nullable(), retained: z.boolean() }),
   labels: z.record(z.string(), z.string()),
+  /** HMAC-SHA256 over the canonical JSON of every other field (src/operation/receipt-signature.ts). */
+  signature: ReceiptSignatureSchema.optional(),
 });
 export type Receipt = z.infer<typeof ReceiptSchema>;

@@ -8,22 +8,26 @@ import { spawn as nodeSpawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, openSync, closeSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { LIMITS } from '../contracts/input-limits.js';
+import { byteRedactor } from '../redact.js';
 
 export type OutputSpec =
   | 'ignore'
   /** Written straight to the file by the kernel; `tap` makes it a pipe so the caller sees chunks too. */
   /** A piped output (tapped or `maxBytes` set) keeps at most `maxBytes` (default LIMITS.logBytes) in the file. */
-  | { file: string; tap?: (chunk: Buffer) => void; maxBytes?: number };
+  /** `redact`: these values never reach the file, even split across chunks (the tap sees the raw bytes). */
+  | { file: string; tap?: (chunk: Buffer) => void; maxBytes?: number; redact?: readonly string[] };
 
 /**
  * Copy `stream` into `file` up to `maxBytes`, then one marker line; the rest is still read (the
  * child never blocks) and tapped, but not written. Backpressure from the file pauses the stream.
  */
-function cappedCopy(stream: Readable, file: Writable, maxBytes: number, tap?: (chunk: Buffer) => void): void {
+function cappedCopy(stream: Readable, file: Writable, maxBytes: number, tap?: (chunk: Buffer) => void, secrets: readonly string[] = []): void {
   let written = 0;
-  stream.on('data', (chunk: Buffer) => {
-    tap?.(chunk);
+  const scrub = byteRedactor(secrets);
+  stream.on('data', (raw: Buffer) => {
+    tap?.(raw);
     if (written >= maxBytes) return;
+    const chunk = scrub.active ? scrub.push(raw) : raw;
     const room = maxBytes - written;
     written += Math.min(room, chunk.length);
     let ok = file.write(chunk.length <= room ? chunk : chunk.subarray(0, room));
@@ -33,8 +37,12 @@ function cappedCopy(stream: Readable, file: Writable, maxBytes: number, tap?: (c
       file.once('drain', () => stream.resume());
     }
   });
-  stream.once('end', () => file.end());
-  stream.once('error', () => file.end());
+  const finish = () => {
+    const rest = scrub.active ? scrub.end() : Buffer.alloc(0);
+    file.end(written < maxBytes ? rest.subarray(0, maxBytes - written) : undefined);
+  };
+  stream.once('end', finish);
+  stream.once('error', finish);
 }
 
 export interface SpawnGroupOptions {
@@ -118,13 +126,18 @@ function countSpawn(program: string, args: readonly string[]): void {
   spawned.set(key, (spawned.get(key) ?? 0) + 1);
 }
 
+/** A file output goes through this process (not straight to the descriptor) when tapped, capped or scrubbed. */
+function piped(spec: Exclude<OutputSpec, 'ignore'>): boolean {
+  return spec.tap !== undefined || spec.maxBytes !== undefined || (spec.redact !== undefined && spec.redact.length > 0);
+}
+
 /** Start the leader in its own group; untapped output files go straight to its descriptors. */
 function launch(options: SpawnGroupOptions): ChildProcess {
   const fds: number[] = [];
   const stdio = (spec: OutputSpec | 'pipe' | undefined): 'ignore' | 'pipe' | number => {
     if (spec === undefined || spec === 'ignore') return 'ignore';
     if (spec === 'pipe') return 'pipe';
-    if (spec.tap || spec.maxBytes !== undefined) return 'pipe';
+    if (piped(spec)) return 'pipe';
     const fd = openSync(spec.file, 'a');
     fds.push(fd);
     return fd;
@@ -150,9 +163,9 @@ function stdinMode(options: SpawnGroupOptions): 'ignore' | 'pipe' {
 
 /** A piped stream (tapped or capped) goes to its file up to its cap, and all of it to the tap; the run waits for the file to flush. */
 function wireTap(run: GroupRun, stream: Readable | null, spec: OutputSpec | 'pipe' | undefined): void {
-  if (!stream || spec === undefined || spec === 'ignore' || spec === 'pipe' || (!spec.tap && spec.maxBytes === undefined)) return;
+  if (!stream || spec === undefined || spec === 'ignore' || spec === 'pipe' || !piped(spec)) return;
   const file = createWriteStream(spec.file, { flags: 'a' });
-  cappedCopy(stream, file, spec.maxBytes ?? LIMITS.logBytes, spec.tap);
+  cappedCopy(stream, file, spec.maxBytes ?? LIMITS.logBytes, spec.tap, spec.redact);
   run.flushers.push(
     new Promise<void>((resolve) => {
       file.on('close', () => resolve());

@@ -15,6 +15,7 @@ import type { Receipt } from '../../shared/contracts/receipt.js';
 import type { PromotionRecord } from '../../shared/contracts/promotion.js';
 import { silentLogger } from '../../shared/logger.js';
 import { promoteAfterRun } from '../promotion/auto-promote.js';
+import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
 
 export interface InlineOptions {
   stateDir: string;
@@ -22,6 +23,8 @@ export interface InlineOptions {
   runtime?: string;
   signal?: AbortSignal;
   keepSandbox?: boolean;
+  /** Where the receipt signing key comes from (default: `<cacheDir>/receipt.key`). */
+  receiptKey?: ReceiptKeySource;
   sandboxKeepHours?: number;
   logger?: Logger;
   env?: Record<string, string | undefined>;
@@ -63,6 +66,7 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
     mode: 'inline',
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.keepSandbox !== undefined ? { keepSandbox: options.keepSandbox } : {}),
+    ...(options.receiptKey ? { receiptKey: options.receiptKey } : {}),
     ...(options.sandboxKeepHours !== undefined ? { sandboxKeepHours: options.sandboxKeepHours } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.env ? { env: options.env } : {}),

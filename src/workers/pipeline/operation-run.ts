@@ -15,6 +15,8 @@ import { errorMessage, UhError } from '../../shared/errors.js';
 import { silentLogger, type Logger } from '../../shared/logger.js';
 import { spawnGroup, type SpawnGroup } from '../../shared/process/spawn-group.js';
 import { redact, secretEnvValues } from '../../shared/redact.js';
+import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
+import { buildRuntimeEnv, type RuntimeEnv } from '../../shared/process/runtime-env.js';
 import { initialFold, type FoldedRuntime } from '../../shared/runtime/fold-events.js';
 import type { AbortReasonV1, RuntimeJournalV1 } from '../../shared/runtime/v1/index.js';
 import { operationDir, writeRecord, type OperationRecord } from '../../operation/operation-files.js';
@@ -38,7 +40,9 @@ export interface ExecuteOptions {
   spawn?: SpawnGroup;
   fetch?: typeof globalThis.fetch;
   logger?: Logger;
-  /** Environment for the runtime and checks (defaults to this process's). */
+  /** Where the receipt signing key comes from (default: `<cacheDir>/receipt.key`, made on first use). */
+  receiptKey?: ReceiptKeySource;
+  /** The worker's environment, filtered by the allowlist for the runtime and checks (defaults to this process's). */
   env?: Record<string, string | undefined>;
   /** Subscribe live publishers to the event log before anything is appended. */
   onEventLog?: (log: EventLog) => void;
@@ -62,8 +66,10 @@ export interface OperationRun {
   readonly now: () => Date;
   readonly spawn: SpawnGroup;
   readonly logger: Logger;
-  /** The sandbox's environment: the base env, the mission's `sandbox.env` and port range. */
+  /** The runtime's environment: the allowlist, what adapter and mission pass through, `sandbox.env`, port range. */
   readonly env: Record<string, string | undefined>;
+  /** The checks' environment: the same without the adapter's provider keys. */
+  readonly checkEnv: Record<string, string | undefined>;
   readonly secrets: readonly string[];
   readonly startedAt: Date;
   /** performance.now() at open, for `total_ms`. */
@@ -79,14 +85,26 @@ export interface OperationRun {
   failure: Outcome | null;
 }
 
-function sandboxEnv(options: ExecuteOptions): Record<string, string | undefined> {
-  const { mission } = options.prepared;
-  const env: Record<string, string | undefined> = { ...(options.env ?? process.env), ...mission.sandbox.env }; // env passthrough: the runtime child inherits the worker's environment
+/**
+ * The runtime's and the checks' environments: an allowlist of the worker's (never all of it),
+ * what the adapter and the mission pass through, the mission's `sandbox.env` and port range.
+ */
+function sandboxEnv(options: ExecuteOptions): RuntimeEnv {
+  const { mission, runtime } = options.prepared;
+  const built = buildRuntimeEnv({
+    // env passthrough: the worker's environment, filtered by the allowlist below
+    worker: options.env ?? process.env,
+    adapterNames: runtime.adapter.envPassthrough?.(runtime.config) ?? [],
+    passthrough: mission.sandbox.env_passthrough ?? [],
+    missionEnv: mission.sandbox.env,
+  });
   if (mission.sandbox.port_range) {
-    env.UH_PORT_RANGE_START = String(mission.sandbox.port_range[0]);
-    env.UH_PORT_RANGE_END = String(mission.sandbox.port_range[1]);
+    for (const env of [built.runtime, built.checks]) {
+      env.UH_PORT_RANGE_START = String(mission.sandbox.port_range[0]);
+      env.UH_PORT_RANGE_END = String(mission.sandbox.port_range[1]);
+    }
   }
-  return env;
+  return built;
 }
 
 function newRecord(options: ExecuteOptions, startedAt: Date): OperationRecord {
@@ -122,7 +140,8 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
   const dir = operationDir(options.stateDir, mission.operation_id);
   const startedAt = now();
   const t0 = performance.now();
-  const secrets = [...runtime.secrets, ...secretEnvValues(mission.sandbox.env)];
+  const env = sandboxEnv(options);
+  const secrets = [...new Set([...runtime.secrets, ...secretEnvValues(mission.sandbox.env), ...env.secrets])];
   writeFileSync(join(dir, 'mission.json'), `${JSON.stringify(redact(mission, secrets), null, 2)}\n`);
   const events = new EventLog(join(dir, 'events.jsonl'), mission.operation_id, now);
   events.secrets = secrets;
@@ -134,7 +153,8 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
     now,
     spawn: options.spawn ?? spawnGroup,
     logger: (options.logger ?? silentLogger).child({ operation_id: mission.operation_id }),
-    env: sandboxEnv(options),
+    env: env.runtime,
+    checkEnv: env.checks,
     secrets,
     startedAt,
     t0,

@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import type { RuntimeResult } from '../../shared/contracts/runtime-result.js';
 import { describeGroup, PROCESS_GROUPS_KEY, type ProcessGroup } from '../../shared/process/leftover-groups.js';
-import type { SpawnGroup } from '../../shared/process/spawn-group.js';
-import { redact } from '../../shared/redact.js';
+import type { SpawnGroup, SpawnGroupOptions } from '../../shared/process/spawn-group.js';
+import { redact, redactString } from '../../shared/redact.js';
 import { foldOne, initialFold, type FoldedRuntime } from '../../shared/runtime/fold-events.js';
 import { guardTerminal } from '../../shared/runtime/guard-terminal.js';
 import type { AbortReasonV1, RuntimeContextV1, RuntimeJournalV1 } from '../../shared/runtime/v1/index.js';
@@ -28,6 +28,7 @@ export async function runtimePhase(run: OperationRun, sandbox: Sandbox): Promise
     await setState(run, 'running', { runtime_started: true });
     run.folded = await timed(run, 'runtime', () => launchAndFold(run, sandbox));
   }
+  run.folded.final_message = redactString(run.folded.final_message, run.secrets);
   writeFileSync(join(run.dir, 'runtime-final.txt'), run.folded.final_message);
   writeFileSync(join(run.dir, 'runtime-result.yaml'), toYaml(redact(toRuntimeResult(run), run.secrets)));
 }
@@ -79,13 +80,23 @@ function runtimeContext(run: OperationRun, sandbox: Sandbox, signal: AbortSignal
     workDir: sandbox.path,
     logDir: run.dir,
     signal,
-    spawn: journallingSpawn(run.spawn, journal),
+    spawn: journallingSpawn(scrubbingSpawn(run.spawn, run.secrets), journal),
     fetch: options.fetch ?? runtimeFetch,
     now: () => run.now().getTime(),
     env: run.env,
     journal,
     mission: { missionId: mission.mission_id, operationId: mission.operation_id, attempt: options.attempt ?? 1 },
   };
+}
+
+/**
+ * A spawn whose output files never hold a secret: every file output of the runtime's processes
+ * goes through a streaming redactor (a secret split across two writes included).
+ */
+function scrubbingSpawn(spawn: SpawnGroup, secrets: readonly string[]): SpawnGroup {
+  const scrub = (spec: SpawnGroupOptions['stdout']): SpawnGroupOptions['stdout'] =>
+    spec === undefined || typeof spec === 'string' ? spec : { ...spec, redact: [...(spec.redact ?? []), ...secrets] };
+  return (options) => spawn({ ...options, stdout: scrub(options.stdout), stderr: scrub(options.stderr) });
 }
 
 /** Launch the adapter under the mission timeout; append each event as it happens and fold it. */

@@ -8,6 +8,10 @@ import type { Outcome } from '../../shared/contracts/runtime-result.js';
 import type { Verdict } from '../../shared/contracts/status.js';
 import { buildReceipt } from '../../operation/build-receipt.js';
 import { writeReceiptOnce } from '../../operation/operation-files.js';
+import { join } from 'node:path';
+import { UhError } from '../../shared/errors.js';
+import { loadReceiptKey, signReceipt, type ReceiptKey } from '../../operation/receipt-signature.js';
+import { scrubOperationFiles } from '../results/scrub-files.js';
 import { decideVerdict } from '../results/verdict.js';
 import { retentionPhase } from './sandbox-phases.js';
 import { runtimeIdentity } from './runtime-phase.js';
@@ -19,6 +23,14 @@ function keepSandbox(run: OperationRun, outcome: Outcome, verdict: Verdict): boo
   return run.options.keepSandbox === true || !succeeded;
 }
 
+/** The key every receipt is signed with: the configured one, else `<cacheDir>/receipt.key` (made on first use). */
+function receiptKeyOf(run: OperationRun): ReceiptKey {
+  const source = run.options.receiptKey ?? { key: undefined, keyFile: join(run.options.cacheDir, 'receipt.key') };
+  const key = loadReceiptKey(source, true);
+  if (!key) throw new UhError('internal', 'no receipt key');
+  return key;
+}
+
 export async function settleFinished(run: OperationRun): Promise<ExecuteResult> {
   const { prepared, folded, sandbox } = run;
   const { mission } = prepared;
@@ -26,7 +38,8 @@ export async function settleFinished(run: OperationRun): Promise<ExecuteResult> 
   const verdict = decideVerdict({ scopeViolations: run.violations.length, checksDeclared: mission.verification.length, checks: run.checks });
   const keep = keepSandbox(run, outcome, verdict);
   run.timings.total_ms = Math.round(performance.now() - run.t0);
-  const receipt = buildReceipt({
+  scrubOperationFiles(run.dir, run.secrets);
+  const unsigned = buildReceipt({
     mission,
     contractDigest: prepared.contractDigest,
     promptDigest: prepared.promptDigest,
@@ -48,6 +61,7 @@ export async function settleFinished(run: OperationRun): Promise<ExecuteResult> 
     sandbox: { path: sandbox?.path ?? null, retained: sandbox !== null && keep },
     secrets: run.secrets,
   });
+  const receipt = signReceipt(unsigned, receiptKeyOf(run));
   const receiptPath = writeReceiptOnce(run.dir, receipt);
   run.events.append('operation.completed', { status: outcome.status, verdict, exit_code: receipt.exit_code, receipt: receiptPath });
   await retentionPhase(run, keep);
@@ -59,6 +73,7 @@ export async function settleFinished(run: OperationRun): Promise<ExecuteResult> 
 export async function settleUnknown(run: OperationRun): Promise<ExecuteResult> {
   const { outcome, session_id, thread_id, turn_id } = run.folded;
   const hint = outcome.hint ?? `uh mission recover ${run.prepared.mission.operation_id}`;
+  scrubOperationFiles(run.dir, run.secrets);
   run.events.append('operation.unknown', { reason: outcome.message, hint, raw: outcome.raw });
   await retentionPhase(run, true);
   await setState(run, 'unknown', { session_id, thread_id, turn_id });

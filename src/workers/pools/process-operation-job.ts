@@ -26,6 +26,7 @@ import { synthesizeReceipt } from '../../operation/synthesize-receipt.js';
 import { redisJournal } from './redis-journal.js';
 import { claimOperationDir, operationDir, operationsRoot } from '../../operation/operation-files.js';
 import type { EventLog } from '../state/event-log.js';
+import { loadReceiptKey, signReceipt, type ReceiptKeySource } from '../../operation/receipt-signature.js';
 
 export interface PoolContext {
   store: OperationStore;
@@ -36,6 +37,7 @@ export interface PoolContext {
   artifactCapBytes: number;
   sandboxKeepHours: number;
   keepSandbox: boolean;
+  receiptKey?: ReceiptKeySource;
   /** Queues by runtime id, to enqueue a retry attempt. */
   queues: Map<string, Queue>;
   /** The abort controller of every operation this process runs (cancel and shutdown use them). */
@@ -128,7 +130,8 @@ async function prepareOrSettle(run: JobRun, record: QueueRecord): Promise<Prepar
           timed_out: false,
           ...(UhError.isInstance(error) && error.hint ? { hint: error.hint } : {}),
         };
-    const receipt = synthesizeReceipt(record, outcome);
+    const key = loadReceiptKey(ctx.receiptKey ?? { key: undefined, keyFile: join(ctx.cacheDir, 'receipt.key') }, true);
+    const receipt = key ? signReceipt(synthesizeReceipt(record, outcome), key) : synthesizeReceipt(record, outcome);
     const finished = { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code } as const;
     await ctx.store.settle(id, {
       owner: run.owner,
@@ -157,6 +160,7 @@ async function runPipeline(run: JobRun, prepared: Prepared): Promise<ExecuteResu
     logger: ctx.logger,
     sandboxKeepHours: ctx.sandboxKeepHours,
     keepSandbox: ctx.keepSandbox,
+    ...(ctx.receiptKey ? { receiptKey: ctx.receiptKey } : {}),
     journal: redisJournal(store, id, owner),
     onEventLog: (log) => {
       eventLog = log;

@@ -23,6 +23,7 @@ import { connectRedis } from '../../shared/queue/redis-connection.js';
 import { queueName } from '../../shared/queue/topology.js';
 import { RETRY_POLICY, withMaxAttempts } from '../results/retry-policy.js';
 import { processOperationJob, type JobSummary, type PoolContext } from './process-operation-job.js';
+import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
 
 export interface PoolOptions {
   redisUrl: string;
@@ -36,6 +37,8 @@ export interface PoolOptions {
   logger: Logger;
   sandboxKeepHours: number;
   keepSandbox: boolean;
+  /** Where the receipt signing key comes from (the fleet shares `UH_RECEIPT_KEY`). */
+  receiptKey?: ReceiptKeySource;
 }
 
 export interface RuntimePool {
@@ -101,6 +104,7 @@ function poolContext(options: PoolOptions, redis: Redis, workerId: string): Pool
     artifactCapBytes: config.artifactCapBytes,
     sandboxKeepHours: options.sandboxKeepHours,
     keepSandbox: options.keepSandbox,
+    ...(options.receiptKey ? { receiptKey: options.receiptKey } : {}),
     queues: new Map<string, Queue>(),
     active: new Map<string, AbortController>(),
     retryPolicy: withMaxAttempts(RETRY_POLICY, config.retryMaxAttempts),

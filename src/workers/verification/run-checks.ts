@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { Check } from '../../shared/contracts/mission.js';
 import type { CheckResult } from '../../shared/contracts/receipt.js';
 import type { SpawnGroup } from '../../shared/process/spawn-group.js';
+import { byteRedactor } from '../../shared/redact.js';
 import { CappedFile } from './capped-file.js';
 import { excerptCheckLog } from './check-excerpt.js';
 
@@ -19,10 +20,10 @@ export interface RunChecksOptions {
   logDir: string;
   env: Readonly<Record<string, string | undefined>>;
   spawn: SpawnGroup;
+  /** Values scrubbed from each log (even split across chunks: one redactor per stream) and its excerpts. */
+  secrets?: readonly string[];
   signal?: AbortSignal;
   capBytes?: number;
-  /** Values scrubbed from the log and its excerpts (the runtime's secrets, secret-looking env). */
-  secrets?: readonly string[];
   onResult?: (result: CheckResult) => void;
 }
 
@@ -43,9 +44,13 @@ export async function runChecks(options: RunChecksOptions): Promise<CheckResult[
       killGraceMs: 2000,
       ...(options.signal ? { signal: options.signal } : {}),
     });
-    child.stdout?.on('data', (chunk: Buffer) => log.write(chunk));
-    child.stderr?.on('data', (chunk: Buffer) => log.write(chunk));
+    const streams = [child.stdout, child.stderr].map((stream) => {
+      const scrub = byteRedactor(options.secrets ?? []);
+      stream?.on('data', (chunk: Buffer) => log.write(scrub.push(chunk)));
+      return scrub;
+    });
     const exit = await child.result;
+    for (const scrub of streams) log.write(scrub.end());
     if (exit.spawnError) log.write(Buffer.from(`uh: cannot start ${check.argv[0]}: ${exit.spawnError.message}\n`));
     const captured = log.close();
     const excerpt = excerptCheckLog(logPath, options.secrets ?? []);

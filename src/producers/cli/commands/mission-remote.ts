@@ -4,13 +4,15 @@
  * host; otherwise they are the inline commands over the local state dir, unchanged.
  */
 import type { UhConfig } from '../../../shared/config.js';
-import { resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
 import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-store.js';
 import { readRecord } from '../../../operation/operation-files.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
+import { checkReceiptText, reportSignature } from '../receipt-check.js';
 import { checkStateFilter, missionCollect, missionList, missionStatus } from './mission-status.js';
 import { writeJunit } from '../../ci/ci-report.js';
 
@@ -73,13 +75,16 @@ export async function missionStatusAny(argv: string[], config: UhConfig): Promis
   const id = positionals[0] as string;
   if (!useRedis(values, id, config)) return missionStatus(argv, config);
   return withRecord(config, values, id, async (client, record) => {
-    const { readReceiptFromStore } = await import('../../queue/materialize.js');
-    const receipt = await readReceiptFromStore(client.store, id);
+    const { readReceiptWithText } = await import('../../queue/materialize.js');
+    const stored = await readReceiptWithText(client.store, id);
+    const receipt = stored?.receipt ?? null;
+    const signature = stored ? checkReceiptText(stored.text, config) : null;
     const where = `redis:${client.config.prefix}:op:${id}`;
-    if (values.json) writeJson({ operation: publicRecord(record), receipt: receipt ? receiptJson(receipt, where) : null });
+    if (values.json) writeJson({ operation: publicRecord(record), receipt: receipt ? receiptJson(receipt, where) : null, ...(signature ? { signature } : {}) });
     else if (receipt && record.state === 'finished') printReceiptSummary(receipt, where, false);
     else process.stdout.write(`${id}: ${record.state} (runtime ${record.runtime}, attempt ${record.attempt}, updated ${record.updated_at}${record.worker ? `, worker ${record.worker.id}` : ''})${record.unknown_reason ? `\n  why: ${record.unknown_reason}\n  hint: uh mission recover ${id}` : ''}\n`);
-    return record.state === 'finished' ? (record.exit_code ?? EXIT.failed) : EXIT.unknown;
+    const forced = signature ? reportSignature(signature, Boolean(values.json)) : null;
+    return forced ?? (record.state === 'finished' ? (record.exit_code ?? EXIT.failed) : EXIT.unknown);
   });
 }
 
@@ -96,9 +101,11 @@ export async function missionCollectAny(argv: string[], config: UhConfig): Promi
     const { materialize } = await import('../../queue/materialize.js');
     const got = await materialize(client.store, id, resolve(out));
     if (values.junit && got.receipt) writeJunit(values.junit as string, got.receipt);
-    if (values.json) writeJson({ operation_id: id, files: got.files });
+    const receiptFile = join(got.dir, 'receipt.json');
+    const signature = existsSync(receiptFile) ? checkReceiptText(readFileSync(receiptFile, 'utf8'), config) : ({ state: 'unsigned' } as const);
+    if (values.json) writeJson({ operation_id: id, files: got.files, signature });
     else process.stdout.write(`${got.files.map((f) => `  ${f}`).join('\n')}\n`);
-    return EXIT.ok;
+    return reportSignature(signature, Boolean(values.json)) ?? EXIT.ok;
   });
 }
 

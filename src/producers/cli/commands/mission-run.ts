@@ -81,6 +81,7 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
     signal: controller.signal,
     keepSandbox: Boolean(values['keep-sandbox']) || config.core.keepSandbox,
     sandboxKeepHours: config.core.sandboxKeepHours,
+    receiptKey: config.receipts,
     logger: createLogger(config.core.logLevel),
     ...(runtime ? { runtime } : {}),
   });

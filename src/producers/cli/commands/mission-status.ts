@@ -1,5 +1,5 @@
 import type { UhConfig } from '../../../shared/config.js';
-import { copyFileSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { EXIT, OperationStateSchema } from '../../../shared/contracts/status.js';
 import { writeJunit } from '../../ci/ci-report.js';
@@ -7,17 +7,18 @@ import { invalidInput, UhError } from '../../../shared/errors.js';
 import { CHECK_LOG_FILE, operationDir, operationsRoot, readReceipt, readRecord } from '../../../operation/operation-files.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
+import { checkReceiptText, reportSignature } from '../receipt-check.js';
 
 const STATUS: CommandSpec = {
   usage: 'uh mission status <operation_id> [--json] [--state-dir dir]',
-  summary: "Show an operation's state and, when finished, its receipt summary. Exit code: the operation's (5 while not finished).",
+  summary: "Show an operation's state and, when finished, its receipt summary and signature check. Exit code: the operation's (5 while not finished, 6 when the receipt's signature does not verify).",
   options: { ...COMMON_OPTIONS },
   examples: ['uh mission status hello-001', 'uh mission status hello-001 --json | jq .verdict'],
 };
 
 const COLLECT: CommandSpec = {
   usage: 'uh mission collect <operation_id> --out <dir> [--junit path] [--json] [--state-dir dir]',
-  summary: 'Copy the receipt, diff, final message, runtime result, events and check logs of an operation into --out.',
+  summary: 'Copy the receipt, diff, final message, runtime result, events and check logs of an operation into --out, and check the receipt\'s signature (exit 6 when it does not verify).',
   options: { ...COMMON_OPTIONS, out: { type: 'string' }, junit: { type: 'string' } },
   examples: ['uh mission collect hello-001 --out ./artifacts'],
 };
@@ -54,10 +55,12 @@ export async function missionStatus(argv: string[], config: UhConfig): Promise<n
   if (got.help) return void process.stdout.write(`${helpText(STATUS)}\n`), EXIT.ok;
   const receipt = readReceipt(got.stateDir, got.id);
   const dir = operationDir(got.stateDir, got.id);
-  if (got.values.json) writeJson({ operation: got.record, receipt: receipt ? receiptJson(receipt, dir) : null });
+  const signature = receipt ? checkReceiptText(readFileSync(join(dir, 'receipt.json'), 'utf8'), config) : null;
+  if (got.values.json) writeJson({ operation: got.record, receipt: receipt ? receiptJson(receipt, dir) : null, ...(signature ? { signature } : {}) });
   else if (receipt) printReceiptSummary(receipt, dir, false);
   else process.stdout.write(`${got.id}: ${got.record.state} (runtime ${got.record.runtime}, updated ${got.record.updated_at})\n`);
-  return receipt ? receipt.exit_code : EXIT.unknown;
+  const forced = signature ? reportSignature(signature, Boolean(got.values.json)) : null;
+  return forced ?? (receipt ? receipt.exit_code : EXIT.unknown);
 }
 
 const ARTIFACTS = ['receipt.json', 'diff.patch', 'runtime-final.txt', 'runtime-result.yaml', 'events.jsonl', 'mission.json'];
@@ -78,9 +81,10 @@ export async function missionCollect(argv: string[], config: UhConfig): Promise<
     copied.push(join(resolve(out), name));
   }
   if (got.values.junit) writeJunit(got.values.junit as string, receipt);
-  if (got.values.json) writeJson({ operation_id: got.id, files: copied });
+  const signature = checkReceiptText(readFileSync(join(dir, 'receipt.json'), 'utf8'), config);
+  if (got.values.json) writeJson({ operation_id: got.id, files: copied, signature });
   else process.stdout.write(`${copied.map((f) => `  ${f}`).join('\n')}\n`);
-  return EXIT.ok;
+  return reportSignature(signature, Boolean(got.values.json)) ?? EXIT.ok;
 }
 
 export async function missionList(argv: string[], config: UhConfig): Promise<number> {

@@ -117,6 +117,7 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
       logger,
       sandboxKeepHours: config.core.sandboxKeepHours,
       keepSandbox: config.core.keepSandbox,
+      receiptKey: config.receipts,
     });
     say('ready', { worker: pool.workerId, runtimes, concurrency, pid: process.pid });
   }

@@ -61,6 +61,12 @@ export interface RuntimeAdapterV1<Config = unknown> {
   readonly configSchema: z.ZodType<Config>;
   /** Values in the config that must never reach logs, events or receipts (tokens, header values). */
   secretsOf(config: Config): string[];
+  /**
+   * Optional: names of the worker's environment this runtime needs passed through (its home dir,
+   * its provider keys; `PREFIX_*` allowed). Everything else is withheld. Values of secret-looking
+   * names are scrubbed from every artifact.
+   */
+  envPassthrough?(config: Config): string[];
   /** Is the runtime usable here? Must never throw; a problem is `ok: false` with a hint. */
   check(config: Config, ctx: CheckContextV1): Promise<AdapterCheckV1>;
   /** Validate and build the launch plan; no side effects. Throws UhError for a bad config. */

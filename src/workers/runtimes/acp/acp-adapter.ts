@@ -12,6 +12,7 @@ import { checkAcpAgent } from './check-acp.js';
 import { runAcp } from './acp-run.js';
 import { AcpSettingsSchema, type AcpCommonSettings, type AcpSettings } from './acp-settings.js';
 import type { AcpHints } from './classify-acp.js';
+import { providerEnv } from '../../../shared/runtime/provider-env.js';
 
 export interface AcpAdapterSpec<Config extends AcpCommonSettings> {
   id: string;
@@ -36,6 +37,7 @@ export function createAcpAdapter<Config extends AcpCommonSettings>(spec: AcpAdap
     configSchema: spec.configSchema,
     pool,
     secretsOf: (config) => secretEnvValues(config.env),
+    envPassthrough: providerEnv('HERMES_HOME', 'QWEN_*', 'GEMINI_*', 'OPENCODE_*', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME'),
 
     async check(config, ctx) {
       return checkAcpAgent(config, ctx, spec.hints(config));

@@ -12,6 +12,7 @@ import { recoverCodexAppServerOperation } from './codex-app-server-recover.js';
 import { runCodexAppServer } from './codex-app-server-run.js';
 import { CodexAppServerSettingsSchema, appServerEnv, buildAppServerArgv, type CodexAppServerSettings } from './codex-app-server-settings.js';
 import { clientMessageIdOf } from './codex-app-server-identity.js';
+import { providerEnv } from '../../../shared/runtime/provider-env.js';
 
 export const codexAppServerAdapter: RuntimeAdapterV1<CodexAppServerSettings> = {
   specificationVersion: 'v1',
@@ -23,6 +24,7 @@ export const codexAppServerAdapter: RuntimeAdapterV1<CodexAppServerSettings> = {
   configSchema: CodexAppServerSettingsSchema,
 
   secretsOf: codexSecrets,
+  envPassthrough: providerEnv('CODEX_HOME'),
 
   check: (config, ctx) => checkCodex(config.binary, appServerEnv(config, ctx.env), ctx),
 

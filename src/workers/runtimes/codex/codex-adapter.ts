@@ -18,6 +18,7 @@ import { initialCodexState, translateCodexEvent } from './codex-events.js';
 import { classifyCodex } from './classify-codex.js';
 import { checkCodex } from '../codex-shared/check-codex.js';
 import { NetworkWaitWatch } from './network-wait-watch.js';
+import { providerEnv } from '../../../shared/runtime/provider-env.js';
 
 const LAST_MESSAGE_FILE = 'codex-last-message.txt';
 /** The -o file is read up to this size; a longer one is cut (memory stays bounded). */
@@ -50,6 +51,7 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
   configSchema: CodexSettingsSchema,
 
   secretsOf: codexSecrets,
+  envPassthrough: providerEnv('CODEX_HOME'),
 
   check: (config, ctx) => checkCodex(config.binary, codexChildEnv(config, ctx.env), ctx),
 

@@ -19,6 +19,7 @@ import { buildHermesArgv, hermesLaunchMode, type HermesLaunchMode } from './herm
 import { detectHermesFeatures } from './hermes-features.js';
 import { classifyHermes, type HermesExitFacts } from './classify-hermes.js';
 import { checkHermes } from './check-hermes.js';
+import { providerEnv } from '../../../shared/runtime/provider-env.js';
 
 type Facts = Omit<HermesExitFacts, 'abort'>;
 
@@ -95,6 +96,7 @@ export const hermesAdapter: RuntimeAdapterV1<HermesSettings> = {
   defaultConfig: {},
   configSchema: HermesSettingsSchema,
   secretsOf: (config) => secretEnvValues(config.env),
+  envPassthrough: providerEnv('HERMES_HOME'),
   check: (config, ctx) => checkHermes(config, ctx),
 
   async prepare({ config, prompt }) {

@@ -13,6 +13,7 @@ import { newPiRunState, translatePiEvent, type PiRunState } from './pi-events.js
 import { piSettingsSchema, type PiDefaults, type PiSettings } from './pi-settings.js';
 import { classifyPi } from './classify-pi.js';
 import { checkPi } from './check-pi.js';
+import { providerEnv } from '../../../shared/runtime/provider-env.js';
 
 /** One registration of the pi JSON-mode implementation. */
 export interface PiVariant extends PiDefaults {
@@ -49,6 +50,7 @@ export function createPiAdapter(variant: PiVariant): RuntimeAdapterV1<PiSettings
     defaultConfig: { binary: variant.binary, prompt_via: variant.prompt_via },
     configSchema: piSettingsSchema(variant),
     secretsOf,
+    envPassthrough: providerEnv('PI_CODING_AGENT_DIR', 'OMP_*'),
 
     check: (config, ctx) => checkPi(variant, config, ctx),
 

@@ -1,0 +1,58 @@
+/**
+ * The environment a runtime or a check sees: an allowlist, never the worker's whole environment.
+ * Base names every program needs (PATH, HOME, locale, terminal, time zone, user, shell, TMPDIR),
+ * plus the names the adapter declares (its home dir, its provider keys), plus the names the
+ * mission passes through (`sandbox.env_passthrough`), plus the mission's own `sandbox.env`.
+ * Everything else the worker holds (GH_TOKEN, AWS_*, REDIS_URL, UH_API_TOKEN…) stays out.
+ * Checks get the same minus what only the adapter asked for (its provider keys). Pure.
+ */
+import { SECRET_KEY } from '../redact.js';
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+/** Names passed to every runtime and check. `LC_*` is a prefix. */
+export const BASE_ENV_NAMES = ['PATH', 'HOME', 'LANG', 'LANGUAGE', 'LC_*', 'TERM', 'TZ', 'USER', 'LOGNAME', 'SHELL', 'TMPDIR'] as const;
+
+/** Does `name` match one allowlist entry (`NAME` exactly, or `PREFIX_*`)? */
+export function nameMatches(name: string, pattern: string): boolean {
+  return pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern;
+}
+
+function pick(from: Env, patterns: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(from)) {
+    if (value !== undefined && patterns.some((p) => nameMatches(name, p))) out[name] = value;
+  }
+  return out;
+}
+
+export interface RuntimeEnvInput {
+  /** The worker's environment (the config's `childEnv`). */
+  worker: Env;
+  /** Names the adapter needs (`CODEX_HOME`, `OPENAI_API_KEY`…). */
+  adapterNames: readonly string[];
+  /** The mission's `sandbox.env_passthrough`. */
+  passthrough: readonly string[];
+  /** The mission's `sandbox.env`: set as given, over everything else. */
+  missionEnv: Env;
+}
+
+export interface RuntimeEnv {
+  runtime: Record<string, string>;
+  checks: Record<string, string>;
+  /** Values to scrub: every value the runtime gets whose name looks secret. */
+  secrets: string[];
+}
+
+export function buildRuntimeEnv(input: RuntimeEnvInput): RuntimeEnv {
+  const base = pick(input.worker, BASE_ENV_NAMES);
+  const adapter = pick(input.worker, input.adapterNames);
+  const declared = pick(input.worker, input.passthrough);
+  const mission = Object.fromEntries(Object.entries(input.missionEnv).filter((e): e is [string, string] => e[1] !== undefined));
+  const runtime = { ...base, ...adapter, ...declared, ...mission };
+  const checks = { ...base, ...declared, ...mission };
+  const secrets = Object.entries(runtime)
+    .filter(([name]) => SECRET_KEY.test(name))
+    .map(([, value]) => value);
+  return { runtime, checks, secrets: [...new Set(secrets)] };
+}
