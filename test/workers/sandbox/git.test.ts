@@ -47,6 +47,9 @@ async function failure(promise: Promise<unknown>): Promise<GitError> {
     await promise;
   } catch (error) {
     if (error instanceof GitError) return error;
+    // An unreachable remote is mapped to exit 3 naming repository.url; the git failure is its cause.
+    const cause = (error as { cause?: unknown }).cause;
+    if (cause instanceof GitError) return cause;
     throw error;
   }
   throw new Error('expected the git call to fail');
