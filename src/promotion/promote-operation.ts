@@ -123,8 +123,10 @@ export async function promoteOperation(req: PromoteRequest): Promise<PromoteResu
   };
   if (req.push && record.pushed === null) {
     try {
-      const pushed = await pushBranch(repository.gitDir, req.push.remote, built.commit, branch);
-      record.pushed = { ...pushed, at: now().toISOString() };
+      // A mirror keeps no remote in its config (security.md, "Git"): its `origin` is the repository URL.
+      const via = repository.kind === 'mirror' && req.push.remote === 'origin' ? repository.url : req.push.remote;
+      const pushed = await pushBranch(repository.gitDir, via, built.commit, branch);
+      record.pushed = { ...pushed, remote: req.push.remote, at: now().toISOString() };
     } finally {
       await req.records.save(record); // a rejected push still leaves the local branch on record
     }

@@ -1,13 +1,14 @@
 /**
- * git for promotion: argv only, never a shell, hardened like every `uh` git call (no hooks, no
- * fsmonitor, no replace objects, no system config, no prompts, no `GIT_DIR`-style variables
- * inherited from the caller). Pushes keep the user's global and system config, because git's
- * own credential mechanisms (credential helpers, askpass) live there; they never see a prompt.
+ * git for promotion: argv only, never a shell, hardened like every `uh` git call by the one
+ * shared hardening (`shared/git-hardening.ts`: no hooks, fsmonitor, replace objects, system
+ * config, prompts, inherited `GIT_*` variables). Pushes keep the user's global config, because
+ * git's own credential mechanisms (credential helpers, askpass) live there; they never see a prompt.
  * Every message leaving this module has URL userinfo scrubbed.
  */
 import { execFile } from 'node:child_process';
 import { UhError } from '../shared/errors.js';
 import { redactString, secretEnvValues } from '../shared/redact.js';
+import { GIT_HARDENING_ARGS, hardenedGitEnv } from '../shared/git-hardening.js';
 
 export interface GitRun {
   cwd: string;
@@ -25,10 +26,6 @@ export interface GitResult {
   code: number;
 }
 
-/** Variables that would point git somewhere else than the repository we name. */
-const REDIRECTING = ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES', 'GIT_COMMON_DIR', 'GIT_NAMESPACE', 'GIT_CEILING_DIRECTORIES'];
-
-const HARDENING = ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', '-c', 'commit.gpgSign=false'];
 
 /** `https://user:token@host/x` → `https://***@host/x`, anywhere in a text. */
 export function scrubUrls(text: string): string {
@@ -42,10 +39,7 @@ export function scrubText(text: string, env: Readonly<Record<string, string | un
 
 function childEnv(run: GitRun): NodeJS.ProcessEnv {
   // env passthrough: git inherits the promoting process's environment (credential helpers, HOME)
-  const env: Record<string, string | undefined> = { ...process.env };
-  for (const name of REDIRECTING) delete env[name];
-  Object.assign(env, { GIT_TERMINAL_PROMPT: '0', GIT_NO_REPLACE_OBJECTS: '1', LC_ALL: 'C' });
-  if (!run.network) Object.assign(env, { GIT_CONFIG_NOSYSTEM: '1', GIT_ASKPASS: 'echo' });
+  const env = hardenedGitEnv(process.env, { network: run.network === true });
   return { ...env, ...run.env } as NodeJS.ProcessEnv;
 }
 
@@ -53,7 +47,7 @@ export function runGit(args: readonly string[], run: GitRun): Promise<GitResult>
   return new Promise((resolve, reject) => {
     const child = execFile(
       'git',
-      [...HARDENING, ...args],
+      [...GIT_HARDENING_ARGS, ...args],
       { cwd: run.cwd, env: childEnv(run), maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;

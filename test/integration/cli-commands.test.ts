@@ -168,13 +168,17 @@ describe('sandbox retention', () => {
     // An orphan: a worktree directory with no record (a crash between add and record).
     const record = readRecords(cacheDir).find((x) => x.path === receipt.sandbox.path)!;
     const orphan = join(cacheDir, 'sandboxes', 'orphan-1');
-    git(record.mirror, 'worktree', 'add', '--detach', '--quiet', orphan, record.commit);
-    // Past keep_until: collected, through git worktree remove.
+    const orphanPrivate = join(cacheDir, 'sandboxes', '.uh', 'orphan-1');
+    git(cacheDir, 'init', '-q', orphan);
+    mkdirSync(join(orphanPrivate, 'git'), { recursive: true });
+    // Past keep_until: collected with uh's private dir.
     writeRecord(cacheDir, { ...record, keep_until: new Date(Date.now() - 1000).toISOString() });
     const swept = await sweepSandboxes(cacheDir, new Date());
     expect(swept.removed.sort()).toEqual([orphan, receipt.sandbox.path].sort());
     expect(existsSync(receipt.sandbox.path)).toBe(false);
     expect(existsSync(orphan)).toBe(false);
+    expect(existsSync(orphanPrivate)).toBe(false);
+    expect(existsSync(join(cacheDir, 'sandboxes', '.uh', record.name))).toBe(false);
     expect(git(record.mirror, 'worktree', 'list')).not.toContain('orphan-1');
   });
 

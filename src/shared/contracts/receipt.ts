@@ -33,7 +33,7 @@ export type ChangedFile = z.infer<typeof ChangedFileSchema>;
 
 export const ScopeViolationSchema = z.strictObject({
   path: z.string(),
-  reason: z.enum(['outside_allowed', 'forbidden']),
+  reason: z.enum(['outside_allowed', 'forbidden', 'nested_repository', 'symlink_outside_worktree']),
   glob: z.string().optional(),
 });
 

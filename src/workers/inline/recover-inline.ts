@@ -95,7 +95,7 @@ async function settleWith(stateDir: string, record: OperationRecord, dir: string
     diff = await captureDiff(record.sandbox_path, record.base_commit, join(dir, 'diff.patch'), dir);
     steps.push(`diff of the retained sandbox: ${diff.changed.length} file(s)`);
   }
-  const violations = diff ? checkScope(diff.changed, mission.scope) : [];
+  const violations = diff ? [...checkScope(diff.changed, mission.scope), ...diff.flagged] : [];
   const now = new Date();
   const receipt = buildReceipt({
     mission,

@@ -17,7 +17,7 @@ export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<vo
   const diff = await timed(run, 'diff', () => captureDiff(sandbox.path, prepared.baseCommit, join(run.dir, 'diff.patch'), run.dir));
   run.diff = diff;
   run.events.append('diff.captured', { files: diff.changed.length, bytes: diff.bytes, digest: diff.digest, head_commit: diff.headCommit });
-  run.violations = checkScope(diff.changed, prepared.mission.scope);
+  run.violations = [...checkScope(diff.changed, prepared.mission.scope), ...diff.flagged];
   run.events.append('scope.checked', { ok: run.violations.length === 0, violations: run.violations });
 }
 

@@ -4,10 +4,12 @@
  * (ssh, a remote helper). Every call is bounded: a default timeout per subcommand (long for
  * clone and fetch, short for plumbing), overridable per call. A non-zero exit, a timeout and an
  * abort are each a typed `GitError` naming the git command and the repository. Prompts are
- * disabled so a private URL fails fast.
+ * disabled so a private URL fails fast. Every call is hardened (`shared/git-hardening.ts`):
+ * no hooks, fsmonitor, replace objects, system or (except for network calls) global config.
  */
 import { UhError } from '../../shared/errors.js';
 import { spawnGroup, type SpawnGroup } from '../../shared/process/spawn-group.js';
+import { GIT_HARDENING_ARGS, hardenedGitEnv } from '../../shared/git-hardening.js';
 
 export interface GitCallOptions {
   /** Aborting ends the git process group; the call rejects with a `GitError` (`aborted`). */
@@ -27,6 +29,11 @@ export interface GitOptions extends GitCallOptions {
   repository?: string;
   /** The process launcher (tests). */
   spawn?: SpawnGroup;
+  /** A clone or fetch: keeps the user's global config (credential helpers); see `shared/git-hardening.ts`. */
+  network?: boolean;
+  /** `--git-dir` / `--work-tree` (a sandbox's private git dir over its worktree). */
+  gitDir?: string;
+  workTree?: string;
 }
 
 const MINUTE = 60_000;
@@ -60,17 +67,18 @@ export class GitError extends UhError {
   }
 }
 
-const BASE_ENV = {
-  GIT_TERMINAL_PROMPT: '0',
-  GIT_ASKPASS: 'echo',
-  GIT_CONFIG_NOSYSTEM: '1',
-  LC_ALL: 'C',
-};
-
-/** The environment of every git call: the process's own, prompts off. The only env read here. */
-export function gitEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+/**
+ * The environment of every git call: the process's own minus every redirecting `GIT_*`
+ * variable, hardened (`shared/git-hardening.ts`), then `extra`. The only env read here.
+ */
+export function gitEnv(extra: Record<string, string | undefined> = {}, network = false): NodeJS.ProcessEnv {
   // env passthrough: git (a child) inherits uh's environment (PATH, HOME, credentials helpers).
-  return { ...process.env, ...BASE_ENV, ...extra } as NodeJS.ProcessEnv;
+  return { ...hardenedGitEnv(process.env, { network }), GIT_ASKPASS: 'echo', ...extra } as NodeJS.ProcessEnv;
+}
+
+/** The argv of a hardened git call. */
+export function gitArgv(args: readonly string[]): string[] {
+  return ['git', ...GIT_HARDENING_ARGS, ...args];
 }
 
 /** Credentials in a URL (`https://user:token@host`) never reach a message. */
@@ -86,9 +94,9 @@ export async function git(args: readonly string[], options: GitOptions): Promise
   let outBytes = 0;
   let errTail = '';
   const child = (options.spawn ?? spawnGroup)({
-    argv: ['git', ...args],
+    argv: gitArgv([...(options.gitDir ? [`--git-dir=${options.gitDir}`] : []), ...(options.workTree ? [`--work-tree=${options.workTree}`] : []), ...args]),
     cwd: options.cwd,
-    env: gitEnv(options.env),
+    env: gitEnv(options.env, options.network),
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',

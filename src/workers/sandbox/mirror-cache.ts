@@ -1,11 +1,13 @@
 /**
  * One bare mirror per repository (local path or git URL) under `<cache>/mirrors/`, fetched only
- * when the wanted commit is missing. Refs resolve to commits before anything runs. Concurrent
+ * when the wanted commit is missing. A mirror keeps no remote in its config, and is checked
+ * before each use (`mirrorDoubts`) and cloned again on any doubt. Refs resolve to commits before anything runs. Concurrent
  * missions on the same repository serialise on a per-mirror lock for clone and fetch only.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { assertNotOption } from '../../shared/git-hardening.js';
 import { UhError } from '../../shared/errors.js';
 import { isRemoteUrl } from '../../shared/contracts/load-mission.js';
 import { git, GitError, type GitCallOptions } from './git.js';
@@ -33,27 +35,98 @@ export function mirrorLockDir(mirrorPath: string): string {
 const SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
 async function hasCommit(mirror: Mirror, rev: string, call: GitCallOptions): Promise<string | null> {
-  const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', `${rev}^{commit}`], { ...call, cwd: mirror.path, repository: mirror.url, okCodes: [1, 128] });
+  assertNotOption(rev, 'repository.ref');
+  const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${rev}^{commit}`], { ...call, cwd: mirror.path, repository: mirror.url, okCodes: [1, 128] });
   return code === 0 ? stdout.trim() : null;
 }
 
+/**
+ * Fetch by URL (the mirror keeps no remote: its config names no path an agent could follow to
+ * the user's checkout). `--prune --force`: a ref written into the mirror by anyone is replaced
+ * or dropped by the source's own refs.
+ */
 async function fetchMirror(mirror: Mirror, call: GitCallOptions): Promise<void> {
-  await git(['fetch', '--quiet', '--force', '--tags', 'origin', '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*', '+HEAD:refs/uh/source-head'], {
+  assertNotOption(mirror.url, 'repository.url');
+  await git(['fetch', '--quiet', '--force', '--prune', '--tags', '--end-of-options', mirror.url, '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*', '+HEAD:refs/uh/source-head'], {
     ...call,
     cwd: mirror.path,
     repository: mirror.url,
+    network: true,
   });
 }
 
-/** Make sure the mirror exists (clone once). */
+/**
+ * Make sure a sound mirror exists: one that fails `mirrorDoubts` is discarded and cloned again.
+ * `--no-local`: a local repository is read through git's transport, never hardlinked or copied
+ * file by file (its alternates and info files stay its own). `--template=`: no hooks, no info.
+ */
 async function ensureMirror(mirror: Mirror, call: GitCallOptions): Promise<void> {
+  if (existsSync(mirror.path) && mirrorDoubts(mirror.path, await readMirrorConfig(mirror.path, call)).length > 0) discardMirror(mirror.path);
   if (existsSync(join(mirror.path, 'HEAD'))) return;
+  assertNotOption(mirror.url, 'repository.url');
   mkdirSync(join(mirror.path, '..'), { recursive: true });
   const options = { ...call, cwd: mirror.path, repository: mirror.url };
-  await unreachableAsBlocked(mirror.url, git(['clone', '--quiet', '--bare', '--', mirror.url, mirror.path], { ...options, cwd: join(mirror.path, '..') }));
-  await git(['config', 'remote.origin.fetch', '+refs/heads/*:refs/heads/*'], options);
-  // Worktrees of a bare mirror share its object store; keep git from pruning under a running mission.
+  const clone = ['clone', '--quiet', '--bare', '--no-local', '--template=', '--', mirror.url, mirror.path];
+  await unreachableAsBlocked(mirror.url, git(clone, { ...options, cwd: join(mirror.path, '..'), network: true }));
+  await git(['config', '--remove-section', 'remote.origin'], { ...options, okCodes: [1, 5, 128] });
+  // Sandboxes borrow the mirror's objects by alternates; keep git from pruning under a running mission.
   await git(['config', 'gc.auto', '0'], options);
+}
+
+/** The mirror's config as `key=value` lines (read by git, nothing run), or null when unreadable. */
+async function readMirrorConfig(path: string, call: GitCallOptions): Promise<string[] | null> {
+  if (!existsSync(join(path, 'config'))) return null;
+  const { stdout, code } = await git(['config', '--file', join(path, 'config'), '--null', '--list'], { ...call, cwd: path, okCodes: [1, 128] });
+  return code === 0 ? stdout.split('\0').filter(Boolean).map((entry) => entry.replace('\n', '=')) : null;
+}
+
+/** Config keys uh's clone writes, with the value required when it matters. */
+const MIRROR_CONFIG: Readonly<Record<string, string | null>> = {
+  'core.repositoryformatversion': null,
+  'core.filemode': null,
+  'core.bare': 'true',
+  'core.ignorecase': null,
+  'core.precomposeunicode': null,
+  'core.symlinks': null,
+  'core.logallrefupdates': null,
+  'extensions.objectformat': null,
+  'gc.auto': '0',
+};
+
+/**
+ * Why a mirror cannot be trusted, or [] when it can: a config key uh did not write (a hook path,
+ * fsmonitor, filter, remote…), hooks, info files (exclude, attributes, grafts), alternates,
+ * replace refs or linked worktrees. Checked before each use. Exported for `uh doctor` and tests.
+ */
+export function mirrorDoubts(path: string, config: string[] | null): string[] {
+  const doubts: string[] = [];
+  if (config === null) return ['config unreadable'];
+  for (const line of config) {
+    const eq = line.indexOf('=');
+    const key = (eq < 0 ? line : line.slice(0, eq)).toLowerCase();
+    const value = eq < 0 ? '' : line.slice(eq + 1);
+    if (!(key in MIRROR_CONFIG)) doubts.push(`config ${key}`);
+    else if (MIRROR_CONFIG[key] !== null && MIRROR_CONFIG[key] !== value) doubts.push(`config ${key}=${value}`);
+  }
+  for (const dir of ['hooks', 'info', 'worktrees', 'refs/replace']) {
+    if (existsSync(join(path, dir)) && readdirSync(join(path, dir)).length > 0) doubts.push(`${dir}/ not empty`);
+  }
+  for (const file of ['objects/info/alternates', 'objects/info/http-alternates', 'commondir', 'shallow']) {
+    if (existsSync(join(path, file))) doubts.push(file);
+  }
+  return doubts;
+}
+
+/** Move a doubtful mirror aside and delete it (under the mirror lock). */
+function discardMirror(path: string): void {
+  const aside = `${path}.discarded-${randomBytes(4).toString('hex')}`;
+  renameSync(path, aside);
+  rmSync(aside, { recursive: true, force: true });
+}
+
+/** A mirror that exists and passes `mirrorDoubts` (no lock: reads only). */
+async function mirrorSound(mirror: Mirror, call: GitCallOptions): Promise<boolean> {
+  return existsSync(join(mirror.path, 'HEAD')) && mirrorDoubts(mirror.path, await readMirrorConfig(mirror.path, call)).length === 0;
 }
 
 /**
@@ -101,11 +174,12 @@ async function resolveUncached(cacheDir: string, url: string, ref: string, call:
   mkdirSync(join(mirror.lockDir, '..'), { recursive: true });
   if (!isRemoteUrl(url)) {
     // A local ref resolves in the source itself (read-only): `HEAD` is the user's current commit.
-    const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', `${ref}^{commit}`], { ...call, cwd: url, okCodes: [1, 128] });
+    assertNotOption(ref, 'repository.ref');
+    const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`], { ...call, cwd: url, okCodes: [1, 128] });
     if (code !== 0) throw badRef(url, ref);
     const wanted = stdout.trim();
     // The common case takes no lock: the mirror exists and already has the commit.
-    if (existsSync(join(mirror.path, 'HEAD')) && (knownCommits.get(mirror.path)?.has(wanted) || (await hasCommit(mirror, wanted, call)))) return { mirror, commit: wanted };
+    if ((await mirrorSound(mirror, call)) && (knownCommits.get(mirror.path)?.has(wanted) || (await hasCommit(mirror, wanted, call)))) return { mirror, commit: wanted };
     return withFileLock(mirror.lockDir, async () => {
       await ensureMirror(mirror, call);
       if (!(await hasCommit(mirror, wanted, call))) await fetchMirror(mirror, call);

@@ -2,8 +2,8 @@
  * The sweep: remove retained sandboxes past their keep-until time, and orphans (a directory
  * under the sandboxes root with no record). Runs at start-up of `uh mission run` and workers.
  */
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { readRecords, removeSandbox, sandboxesRoot } from './worktree.js';
 
 export interface SweepResult {
@@ -27,23 +27,18 @@ export async function sweepSandboxes(cacheDir: string, now: Date): Promise<Sweep
   for (const entry of readdirSync(root)) {
     if (entry.startsWith('.') || known.has(entry)) continue;
     const path = join(root, entry);
-    // An orphan: no record. Only a worktree-looking dir is removed; its `.git` file names the mirror.
-    const mirror = mirrorOfWorktree(path);
-    if (mirror !== null) {
-      await removeSandbox(cacheDir, { name: entry, path, mirror }).catch(() => undefined);
+    // An orphan: no record. Only a sandbox-looking dir (it has a `.git`) is removed.
+    if (existsSync(join(path, '.git'))) {
+      await removeSandbox(cacheDir, { name: entry, path, mirror: '' }).catch(() => undefined);
       removed.push(path);
     }
   }
-  return { removed, kept };
-}
-
-/** `<mirror>` from a worktree's `.git` file (`gitdir: <mirror>/worktrees/<name>`), or null. */
-function mirrorOfWorktree(path: string): string | null {
-  try {
-    const line = readFileSync(join(path, '.git'), 'utf8').trim();
-    const match = /^gitdir: (.+)$/.exec(line);
-    return match?.[1] ? dirname(dirname(match[1])) : null;
-  } catch {
-    return null;
+  // uh's private dirs whose sandbox is gone.
+  const privateRoot = join(root, '.uh');
+  if (existsSync(privateRoot)) {
+    for (const entry of readdirSync(privateRoot)) {
+      if (!existsSync(join(root, entry)) && !known.has(entry)) rmSync(join(privateRoot, entry), { recursive: true, force: true });
+    }
   }
+  return { removed, kept };
 }

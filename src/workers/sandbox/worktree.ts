@@ -1,16 +1,25 @@
 /**
- * Sandboxes: a detached git worktree of the repository mirror at the base commit, under
- * `<cache>/sandboxes/`, never inside the user's checkout. Removal goes through
- * `git worktree remove` behind a path guard; a record in `.meta/` drives retention.
+ * Sandboxes: a checkout of the base commit under `<cache>/sandboxes/`, never inside the user's
+ * checkout, sharing nothing writable with the mirror. Layout (`sandboxPaths`):
+ *
+ *   <cache>/sandboxes/<name>/            the worktree (agent: read-write)
+ *   <cache>/sandboxes/<name>/.git/       the agent's own git dir (init'd by uh, then the agent's):
+ *                                        objects/info/alternates -> <mirror>/objects, HEAD = base
+ *   <cache>/sandboxes/.uh/<name>/git/    uh's private bare git dir (alternates -> <mirror>/objects);
+ *                                        uh's diff objects are written here
+ *   <cache>/sandboxes/.uh/<name>/index   uh's index at the base commit (uh's checkout wrote it)
+ *   <cache>/sandboxes/.meta/<name>.json  the record driving retention
+ *
+ * The agent needs `<mirror>/objects` readable (read-only) and nothing else of the cache.
+ * Removal deletes the two dirs behind a path guard; the mirror keeps no trace of a sandbox.
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, writeFileSync, renameSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync, renameSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { dirname, join, relative, sep } from 'node:path';
+import { basename, dirname, join, relative, sep } from 'node:path';
 import { z } from 'zod';
 import { UhError } from '../../shared/errors.js';
 import { git, type GitCallOptions } from './git.js';
-import { withFileLock } from './file-lock.js';
-import { mirrorLockDir, type Mirror } from './mirror-cache.js';
+import type { Mirror } from './mirror-cache.js';
 
 export const SandboxRecordSchema = z.object({
   name: z.string(),
@@ -65,15 +74,49 @@ export function readRecords(cacheDir: string): SandboxRecord[] {
 /** Twelve hours' worth of a running mission is not enough: active sandboxes are kept ~forever until settled. */
 const FAR_FUTURE = '9999-01-01T00:00:00.000Z';
 
-/** `call` bounds the git calls (timeout, abort signal). */
+/** The agent-visible and the uh-private paths of one sandbox (see the module comment). */
+export interface SandboxPaths {
+  /** The worktree, the agent's only writable place: `<cache>/sandboxes/<name>`. */
+  path: string;
+  /** The agent's own git dir: `<path>/.git` (objects of the base commit by alternates). */
+  agentGitDir: string;
+  /** uh's private dir, never bound into the sandbox: `<cache>/sandboxes/.uh/<name>`. */
+  privateDir: string;
+  /** uh's private git dir over the worktree (`--git-dir`, objects by alternates): `<privateDir>/git`. */
+  gitDir: string;
+  /** uh's index at the base commit, written by uh's checkout: `<privateDir>/index`. */
+  index: string;
+}
+
+/** The layout from a sandbox's worktree path (a direct child of the sandboxes root). Pure. */
+export function sandboxPaths(path: string): SandboxPaths {
+  const privateDir = join(dirname(path), '.uh', basename(path));
+  return { path, agentGitDir: join(path, '.git'), privateDir, gitDir: join(privateDir, 'git'), index: join(privateDir, 'index') };
+}
+
+/** A git dir of our own whose objects come read-only from the mirror's (`objects/info/alternates`). */
+async function initGitDir(gitDir: string, mirror: Mirror, bare: boolean, call: GitCallOptions): Promise<void> {
+  mkdirSync(gitDir, { recursive: true });
+  // `--template=` (empty): no sample hooks, no `info/exclude`.
+  await git(['init', '--quiet', '--template=', ...(bare ? ['--bare'] : []), '--', bare ? gitDir : dirname(gitDir)], { ...call, cwd: gitDir });
+  mkdirSync(join(gitDir, 'objects', 'info'), { recursive: true });
+  writeFileSync(join(gitDir, 'objects', 'info', 'alternates'), `${join(realpathSync(mirror.path), 'objects')}\n`);
+}
+
+/**
+ * Check out `commit` into a new sandbox. uh's private git dir does the checkout (its index is
+ * uh's own, at the base commit); the agent then gets a private `.git` of its own: alternates to
+ * the mirror's objects, HEAD detached at the commit, a copy of uh's index. Nothing the agent
+ * writes in its `.git` reaches the mirror or uh's git dir. `call` bounds the git calls.
+ */
 export async function createSandbox(cacheDir: string, mirror: Mirror, commit: string, operationId: string, now: Date, call: GitCallOptions = {}): Promise<Sandbox> {
   const root = sandboxesRoot(cacheDir);
   mkdirSync(root, { recursive: true });
   const name = `${operationId}-${randomBytes(4).toString('hex')}`;
-  const path = join(realpathSync(root), name);
+  const paths = sandboxPaths(join(realpathSync(root), name));
   writeRecord(cacheDir, {
     name,
-    path,
+    path: paths.path,
     mirror: mirror.path,
     operation_id: operationId,
     commit,
@@ -81,12 +124,13 @@ export async function createSandbox(cacheDir: string, mirror: Mirror, commit: st
     keep_until: FAR_FUTURE,
     state: 'active',
   });
-  // Registering a worktree races with `worktree prune` in other processes (prune can delete the
-  // half-made admin dir), so registration and prune share the mirror's lock; the checkout, the
-  // slow part, runs outside it so concurrent missions still check out in parallel.
-  await withFileLock(mirror.lockDir, () => git(['worktree', 'add', '--detach', '--no-checkout', '--quiet', path, commit], { ...call, cwd: mirror.path }));
-  await git(['reset', '--hard', '--quiet', commit], { ...call, cwd: path });
-  return { name, path, mirror, commit };
+  mkdirSync(paths.path, { recursive: true });
+  await initGitDir(paths.gitDir, mirror, true, call);
+  await git(['read-tree', '--reset', '-u', commit], { ...call, cwd: paths.path, gitDir: paths.gitDir, workTree: paths.path, env: { GIT_INDEX_FILE: paths.index } });
+  await initGitDir(paths.agentGitDir, mirror, false, call);
+  copyFileSync(paths.index, join(paths.agentGitDir, 'index'));
+  writeFileSync(join(paths.agentGitDir, 'HEAD'), `${commit}\n`);
+  return { name, path: paths.path, mirror, commit };
 }
 
 /** Refuse anything that is not a direct child of the sandboxes root. */
@@ -98,22 +142,13 @@ export function guardSandboxPath(cacheDir: string, path: string): void {
   }
 }
 
+/** Delete the worktree and uh's private dir behind the path guard; the mirror is not touched. */
 export async function removeSandbox(cacheDir: string, record: Pick<SandboxRecord, 'name' | 'path' | 'mirror'>, call: GitCallOptions = {}): Promise<void> {
   guardSandboxPath(cacheDir, record.path);
-  if (existsSync(record.path)) {
-    try {
-      await git(['worktree', 'remove', '--force', '--force', record.path], { ...call, cwd: record.mirror });
-    } catch {
-      // The mirror is gone or the worktree is broken: the guarded path is ours to delete, and
-      // the mirror forgets the worktree on prune.
-      if (existsSync(join(record.path, '.git')) && statSync(join(record.path, '.git')).isFile()) {
-        rmSync(record.path, { recursive: true, force: true });
-      }
-      if (existsSync(record.mirror)) {
-        await withFileLock(mirrorLockDir(record.mirror), () => git(['worktree', 'prune'], { ...call, cwd: record.mirror })).catch(() => undefined);
-      }
-    }
-  }
+  void call;
+  const paths = sandboxPaths(record.path);
+  rmSync(paths.path, { recursive: true, force: true, maxRetries: 3 });
+  rmSync(paths.privateDir, { recursive: true, force: true, maxRetries: 3 });
   rmSync(metaPath(cacheDir, record.name), { force: true });
 }
 

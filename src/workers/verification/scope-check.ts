@@ -3,7 +3,7 @@ import type { ChangedFile } from '../../shared/contracts/receipt.js';
 
 export interface ScopeViolation {
   path: string;
-  reason: 'outside_allowed' | 'forbidden';
+  reason: 'outside_allowed' | 'forbidden' | 'nested_repository' | 'symlink_outside_worktree';
   glob?: string;
 }
 

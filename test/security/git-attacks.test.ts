@@ -1,0 +1,248 @@
+/**
+ * The hostile-agent suite for git (issue 11): each attack is a shell script run as the agent by
+ * the `command` runtime, inline (`uh mission run`) and through a worker on real Redis
+ * (`uh worker start` + `uh mission submit --wait`). After each attack a LATER, benign-looking
+ * mission that writes an out-of-scope file runs on the same repository and cache, and the suite
+ * asserts: the later mission's out-of-scope change is caught (scope_violation), no command the
+ * agent planted ran, the mirror's config/hooks/info/alternates/refs are as uh made them, the
+ * user's checkout is untouched, and the temp $HOME uh runs with is untouched by uh.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../support/cli.js';
+import { checkoutFingerprint, git, makeRepo } from '../support/git-repo.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { removeDir, tempDir } from '../support/temp.js';
+import { startWorker, type WorkerProcess } from '../support/worker-process.js';
+import { mirrorFor } from '../../src/workers/sandbox/mirror-cache.js';
+
+type Mode = 'inline' | 'worker';
+const dirs: string[] = [];
+let redis: TestRedis;
+let counter = 0;
+
+interface Fleet {
+  mode: Mode;
+  repo: string;
+  cacheDir: string;
+  home: string;
+  prefix: string;
+  worker: WorkerProcess | null;
+}
+
+const SCOPE = { allowed_change_globs: ['src/**'] };
+/** Shell prelude: `$M` is the mirror (found through the agent's alternates), `$U` the user's repo. */
+const PRELUDE = 'set +e; M=$(dirname "$(head -n1 .git/objects/info/alternates)"); ';
+
+function env(fleet: Fleet): Record<string, string> {
+  return { UH_CACHE_DIR: fleet.cacheDir, HOME: fleet.home, XDG_CONFIG_HOME: join(fleet.home, '.config'), REDIS_URL: redis.url, UH_REDIS_PREFIX: fleet.prefix };
+}
+
+function mission(fleet: Fleet, script: string): { path: string; id: string } {
+  const id = `op-gitsec-${process.pid}-${++counter}`;
+  const body = {
+    schema_version: 'uh.mission.v0',
+    mission_id: 'm-gitsec',
+    operation_id: id,
+    title: 'hostile agent',
+    objective: 'attack',
+    repository: { url: fleet.repo, ref: 'main' },
+    runtime: 'command',
+    runtime_config_overrides: { command: { argv: ['/bin/sh', '-c', script], kill_grace_ms: 500 } },
+    scope: SCOPE,
+    verification: [{ name: 'ok', argv: ['true'], timeout_seconds: 30 }],
+    timeout_seconds: 60,
+  };
+  const path = join(tempDir('uh-gitsec-mission-'), 'mission.yaml');
+  dirs.push(join(path, '..'));
+  writeFileSync(path, stringify(body));
+  return { path, id };
+}
+
+async function run(fleet: Fleet, script: string): Promise<any> {
+  const { path } = mission(fleet, script);
+  const state = tempDir('uh-gitsec-state-');
+  dirs.push(state);
+  const args = fleet.mode === 'inline' ? ['mission', 'run', path, '--json', '--state-dir', state] : ['mission', 'submit', path, '--wait', '--json', '--state-dir', state];
+  const result = await runCli(args, { cwd: fleet.repo, env: env(fleet) });
+  try {
+    const out = JSON.parse(result.stdout);
+    return out.receipt ?? out;
+  } catch {
+    throw new Error(`uh exited ${result.code}: ${result.stderr}\n${result.stdout}`);
+  }
+}
+
+/** Everything of the mirror an attacker would change: config, hooks, info, alternates, refs. */
+function mirrorFingerprint(fleet: Fleet): string {
+  const m = mirrorFor(fleet.cacheDir, fleet.repo).path;
+  const read = (p: string) => (existsSync(join(m, p)) ? readFileSync(join(m, p), 'utf8') : '<none>');
+  const list = (p: string) => (existsSync(join(m, p)) ? readdirSync(join(m, p)).join(',') : '<none>');
+  const refs = git(m, 'for-each-ref', '--format=%(refname) %(objectname)');
+  return [read('config'), list('hooks'), list('info'), read('objects/info/alternates'), refs].join('\n--\n');
+}
+
+function dirFingerprint(dir: string): string {
+  const hash = createHash('sha256');
+  const walk = (d: string): void => {
+    for (const entry of readdirSync(d, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const p = join(d, entry.name);
+      hash.update(p);
+      if (entry.isDirectory()) walk(p);
+      else if (entry.isFile()) hash.update(readFileSync(p));
+    }
+  };
+  walk(dir);
+  return hash.digest('hex');
+}
+
+const paths = (receipt: any): string[] => receipt.changed_files.map((f: { path: string }) => f.path);
+const reasons = (receipt: any): string[] => receipt.scope.violations.map((v: { path: string; reason: string }) => `${v.path}:${v.reason}`);
+
+async function newFleet(mode: Mode): Promise<Fleet> {
+  const repo = makeRepo({ 'README.md': '# demo\n', 'src/app.txt': 'v1\n', 'docs/guide.md': 'guide\n', 'build/.gitignore': 'out/\n' });
+  const cacheDir = tempDir('uh-gitsec-cache-');
+  const home = tempDir('uh-gitsec-home-');
+  dirs.push(repo, cacheDir, home);
+  const fleet: Fleet = { mode, repo, cacheDir, home, prefix: redis.prefix(`gitsec-${mode}-${++counter}`), worker: null };
+  if (mode === 'worker') {
+    const state = tempDir('uh-gitsec-wstate-');
+    dirs.push(state);
+    fleet.worker = await startWorker(['--state-dir', state, '--runtime', 'command', '--concurrency', '1'], { cwd: repo, env: { ...env(fleet), UH_LOG_LEVEL: 'warn' } });
+  }
+  // A first benign mission creates the mirror; its fingerprint is the reference.
+  const first = await run(fleet, 'echo ok > src/ok.txt');
+  expect(first.verdict).toBe('verified');
+  return fleet;
+}
+
+/** The later mission: an out-of-scope file the checks must see; nothing planted may run. */
+async function laterMissionHolds(fleet: Fleet, before: { mirror: string; checkout: string; home: string }, marker: string): Promise<void> {
+  const later = await run(fleet, 'echo later > src/later.txt; echo leak > notes.txt; mkdir -p build/out && echo art > build/out/a.o');
+  expect(paths(later)).toEqual(expect.arrayContaining(['src/later.txt', 'notes.txt']));
+  expect(paths(later)).not.toContain('build/out/a.o'); // the base commit's own ignore rules still apply
+  expect(later.verdict).toBe('scope_violation');
+  expect(existsSync(marker)).toBe(false);
+  expect(mirrorFingerprint(fleet)).toBe(before.mirror);
+  expect(checkoutFingerprint(fleet.repo)).toBe(before.checkout);
+  expect(dirFingerprint(fleet.home)).toBe(before.home);
+}
+
+beforeAll(async () => {
+  redis = await startTestRedis('gitsec');
+});
+
+afterAll(async () => {
+  await redis?.cleanup();
+  dirs.forEach(removeDir);
+});
+
+describe.each(['inline', 'worker'] as const)('hostile agent vs git (%s)', (mode) => {
+  let fleet: Fleet;
+  let before: { mirror: string; checkout: string; home: string };
+  let marker: string;
+
+  beforeAll(async () => {
+    fleet = await newFleet(mode);
+    before = { mirror: mirrorFingerprint(fleet), checkout: checkoutFingerprint(fleet.repo), home: dirFingerprint(fleet.home) };
+    marker = join(tempDir('uh-gitsec-mark-'), 'pwned');
+    dirs.push(join(marker, '..'));
+  }, 60_000);
+
+  afterAll(async () => {
+    await fleet?.worker?.stop('SIGKILL');
+  });
+
+  it('core.fsmonitor and core.hooksPath written with git config (own .git and the mirror) never run in uh', async () => {
+    const hooks = join(tempDir('uh-gitsec-hooks-'), 'hooks');
+    dirs.push(join(hooks, '..'));
+    const planted = `mkdir -p ${hooks}; for h in pre-commit post-checkout post-index-change reference-transaction; do printf '#!/bin/sh\\ntouch ${marker}\\n' > ${hooks}/$h; chmod +x ${hooks}/$h; done; `;
+    const script = `${PRELUDE}${planted}for d in .git "$M"; do git --git-dir="$d" config core.fsmonitor "touch ${marker}"; git --git-dir="$d" config core.hooksPath ${hooks}; done; git config core.fsmonitor "touch ${marker}"; echo x > src/x.txt`;
+    const attack = await run(fleet, script);
+    expect(paths(attack)).toContain('src/x.txt');
+    expect(existsSync(marker)).toBe(false);
+    await laterMissionHolds(fleet, before, marker);
+  }, 60_000);
+
+  it('"*" in info/exclude (the mirror\'s and its own) hides nothing, now or later', async () => {
+    const attack = await run(fleet, `${PRELUDE}mkdir -p "$M/info"; echo '*' >> "$M/info/exclude"; echo '*' >> .git/info/exclude; echo s > secret.txt`);
+    expect(paths(attack)).toContain('secret.txt');
+    expect(attack.verdict).toBe('scope_violation');
+    await laterMissionHolds(fleet, before, marker);
+  }, 60_000);
+
+  it('assume-unchanged and skip-worktree bits hide no change', async () => {
+    const attack = await run(fleet, 'echo changed >> README.md; git update-index --assume-unchanged README.md; echo y >> docs/guide.md; git update-index --skip-worktree docs/guide.md; git status --porcelain > /dev/null');
+    expect(paths(attack)).toEqual(expect.arrayContaining(['README.md', 'docs/guide.md']));
+    expect(reasons(attack)).toEqual(expect.arrayContaining(['README.md:outside_allowed', 'docs/guide.md:outside_allowed']));
+    await laterMissionHolds(fleet, before, marker);
+  }, 60_000);
+
+  it('a new folder with its own .gitignore of "*", and a rewritten top .gitignore, hide nothing', async () => {
+    const attack = await run(fleet, "mkdir hidden; echo '*' > hidden/.gitignore; echo p > hidden/payload; printf '*\\n' > .gitignore; echo q > quiet.txt");
+    expect(paths(attack)).toEqual(expect.arrayContaining(['hidden/.gitignore', 'hidden/payload', '.gitignore', 'quiet.txt']));
+    expect(attack.verdict).toBe('scope_violation');
+    await laterMissionHolds(fleet, before, marker);
+  }, 60_000);
+
+  it('the user checkout cannot be found through the mirror, and the mirror shares no file with it', async () => {
+    const attack = await run(fleet, `${PRELUDE}U=$(git --git-dir="$M" config remote.origin.url); [ -n "$U" ] && echo pwned > "$U/pwned.txt"; echo "$U" > src/found.txt`);
+    expect(existsSync(join(fleet.repo, 'pwned.txt'))).toBe(false);
+    expect(attack.verdict).toBe('verified');
+    const mirror = mirrorFor(fleet.cacheDir, fleet.repo).path;
+    expect(readFileSync(join(mirror, 'config'), 'utf8')).not.toContain(fleet.repo);
+    const packs = readdirSync(join(mirror, 'objects', 'pack'));
+    for (const p of packs) expect(statSync(join(mirror, 'objects', 'pack', p)).nlink).toBe(1);
+    await laterMissionHolds(fleet, before, marker);
+  }, 60_000);
+
+  it('symlinks leaving the worktree are scope violations even inside allowed globs', async () => {
+    const attack = await run(fleet, 'ln -s /etc/passwd src/passwd; ln -s ../../.. src/up; ln -s app.txt src/fine');
+    expect(reasons(attack)).toEqual(expect.arrayContaining(['src/passwd:symlink_outside_worktree', 'src/up:symlink_outside_worktree']));
+    expect(reasons(attack).some((r) => r.startsWith('src/fine:'))).toBe(false);
+    expect(attack.verdict).toBe('scope_violation');
+  }, 60_000);
+
+  it('refs written into the mirror do not move what a later mission checks out', async () => {
+    const base = git(fleet.repo, 'rev-parse', 'main');
+    const script = `${PRELUDE}T=$(git --git-dir="$M" mktree < /dev/null); C=$(echo evil | git -c user.name=x -c user.email=x@x --git-dir="$M" commit-tree "$T"); git --git-dir="$M" update-ref refs/heads/main "$C"; git --git-dir="$M" update-ref refs/replace/${base} "$C"; echo r > src/r.txt`;
+    await run(fleet, script);
+    const later = await run(fleet, 'echo later > src/later.txt');
+    expect(later.repository.base_commit).toBe(base);
+    expect(later.verdict).toBe('verified');
+    await laterMissionHolds(fleet, before, marker);
+  }, 60_000);
+
+  it('objects/info/alternates planted in the mirror makes uh rebuild it', async () => {
+    const evil = tempDir('uh-gitsec-evil-');
+    dirs.push(evil);
+    await run(fleet, `${PRELUDE}mkdir -p "$M/objects/info"; echo ${evil}/objects > "$M/objects/info/alternates"; echo '#!/bin/sh' > "$M/hooks-planted"; echo a > src/a.txt`);
+    await laterMissionHolds(fleet, before, marker);
+  }, 60_000);
+
+  it('a .git file pointing elsewhere changes nothing uh computes', async () => {
+    const attack = await run(fleet, `${PRELUDE}rm -rf .git; echo "gitdir: $M" > .git; echo z > z.txt`);
+    expect(paths(attack)).toContain('z.txt');
+    expect(attack.verdict).toBe('scope_violation');
+    await laterMissionHolds(fleet, before, marker);
+  }, 60_000);
+
+  it('a .gitattributes filter driver never runs in uh (no config from the agent)', async () => {
+    const script = `${PRELUDE}printf '* filter=x diff=x\\n' > .gitattributes; for d in .git "$M"; do git --git-dir="$d" config filter.x.clean "touch ${marker}; cat"; git --git-dir="$d" config diff.x.textconv "touch ${marker}; cat"; done; git config --global filter.x.clean "touch ${marker}; cat"; echo f > src/f.txt`;
+    const attack = await run(fleet, script);
+    expect(existsSync(marker)).toBe(false);
+    expect(paths(attack)).toEqual(expect.arrayContaining(['.gitattributes', 'src/f.txt']));
+    // The agent wrote $HOME/.gitconfig itself (no isolation here); uh never read it: take the new HOME as reference.
+    before = { ...before, home: dirFingerprint(fleet.home) };
+    await laterMissionHolds(fleet, before, marker);
+  }, 60_000);
+
+  it('a nested repository (a gitlink) is a scope violation, its files cannot hide in it', async () => {
+    const attack = await run(fleet, 'mkdir -p src/sub && cd src/sub && git init -q && echo s > s && git add s && git -c user.name=a -c user.email=a@b commit -qm x');
+    expect(reasons(attack)).toContain('src/sub:nested_repository');
+    expect(attack.verdict).toBe('scope_violation');
+  }, 60_000);
+});
