@@ -24,6 +24,8 @@ import { fleetRoutes } from './routes/fleet.js';
 import { healthRoutes } from './routes/health.js';
 import { missionRoutes } from './routes/missions.js';
 import { operationRoutes } from './routes/operations.js';
+import { mountBullBoard } from './dashboard/bull-board.js';
+import { dashboardRoutes } from './dashboard/routes.js';
 
 export interface ApiOptions {
   client: QueueClient;
@@ -85,6 +87,8 @@ export async function buildApiServer(options: ApiOptions): Promise<FastifyInstan
   operationRoutes(app, ctx);
   eventRoutes(app, ctx);
   fleetRoutes(app, ctx);
+  dashboardRoutes(app, config);
+  await mountBullBoard(app, options.client);
   app.get('/openapi.json', { schema: { summary: 'This OpenAPI 3.0 document', tags: ['health'] } }, async () => app.swagger());
   return app;
 }
