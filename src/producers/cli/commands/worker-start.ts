@@ -57,7 +57,7 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
   const asked = (values.runtime as string[] | undefined) ?? [];
   const runtimes = asked.length > 0 ? asked : values.results ? [] : RUNTIME_ADAPTERS.map((a) => a.id);
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
-  const logger = createLogger(config.core.logLevel);
+  const logger = createLogger(config.core.workerLogLevel);
   const say = (event: string, data: Record<string, unknown>) =>
     values.json ? writeJson({ event, ...data }) : process.stderr.write(`uh worker: ${event} ${Object.entries(data).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`).join(' ')}\n`);
 
