@@ -27,7 +27,7 @@ afterAll(async () => {
 });
 
 describe('uh doctor --redis (fleet)', () => {
-  it('exits non-zero while a runtime has queued jobs and no live worker, then reports depth and workers', async () => {
+  it('exits non-zero while a runtime has queued jobs and no live worker, then reports depth and workers; worker metrics port and NDJSON logs', async () => {
     const [repo, state, cache] = dirs as [string, string, string];
     const env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: redis.prefix('fleet'), UH_CACHE_DIR: cache };
     const { path, operationId } = writeMission(repo, ['edit', 'doctor.txt', 'x'], { runtime: 'command' });
@@ -46,7 +46,7 @@ describe('uh doctor --redis (fleet)', () => {
     expect(text.stdout).toMatch(/✖ fleet command\s+1 queued, 0 active, 0 delayed, 0 live worker\(s\)/);
     expect(text.stdout).toContain('hint: no live worker serves runtime command');
 
-    worker = await startWorker(['--runtime', 'command', '--state-dir', state], { cwd: repo, env: { ...env, UH_LOG_LEVEL: 'info' } });
+    worker = await startWorker(['--runtime', 'command', '--state-dir', state, '--metrics-port', '0'], { cwd: repo, env: { ...env, UH_LOG_LEVEL: 'info' } });
     await until(async () => JSON.parse((await runCli(['mission', 'status', operationId, '--json', '--state-dir', state], { cwd: repo, env })).stdout).operation?.state === 'finished', 'the mission to settle');
     const green = await runCli(['doctor', '--json', '--redis', redis.url], { cwd: repo, env });
     const fleet = JSON.parse(green.stdout).fleet;
@@ -55,6 +55,13 @@ describe('uh doctor --redis (fleet)', () => {
     expect(fleet.unknown_operations).toBe(0);
     expect(typeof fleet.outbox_lag).toBe('number');
     expect(JSON.parse(green.stdout).findings.find((f: { what: string }) => f.what === 'fleet command').ok).toBe(true);
+
+    // A worker-only host serves the same metrics.
+    const metricsUrl = /metrics url=(\S+)/.exec(worker.output())?.[1] as string;
+    const scraped = await (await fetch(metricsUrl)).text();
+    expect(scraped).toMatch(/^uh_workers_live\{runtime="command"\} 1$/m);
+    expect(scraped).toMatch(/^uh_operations_settled_total\{[^}]*runtime="command"[^}]*\} 1$/m);
+    expect((await fetch(metricsUrl.replace('/metrics', '/other'))).status).toBe(404);
 
     // Workers log NDJSON at info: claim, runtime start, phase end, settle, each with operation_id, runtime and worker.
     const lines = worker.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
