@@ -48,6 +48,14 @@ async function promoteCompletion(
   if (record) say('promotion', { operation_id: completion.operation_id, decision: record.decision, branch: record.branch, commit: record.commit ?? '-', reason: record.reason ?? '-' });
 }
 
+/** `--metrics-port`: the fleet's Prometheus metrics on this host (docs/observability.md). */
+async function startMetrics(listen: string | undefined, config: UhConfig['queue'], redisUrl: string, say: (event: string, data: Record<string, unknown>) => void) {
+  if (listen === undefined) return null;
+  const server = await (await import('../../http/metrics-server.js')).startMetricsServer(config, redisUrl, listen);
+  say('metrics', { url: server.url });
+  return server;
+}
+
 export async function workerStart(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(WORKER_START, argv);
   if (values.help) return void process.stdout.write(`${helpText(WORKER_START)}\n`), EXIT.ok;
@@ -64,9 +72,7 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
   const say = (event: string, data: Record<string, unknown>) =>
     values.json ? writeJson({ event, ...data }) : process.stderr.write(`uh worker: ${event} ${Object.entries(data).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`).join(' ')}\n`);
 
-  const metricsPort = values['metrics-port'] as string | undefined;
-  const metricsServer = metricsPort === undefined ? null : await (await import('../../http/metrics-server.js')).startMetricsServer(queueConfig, redisUrl, metricsPort);
-  if (metricsServer) say('metrics', { url: metricsServer.url });
+  const metricsServer = await startMetrics(values['metrics-port'] as string | undefined, queueConfig, redisUrl, say);
   const stop = new AbortController();
   const tasks: Promise<void>[] = [];
   let pool: Awaited<ReturnType<typeof import('../../../workers/pools/runtime-pool.js').startRuntimePool>> | null = null;
