@@ -13,7 +13,7 @@ await build({
   splitting: true,
   outdir: 'dist/bundle',
   sourcemap: true,
-  external: ['pino', 'bullmq', 'ioredis', 'undici', 'testcontainers', 'fastify', '@fastify/swagger', 'fastify-type-provider-zod', 'prom-client'],
+  external: ['pino', 'bullmq', 'ioredis', 'undici', 'testcontainers', 'fastify', '@fastify/swagger', 'fastify-type-provider-zod', 'prom-client', '@bull-board/api', '@bull-board/fastify'],
   // Some bundled CommonJS packages call require(); give ESM chunks one.
   banner: { js: "import { createRequire as __uhCreateRequire } from 'node:module'; const require = __uhCreateRequire(import.meta.url);" },
   logLevel: 'warning',

@@ -26,7 +26,7 @@ const VARIABLES = {
   UH_STATE_DIR: [z.string().optional(), '--state-dir'],
   UH_CACHE_DIR: [z.string().optional(), 'cache dir'],
   XDG_CACHE_HOME: [z.string().optional(), 'cache dir (XDG base)'],
-  UH_LOG_LEVEL: [z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).default('warn'), 'log level'],
+  UH_LOG_LEVEL: [z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).optional(), 'log level (default warn; workers info)'],
   UH_DEBUG: [z.string().optional(), 'stack traces on internal errors'],
   UH_SANDBOX_KEEP_HOURS: [z.coerce.number().nonnegative().default(24), 'sandbox retention (hours)'],
   UH_KEEP_SANDBOX: [z.enum(['0', '1', 'true', 'false']).optional(), 'keep every sandbox'],
@@ -83,6 +83,8 @@ export interface UhConfig {
     stateDir: string | undefined;
     cacheDir: string;
     logLevel: string;
+    /** Workers log one line per claim, runtime start, phase end and settle: `info` unless UH_LOG_LEVEL says otherwise. */
+    workerLogLevel: string;
     debug: boolean;
     sandboxKeepHours: number;
     keepSandbox: boolean;
@@ -128,7 +130,8 @@ export function loadConfig(env: Env = process.env): UhConfig {
     core: {
       stateDir: e.UH_STATE_DIR,
       cacheDir,
-      logLevel: e.UH_LOG_LEVEL,
+      logLevel: e.UH_LOG_LEVEL ?? 'warn',
+      workerLogLevel: e.UH_LOG_LEVEL ?? 'info',
       debug: e.UH_DEBUG !== undefined,
       sandboxKeepHours: e.UH_SANDBOX_KEEP_HOURS,
       keepSandbox: e.UH_KEEP_SANDBOX === '1' || e.UH_KEEP_SANDBOX === 'true',

@@ -193,7 +193,7 @@ describe('sandbox retention', () => {
 
 describe('uh doctor', () => {
   it('reports a ready machine, and a Redis that does not answer as not ready (exit 3)', async () => {
-    const ok = await runCli(['doctor', '--json', '--redis', process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'], { cwd: repo, env: env() });
+    const ok = await runCli(['doctor', '--json', '--redis', process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'], { cwd: repo, env: { ...env(), UH_REDIS_PREFIX: `uh-doctor-${process.pid}` } });
     expect(ok.code).toBe(0);
     const body = JSON.parse(ok.stdout);
     expect(body.ok).toBe(true);

@@ -424,7 +424,7 @@ describe('completion outbox', () => {
       expect(received.find((r) => r.body.completion.operation_id === ops[1]!.operationId)?.body.receipt).toMatchObject({ status: 'failed', exit_code: 1 });
       expect(new Set(received.map((r) => r.delivery)).size).toBe(4);
       expect(calls).toBe(5); // one retried delivery
-      await results.waitForOutput('"event": "completion"');
+      await results.waitForOutput('"event":"completion"');
       expect(await results.stop()).toBe(0);
       expect(await redis.redis.xpending(`${prefix}:outbox`, 'results')).toEqual([0, null, null, null]);
       expect(results.output()).not.toContain(secret);

@@ -113,5 +113,5 @@ export function errorLines(error: unknown, debug = false): string[] {
 }
 
 export function writeJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify(value)}\n`);
 }

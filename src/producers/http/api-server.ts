@@ -28,6 +28,8 @@ import { fleetRoutes } from './routes/fleet.js';
 import { healthRoutes } from './routes/health.js';
 import { missionRoutes } from './routes/missions.js';
 import { operationRoutes } from './routes/operations.js';
+import { mountBullBoard } from './dashboard/bull-board.js';
+import { dashboardRoutes } from './dashboard/routes.js';
 
 export interface ApiOptions {
   client: QueueClient;
@@ -95,6 +97,8 @@ export async function buildApiServer(options: ApiOptions): Promise<FastifyInstan
   fleetRoutes(app, ctx);
   batchRoutes(app, ctx);
   promoteRoutes(app, ctx);
+  dashboardRoutes(app, config);
+  await mountBullBoard(app, options.client);
   app.get('/openapi.json', { schema: { summary: 'This OpenAPI 3.0 document', tags: ['health'] } }, async () => app.swagger());
   return app;
 }

@@ -6,6 +6,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiConfig } from './api-config.js';
 import { sendError } from './http-errors.js';
+import { DASHBOARD_PUBLIC, sessionFrom, sessionValue } from './dashboard/session.js';
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
@@ -21,7 +22,8 @@ export function hostName(header: string): string {
   return h.replace(/:\d+$/, '');
 }
 
-const PUBLIC = new Set(['/healthz']);
+const PUBLIC = new Set(['/healthz', ...DASHBOARD_PUBLIC]);
+const SAFE_METHODS = new Set(['GET', 'HEAD']);
 
 function checkHost(config: ApiConfig, req: FastifyRequest, reply: FastifyReply): boolean {
   if (config.allowedHosts === null) return true;
@@ -33,7 +35,8 @@ function checkHost(config: ApiConfig, req: FastifyRequest, reply: FastifyReply):
 
 function checkOrigin(config: ApiConfig, req: FastifyRequest, reply: FastifyReply): boolean {
   const origin = req.headers.origin;
-  if (origin === undefined) return true;
+  // The dashboard's own requests (same origin as the Host it was served from) need no CORS.
+  if (origin === undefined || origin === `${req.protocol}://${req.headers.host ?? ''}`) return true;
   if (!config.allowedOrigins.has(origin)) {
     sendError(reply, 403, 'bad_origin', `Origin "${origin}" is not allowed`, 'set UH_API_ALLOWED_ORIGINS to allow a browser origin');
     return false;
@@ -53,8 +56,13 @@ function checkOrigin(config: ApiConfig, req: FastifyRequest, reply: FastifyReply
 
 function checkToken(config: ApiConfig, req: FastifyRequest, reply: FastifyReply): boolean {
   if (config.token === undefined || PUBLIC.has(req.url.split('?')[0] ?? '')) return true;
-  const given = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '';
-  if (tokenMatches(given, config.token)) return true;
+  const given = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+  if (given !== undefined && tokenMatches(given, config.token)) return true;
+  // The dashboard's session cookie; a state change also needs a header a cross-site form cannot send.
+  const session = sessionFrom(req.headers.cookie);
+  if (given === undefined && session !== null && tokenMatches(session, sessionValue(config.token))) {
+    if (SAFE_METHODS.has(req.method) || req.headers['x-uh-dashboard'] === '1') return true;
+  }
   reply.header('www-authenticate', 'Bearer');
   sendError(reply, 401, 'unauthorized', 'missing or wrong bearer token');
   return false;

@@ -7,9 +7,8 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { QueueClient } from '../queue/queue-client.js';
 import { JOB_STATES, listWorkers, queueCounts, runtimeIds } from './fleet.js';
-import { RESULTS_GROUP } from '../../shared/queue/topology.js';
+import { outboxLag, RECENT_OPERATIONS, stateTally } from './fleet-report.js';
 
-const RECENT_OPERATIONS = 10_000;
 const BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
 
 export class ApiMetrics {
@@ -70,24 +69,13 @@ export class ApiMetrics {
   }
 
   private async readStates(): Promise<void> {
-    const { redis, keys } = this.client.store;
-    const ids = await redis.zrevrange(keys.index, 0, RECENT_OPERATIONS - 1);
-    const pipe = redis.pipeline();
-    for (const id of ids) pipe.hget(keys.op(id), 'state');
-    const tally = new Map<string, number>(['queued', 'running', 'verifying', 'finished', 'unknown'].map((s) => [s, 0]));
-    for (const [, state] of (await pipe.exec()) ?? []) if (typeof state === 'string') tally.set(state, (tally.get(state) ?? 0) + 1);
+    const tally = await stateTally(this.client);
     for (const [state, n] of tally) this.states.set({ state }, n);
     this.unknown.set(tally.get('unknown') ?? 0);
   }
 
   private async readOutboxLag(): Promise<void> {
-    const { redis, keys } = this.client.store;
-    const length = await redis.xlen(keys.outbox);
-    const groups = (await redis.xinfo('GROUPS', keys.outbox).catch(() => [])) as unknown[][];
-    const group = groups.map((g) => toObject(g)).find((g) => g.name === RESULTS_GROUP);
-    if (!group) return void this.outboxLag.set(length);
-    const lag = typeof group.lag === 'number' ? group.lag : length;
-    this.outboxLag.set(lag + (typeof group.pending === 'number' ? group.pending : 0));
+    this.outboxLag.set(await outboxLag(this.client));
   }
 }
 
@@ -108,10 +96,4 @@ function parseCompletion(fields: string[]): Completion | null {
   } catch {
     return null;
   }
-}
-
-function toObject(flat: unknown[]): Record<string, unknown> {
-  const o: Record<string, unknown> = {};
-  for (let i = 0; i + 1 < flat.length; i += 2) o[String(flat[i])] = flat[i + 1];
-  return o;
 }

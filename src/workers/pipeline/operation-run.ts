@@ -194,7 +194,9 @@ export async function timed<T>(run: OperationRun, name: string, fn: () => Promis
   try {
     return await fn();
   } finally {
-    run.timings[`${name}_ms`] = Math.round(performance.now() - t);
+    const ms = Math.round(performance.now() - t);
+    run.timings[`${name}_ms`] = ms;
+    run.logger.info({ phase: name, duration_ms: ms }, 'phase end');
   }
 }
 

@@ -72,6 +72,8 @@ interface JobRun {
   readonly owner: string;
   /** Aborted by cancel and shutdown; reaches prepare (git) and the pipeline. */
   readonly controller: AbortController;
+  /** Bound to runtime and worker: the pipeline adds operation_id itself. */
+  readonly log: Logger;
 }
 
 type Prepared = Awaited<ReturnType<typeof import('./prepare-job.js').prepareJob>>;
@@ -80,7 +82,16 @@ type Artifacts = Record<string, string>;
 
 export async function processOperationJob(ctx: PoolContext, job: Job<OperationJob>, token: string | undefined): Promise<JobSummary> {
   const id = job.data.operation_id;
-  const run: JobRun = { ctx, data: job.data, id, owner: `${ctx.worker.id}/${job.id}/${token ?? ''}`, controller: new AbortController() };
+  const log = ctx.logger.child({ runtime: job.data.runtime, worker: ctx.worker.id });
+  const run: JobRun = { ctx, data: job.data, id, owner: `${ctx.worker.id}/${job.id}/${token ?? ''}`, controller: new AbortController(), log };
+  const summary = await processClaimed(run, job);
+  // One info line per settle (docs/observability.md): the job's outcome as bull-board shows it.
+  log.info({ ...summary, attempt: job.data.attempt }, 'settle');
+  return summary;
+}
+
+async function processClaimed(run: JobRun, job: Job<OperationJob>): Promise<JobSummary> {
+  const { ctx, id } = run;
   ctx.active.set(id, run.controller);
   try {
     const refused = await claimJob(run, job.id as string);
@@ -110,6 +121,7 @@ async function claimJob(run: JobRun, jobId: string): Promise<JobSummary | null> 
   if (claim.kind === 'unknown') ctx.logger.warn({ operation_id: id }, 'job re-delivered after its runtime started: operation is now unknown, not run again');
   if (claim.kind !== 'run') return { operation_id: id, outcome: claim.kind === 'settled' ? 'settled' : claim.kind };
   if (claim.cancelReason) run.controller.abort({ kind: 'cancel', message: `cancelled: ${claim.cancelReason}` });
+  run.log.info({ operation_id: id, attempt: data.attempt, job_id: jobId }, 'claim');
   return null;
 }
 
@@ -157,7 +169,7 @@ async function runPipeline(run: JobRun, prepared: Prepared): Promise<ExecuteResu
     mode: 'queue',
     attempt: run.data.attempt,
     signal: controller.signal,
-    logger: ctx.logger,
+    logger: run.log,
     sandboxKeepHours: ctx.sandboxKeepHours,
     keepSandbox: ctx.keepSandbox,
     ...(ctx.receiptKey ? { receiptKey: ctx.receiptKey } : {}),
@@ -170,6 +182,7 @@ async function runPipeline(run: JobRun, prepared: Prepared): Promise<ExecuteResu
       const gate = await store.markRuntimeStarted(id, owner);
       if (gate === 'cancelled') controller.abort({ kind: 'cancel', message: 'cancelled before the runtime started' });
       if (gate === 'lost') throw new UhError('conflict', `worker ${ctx.worker.id} no longer owns ${id}: the runtime is not started`);
+      run.log.info({ operation_id: id }, 'runtime start');
     },
     onState: async (state, rec) => {
       // Settled in one script each: finished with its artifacts, unknown with its event.

@@ -65,6 +65,29 @@ async function pingRedis(url: string): Promise<string | null> {
   }
 }
 
+/** The fleet behind a configured Redis (`--redis` or REDIS_URL): a runtime with queued jobs and no live worker cannot make progress (core). */
+async function fleetFindings(config: UhConfig, url: string): Promise<{ findings: Finding[]; report: import('../../http/fleet-report.js').FleetReport }> {
+  const { QueueClient } = await import('../../queue/queue-client.js');
+  const { fleetReport } = await import('../../http/fleet-report.js');
+  const client = await QueueClient.open(config.queue, url);
+  try {
+    const report = await fleetReport(client);
+    const findings: Finding[] = report.runtimes.map((r) => ({
+      what: `fleet ${r.runtime}`,
+      ok: !(r.queued > 0 && r.live_workers === 0),
+      detail: `${r.queued} queued, ${r.active} active, ${r.delayed} delayed, ${r.live_workers} live worker(s)`,
+      hint: `no live worker serves runtime ${r.runtime}: start one (uh worker start --runtime ${r.runtime}) or check its heartbeat`,
+      core: true,
+    }));
+    if (report.runtimes.length === 0) findings.push({ what: 'fleet', ok: true, detail: 'no runtime queues and no live workers', core: false });
+    findings.push({ what: 'unknown operations', ok: report.unknown_operations === 0, detail: String(report.unknown_operations), hint: 'GET /v1/operations?state=unknown lists them; see docs/queue.md (unknown operations)', core: false });
+    findings.push({ what: 'outbox lag', ok: true, detail: `${report.outbox_lag} entr${report.outbox_lag === 1 ? 'y' : 'ies'} not yet delivered`, core: false });
+    return { findings, report };
+  } finally {
+    await client.close();
+  }
+}
+
 export async function doctor(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(DOCTOR, argv);
   if (values.help) return void process.stdout.write(`${helpText(DOCTOR)}\n`), EXIT.ok;
@@ -91,6 +114,8 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
   const redisUrl = queueRedisUrl(config, values.redis);
   const problem = await pingRedis(redisUrl);
   findings.push({ what: 'redis', ok: problem === null, detail: problem ?? `${redisUrl.replace(/\/\/[^@]*@/, '//***@')} answers`, hint: 'start Redis or fix --redis / REDIS_URL (queue mode only)', core: !redis.defaulted });
+  const fleet = problem === null && !redis.defaulted ? await fleetFindings(config, redisUrl) : null;
+  findings.push(...(fleet?.findings ?? []));
   for (const adapter of RUNTIME_ADAPTERS) {
     const parsed = adapter.configSchema.safeParse(mergeConfig(adapter.defaultConfig, adapter.exampleConfig ?? {}));
     if (!parsed.success) {
@@ -101,13 +126,13 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
     findings.push({ what: `runtime ${adapter.id}`, ok: result.ok, detail: result.summary, ...(result.hint ? { hint: result.hint } : {}), core: false });
   }
   const ok = findings.filter((f) => f.core).every((f) => f.ok);
-  if (values.json) writeJson({ ok, findings });
+  if (values.json) writeJson({ ok, findings, ...(fleet ? { fleet: fleet.report } : {}) });
   else {
     for (const f of findings) {
       process.stdout.write(`${f.ok ? '✔' : f.core ? '✖' : '·'} ${f.what.padEnd(26)} ${f.detail}\n`);
       if (!f.ok && f.hint) process.stdout.write(`  hint: ${f.hint}\n`);
     }
-    process.stdout.write(ok ? 'ready to run missions\n' : 'not ready: fix the ✖ lines above\n');
+    process.stdout.write(ok ? 'ready to run missions\n' : `not ready: fix the ✖ lines above${fleet?.report.stalled_runtimes.length ? ' (the fleet cannot make progress)' : ''}\n`);
   }
   return ok ? EXIT.ok : EXIT.blocked;
 }

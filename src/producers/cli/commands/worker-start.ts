@@ -5,7 +5,7 @@ import { createLogger } from '../../../shared/logger.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 
 export const WORKER_START: CommandSpec = {
-  usage: 'uh worker start [--runtime id …] [--concurrency N] [--global-concurrency N] [--results] [--consumer name] [--redis url] [--state-dir dir] [--json]',
+  usage: 'uh worker start [--runtime id …] [--concurrency N] [--global-concurrency N] [--results] [--consumer name] [--redis url] [--state-dir dir] [--metrics-port [host:]port] [--json]',
   summary:
     'Run a worker until SIGTERM/SIGINT. Runtime pool: one BullMQ worker per runtime queue (default: every registered runtime), N missions at once. --results: the completion consumer (outbox → webhook) and the batch queue (settles batches: report, batch.settled); alone it runs only that.',
   options: {
@@ -16,12 +16,15 @@ export const WORKER_START: CommandSpec = {
     'global-concurrency': { type: 'string' },
     results: { type: 'boolean', default: false },
     consumer: { type: 'string' },
+    'metrics-port': { type: 'string' },
   },
   details: [
     'Shutdown: SIGTERM/SIGINT stops taking jobs, lets running missions finish for $UH_WORKER_GRACE_MS (default 30000),',
     'then cancels them (cancelled receipts). A second signal cancels at once.',
     'Lock timings: $UH_QUEUE_LOCK_MS (120000), $UH_QUEUE_STALLED_INTERVAL_MS (60000), $UH_QUEUE_MAX_STALLED (1); see docs/queue.md.',
     'Webhook: $UH_WEBHOOK_URL, signed with $UH_WEBHOOK_SECRET (X-Uh-Signature-256: sha256=<hmac>).',
+    '--metrics-port: Prometheus metrics of the fleet at http://127.0.0.1:<port>/metrics (host:port to bind elsewhere), as the API serves them.',
+    'Logs: pino NDJSON on stderr at $UH_LOG_LEVEL (workers default to info: claim, runtime start, phase end, settle).',
     'The worker writes operation dirs to --state-dir (else $UH_STATE_DIR, else .harness/) and sandboxes to $UH_CACHE_DIR.',
   ],
   examples: ['uh worker start --runtime command --concurrency 4', 'uh worker start --results', 'uh worker start --runtime codex --runtime command --results'],
@@ -85,6 +88,14 @@ async function startResults(config: UhConfig, redisUrl: string, consumerFlag: st
   return { done };
 }
 
+/** `--metrics-port`: the fleet's Prometheus metrics on this host (docs/observability.md). */
+async function startMetrics(listen: string | undefined, config: UhConfig['queue'], redisUrl: string, say: (event: string, data: Record<string, unknown>) => void) {
+  if (listen === undefined) return null;
+  const server = await (await import('../../http/metrics-server.js')).startMetricsServer(config, redisUrl, listen);
+  say('metrics', { url: server.url });
+  return server;
+}
+
 export async function workerStart(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(WORKER_START, argv);
   if (values.help) return void process.stdout.write(`${helpText(WORKER_START)}\n`), EXIT.ok;
@@ -97,10 +108,11 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
   const asked = (values.runtime as string[] | undefined) ?? [];
   const runtimes = asked.length > 0 ? asked : values.results ? [] : RUNTIME_ADAPTERS.map((a) => a.id);
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
-  const logger = createLogger(config.core.logLevel);
+  const logger = createLogger(config.core.workerLogLevel);
   const say = (event: string, data: Record<string, unknown>) =>
     values.json ? writeJson({ event, ...data }) : process.stderr.write(`uh worker: ${event} ${Object.entries(data).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`).join(' ')}\n`);
 
+  const metricsServer = await startMetrics(values['metrics-port'] as string | undefined, queueConfig, redisUrl, say);
   const stop = new AbortController();
   const tasks: Promise<void>[] = [];
   let pool: Awaited<ReturnType<typeof import('../../../workers/pools/runtime-pool.js').startRuntimePool>> | null = null;
@@ -140,6 +152,7 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
     process.on('SIGINT', () => onSignal('SIGINT'));
   });
   await done;
+  await metricsServer?.close();
   say('stopped', {});
   return EXIT.ok;
 }

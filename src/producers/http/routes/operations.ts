@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { OperationStateSchema, VerdictSchema } from '../../../shared/contracts/status.js';
 import { UhError } from '../../../shared/errors.js';
-import { publicRecord } from '../../../shared/queue/operation-store.js';
+import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-store.js';
 import { cancelOperation } from '../../queue/cancel-operation.js';
 import { operationOr404, type RouteContext } from '../context.js';
 import { listOperations } from '../fleet.js';
@@ -24,17 +24,23 @@ const ARTIFACT: Record<string, { name: string; type: string }> = {
   'final-message': { name: 'final_message', type: 'text/plain; charset=utf-8' },
 };
 
+/** The public record plus the mission's title (the dashboard lists it; rendered as text). */
+function listed(record: QueueRecord) {
+  const title = (record.job.mission as { title?: unknown } | null)?.title;
+  return { ...publicRecord(record), title: typeof title === 'string' ? title : null };
+}
+
 export function operationRoutes(app: FastifyInstance, ctx: RouteContext): void {
   app.get('/v1/operations', { schema: { summary: 'Operations newest first, filtered, one page per call (cursor paging)', tags: ['operations'], querystring: ListQuery } }, async (req) => {
     const page = await listOperations(ctx.client, req.query as z.infer<typeof ListQuery>);
-    return { operations: page.operations.map(publicRecord), next_cursor: page.next_cursor };
+    return { operations: page.operations.map(listed), next_cursor: page.next_cursor };
   });
 
   app.get('/v1/operations/:id', { schema: { summary: 'An operation record and its receipt (null until settled)', tags: ['operations'], params: OperationParams } }, async (req) => {
     const { id } = req.params as { id: string };
     const record = await operationOr404(ctx, id);
     const receipt = (await ctx.client.store.artifacts(id)).receipt;
-    return { operation: publicRecord(record), receipt: receipt ? (JSON.parse(receipt) as unknown) : null };
+    return { operation: listed(record), receipt: receipt ? (JSON.parse(receipt) as unknown) : null };
   });
 
   for (const [sub, { name, type }] of Object.entries(ARTIFACT)) {
