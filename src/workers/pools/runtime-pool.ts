@@ -23,6 +23,7 @@ import { connectRedis } from '../../shared/queue/redis-connection.js';
 import { queueName } from '../../shared/queue/topology.js';
 import { RETRY_POLICY, withMaxAttempts } from '../results/retry-policy.js';
 import { processOperationJob, type JobSummary, type PoolContext } from './process-operation-job.js';
+import { startOwnerWatch } from './owner-watch.js';
 
 export interface PoolOptions {
   redisUrl: string;
@@ -64,10 +65,11 @@ interface Pool {
 export async function startRuntimePool(options: PoolOptions): Promise<RuntimePool> {
   const bull = await import('bullmq');
   const workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-  const redis = await connectRedis(options.redisUrl, { name: `uh-worker-${workerId}` });
+  const redis = await connectRedis(options.redisUrl, { name: `uh-worker-${workerId}`, cluster: options.config.cluster });
   const pool: Pool = { options, bull, redis, ctx: poolContext(options, redis, workerId), workers: [], connections: [] };
   const subscriber = await subscribeCancels(pool);
   const heartbeat = await startHeartbeat(pool);
+  const stopWatch = startOwnerWatch({ redis, store: pool.ctx.store, intervalMs: options.config.heartbeatMs, stateDir: options.stateDir, logger: options.logger });
   for (const runtime of options.runtimes) await startWorker(pool, runtime);
   await Promise.all(pool.workers.map((w) => w.waitUntilReady()));
 
@@ -84,6 +86,7 @@ export async function startRuntimePool(options: PoolOptions): Promise<RuntimePoo
     active: () => [...active.keys()],
     cancelAll,
     shutdown: (reason, graceMs) => {
+      stopWatch();
       shuttingDown ??= shutdown(pool, { reason, graceMs, cancelAll, heartbeat, subscriber });
       return shuttingDown;
     },
@@ -181,7 +184,8 @@ async function shutdown(
   const { ctx, redis } = pool;
   ctx.logger.info({ reason, active: [...ctx.active.keys()] }, 'shutting down: no new jobs');
   const closing = Promise.all(pool.workers.map((w) => w.close()));
-  const timer = setTimeout(() => stop.cancelAll(`worker shutting down (${reason}); grace period of ${Math.round(graceMs / 1000)} s ended`), graceMs);
+  // graceMs Infinity (`--grace wait`): running missions end on their own (rolling deploys).
+  const timer = Number.isFinite(graceMs) ? setTimeout(() => stop.cancelAll(`worker shutting down (${reason}); grace period of ${Math.round(graceMs / 1000)} s ended`), graceMs) : undefined;
   await closing;
   clearTimeout(timer);
   clearInterval(stop.heartbeat);

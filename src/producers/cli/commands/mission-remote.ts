@@ -70,7 +70,7 @@ export async function missionStatusAny(argv: string[], config: UhConfig): Promis
   return withRecord(config, values, id, async (client, record) => {
     const { readReceiptFromStore } = await import('../../queue/materialize.js');
     const receipt = await readReceiptFromStore(client.store, id);
-    const where = `redis:${client.config.prefix}:op:${id}`;
+    const where = `redis:${client.store.keys.op(id)}`;
     if (values.json) writeJson({ operation: publicRecord(record), receipt: receipt ? receiptJson(receipt, where) : null });
     else if (receipt && record.state === 'finished') printReceiptSummary(receipt, where, false);
     else process.stdout.write(`${id}: ${record.state} (runtime ${record.runtime}, attempt ${record.attempt}, updated ${record.updated_at}${record.worker ? `, worker ${record.worker.id}` : ''})${record.unknown_reason ? `\n  why: ${record.unknown_reason}\n  hint: uh mission recover ${id}` : ''}\n`);
