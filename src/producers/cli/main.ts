@@ -31,6 +31,9 @@ const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
   doctor: {
     '': async () => (await import('./commands/doctor.js')).doctor,
   },
+  gc: {
+    '': async () => (await import('./commands/gc.js')).gc,
+  },
   adapter: {
     list: async () => (await import('./commands/adapter.js')).adapterList,
     add: async () => (await import('./commands/adapter.js')).adapterAdd,
@@ -60,6 +63,7 @@ usage: uh <group> <command> [options]   (every command takes --help)
   uh adapter check <id>            is the runtime usable on this machine?
   uh api start                     serve queue mode over HTTP (submit, status, artifacts, SSE events)
   uh doctor                        is this machine ready (node, git, dirs, Redis, runtimes)?
+  uh gc [--dry-run]                apply the cache retention policy; list what it frees, with sizes
 
 exit codes: 0 completed (verified or unverified) · 1 failed, verification failed or scope
 violation · 2 invalid input · 3 blocked · 4 cancelled · 5 unknown or wait timed out

@@ -18,12 +18,13 @@ import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../shared/logger.js';
 import { completionOf, OperationStore, type OperationJob } from '../../shared/queue/operation-store.js';
-import type { QueueConfig } from '../../shared/config.js';
+import type { GcConfig, QueueConfig } from '../../shared/config.js';
 import { connectRedis } from '../../shared/queue/redis-connection.js';
 import { queueName } from '../../shared/queue/topology.js';
 import { RETRY_POLICY, withMaxAttempts } from '../results/retry-policy.js';
 import { processOperationJob, type JobSummary, type PoolContext } from './process-operation-job.js';
 import { startOwnerWatch } from './owner-watch.js';
+import { startDiskGuard } from './disk-guard.js';
 
 export interface PoolOptions {
   redisUrl: string;
@@ -37,6 +38,8 @@ export interface PoolOptions {
   logger: Logger;
   sandboxKeepHours: number;
   keepSandbox: boolean;
+  /** Retention sweep + free-disk floor (disk-guard.ts); unset: none. */
+  gc?: GcConfig;
 }
 
 export interface RuntimePool {
@@ -72,6 +75,7 @@ export async function startRuntimePool(options: PoolOptions): Promise<RuntimePoo
   const stopWatch = startOwnerWatch({ redis, store: pool.ctx.store, intervalMs: options.config.heartbeatMs, stateDir: options.stateDir, logger: options.logger });
   for (const runtime of options.runtimes) await startWorker(pool, runtime);
   await Promise.all(pool.workers.map((w) => w.waitUntilReady()));
+  const stopGuard = options.gc ? startDiskGuard({ gc: options.gc, cacheDir: options.cacheDir, stateDir: options.stateDir, store: pool.ctx.store, workers: pool.workers, logger: options.logger }) : () => undefined;
 
   const { active } = pool.ctx;
   const cancelAll = (message: string) => {
@@ -87,6 +91,7 @@ export async function startRuntimePool(options: PoolOptions): Promise<RuntimePoo
     cancelAll,
     shutdown: (reason, graceMs) => {
       stopWatch();
+      stopGuard();
       shuttingDown ??= shutdown(pool, { reason, graceMs, cancelAll, heartbeat, subscriber });
       return shuttingDown;
     },

@@ -118,6 +118,7 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
       logger,
       sandboxKeepHours: config.core.sandboxKeepHours,
       keepSandbox: config.core.keepSandbox,
+      gc: config.gc,
     });
     say('ready', { worker: pool.workerId, runtimes, concurrency, pid: process.pid });
   }
