@@ -122,30 +122,7 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
     });
     say('ready', { worker: pool.workerId, runtimes, concurrency, pid: process.pid });
   }
-  if (values.results) {
-    const { connectRedis } = await import('../../../shared/queue/redis-connection.js');
-    const { OperationStore } = await import('../../../shared/queue/operation-store.js');
-    const { runCompletionConsumer, ensureResultsGroup } = await import('../../../workers/results/completion-consumer.js');
-    const redis = await connectRedis(redisUrl, { name: 'uh-results', cluster: queueConfig.cluster });
-    const store = new OperationStore(redis, queueConfig.prefix);
-    await ensureResultsGroup(redis, store.keys.outbox);
-    const { startOwnerWatch } = await import('../../../workers/pools/owner-watch.js');
-    const stopWatch = startOwnerWatch({ redis, store, intervalMs: queueConfig.heartbeatMs, stateDir, logger });
-    stop.signal.addEventListener('abort', stopWatch);
-    const consumer = (values.consumer as string | undefined) ?? (await import('node:os')).hostname();
-    say('results-ready', { consumer, webhook: queueConfig.webhook ? 'on' : 'off', pid: process.pid });
-    tasks.push(
-      runCompletionConsumer({
-        store,
-        consumer,
-        webhook: queueConfig.webhook,
-        logger,
-        signal: stop.signal,
-        afterCompletion: (c) => promoteCompletion(store, c, { cacheDir: config.core.cacheDir, logger, env: config.childEnv }, say),
-        onCompletion: (c, d) => say('completion', { operation_id: c.operation_id, state: c.state, status: c.status ?? '-', exit_code: c.exit_code, delivery: d.id, webhook: d.webhook ? (d.webhook.ok ? 'delivered' : `failed:${d.webhook.error}`) : 'off' }),
-      }).finally(() => redis.disconnect()),
-    );
-  }
+  if (values.results) tasks.push((await startResults({ redisUrl, config, stateDir, logger, consumer: values.consumer as string | undefined, signal: stop.signal, say })).done);
 
   let signals = 0;
   const done = new Promise<void>((resolve) => {
@@ -166,4 +143,39 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
   await done;
   say('stopped', {});
   return EXIT.ok;
+}
+
+/** The completion consumer (outbox → webhook, promotion) and its dead-owner watch; resolves when stopped. */
+async function startResults(o: {
+  redisUrl: string;
+  config: UhConfig;
+  stateDir: string;
+  logger: import('../../../shared/logger.js').Logger;
+  consumer: string | undefined;
+  signal: AbortSignal;
+  say: (event: string, data: Record<string, unknown>) => void;
+}): Promise<{ done: Promise<void> }> {
+  const { config, logger, say } = o;
+  const queueConfig = config.queue;
+  const { connectRedis } = await import('../../../shared/queue/redis-connection.js');
+  const { OperationStore } = await import('../../../shared/queue/operation-store.js');
+  const { runCompletionConsumer, ensureResultsGroup } = await import('../../../workers/results/completion-consumer.js');
+  const redis = await connectRedis(o.redisUrl, { name: 'uh-results', cluster: queueConfig.cluster });
+  const store = new OperationStore(redis, queueConfig.prefix);
+  await ensureResultsGroup(redis, store.keys.outbox);
+  const { startOwnerWatch } = await import('../../../workers/pools/owner-watch.js');
+  const stopWatch = startOwnerWatch({ redis, store, intervalMs: queueConfig.heartbeatMs, stateDir: o.stateDir, logger });
+  o.signal.addEventListener('abort', stopWatch);
+  const consumer = o.consumer ?? (await import('node:os')).hostname();
+  say('results-ready', { consumer, webhook: queueConfig.webhook ? 'on' : 'off', pid: process.pid });
+  const done = runCompletionConsumer({
+    store,
+    consumer,
+    webhook: queueConfig.webhook,
+    logger,
+    signal: o.signal,
+    afterCompletion: (c) => promoteCompletion(store, c, { cacheDir: config.core.cacheDir, logger, env: config.childEnv }, say),
+    onCompletion: (c, d) => say('completion', { operation_id: c.operation_id, state: c.state, status: c.status ?? '-', exit_code: c.exit_code, delivery: d.id, webhook: d.webhook ? (d.webhook.ok ? 'delivered' : `failed:${d.webhook.error}`) : 'off' }),
+  }).finally(() => redis.disconnect());
+  return { done };
 }
