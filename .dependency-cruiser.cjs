@@ -16,6 +16,9 @@ const PRODUCER_ENTRY_POINTS = [
   // `uh worker start` starts the pools and the results consumer.
   '^src/workers/pools/runtime-pool\\.ts$',
   '^src/workers/results/completion-consumer\\.ts$',
+  // `uh worker start --results` runs the dead-owner watch too; `uh gc` applies the retention policy.
+  '^src/workers/pools/owner-watch\\.ts$',
+  '^src/workers/sandbox/gc\\.ts$',
   // The runtime catalog, injected into src/operation (runtime_config schemas, manifests, checks).
   '^src/workers/runtimes/registry\\.ts$',
   // The real ports of src/operation (runtime catalog, ref → commit in the mirror cache).
