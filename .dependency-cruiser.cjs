@@ -17,6 +17,9 @@ const PRODUCER_ENTRY_POINTS = [
   '^src/workers/pools/runtime-pool\\.ts$',
   '^src/workers/results/completion-consumer\\.ts$',
   '^src/workers/results/batch-worker\\.ts$',
+  // `uh worker start --results` runs the dead-owner watch too; `uh gc` applies the retention policy.
+  '^src/workers/pools/owner-watch\\.ts$',
+  '^src/workers/sandbox/gc\\.ts$',
   // The runtime catalog, injected into src/operation (runtime_config schemas, manifests, checks).
   '^src/workers/runtimes/registry\\.ts$',
   // The real ports of src/operation (runtime catalog, ref → commit in the mirror cache).

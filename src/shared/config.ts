@@ -36,6 +36,7 @@ const VARIABLES = {
   UH_PRICES_FILE: [z.string().optional(), 'price table file (JSON)'],
   // queue
   REDIS_URL: [z.string().url().optional(), '--redis'],
+  UH_REDIS_CLUSTER: [z.enum(['0', '1', 'true', 'false']).optional(), 'Redis Cluster mode (REDIS_URL names a seed node)'],
   UH_REDIS_PREFIX: [z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ - only (no ":")').default('uh'), 'Redis key prefix'],
   UH_QUEUE_LOCK_MS: [ms(120_000), 'job lock duration'],
   UH_QUEUE_STALLED_INTERVAL_MS: [ms(60_000), 'stalled-job check interval'],
@@ -51,6 +52,12 @@ const VARIABLES = {
   // receipts
   UH_RECEIPT_KEY: [z.string().min(32, 'at least 32 characters').optional(), 'receipt signing key'],
   UH_RECEIPT_KEY_FILE: [z.string().optional(), 'receipt signing key file'],
+  // fleet: disk bounds (workers/sandbox/gc.ts)
+  UH_GC_INTERVAL_MS: [ms(10 * 60_000), 'retention sweep interval'],
+  UH_MIRROR_IDLE_DAYS: [z.coerce.number().nonnegative().default(14), 'mirror idle days before removal'],
+  UH_OPERATION_RETENTION_DAYS: [z.coerce.number().nonnegative().default(30), 'operation dir and record retention (days)'],
+  UH_CACHE_CAP_BYTES: [z.coerce.number().int().nonnegative().default(0), 'cache size cap (0 = none)'],
+  UH_MIN_FREE_BYTES: [z.coerce.number().int().nonnegative().default(1024 * 1024 * 1024), 'free-disk floor below which a worker stops claiming'],
   // api
   UH_API_TOKEN: [z.string().optional(), 'API bearer token'],
   // ci
@@ -75,6 +82,19 @@ export interface QueueConfig {
   webhook: { url: string; secret: string | null; attempts: number; backoffMs: number } | null;
   /** Overrides every retry rule's maxAttempts (1 = never retry); unset = the policy's own. */
   retryMaxAttempts: number | null;
+  /** `UH_REDIS_CLUSTER=1`: the Redis URL names a seed node of a Redis Cluster. */
+  cluster: boolean;
+}
+
+/** Disk bounds of a worker host (docs/deploy.md, "Disk"). */
+export interface GcConfig {
+  intervalMs: number;
+  mirrorIdleDays: number;
+  operationRetentionDays: number;
+  /** Total bytes of sandboxes + mirrors; 0 = no cap. */
+  cacheCapBytes: number;
+  /** Below this much free space on the cache's filesystem a worker stops claiming jobs. */
+  minFreeBytes: number;
 }
 
 export interface UhConfig {
@@ -96,6 +116,7 @@ export interface UhConfig {
     prices: PriceTable;
   };
   queue: QueueConfig;
+  gc: GcConfig;
   api: { token: string | undefined };
   /** The receipt signing key: `UH_RECEIPT_KEY`, else the file (default `<cacheDir>/receipt.key`). Never logged. */
   receipts: { key: string | undefined; keyFile: string };
@@ -152,6 +173,14 @@ export function loadConfig(env: Env = process.env): UhConfig {
         ? { url: e.UH_WEBHOOK_URL, secret: e.UH_WEBHOOK_SECRET ?? null, attempts: e.UH_WEBHOOK_ATTEMPTS, backoffMs: e.UH_WEBHOOK_BACKOFF_MS }
         : null,
       retryMaxAttempts: e.UH_RETRY_MAX_ATTEMPTS ?? null,
+      cluster: flag(e.UH_REDIS_CLUSTER) ?? false,
+    },
+    gc: {
+      intervalMs: e.UH_GC_INTERVAL_MS,
+      mirrorIdleDays: e.UH_MIRROR_IDLE_DAYS,
+      operationRetentionDays: e.UH_OPERATION_RETENTION_DAYS,
+      cacheCapBytes: e.UH_CACHE_CAP_BYTES,
+      minFreeBytes: e.UH_MIN_FREE_BYTES,
     },
     api: { token: e.UH_API_TOKEN },
     receipts: { key: e.UH_RECEIPT_KEY, keyFile: e.UH_RECEIPT_KEY_FILE ?? join(cacheDir, 'receipt.key') },

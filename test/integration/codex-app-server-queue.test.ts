@@ -49,7 +49,7 @@ const env = (prefix: string) => ({
 });
 const uh = (prefix: string, args: string[]): Promise<CliResult> => runCli(args, { cwd: repo, env: env(prefix) });
 async function worker(prefix: string): Promise<WorkerProcess> {
-  const w = await startWorker(['--state-dir', stateDir, '--runtime', 'codex-app-server'], { cwd: repo, env: { ...env(prefix), UH_LOG_LEVEL: 'warn' } });
+  const w = await startWorker(['--state-dir', stateDir, '--runtime', 'codex-app-server', '--allow-unready'], { cwd: repo, env: { ...env(prefix), UH_LOG_LEVEL: 'warn' } });
   workers.push(w);
   return w;
 }
@@ -62,14 +62,14 @@ async function until(what: string, check: () => Promise<boolean>, boundMs = 30_0
 }
 
 describe('codex-app-server in queue mode', () => {
-  it('a worker killed -9 after turn/start: unknown, then recover settles it from the exact turn; one model request', async () => {
+  it('a worker killed -9 after turn/start: unknown, then the live worker settles it from the exact turn, no operator command; one model request', async () => {
     const prefix = redis.prefix('kill');
     await server.script([{ kind: 'hang' }]);
     const { path, operationId } = writeMission(repo, [], {
       runtime: 'codex-app-server',
       runtime_config_overrides: { 'codex-app-server': { binary: realRuntimeBinary('codex'), codex_home: codexHome, env: { UH_MOCK_API_KEY: API_KEY } } },
     });
-    const key = `${prefix}:op:${operationId}`;
+    const key = `{${prefix}}:op:${operationId}`;
     const journal = async () => JSON.parse((await redis.redis.hget(key, 'journal')) || '{}').codex_app_server ?? {};
 
     const w1 = await worker(prefix);
@@ -77,15 +77,15 @@ describe('codex-app-server in queue mode', () => {
     await until('the turn to reach the model', async () => (await journal()).turn_id !== undefined && (await server.requests()).length === 1);
     await w1.stop('SIGKILL');
 
+    // The second worker's owner watch finds the dead owner (heartbeat expired), marks the
+    // operation unknown, and settles it from codex's own records as `uh mission recover` would.
     await worker(prefix);
-    await until('the operation to become unknown', async () => (await redis.redis.hget(key, 'state')) === 'unknown');
+    await until('the operation to settle', async () => (await redis.redis.hget(key, 'state')) === 'finished');
     const left = await journal();
     expect(left).toMatchObject({ client_message_id: `uh-op:${operationId}`, dispatch: 'bound', baseline_turn_ids: [] });
-
-    const recovered = await uh(prefix, ['mission', 'recover', operationId, '--json', '--state-dir', stateDir]);
-    const out = JSON.parse(recovered.stdout);
-    expect(out.steps.join('\n')).toMatch(/runtime codex-app-server: settled: adopted turn/);
-    expect(out.operation).toMatchObject({ state: 'finished', status: 'failed' });
+    const events = (await redis.redis.xrange(`${key}:events`, '-', '+')).flatMap(([, f]) => (f[0] === 'event' ? [JSON.parse(f[1] as string)] : []));
+    expect(events.map((e) => e.type)).toContain('operation.unknown');
+    expect(events.find((e) => e.type === 'operation.completed')?.data).toMatchObject({ status: 'failed', recovered: true });
     const receipt = JSON.parse((await redis.redis.hget(`${key}:artifacts`, 'receipt')) as string);
     expect(receipt.outcome).toMatchObject({ status: 'failed', raw: 'readback:interrupted' });
     expect(receipt.runtime).toMatchObject({ thread_id: left.thread_id, turn_id: left.turn_id });

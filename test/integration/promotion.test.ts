@@ -284,7 +284,7 @@ describe('automatic promotion', () => {
     let record: any = null;
     const deadline = Date.now() + 10_000;
     while (record === null && Date.now() < deadline) {
-      const text = await redis.redis.hget(`${prefix}:op:${operationId}:artifacts`, 'promotion');
+      const text = await redis.redis.hget(`{${prefix}}:op:${operationId}:artifacts`, 'promotion');
       if (text) record = JSON.parse(text);
       else await new Promise((r) => setTimeout(r, 100));
     }

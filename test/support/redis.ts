@@ -58,7 +58,7 @@ export async function startTestRedis(fileTag: string): Promise<TestRedis> {
     cleanup: async () => {
       let cursor = '0';
       do {
-        const [next, keys] = await redis.scan(cursor, 'MATCH', `${base}-*`, 'COUNT', 1000);
+        const [next, keys] = await redis.scan(cursor, 'MATCH', `*${base}-*`, 'COUNT', 1000);
         cursor = next;
         if (keys.length > 0) await redis.del(...keys);
       } while (cursor !== '0');

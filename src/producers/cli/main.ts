@@ -38,6 +38,9 @@ const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
   doctor: {
     '': async () => (await import('./commands/doctor.js')).doctor,
   },
+  gc: {
+    '': async () => (await import('./commands/gc.js')).gc,
+  },
   adapter: {
     list: async () => (await import('./commands/adapter.js')).adapterList,
     add: async () => (await import('./commands/adapter.js')).adapterAdd,
@@ -70,6 +73,7 @@ usage: uh <group> <command> [options]   (every command takes --help)
   uh receipt verify <file>         check a receipt's signature (exit 0 valid, 1 invalid, 2 bad input)
   uh api start                     serve queue mode over HTTP (submit, status, artifacts, SSE events)
   uh doctor                        is this machine ready (node, git, dirs, Redis, runtimes)?
+  uh gc [--dry-run]                apply the cache retention policy; list what it frees, with sizes
 
 exit codes: 0 completed (verified or unverified) · 1 failed, verification failed or scope
 violation · 2 invalid input · 3 blocked · 4 cancelled · 5 unknown or wait timed out ·

@@ -20,7 +20,7 @@ export class QueueClient {
 
   /** Connect to `redisUrl` (the caller picked it: `--redis`, `REDIS_URL` or the default). */
   static async open(config: QueueConfig, redisUrl: string): Promise<QueueClient> {
-    const redis = await connectRedis(redisUrl, { name: 'uh-producer' });
+    const redis = await connectRedis(redisUrl, { name: 'uh-producer', cluster: config.cluster });
     return new QueueClient(config, redis, new OperationStore(redis, config.prefix));
   }
 

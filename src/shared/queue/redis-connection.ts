@@ -5,15 +5,39 @@
 import type { Redis } from 'ioredis';
 import { UhError } from '../errors.js';
 
-export async function connectRedis(url: string, options: { name?: string } = {}): Promise<Redis> {
-  const { Redis: RedisClient } = await import('ioredis');
-  const redis = new RedisClient(url, {
-    maxRetriesPerRequest: null,
-    enableReadyCheck: true,
+export interface ConnectOptions {
+  name?: string;
+  /** `UH_REDIS_CLUSTER=1`: the URL names one seed node of a Redis Cluster (docs/deploy.md). */
+  cluster?: boolean;
+}
+
+/**
+ * A client for `url`: a plain ioredis client, or with `cluster` an ioredis `Cluster` seeded from
+ * the URL's node (it discovers the others). The Cluster speaks the same commands, `duplicate()`
+ * and `defineCommand()` included, and BullMQ accepts it, so callers type both as `Redis`.
+ */
+async function createClient(url: string, options: ConnectOptions): Promise<Redis> {
+  const { Redis: RedisClient, Cluster } = await import('ioredis');
+  const common = { maxRetriesPerRequest: null, enableReadyCheck: true, connectionName: options.name ?? 'uh' };
+  if (!options.cluster) return new RedisClient(url, { ...common, lazyConnect: true, retryStrategy: (times) => Math.min(times * 200, 2000) });
+  const u = new URL(url);
+  const redisOptions = {
+    ...common,
+    ...(u.username ? { username: decodeURIComponent(u.username) } : {}),
+    ...(u.password ? { password: decodeURIComponent(u.password) } : {}),
+    ...(u.protocol === 'rediss:' ? { tls: {} } : {}),
+  };
+  const cluster = new Cluster([{ host: u.hostname, port: Number(u.port || 6379) }], {
     lazyConnect: true,
-    connectionName: options.name ?? 'uh',
-    retryStrategy: (times) => Math.min(times * 200, 2000),
+    enableReadyCheck: true,
+    redisOptions,
+    clusterRetryStrategy: (times) => Math.min(times * 200, 2000),
   });
+  return cluster as unknown as Redis;
+}
+
+export async function connectRedis(url: string, options: ConnectOptions = {}): Promise<Redis> {
+  const redis = await createClient(url, options);
   redis.on('error', () => undefined); // surfaced by the commands that fail; never an unhandled event
   try {
     await Promise.race([

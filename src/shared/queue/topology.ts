@@ -1,7 +1,10 @@
 /**
  * Queue topology and every Redis key Ultimate Harness writes (docs/queue.md, "Keys").
  * All keys share one prefix (`UH_REDIS_PREFIX`, default `uh`), so a fleet, a test file or a
- * benchmark can live beside others on one Redis and be removed with one SCAN.
+ * benchmark can live beside others on one Redis and be removed with one SCAN. `<p>` below is the
+ * prefix as a Redis Cluster hash tag, `{uh}`: every key of a fleet hashes to one slot, so the Lua
+ * scripts' multi-key writes (record + outbox + events) and BullMQ's scripts run unchanged on a
+ * Cluster (docs/deploy.md, "Redis Cluster").
  *
  *   <p>:bull:runtime.<id>:*   BullMQ's own keys: one queue per runtime
  *   <p>:op:<op>               hash: our durable operation record (source of truth, kept forever)
@@ -40,7 +43,13 @@ export function batchJobId(batchId: string): string {
   return `batch.${batchId}`;
 }
 
-export function keysFor(prefix: string) {
+/** The prefix as a hash tag: `uh` → `{uh}`. */
+export function taggedPrefix(prefix: string): string {
+  return `{${prefix}}`;
+}
+
+export function keysFor(plain: string) {
+  const prefix = taggedPrefix(plain);
   return {
     bullPrefix: `${prefix}:bull`,
     op: (id: string) => `${prefix}:op:${id}`,

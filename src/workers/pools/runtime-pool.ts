@@ -18,12 +18,14 @@ import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../shared/logger.js';
 import { completionOf, OperationStore, type OperationJob } from '../../shared/queue/operation-store.js';
-import type { QueueConfig } from '../../shared/config.js';
+import type { GcConfig, QueueConfig } from '../../shared/config.js';
 import { connectRedis } from '../../shared/queue/redis-connection.js';
 import { queueName } from '../../shared/queue/topology.js';
 import { RETRY_POLICY, withMaxAttempts } from '../results/retry-policy.js';
 import { processOperationJob, type JobSummary, type PoolContext } from './process-operation-job.js';
 import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
+import { startOwnerWatch } from './owner-watch.js';
+import { startDiskGuard } from './disk-guard.js';
 
 export interface PoolOptions {
   redisUrl: string;
@@ -39,6 +41,8 @@ export interface PoolOptions {
   keepSandbox: boolean;
   /** Where the receipt signing key comes from (the fleet shares `UH_RECEIPT_KEY`). */
   receiptKey?: ReceiptKeySource;
+  /** Retention sweep + free-disk floor (disk-guard.ts); unset: none. */
+  gc?: GcConfig;
 }
 
 export interface RuntimePool {
@@ -67,12 +71,14 @@ interface Pool {
 export async function startRuntimePool(options: PoolOptions): Promise<RuntimePool> {
   const bull = await import('bullmq');
   const workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-  const redis = await connectRedis(options.redisUrl, { name: `uh-worker-${workerId}` });
+  const redis = await connectRedis(options.redisUrl, { name: `uh-worker-${workerId}`, cluster: options.config.cluster });
   const pool: Pool = { options, bull, redis, ctx: poolContext(options, redis, workerId), workers: [], connections: [] };
   const subscriber = await subscribeCancels(pool);
   const heartbeat = await startHeartbeat(pool);
+  const stopWatch = startOwnerWatch({ redis, store: pool.ctx.store, intervalMs: options.config.heartbeatMs, stateDir: options.stateDir, logger: options.logger });
   for (const runtime of options.runtimes) await startWorker(pool, runtime);
   await Promise.all(pool.workers.map((w) => w.waitUntilReady()));
+  const stopGuard = options.gc ? startDiskGuard({ gc: options.gc, cacheDir: options.cacheDir, stateDir: options.stateDir, store: pool.ctx.store, workers: pool.workers, logger: options.logger }) : () => undefined;
 
   const { active } = pool.ctx;
   const cancelAll = (message: string) => {
@@ -87,6 +93,8 @@ export async function startRuntimePool(options: PoolOptions): Promise<RuntimePoo
     active: () => [...active.keys()],
     cancelAll,
     shutdown: (reason, graceMs) => {
+      stopWatch();
+      stopGuard();
       shuttingDown ??= shutdown(pool, { reason, graceMs, cancelAll, heartbeat, subscriber });
       return shuttingDown;
     },
@@ -190,7 +198,8 @@ async function shutdown(
   const { ctx, redis } = pool;
   ctx.logger.info({ reason, active: [...ctx.active.keys()] }, 'shutting down: no new jobs');
   const closing = Promise.all(pool.workers.map((w) => w.close()));
-  const timer = setTimeout(() => stop.cancelAll(`worker shutting down (${reason}); grace period of ${Math.round(graceMs / 1000)} s ended`), graceMs);
+  // graceMs Infinity (`--grace wait`): running missions end on their own (rolling deploys).
+  const timer = Number.isFinite(graceMs) ? setTimeout(() => stop.cancelAll(`worker shutting down (${reason}); grace period of ${Math.round(graceMs / 1000)} s ended`), graceMs) : undefined;
   await closing;
   clearTimeout(timer);
   clearInterval(stop.heartbeat);

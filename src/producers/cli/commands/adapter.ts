@@ -106,6 +106,18 @@ export async function adapterCheck(argv: string[], config: UhConfig): Promise<nu
   const id = positionals[0];
   if (!id || positionals.length !== 1) throw invalidInput('uh adapter check needs one id', [], CHECK.usage);
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
+  const { adapter, source, result } = await checkRuntime(id, stateDir, config);
+  if (values.json) writeJson({ id, runtime_kind: adapter.id, manifest: source, ...result });
+  else {
+    process.stdout.write(`${result.ok ? '✔' : '✖'} ${id}: ${result.summary}\n`);
+    for (const e of result.errors) process.stdout.write(`  ${e}\n`);
+    if (result.hint) process.stdout.write(`hint: ${result.hint}\n`);
+  }
+  return result.ok ? EXIT.ok : EXIT.blocked;
+}
+
+/** The runtime's `check()` with its manifest (or defaults): `uh adapter check` and `uh worker start` use it. */
+export async function checkRuntime(id: string, stateDir: string, config: UhConfig) {
   const { manifest, source } = loadManifest(stateDir, id, RUNTIME_ADAPTERS);
   const adapter = findRuntimeAdapter(manifest.runtime_kind);
   if (!adapter) throw invalidInput(`${source}: unknown runtime_kind ${manifest.runtime_kind}`);
@@ -119,11 +131,6 @@ export async function adapterCheck(argv: string[], config: UhConfig): Promise<nu
         errors: parsed.error.issues.map((i) => `runtime_config.${i.path.join('.')}: ${i.message}`),
         hint: `run: uh adapter add ${id}${id === adapter.id ? '' : ` --kind ${adapter.id}`}, then edit it`,
       };
-  if (values.json) writeJson({ id, runtime_kind: adapter.id, manifest: source, ...result });
-  else {
-    process.stdout.write(`${result.ok ? '✔' : '✖'} ${id}: ${result.summary}\n`);
-    for (const e of result.errors) process.stdout.write(`  ${e}\n`);
-    if (result.hint) process.stdout.write(`hint: ${result.hint}\n`);
-  }
-  return result.ok ? EXIT.ok : EXIT.blocked;
+  /** False when the manifest's runtime_config is incomplete (missions may supply the rest, e.g. command's argv). */
+  return { adapter, source, result, checked: parsed.success };
 }

@@ -79,7 +79,7 @@ export async function missionStatusAny(argv: string[], config: UhConfig): Promis
     const stored = await readReceiptWithText(client.store, id);
     const receipt = stored?.receipt ?? null;
     const signature = stored ? checkReceiptText(stored.text, config) : null;
-    const where = `redis:${client.config.prefix}:op:${id}`;
+    const where = `redis:${client.store.keys.op(id)}`;
     if (values.json) writeJson({ operation: publicRecord(record), receipt: receipt ? receiptJson(receipt, where) : null, ...(signature ? { signature } : {}) });
     else if (receipt && record.state === 'finished') printReceiptSummary(receipt, where, false);
     else process.stdout.write(`${id}: ${record.state} (runtime ${record.runtime}, attempt ${record.attempt}, updated ${record.updated_at}${record.worker ? `, worker ${record.worker.id}` : ''})${record.unknown_reason ? `\n  why: ${record.unknown_reason}\n  hint: uh mission recover ${id}` : ''}\n`);

@@ -3,7 +3,7 @@ import type { UhConfig } from '../../../shared/config.js';
 import type { Mission } from '../../../shared/contracts/mission.js';
 import { loadMissionFile, repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/status.js';
-import { invalidInput } from '../../../shared/errors.js';
+import { invalidInput, UhError } from '../../../shared/errors.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 import { publicRecord } from '../../../shared/queue/operation-store.js';
@@ -12,7 +12,7 @@ import { ensureStateDir } from '../../../operation/operation-files.js';
 import { reportReceipt, reportUnsettled } from '../../ci/ci-report.js';
 
 export const MISSION_SUBMIT: CommandSpec = {
-  usage: 'uh mission submit <mission.yaml|json>... [--wait [--timeout s] [--junit path] [--detach-on-abort]] [--json] [--redis url] [--runtime id] [--state-dir dir]',
+  usage: 'uh mission submit <mission.yaml|json>... [--wait [--timeout s] [--junit path] [--detach-on-abort]] [--require-worker] [--json] [--redis url] [--runtime id] [--state-dir dir]',
   summary:
     'Validate a mission and enqueue it on its runtime queue (runtime.<id>) in Redis. Idempotent on operation_id: the same contract attaches to the existing operation (never a second run); another contract under the same id is refused (exit 2) and nothing is enqueued.',
   options: {
@@ -23,10 +23,13 @@ export const MISSION_SUBMIT: CommandSpec = {
     timeout: { type: 'string' },
     junit: { type: 'string' },
     'detach-on-abort': { type: 'boolean', default: false },
+    'require-worker': { type: 'boolean', default: false },
   },
   details: [
     'Several files: all are validated and their refs resolved before anything is enqueued (a bad one: exit 2, nothing',
     'enqueued), then they go to Redis in a few pipelined round trips; --json prints an array. --wait takes one file.',
+    'No live worker serving the runtime (no heartbeat names it): a warning on stderr, the mission waits on its queue;',
+    'with --require-worker: exit 3 and nothing is enqueued.',
     'Redis: --redis, else $REDIS_URL, else redis://127.0.0.1:6379 (said on stderr). Keys live under $UH_REDIS_PREFIX (default uh).',
     '--wait follows the operation until it settles and exits with its code (0 ok, 1 failed/verification failed/scope,',
     '3 blocked, 4 cancelled, 5 unknown or --timeout reached); artifacts are copied to <state-dir>/collected/<operation>/.',
@@ -61,6 +64,7 @@ export async function missionSubmit(argv: string[], config: UhConfig): Promise<n
   const { QueueClient } = await import('../../queue/queue-client.js');
   const client = await QueueClient.open(config.queue, queueRedisUrl(config, values.redis));
   try {
+    await checkServed(client, runtime ?? [mission.runtime].flat()[0] ?? '', values['require-worker'] === true);
     const { submitOperation } = await import('../../submit.js');
     const submitted = await submitOperation(client, mission, { stateDir, cacheDir: config.core.cacheDir, ...(runtime ? { runtime } : {}) });
     const id = mission.operation_id;
@@ -179,4 +183,15 @@ async function onAbort(client: QueueClient, config: UhConfig, o: WaitOptions, si
   }
   process.stdout.write(o.json ? '' : `${o.id}\n`);
   return EXIT.cancelled;
+}
+
+/** Warn (or with --require-worker refuse, exit 3) when no live worker serves the runtime. */
+async function checkServed(client: QueueClient, runtime: string, required: boolean): Promise<void> {
+  const { liveWorkers } = await import('../../../shared/queue/live-workers.js');
+  const workers = await liveWorkers(client.redis, client.store.keys);
+  if (workers.some((w) => w.runtimes.includes(runtime))) return;
+  const message = `no live worker serves runtime ${runtime} (${workers.length} live worker(s))`;
+  const hint = `start one: uh worker start --runtime ${runtime}`;
+  if (required) throw new UhError('runtime_unavailable', message, { hint });
+  process.stderr.write(`uh: warning: ${message}; the mission waits on its queue until one starts\nhint: ${hint}\n`);
 }

@@ -1,26 +1,33 @@
 import type { UhConfig } from '../../../shared/config.js';
 import { EXIT } from '../../../shared/contracts/status.js';
-import { invalidInput } from '../../../shared/errors.js';
-import { createLogger } from '../../../shared/logger.js';
+import { invalidInput, UhError } from '../../../shared/errors.js';
+import { createLogger, type Logger } from '../../../shared/logger.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 
 export const WORKER_START: CommandSpec = {
-  usage: 'uh worker start [--runtime id …] [--concurrency N] [--global-concurrency N] [--results] [--consumer name] [--redis url] [--state-dir dir] [--metrics-port [host:]port] [--json]',
+  usage: 'uh worker start [--runtime id …] [--concurrency N] [--global-concurrency N] [--grace ms|wait] [--allow-unready] [--results] [--consumer name] [--redis url] [--state-dir dir] [--metrics-port [host:]port] [--json]',
   summary:
-    'Run a worker until SIGTERM/SIGINT. Runtime pool: one BullMQ worker per runtime queue (default: every registered runtime), N missions at once. --results: the completion consumer (outbox → webhook) and the batch queue (settles batches: report, batch.settled); alone it runs only that.',
+    'Run a worker until SIGTERM/SIGINT. Runtime pool: one BullMQ worker per runtime queue (default: every registered runtime that is ready here). --concurrency N: at most N missions at once PER RUNTIME QUEUE in this process (2 runtimes × N = up to 2N). --global-concurrency N: at most N running at once on a runtime queue across the whole fleet. --results: the completion consumer (outbox → webhook), the batch queue (settles batches) and the dead-owner watch; alone it runs only that.',
   options: {
     ...COMMON_OPTIONS,
     redis: { type: 'string' },
     runtime: { type: 'string', multiple: true },
     concurrency: { type: 'string', default: '1' },
     'global-concurrency': { type: 'string' },
+    grace: { type: 'string' },
+    'allow-unready': { type: 'boolean', default: false },
     results: { type: 'boolean', default: false },
     consumer: { type: 'string' },
     'metrics-port': { type: 'string' },
   },
   details: [
-    'Shutdown: SIGTERM/SIGINT stops taking jobs, lets running missions finish for $UH_WORKER_GRACE_MS (default 30000),',
-    'then cancels them (cancelled receipts). A second signal cancels at once.',
+    'Start: each runtime given with --runtime runs its check (as uh adapter check) first; one not ready exits 3 with the',
+    "check's hint (--allow-unready starts anyway). Without --runtime, the runtimes that are not ready are skipped (said on stderr).",
+    'Shutdown (drain): SIGTERM/SIGINT stops taking jobs, lets running missions finish for --grace ms (else $UH_WORKER_GRACE_MS,',
+    'default 30000), then cancels them (cancelled receipts). --grace wait waits for running missions to end however long',
+    '(rolling deploys: give the service manager a stop timeout above it). A second signal cancels at once.',
+    'Every worker also: marks operations of dead workers unknown within 4 heartbeats ($UH_HEARTBEAT_MS), sweeps the',
+    'cache at start and every $UH_GC_INTERVAL_MS (uh gc shows the policy), stops claiming below $UH_MIN_FREE_BYTES free.',
     'Lock timings: $UH_QUEUE_LOCK_MS (120000), $UH_QUEUE_STALLED_INTERVAL_MS (60000), $UH_QUEUE_MAX_STALLED (1); see docs/queue.md.',
     'Webhook: $UH_WEBHOOK_URL, signed with $UH_WEBHOOK_SECRET (X-Uh-Signature-256: sha256=<hmac>).',
     '--metrics-port: Prometheus metrics of the fleet at http://127.0.0.1:<port>/metrics (host:port to bind elsewhere), as the API serves them.',
@@ -54,16 +61,19 @@ async function promoteCompletion(
 type Say = (event: string, data: Record<string, unknown>) => void;
 
 /** The results side: the completion consumer (outbox → webhook, batch settling) and the batch queue's worker. */
-async function startResults(config: UhConfig, redisUrl: string, consumerFlag: string | undefined, signal: AbortSignal, say: Say): Promise<{ done: Promise<void> }> {
+async function startResults(config: UhConfig, redisUrl: string, o: { consumer: string | undefined; stateDir: string; logger: Logger }, signal: AbortSignal, say: Say): Promise<{ done: Promise<void> }> {
   const queueConfig = config.queue;
-  const logger = createLogger(config.core.logLevel);
+  const { logger } = o;
   const { connectRedis } = await import('../../../shared/queue/redis-connection.js');
   const { OperationStore } = await import('../../../shared/queue/operation-store.js');
   const { runCompletionConsumer, ensureResultsGroup } = await import('../../../workers/results/completion-consumer.js');
-  const redis = await connectRedis(redisUrl, { name: 'uh-results' });
+  const redis = await connectRedis(redisUrl, { name: 'uh-results', cluster: queueConfig.cluster });
   const store = new OperationStore(redis, queueConfig.prefix);
   await ensureResultsGroup(redis, store.keys.outbox);
-  const consumer = consumerFlag ?? (await import('node:os')).hostname();
+  // Dead workers noticed in seconds: operations whose owner's heartbeat expired become unknown.
+  const { startOwnerWatch } = await import('../../../workers/pools/owner-watch.js');
+  signal.addEventListener('abort', startOwnerWatch({ redis, store, intervalMs: queueConfig.heartbeatMs, stateDir: o.stateDir, logger }));
+  const consumer = o.consumer ?? (await import('node:os')).hostname();
   const { startBatchWorker, settleBatchAfter } = await import('../../../workers/results/batch-worker.js');
   const batchWorker = await startBatchWorker(store, config.core.prices, logger);
   const settleBatch = settleBatchAfter(store, config.core.prices, logger);
@@ -96,6 +106,38 @@ async function startMetrics(listen: string | undefined, config: UhConfig['queue'
   return server;
 }
 
+/** `--grace`: milliseconds, or `wait` (no limit: running missions end on their own). */
+function parseGrace(value: string | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (value === 'wait') return Number.POSITIVE_INFINITY;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw invalidInput(`--grace: "${value}" is not a number of milliseconds or "wait"`);
+  return n;
+}
+
+/**
+ * Each runtime's check before serving it. Asked for by --runtime and not ready: exit 3 with the
+ * check's hint (unless --allow-unready). Defaulted (every registered runtime): the unready ones are skipped.
+ */
+async function readyRuntimes(candidates: string[], o: { explicit: boolean; allowUnready: boolean; stateDir: string; config: UhConfig }): Promise<string[]> {
+  const { checkRuntime } = await import('./adapter.js');
+  const ready: string[] = [];
+  for (const id of candidates) {
+    const { result, checked } = await checkRuntime(id, o.stateDir, o.config);
+    // An incomplete host config (command's argv) is completed by each mission: nothing to check here.
+    if (result.ok || !checked) ready.push(id);
+    else if (o.allowUnready) {
+      process.stderr.write(`uh worker: runtime ${id} is not ready (${result.summary}); serving it anyway (--allow-unready)\n`);
+      ready.push(id);
+    } else if (!o.explicit) process.stderr.write(`uh worker: skipping runtime ${id}: ${result.summary}\n`);
+    else
+      throw new UhError('runtime_unavailable', `runtime ${id} is not ready on this host: ${[result.summary, ...result.errors].join('; ')}`, {
+        hint: result.hint ?? `run: uh adapter check ${id}; or pass --allow-unready`,
+      });
+  }
+  return ready;
+}
+
 export async function workerStart(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(WORKER_START, argv);
   if (values.help) return void process.stdout.write(`${helpText(WORKER_START)}\n`), EXIT.ok;
@@ -103,11 +145,13 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
   const concurrency = positiveInt('concurrency', values.concurrency);
   const globalConcurrency = values['global-concurrency'] === undefined ? undefined : positiveInt('global-concurrency', values['global-concurrency']);
   const queueConfig = config.queue;
+  const graceMs = parseGrace(values.grace as string | undefined, queueConfig.graceMs);
   const redisUrl = queueRedisUrl(config, values.redis);
   const { RUNTIME_ADAPTERS } = await import('../../../workers/runtimes/registry.js');
   const asked = (values.runtime as string[] | undefined) ?? [];
-  const runtimes = asked.length > 0 ? asked : values.results ? [] : RUNTIME_ADAPTERS.map((a) => a.id);
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
+  const candidates = asked.length > 0 ? asked : values.results ? [] : RUNTIME_ADAPTERS.map((a) => a.id);
+  const runtimes = await readyRuntimes(candidates, { explicit: asked.length > 0, allowUnready: values['allow-unready'] === true, stateDir, config });
   const logger = createLogger(config.core.workerLogLevel);
   const say = (event: string, data: Record<string, unknown>) =>
     values.json ? writeJson({ event, ...data }) : process.stderr.write(`uh worker: ${event} ${Object.entries(data).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`).join(' ')}\n`);
@@ -130,10 +174,11 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
       sandboxKeepHours: config.core.sandboxKeepHours,
       keepSandbox: config.core.keepSandbox,
       receiptKey: config.receipts,
+      gc: config.gc,
     });
     say('ready', { worker: pool.workerId, runtimes, concurrency, pid: process.pid });
   }
-  if (values.results) tasks.push((await startResults(config, redisUrl, values.consumer as string | undefined, stop.signal, say)).done);
+  if (values.results) tasks.push((await startResults(config, redisUrl, { consumer: values.consumer as string | undefined, stateDir, logger }, stop.signal, say)).done);
 
   let signals = 0;
   const done = new Promise<void>((resolve) => {
@@ -144,9 +189,9 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
         pool?.cancelAll(`worker shutting down (second ${name})`);
         return;
       }
-      say('stopping', { signal: name, active: pool?.active() ?? [], grace_ms: queueConfig.graceMs });
+      say('stopping', { signal: name, active: pool?.active() ?? [], grace_ms: Number.isFinite(graceMs) ? graceMs : 'wait' });
       stop.abort();
-      void Promise.allSettled([pool?.shutdown(name, queueConfig.graceMs), ...tasks]).then(() => resolve());
+      void Promise.allSettled([pool?.shutdown(name, graceMs), ...tasks]).then(() => resolve());
     };
     process.on('SIGTERM', () => onSignal('SIGTERM'));
     process.on('SIGINT', () => onSignal('SIGINT'));
@@ -156,3 +201,4 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
   say('stopped', {});
   return EXIT.ok;
 }
+

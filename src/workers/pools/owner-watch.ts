@@ -1,0 +1,112 @@
+/**
+ * Dead owners noticed in seconds. Every live runtime worker (and the results worker) runs this
+ * watch: every heartbeat interval it reads the active job ids of every runtime queue, and an
+ * operation that is `running`/`verifying` while its owner's heartbeat key has expired (3
+ * heartbeats, 15 s by default) is orphaned at once: a started runtime → `unknown` with an
+ * `operation.unknown` event (never run again), a runtime that never started → `queued` (BullMQ's
+ * stalled checker re-delivers it). So `uh mission status` says `unknown` within heartbeat×4 of the
+ * owner's death, without an operator command. BullMQ's lock + stalled checker stay the second line.
+ *
+ * A runtime with authoritative recovery (codex-app-server) is then settled from its own records,
+ * as `uh mission recover` does; the others stay `unknown` for an operator to settle.
+ */
+import type { Redis } from 'ioredis';
+import type { Logger } from '../../shared/logger.js';
+import { completionOf, eventJson, type OperationStore, type QueueRecord } from '../../shared/queue/operation-store.js';
+import { queueName } from '../../shared/queue/topology.js';
+import { receiptFromRecovery, recoverQueuedRuntime } from '../../operation/recover-runtime.js';
+import { RUNTIME_ADAPTERS } from '../runtimes/registry.js';
+
+export interface OwnerWatchOptions {
+  redis: Redis;
+  store: OperationStore;
+  /** Runtime ids whose queues are watched (every registered runtime by default). */
+  runtimes?: string[];
+  intervalMs: number;
+  stateDir: string;
+  logger: Logger;
+  /** Called for each operation this watch moved (tests, worker output). */
+  onOrphan?: (operationId: string, state: string) => void;
+}
+
+/** `op.<id>` / `op.<id>@<attempt>` → `<id>` (topology.ts jobIdFor). */
+export function operationOfJob(jobId: string): string | null {
+  const m = /^op\.([A-Za-z0-9._-]+?)(?:@\d+)?$/.exec(jobId);
+  return m?.[1] ?? null;
+}
+
+/** One pass: the operations moved (id → new state). */
+export async function watchOwnersOnce(options: OwnerWatchOptions): Promise<Map<string, string>> {
+  const { redis, store } = options;
+  const moved = new Map<string, string>();
+  const runtimes = options.runtimes ?? RUNTIME_ADAPTERS.map((a) => a.id);
+  for (const runtime of runtimes) {
+    const jobIds = await redis.lrange(`${store.keys.bullPrefix}:${queueName(runtime)}:active`, 0, -1);
+    for (const jobId of jobIds) {
+      const id = operationOfJob(jobId);
+      if (!id) continue;
+      const state = await orphanIfOwnerDead(options, id);
+      if (state) moved.set(id, state);
+    }
+  }
+  return moved;
+}
+
+async function orphanIfOwnerDead(options: OwnerWatchOptions, id: string): Promise<string | null> {
+  const { redis, store, logger } = options;
+  const record = await store.get(id);
+  if (!record || (record.state !== 'running' && record.state !== 'verifying') || !record.worker || !record.owner) return null;
+  if ((await redis.exists(store.keys.worker(record.worker.id))) === 1) return null;
+  const reason = `owner worker ${record.worker.id} is gone (heartbeat expired)`;
+  const to = await store.orphaned(id, reason, completionOf(record), record.owner);
+  if (!to) return null;
+  logger.warn({ operation_id: id, worker: record.worker.id, state: to }, 'dead owner: operation orphaned');
+  options.onOrphan?.(id, to);
+  if (to === 'unknown') return (await settleFromRuntime(options, id)) ?? to;
+  return to;
+}
+
+/** codex-app-server and other runtimes with `recover()`: settle an unknown operation from the run's own records. */
+async function settleFromRuntime(options: OwnerWatchOptions, id: string): Promise<string | null> {
+  const { store, logger } = options;
+  const record = (await store.get(id)) as QueueRecord;
+  const adapter = RUNTIME_ADAPTERS.find((a) => a.id === record.runtime);
+  if (!adapter?.recover) return null;
+  try {
+    const got = await recoverQueuedRuntime(record, options.stateDir, RUNTIME_ADAPTERS);
+    if (!got || got.recovery.state !== 'settled' || !got.recovery.finished) return null;
+    const receipt = receiptFromRecovery(record, got.recovery.finished);
+    const ok = await store.settle(id, {
+      owner: null,
+      allowedStates: ['unknown'],
+      record: { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code },
+      artifacts: { receipt: `${JSON.stringify(receipt, null, 2)}\n` },
+      event: eventJson(id, 'operation.completed', { status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code, recovered: true }),
+      completion: completionOf(record, { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
+    });
+    return ok ? 'finished' : null;
+  } catch (error) {
+    logger.warn({ operation_id: id, err: (error as Error).message }, 'runtime recovery of a dead owner failed: left unknown');
+    return null;
+  }
+}
+
+/** Run the watch every interval until the returned stop function is called. */
+export function startOwnerWatch(options: OwnerWatchOptions): () => void {
+  let running = false;
+  const tick = async () => {
+    if (running) return;
+    running = true;
+    try {
+      await watchOwnersOnce(options);
+    } catch (error) {
+      options.logger.warn({ err: (error as Error).message }, 'owner watch failed; retrying next interval');
+    } finally {
+      running = false;
+    }
+  };
+  const timer = setInterval(() => void tick(), options.intervalMs);
+  timer.unref();
+  void tick();
+  return () => clearInterval(timer);
+}

@@ -1,0 +1,156 @@
+/**
+ * The cache's retention policy, as a plan (what would be freed, with sizes) and its application.
+ * `uh gc --dry-run` prints the plan; every worker applies it at start and every
+ * `UH_GC_INTERVAL_MS`. In order:
+ *   1. sandboxes past keep_until, and `active` sandboxes whose operation has settled (its owner
+ *      died; recover or the owner watch settled it) — never one whose operation runs or is unknown;
+ *   2. orphan worktrees (a sandbox dir without a record), pruned under the mirror lock;
+ *   3. mirrors unused for `UH_MIRROR_IDLE_DAYS` that no remaining sandbox uses;
+ *   4. the cap (`UH_CACHE_CAP_BYTES`): the oldest kept sandboxes first, then idle mirrors, oldest first;
+ *   5. settled operation dirs older than `UH_OPERATION_RETENTION_DAYS` (never running or unknown).
+ * Sandboxes are removed through the sandbox module (removeSandbox), never by path arithmetic.
+ */
+import { existsSync, lstatSync, readdirSync, rmSync, statSync, statfsSync } from 'node:fs';
+import { join } from 'node:path';
+import { withFileLock } from './file-lock.js';
+import { mirrorLockDir } from './mirror-cache.js';
+import { sweepSandboxes } from './retention.js';
+import { readRecords, removeSandbox, type SandboxRecord } from './worktree.js';
+
+export type GcKind = 'sandbox_expired' | 'sandbox_settled' | 'sandbox_cap' | 'mirror_idle' | 'mirror_cap' | 'operation_dir';
+export interface GcItem {
+  kind: GcKind;
+  path: string;
+  bytes: number;
+  operation_id?: string;
+  /** For sandboxes: the record to remove through the sandbox module. */
+  record?: SandboxRecord;
+}
+
+export interface GcPolicy {
+  now: Date;
+  mirrorIdleDays: number;
+  operationRetentionDays: number;
+  /** 0 = no cap. */
+  cacheCapBytes: number;
+}
+
+/** What the policy asks of the operation records: its state, or null when unknown here. */
+export interface GcPorts {
+  operationState: (operationId: string) => Promise<string | null>;
+}
+
+const DAY = 24 * 3600 * 1000;
+
+/** Bytes under `path` (files and symlinks; directories walked without following links). */
+export function dirBytes(path: string): number {
+  let total = 0;
+  const stack = [path];
+  while (stack.length > 0) {
+    const p = stack.pop() as string;
+    let st;
+    try {
+      st = lstatSync(p);
+    } catch {
+      continue;
+    }
+    if (st.isDirectory()) for (const e of readdirSync(p)) stack.push(join(p, e));
+    else total += st.size;
+  }
+  return total;
+}
+
+function mirrors(cacheDir: string): Array<{ path: string; usedAt: number }> {
+  const root = join(cacheDir, 'mirrors');
+  if (!existsSync(root)) return [];
+  return readdirSync(root)
+    .filter((e) => e.endsWith('.git'))
+    .map((e) => {
+      const path = join(root, e);
+      const stamps = [path, join(path, 'FETCH_HEAD'), join(path, 'worktrees')].filter(existsSync).map((p) => statSync(p).mtimeMs);
+      return { path, usedAt: Math.max(...stamps) };
+    });
+}
+
+async function sandboxItems(cacheDir: string, policy: GcPolicy, ports: GcPorts): Promise<GcItem[]> {
+  const items: GcItem[] = [];
+  for (const record of readRecords(cacheDir)) {
+    const item = { path: record.path, bytes: dirBytes(record.path), operation_id: record.operation_id, record };
+    if (Date.parse(record.keep_until) <= policy.now.getTime()) items.push({ kind: 'sandbox_expired', ...item });
+    else if (record.state === 'active' && (await ports.operationState(record.operation_id)) === 'finished') items.push({ kind: 'sandbox_settled', ...item });
+  }
+  return items;
+}
+
+/** The cap: oldest retained sandboxes first, then mirrors no sandbox uses, oldest first. */
+function capItems(cacheDir: string, policy: GcPolicy, freed: Set<string>): GcItem[] {
+  if (policy.cacheCapBytes <= 0) return [];
+  const kept = readRecords(cacheDir).filter((r) => !freed.has(r.path));
+  const idleMirrors = mirrors(cacheDir).filter((m) => !freed.has(m.path) && !kept.some((r) => r.mirror === m.path));
+  const sandboxes = kept.filter((r) => r.state === 'retained').sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at));
+  const sized = [
+    ...sandboxes.map((r) => ({ kind: 'sandbox_cap' as const, path: r.path, bytes: dirBytes(r.path), operation_id: r.operation_id, record: r })),
+    ...idleMirrors.sort((a, b) => a.usedAt - b.usedAt).map((m) => ({ kind: 'mirror_cap' as const, path: m.path, bytes: dirBytes(m.path) })),
+  ];
+  let total = kept.reduce((n, r) => n + dirBytes(r.path), 0) + mirrors(cacheDir).filter((m) => !freed.has(m.path)).reduce((n, m) => n + dirBytes(m.path), 0);
+  const out: GcItem[] = [];
+  for (const item of sized) {
+    if (total <= policy.cacheCapBytes) break;
+    out.push(item);
+    total -= item.bytes;
+  }
+  return out;
+}
+
+async function operationDirItems(stateDir: string, policy: GcPolicy, ports: GcPorts): Promise<GcItem[]> {
+  const root = join(stateDir, 'operations');
+  if (!existsSync(root)) return [];
+  const items: GcItem[] = [];
+  const before = policy.now.getTime() - policy.operationRetentionDays * DAY;
+  for (const id of readdirSync(root)) {
+    const path = join(root, id);
+    if (id.startsWith('.') || statSync(path).mtimeMs > before) continue;
+    if ((await ports.operationState(id)) === 'finished') items.push({ kind: 'operation_dir', path, bytes: dirBytes(path), operation_id: id });
+  }
+  return items;
+}
+
+/** What the policy frees now (nothing removed). */
+export async function planGc(cacheDir: string, stateDir: string | null, policy: GcPolicy, ports: GcPorts): Promise<GcItem[]> {
+  const items = await sandboxItems(cacheDir, policy, ports);
+  const freed = new Set(items.map((i) => i.path));
+  const stillUsed = new Set(readRecords(cacheDir).filter((r) => !freed.has(r.path)).map((r) => r.mirror));
+  for (const m of mirrors(cacheDir)) {
+    if (!stillUsed.has(m.path) && m.usedAt <= policy.now.getTime() - policy.mirrorIdleDays * DAY) items.push({ kind: 'mirror_idle', path: m.path, bytes: dirBytes(m.path) });
+  }
+  items.push(...capItems(cacheDir, policy, new Set(items.map((i) => i.path))));
+  if (stateDir) items.push(...(await operationDirItems(stateDir, policy, ports)));
+  return items;
+}
+
+/** Apply a plan; then the orphan sweep (worktrees without a record, pruned under the mirror lock). */
+export async function applyGc(cacheDir: string, items: GcItem[], now: Date): Promise<{ removed: GcItem[]; orphans: string[] }> {
+  const removed: GcItem[] = [];
+  for (const item of items) {
+    try {
+      if (item.record) await removeSandbox(cacheDir, item.record);
+      else if (item.kind === 'operation_dir') rmSync(item.path, { recursive: true, force: true });
+      else await withFileLock(mirrorLockDir(item.path), async () => rmSync(item.path, { recursive: true, force: true }), 10_000);
+      removed.push(item);
+    } catch {
+      // busy (lock held) or already gone: the next sweep tries again
+    }
+  }
+  const swept = await sweepSandboxes(cacheDir, now);
+  return { removed, orphans: swept.removed };
+}
+
+/** Free bytes on the filesystem holding `dir` (statfs), or null when it cannot be read. */
+export function freeBytes(dir: string): number | null {
+  try {
+    const s = statfsSync(existsSync(dir) ? dir : '/');
+    return s.bavail * s.bsize;
+  } catch {
+    return null;
+  }
+}

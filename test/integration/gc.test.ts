@@ -1,0 +1,166 @@
+/**
+ * Disk stays bounded (issue 12): a worker's retention sweep (start + interval) empties its
+ * sandboxes dir under retention 0, the cap evicts oldest kept sandboxes before idle mirrors,
+ * `uh gc --dry-run` lists without deleting, and a killed worker's sandbox is collected once its
+ * operation is settled. Real Redis, real worker processes, real git, the fake agent.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/shared/config.js';
+import { loadMissionFile } from '../../src/shared/contracts/load-mission.js';
+import { QueueClient } from '../../src/producers/queue/queue-client.js';
+import { submitOperation } from '../../src/producers/submit.js';
+import { planGc } from '../../src/workers/sandbox/gc.js';
+import { sandboxesRoot, writeRecord } from '../../src/workers/sandbox/worktree.js';
+import { runCli } from '../support/cli.js';
+import { makeRepo } from '../support/git-repo.js';
+import { writeMission } from '../support/mission-file.js';
+import { waitFor } from '../support/process.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { removeDir, tempDir } from '../support/temp.js';
+import { startWorker, type WorkerProcess } from '../support/worker-process.js';
+
+let redis: TestRedis;
+let repo: string;
+const dirs: string[] = [];
+const workers: WorkerProcess[] = [];
+const orphans: number[] = [];
+
+beforeAll(async () => {
+  redis = await startTestRedis('gc');
+  repo = makeRepo({ 'README.md': '# demo\n' });
+  dirs.push(repo);
+});
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.stop('SIGKILL')));
+  for (const pid of orphans) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  await redis?.cleanup();
+  dirs.forEach(removeDir);
+});
+
+const dir = (p: string) => {
+  const d = tempDir(p);
+  dirs.push(d);
+  return d;
+};
+const sandboxEntries = (cacheDir: string) => (existsSync(sandboxesRoot(cacheDir)) ? readdirSync(sandboxesRoot(cacheDir)).filter((e) => e !== '.meta') : []);
+
+describe('a worker with retention 0', () => {
+  it('runs 50 missions (half failing, so retained) and its sandboxes dir ends empty', async () => {
+    const prefix = redis.prefix('fifty');
+    const cacheDir = dir('uh-gcache-');
+    const env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_SANDBOX_KEEP_HOURS: '0', UH_GC_INTERVAL_MS: '500' };
+    const w = await startWorker(['--runtime', 'command', '--concurrency', '4', '--state-dir', dir('uh-gstate-')], { cwd: repo, env: { ...env, UH_LOG_LEVEL: 'warn' } });
+    workers.push(w);
+    const config = loadConfig({ ...process.env, ...env });
+    const client = await QueueClient.open(config.queue, redis.url);
+    const ids: string[] = [];
+    const started = Date.now();
+    try {
+      for (let i = 0; i < 50; i += 1) {
+        const { path, operationId } = writeMission(repo, i % 2 === 0 ? ['noop'] : ['exit', '1']);
+        await submitOperation(client, loadMissionFile(path), { stateDir: dir('uh-gsub-'), cacheDir });
+        ids.push(operationId);
+      }
+      const settled = async () => (await Promise.all(ids.map((id) => client.store.get(id)))).every((r) => r?.state === 'finished');
+      const deadline = Date.now() + 100_000;
+      while (!(await settled()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+      expect(await settled()).toBe(true);
+    } finally {
+      await client.close();
+    }
+    const ranMs = Date.now() - started;
+    expect(await waitFor(() => sandboxEntries(cacheDir).length === 0, 10_000)).toBe(true);
+    process.stderr.write(`gc: 50 missions through one worker (concurrency 4) in ${ranMs} ms; sandboxes dir empty\n`);
+  }, 120_000);
+});
+
+describe('the cache cap', () => {
+  it('evicts the oldest kept sandboxes first, then idle mirrors (oldest first), and stops at the cap', async () => {
+    const cacheDir = dir('uh-capcache-');
+    const mirrorsRoot = join(cacheDir, 'mirrors');
+    const mk = (path: string, bytes: number) => {
+      mkdirSync(path, { recursive: true });
+      writeFileSync(join(path, 'blob'), Buffer.alloc(bytes));
+    };
+    const used = join(mirrorsRoot, 'used.git');
+    mk(used, 1000);
+    for (const [name, age] of [['idle-old.git', 9], ['idle-new.git', 1]] as const) {
+      mk(join(mirrorsRoot, name), 1000);
+      const t = new Date(Date.now() - age * 3600_000);
+      utimesSync(join(mirrorsRoot, name), t, t);
+    }
+    for (const [name, hoursAgo] of [['s-new', 1], ['s-old', 5], ['s-mid', 3]] as const) {
+      const path = join(sandboxesRoot(cacheDir), name);
+      mk(path, 1000);
+      const at = new Date(Date.now() - hoursAgo * 3600_000).toISOString();
+      writeRecord(cacheDir, { name, path, mirror: used, operation_id: `op-${name}`, commit: 'c'.repeat(40), created_at: at, keep_until: new Date(Date.now() + 3600_000).toISOString(), state: 'retained' });
+    }
+    const policy = { now: new Date(), mirrorIdleDays: 30, operationRetentionDays: 30, cacheCapBytes: 2500 };
+    const plan = await planGc(cacheDir, null, policy, { operationState: async () => 'finished' });
+    // 6 × ~1000 B; the cap 2500 B: three sandboxes oldest first, then the older idle mirror.
+    expect(plan.map((i) => [i.kind, i.path.split('/').pop()])).toEqual([
+      ['sandbox_cap', 's-old'],
+      ['sandbox_cap', 's-mid'],
+      ['sandbox_cap', 's-new'],
+      ['mirror_cap', 'idle-old.git'],
+    ]);
+  });
+});
+
+describe('uh gc', () => {
+  it('--dry-run lists a retained sandbox with its size without deleting; uh gc then frees it', async () => {
+    const cacheDir = dir('uh-drycache-');
+    const stateDir = dir('uh-drystate-');
+    const env = { UH_CACHE_DIR: cacheDir, UH_SANDBOX_KEEP_HOURS: '1', REDIS_URL: '' };
+    const failed = await runCli(['mission', 'run', writeMission(repo, ['exit', '1']).path, '--state-dir', stateDir], { cwd: repo, env });
+    expect(failed.code).toBe(1);
+    expect(sandboxEntries(cacheDir)).toHaveLength(1);
+    const dry = await runCli(['gc', '--dry-run', '--json', '--state-dir', stateDir], { cwd: repo, env: { ...env, UH_CACHE_CAP_BYTES: '1' } });
+    expect(dry.code).toBe(0);
+    const listed = JSON.parse(dry.stdout);
+    expect(listed.dry_run).toBe(true);
+    expect(listed.items.find((i: { kind: string }) => i.kind === 'sandbox_cap')?.bytes).toBeGreaterThan(0);
+    expect(sandboxEntries(cacheDir)).toHaveLength(1);
+    const real = await runCli(['gc', '--state-dir', stateDir], { cwd: repo, env: { ...env, UH_CACHE_CAP_BYTES: '1' } });
+    expect(real.code).toBe(0);
+    expect(real.stdout).toMatch(/freed +\d+ B +sandbox_cap/);
+    expect(sandboxEntries(cacheDir)).toHaveLength(0);
+  });
+});
+
+describe("a killed worker's sandbox", () => {
+  it('stays while the operation is unknown and is collected by a live worker once recover settled it', async () => {
+    const prefix = redis.prefix('killgc');
+    const cacheDir = dir('uh-kcache-');
+    const env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_HEARTBEAT_MS: '1000', UH_GC_INTERVAL_MS: '500' };
+    const countFile = join(dir('uh-count-'), 'count');
+    const { path, operationId } = writeMission(repo, ['count', countFile, 'slow', '60000']);
+    const victim = await startWorker(['--runtime', 'command', '--state-dir', dir('uh-kstate-')], { cwd: repo, env: { ...env, UH_LOG_LEVEL: 'warn' } });
+    workers.push(victim);
+    expect((await runCli(['mission', 'submit', path, '--state-dir', dir('uh-ks-')], { cwd: repo, env })).code).toBe(0);
+    const pid = () => (existsSync(countFile) ? Number(readFileSync(countFile, 'utf8').trim().split('\n')[0]) : 0);
+    expect(await waitFor(() => pid() > 0, 20_000)).toBe(true);
+    orphans.push(pid());
+    await victim.stop('SIGKILL');
+    const live = await startWorker(['--runtime', 'command', '--state-dir', dir('uh-kstate-')], { cwd: repo, env: { ...env, UH_LOG_LEVEL: 'warn' } });
+    workers.push(live);
+    const key = `{${prefix}}:op:${operationId}`;
+    const deadline = Date.now() + 30_000;
+    while ((await redis.redis.hget(key, 'state')) !== 'unknown' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    expect(await redis.redis.hget(key, 'state')).toBe('unknown');
+    const sandbox = (await redis.redis.hget(key, 'sandbox_path')) as string;
+    expect(existsSync(sandbox)).toBe(true); // unknown: kept as evidence
+    const recovered = await runCli(['mission', 'recover', operationId, '--json'], { cwd: repo, env });
+    expect(JSON.parse(recovered.stdout).operation.state).toBe('finished');
+    expect(await waitFor(() => !existsSync(sandbox), 10_000)).toBe(true);
+  });
+});
+

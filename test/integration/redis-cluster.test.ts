@@ -1,0 +1,114 @@
+/**
+ * The fleet on a real Redis Cluster (issue 12): 3 masters + 3 replicas from `redis-server` on
+ * loopback ports, `redis-cli --cluster create … --cluster-replicas 1`; workers and producers with
+ * `UH_REDIS_CLUSTER=1`; missions of two runtimes (command + the fake hermes); the master holding
+ * the fleet's slot is killed mid-run: after failover every operation settles, none lost, none
+ * run twice (a marker line per run).
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Cluster } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../support/cli.js';
+import { makeRepo } from '../support/git-repo.js';
+import { writeMission } from '../support/mission-file.js';
+import { removeDir, tempDir } from '../support/temp.js';
+import { startWorker, type WorkerProcess } from '../support/worker-process.js';
+
+const FAKE_HERMES = fileURLToPath(new URL('../fixtures/bin/fake-hermes.mjs', import.meta.url));
+const BASE = 23000 + (process.pid % 500) * 10;
+const PORTS = [0, 1, 2, 3, 4, 5].map((i) => BASE + i);
+const servers = new Map<number, ChildProcess>();
+const dirs: string[] = [];
+const workers: WorkerProcess[] = [];
+let cluster: Cluster;
+let repo: string;
+
+async function until(what: string, check: () => Promise<boolean> | boolean, boundMs = 30_000): Promise<void> {
+  const deadline = Date.now() + boundMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+const cli = (port: number, ...args: string[]) => execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 10_000 });
+
+beforeAll(async () => {
+  const data = tempDir('uh-cluster-');
+  dirs.push(data);
+  for (const port of PORTS) {
+    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '2000', '--dir', data, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    servers.set(port, child);
+  }
+  await until('six redis-servers', () => PORTS.every((p) => { try { return cli(p, 'ping').trim() === 'PONG'; } catch { return false; } }));
+  execFileSync('redis-cli', ['--cluster', 'create', ...PORTS.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { stdio: 'ignore', timeout: 60_000 });
+  await until('cluster state ok', () => PORTS.every((p) => cli(p, 'cluster', 'info').includes('cluster_state:ok')));
+  cluster = new Cluster([{ host: '127.0.0.1', port: PORTS[0] as number }]);
+  repo = makeRepo({ 'README.md': '# demo\n' });
+  dirs.push(repo);
+}, 90_000);
+
+afterAll(async () => {
+  await Promise.all(workers.map((w) => w.stop('SIGKILL')));
+  cluster?.disconnect();
+  for (const s of servers.values()) s.kill('SIGKILL');
+  dirs.forEach(removeDir);
+});
+
+/** The port of the master serving the fleet's hash tag. */
+function masterOf(tag: string): number {
+  const alive = PORTS.find((p) => servers.get(p)?.exitCode === null && servers.get(p)?.signalCode === null) as number;
+  const slot = Number(cli(alive, 'cluster', 'keyslot', `{${tag}}`).trim());
+  for (const line of cli(alive, 'cluster', 'nodes').trim().split('\n')) {
+    const f = line.split(' ');
+    if (!f[2]?.includes('master') || f[2].includes('fail')) continue;
+    for (const range of f.slice(8)) {
+      const [a = -1, b = a] = range.split('-').map(Number);
+      if (slot >= a && slot <= b) return Number(f[1]?.split(':')[1]?.split('@')[0]);
+    }
+  }
+  return -1; // none right now (failing over)
+}
+
+describe('a fleet on a Redis Cluster', () => {
+  it('runs missions of two runtimes; a master killed mid-run fails over: every operation settles once', async () => {
+    const prefix = `uhtc-${process.pid}`;
+    const cacheDir = tempDir('uh-ccache-');
+    const marks = tempDir('uh-cmarks-');
+    dirs.push(cacheDir, marks);
+    const env = { REDIS_URL: `redis://127.0.0.1:${PORTS[0]}`, UH_REDIS_CLUSTER: '1', UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_HEARTBEAT_MS: '1000', UH_LOG_LEVEL: 'warn' };
+    for (const args of [['--runtime', 'command', '--concurrency', '3'], ['--runtime', 'hermes', '--allow-unready', '--concurrency', '2']]) {
+      workers.push(await startWorker([...args, '--state-dir', tempDir('uh-cstate-')], { cwd: repo, env }));
+    }
+    const ids: Array<{ id: string; marker: string }> = [];
+    for (let i = 0; i < 12; i += 1) {
+      const marker = join(marks, `run-${i}`);
+      const m =
+        i % 3 === 2
+          ? writeMission(repo, [], { runtime: 'hermes', runtime_config_overrides: { hermes: { binary: FAKE_HERMES, env: { UH_FAKE_SCENARIO: 'success' } } } })
+          : writeMission(repo, ['count', marker, 'slow', '1500']);
+      const r = await runCli(['mission', 'submit', m.path, '--state-dir', tempDir('uh-cs-')], { cwd: repo, env });
+      expect(r.code, r.stderr).toBe(0);
+      ids.push({ id: m.operationId, marker: i % 3 === 2 ? '' : marker });
+    }
+    const started = Date.now();
+    await until('a first mission to run', () => ids.some((x) => x.marker && existsSync(x.marker)), 30_000);
+    const victim = masterOf(prefix);
+    expect(victim).toBeGreaterThan(0);
+    const killedAt = Date.now();
+    servers.get(victim)?.kill('SIGKILL');
+    await until('the kill', () => servers.get(victim)?.signalCode === 'SIGKILL', 5000);
+    await until('failover', () => ![victim, -1].includes(masterOf(prefix)), 30_000);
+    const failoverMs = Date.now() - killedAt;
+
+    const state = async (id: string) => cluster.hget(`{${prefix}}:op:${id}`, 'state');
+    await until('every operation to settle', async () => (await Promise.all(ids.map((x) => state(x.id)))).every((s) => s === 'finished' || s === 'unknown'), 100_000);
+    const states = await Promise.all(ids.map((x) => state(x.id)));
+    const runs = ids.filter((x) => x.marker).map((x) => (existsSync(x.marker) ? readFileSync(x.marker, 'utf8').trim().split('\n').length : 0));
+    process.stderr.write(`cluster: 12 missions (8 command, 4 hermes), master :${victim} killed; failover after ${failoverMs} ms; states ${JSON.stringify(states)}; runs ${JSON.stringify(runs)}; all settled after ${Date.now() - started} ms\n`);
+    expect(states.every((s) => s === 'finished')).toBe(true);
+    expect(runs.every((n) => n === 1)).toBe(true);
+  }, 115_000);
+});
