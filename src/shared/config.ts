@@ -30,6 +30,7 @@ const VARIABLES = {
   UH_KEEP_SANDBOX: [z.enum(['0', '1', 'true', 'false']).optional(), 'keep every sandbox'],
   UH_ALLOW_LOCAL_REPOS: [z.enum(['0', '1', 'true', 'false']).optional(), 'allow local repository paths'],
   UH_ALLOW_HTTP_REPOS: [z.enum(['0', '1', 'true', 'false']).optional(), 'allow http:// repository URLs'],
+  UH_ISOLATION: [z.enum(['auto', 'require', 'off']).default('auto'), 'OS isolation of runtimes and checks (bubblewrap)'],
   // queue
   REDIS_URL: [z.string().url().optional(), '--redis'],
   UH_REDIS_PREFIX: [z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ - only (no ":")').default('uh'), 'Redis key prefix'],
@@ -81,6 +82,8 @@ export interface UhConfig {
     allowLocalRepos: boolean | undefined;
     /** Plain http:// as repository.url (default off). */
     allowHttpRepos: boolean;
+    /** bubblewrap for runtimes and checks: auto (where it works), require (refuse without), off. */
+    isolation: 'auto' | 'require' | 'off';
   };
   queue: QueueConfig;
   api: { token: string | undefined };
@@ -120,6 +123,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       keepSandbox: e.UH_KEEP_SANDBOX === '1' || e.UH_KEEP_SANDBOX === 'true',
       allowLocalRepos: flag(e.UH_ALLOW_LOCAL_REPOS),
       allowHttpRepos: flag(e.UH_ALLOW_HTTP_REPOS) ?? false,
+      isolation: e.UH_ISOLATION,
     },
     queue: {
       redisUrl: e.REDIS_URL ?? null,

@@ -23,6 +23,8 @@ export interface InlineOptions {
   signal?: AbortSignal;
   keepSandbox?: boolean;
   sandboxKeepHours?: number;
+  /** `UH_ISOLATION` (default auto). */
+  isolation?: 'auto' | 'require' | 'off';
   logger?: Logger;
   env?: Record<string, string | undefined>;
 }
@@ -66,6 +68,7 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
     ...(options.sandboxKeepHours !== undefined ? { sandboxKeepHours: options.sandboxKeepHours } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.env ? { env: options.env } : {}),
+    ...(options.isolation ? { isolation: options.isolation } : {}),
   });
   if (result.state === 'unknown') {
     const record = readRecord(options.stateDir, id);

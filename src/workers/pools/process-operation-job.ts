@@ -36,6 +36,8 @@ export interface PoolContext {
   artifactCapBytes: number;
   sandboxKeepHours: number;
   keepSandbox: boolean;
+  /** `UH_ISOLATION` for the runtime and checks. */
+  isolation: 'auto' | 'require' | 'off';
   /** Queues by runtime id, to enqueue a retry attempt. */
   queues: Map<string, Queue>;
   /** The abort controller of every operation this process runs (cancel and shutdown use them). */
@@ -157,6 +159,7 @@ async function runPipeline(run: JobRun, prepared: Prepared): Promise<ExecuteResu
     logger: ctx.logger,
     sandboxKeepHours: ctx.sandboxKeepHours,
     keepSandbox: ctx.keepSandbox,
+    isolation: ctx.isolation,
     journal: redisJournal(store, id, owner),
     onEventLog: (log) => {
       eventLog = log;

@@ -36,6 +36,8 @@ export interface PoolOptions {
   logger: Logger;
   sandboxKeepHours: number;
   keepSandbox: boolean;
+  /** `UH_ISOLATION`; default auto. */
+  isolation?: 'auto' | 'require' | 'off';
 }
 
 export interface RuntimePool {
@@ -101,6 +103,7 @@ function poolContext(options: PoolOptions, redis: Redis, workerId: string): Pool
     artifactCapBytes: config.artifactCapBytes,
     sandboxKeepHours: options.sandboxKeepHours,
     keepSandbox: options.keepSandbox,
+    isolation: options.isolation ?? 'auto',
     queues: new Map<string, Queue>(),
     active: new Map<string, AbortController>(),
     retryPolicy: withMaxAttempts(RETRY_POLICY, config.retryMaxAttempts),

@@ -83,7 +83,7 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
   const worker = async () => {
     for (let m = queue.shift(); m !== undefined; m = queue.shift()) {
       if (!values.json) process.stderr.write(`uh: ${m.operation_id} on ${String(m.runtime)}…\n`);
-      await runInline(m, { stateDir, cacheDir: config.core.cacheDir, signal: controller.signal, logger, sandboxKeepHours: config.core.sandboxKeepHours, keepSandbox: config.core.keepSandbox });
+      await runInline(m, { stateDir, cacheDir: config.core.cacheDir, signal: controller.signal, logger, sandboxKeepHours: config.core.sandboxKeepHours, keepSandbox: config.core.keepSandbox, isolation: config.core.isolation });
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, missions.length) }, worker));

@@ -78,6 +78,7 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
     signal: controller.signal,
     keepSandbox: Boolean(values['keep-sandbox']) || config.core.keepSandbox,
     sandboxKeepHours: config.core.sandboxKeepHours,
+    isolation: config.core.isolation,
     logger: createLogger(config.core.logLevel),
     ...(runtime ? { runtime } : {}),
   });

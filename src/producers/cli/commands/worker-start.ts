@@ -77,6 +77,7 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
       logger,
       sandboxKeepHours: config.core.sandboxKeepHours,
       keepSandbox: config.core.keepSandbox,
+      isolation: config.core.isolation,
     });
     say('ready', { worker: pool.workerId, runtimes, concurrency, pid: process.pid });
   }
