@@ -34,7 +34,9 @@ export type IsolationDecision = { use: BwrapProbe & { ok: true }; status: Isolat
 /** Combine the host's mode, the mission's setting and the probe (a table of four rows). */
 export function decideIsolation(mode: IsolationMode, mission: MissionIsolation, network: 'on' | 'none', probe: () => BwrapProbe): IsolationDecision {
   if (mission === 'off' || (mode === 'off' && mission !== 'required')) {
-    return { use: null, status: { kind: 'none', reason: mission === 'off' ? 'the mission sets sandbox.isolation: off' : 'UH_ISOLATION=off', network } };
+    const status: IsolationStatus = { kind: 'none', reason: mission === 'off' ? 'the mission sets sandbox.isolation: off' : 'UH_ISOLATION=off', network };
+    if (network === 'none') return { use: null, status, refuse: { message: `sandbox.network: none needs isolation, which is off (${status.reason})`, hint: 'allow isolation, or drop sandbox.network: none' } };
+    return { use: null, status };
   }
   const found = probe();
   if (found.ok) return { use: found, status: { kind: 'bwrap', reason: null, network } };
