@@ -4,7 +4,7 @@
  * sandbox, `-c key=value` overrides, the child's extra environment and the kill grace; and the
  * rules derived from them (TOML values, the child's env, which values are secrets).
  */
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { isAbsolute, join, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { SECRET_KEY, secretEnvValues } from '../../../shared/redact.js';
@@ -61,9 +61,9 @@ export function overrideArgs(config: CodexCommonSettings): string[] {
 export function codexChildEnv(config: CodexCommonSettings, base: Readonly<Record<string, string | undefined>>): Record<string, string | undefined> {
   const env: Record<string, string | undefined> = { ...base, ...config.env };
   if (config.codex_home) env.CODEX_HOME = config.codex_home;
-  const home = codexHomeOf(config, env);
+  const home = env.CODEX_HOME; // only an explicit one: the default ~/.codex is left alone
   const temp = resolve(env.TMPDIR || '/tmp');
-  if (home && (resolve(home) === temp || resolve(home).startsWith(`${temp}${sep}`))) {
+  if (home && existsSync(home) && (resolve(home) === temp || resolve(home).startsWith(`${temp}${sep}`))) {
     const own = join(home, 'tmp');
     try {
       mkdirSync(own, { recursive: true, mode: 0o700 });
