@@ -27,6 +27,8 @@ export interface ReceiptInput {
   /** Decided by the pipeline (src/workers/results/verdict.ts); the receipt records it, never re-decides. */
   verdict: Verdict;
   sandbox: Receipt['sandbox'];
+  /** How the runtime and checks were isolated (absent for receipts synthesized without a run). */
+  isolation?: Receipt['isolation'];
   secrets: readonly string[];
 }
 
@@ -63,6 +65,7 @@ export function buildReceipt(input: ReceiptInput): Receipt {
       final_message_source: input.finalMessageSource,
       exit_code: exitCodeFor(input.outcome.status, verdict),
       sandbox: input.sandbox,
+      ...(input.isolation ? { isolation: input.isolation } : {}),
       labels: mission.labels,
     },
     input.secrets,

@@ -34,6 +34,7 @@ const VARIABLES = {
   UH_ALLOW_HTTP_REPOS: [z.enum(['0', '1', 'true', 'false']).optional(), 'allow http:// repository URLs'],
   UH_PRICES: [z.string().optional(), 'price table (JSON)'],
   UH_PRICES_FILE: [z.string().optional(), 'price table file (JSON)'],
+  UH_ISOLATION: [z.enum(['auto', 'require', 'off']).default('auto'), 'OS isolation of runtimes and checks (bubblewrap)'],
   // queue
   REDIS_URL: [z.string().url().optional(), '--redis'],
   UH_REDIS_CLUSTER: [z.enum(['0', '1', 'true', 'false']).optional(), 'Redis Cluster mode (REDIS_URL names a seed node)'],
@@ -114,6 +115,8 @@ export interface UhConfig {
     allowHttpRepos: boolean;
     /** USD per million tokens by runtime id or model (`UH_PRICES`, else `UH_PRICES_FILE`); {} when unset. */
     prices: PriceTable;
+    /** bubblewrap for runtimes and checks: auto (where it works), require (refuse without), off. */
+    isolation: 'auto' | 'require' | 'off';
   };
   queue: QueueConfig;
   gc: GcConfig;
@@ -159,6 +162,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       allowLocalRepos: flag(e.UH_ALLOW_LOCAL_REPOS),
       allowHttpRepos: flag(e.UH_ALLOW_HTTP_REPOS) ?? false,
       prices: parsePrices(e.UH_PRICES, e.UH_PRICES_FILE),
+      isolation: e.UH_ISOLATION,
     },
     queue: {
       redisUrl: e.REDIS_URL ?? null,

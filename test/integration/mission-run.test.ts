@@ -123,7 +123,8 @@ describe('uh mission run', () => {
 
   it('writes a timed_out receipt when the runtime exceeds timeout_seconds, and the whole process group is gone', async () => {
     const pidFile = join(tempDir('uh-pid-'), 'grandchild.pid');
-    const r = await run(['hang', pidFile], { timeout_seconds: 1 });
+    // Unisolated: the process-group kill (the isolated PID-namespace kill: test/security/processes.test.ts).
+    const r = await run(['hang', pidFile], { timeout_seconds: 1 }, [], { env: { UH_CACHE_DIR: cacheDir, UH_ISOLATION: 'off' } });
     expect(r.code).toBe(1);
     expect(r.receipt.status).toBe('failed');
     expect(r.receipt.outcome).toMatchObject({ raw: 'timeout', timed_out: true });
@@ -188,7 +189,8 @@ describe('uh mission run', () => {
   it('cancels on SIGINT: exit 4, a cancelled receipt, the runtime group killed', async () => {
     const pidFile = join(tempDir('uh-pid-'), 'grandchild.pid');
     let uhPid = 0;
-    const pending = run(['hang', pidFile], {}, [], { onSpawn: (pid) => (uhPid = pid) });
+    // Unisolated (the agent writes its grandchild's host pid outside its sandbox).
+    const pending = run(['hang', pidFile], {}, [], { env: { UH_CACHE_DIR: cacheDir, UH_ISOLATION: 'off' }, onSpawn: (pid) => (uhPid = pid) });
     // Wait for the fake agent to be running (it writes its grandchild's pid), then interrupt.
     expect(await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '')).toBe(true);
     process.kill(uhPid, 'SIGINT');
@@ -204,8 +206,10 @@ describe('uh mission run', () => {
     const countFile = join(tempDir('uh-count-'), 'count');
     const { path, operationId } = writeMission(repo, ['count', countFile]);
     const args = ['mission', 'run', path, '--json', '--state-dir', stateDir];
-    const first = await runCli(args, { cwd: repo, env: { UH_CACHE_DIR: cacheDir } });
-    const second = await runCli(args, { cwd: repo, env: { UH_CACHE_DIR: cacheDir } });
+    // Unisolated: the fake agent counts its runs in a file outside its sandbox.
+    const env = { UH_CACHE_DIR: cacheDir, UH_ISOLATION: 'off' };
+    const first = await runCli(args, { cwd: repo, env });
+    const second = await runCli(args, { cwd: repo, env });
     expect(first.code).toBe(0);
     expect(second.code).toBe(0);
     expect(JSON.parse(second.stdout).operation_id).toBe(operationId);

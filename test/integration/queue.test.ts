@@ -58,6 +58,9 @@ function fleetEnv(prefix: string, extra: Record<string, string> = {}): Record<st
     UH_QUEUE_LOCK_MS: '2000',
     UH_QUEUE_STALLED_INTERVAL_MS: '1000',
     UH_HEARTBEAT_MS: '500',
+    // The fake agent reports through files outside its sandbox (counts, pids): unisolated here;
+    // the isolated queue path is test/security/isolation.test.ts.
+    UH_ISOLATION: 'off',
     ...extra,
   };
 }

@@ -29,7 +29,8 @@ describe('uh mission recover (inline state)', () => {
     dirs.push(repo, stateDir, cacheDir, work);
     const pidFile = join(work, 'grandchild.pid');
     const { path, operationId } = writeMission(repo, ['hang', pidFile]);
-    const env = { UH_CACHE_DIR: cacheDir };
+    // Unisolated: the fake agent writes its grandchild's host pid outside its sandbox.
+    const env = { UH_CACHE_DIR: cacheDir, UH_ISOLATION: 'off' };
     let uhPid = 0;
     const run = runCli(['mission', 'run', path, '--state-dir', stateDir], { cwd: repo, env, onSpawn: (pid) => (uhPid = pid) });
     expect(await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '')).toBe(true);

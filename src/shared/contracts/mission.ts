@@ -107,8 +107,12 @@ export const MissionSchema = z
           .tuple([z.number().int().min(1024).max(65535), z.number().int().min(1024).max(65535)])
           .refine(([a, b]) => a <= b, 'first port must not exceed the second')
           .optional(),
+        /** OS isolation (docs/security.md "Isolation"): `required` refuses to run without it (blocked, exit 3). */
+        isolation: z.enum(['auto', 'required', 'off']).default('auto'),
+        /** `none`: the agent and the checks get no network (needs isolation). */
+        network: z.enum(['on', 'none']).default('on'),
       })
-      .default({ backend: 'git-worktree', env: {} }),
+      .default({ backend: 'git-worktree', env: {}, isolation: 'auto', network: 'on' }),
     scope: z
       .strictObject({
         allowed_change_globs: GlobListSchema.default(['**']),

@@ -78,6 +78,10 @@ export const ReceiptSchema = z.strictObject({
   final_message_source: z.enum(['sentinel', 'native', 'none']),
   exit_code: z.number().int(),
   sandbox: z.strictObject({ path: z.string().nullable(), retained: z.boolean() }),
+  /** How the runtime and checks were isolated (`none` + reason when bwrap was unavailable or off). */
+  isolation: z
+    .strictObject({ kind: z.enum(['bwrap', 'none']), reason: z.string().nullable(), network: z.enum(['on', 'none']) })
+    .optional(),
   labels: z.record(z.string(), z.string()),
   /** HMAC-SHA256 over the canonical JSON of every other field (src/operation/receipt-signature.ts). */
   signature: ReceiptSignatureSchema.optional(),

@@ -37,12 +37,16 @@ function cappedCopy(stream: Readable, file: Writable, maxBytes: number, tap?: (c
       file.once('drain', () => stream.resume());
     }
   });
+  let ended = false;
   const finish = () => {
+    if (ended) return;
+    ended = true;
     const rest = scrub.active ? scrub.end() : Buffer.alloc(0);
     file.end(written < maxBytes ? rest.subarray(0, maxBytes - written) : undefined);
   };
   stream.once('end', finish);
   stream.once('error', finish);
+  stream.once('close', finish); // destroyed by us when a detached holder keeps the pipe open
 }
 
 export interface SpawnGroupOptions {
@@ -237,7 +241,18 @@ function settle(run: GroupRun, onAbort: () => void): Promise<SpawnGroupResult> {
       if (child.pid === undefined) finish(null, null);
     });
     // A grandchild may still hold a piped stdout open: once the leader is gone, end the group.
-    child.on('exit', () => killGroup(child.pid, 'SIGKILL'));
+    // One that left the group (`setsid`) keeps the pipe: after the kill grace we stop waiting
+    // for its EOF and close our ends, so wall time stays bounded (isolated runs have no such
+    // survivor: the PID namespace dies with its init).
+    child.on('exit', (code, signal) => {
+      killGroup(child.pid, 'SIGKILL');
+      const eof = setTimeout(() => {
+        for (const stream of [child.stdout, child.stderr, child.stdin]) stream?.destroy();
+        finish(code, signal);
+      }, run.options.killGraceMs ?? 2000);
+      eof.unref();
+      child.once('close', () => clearTimeout(eof));
+    });
     child.on('close', (code, signal) => finish(code, signal));
   });
 }

@@ -26,6 +26,8 @@ export interface InlineOptions {
   /** Where the receipt signing key comes from (default: `<cacheDir>/receipt.key`). */
   receiptKey?: ReceiptKeySource;
   sandboxKeepHours?: number;
+  /** `UH_ISOLATION` (default auto). */
+  isolation?: 'auto' | 'require' | 'off';
   logger?: Logger;
   env?: Record<string, string | undefined>;
 }
@@ -70,6 +72,7 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
     ...(options.sandboxKeepHours !== undefined ? { sandboxKeepHours: options.sandboxKeepHours } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.env ? { env: options.env } : {}),
+    ...(options.isolation ? { isolation: options.isolation } : {}),
   });
   if (result.state === 'unknown') {
     const record = readRecord(options.stateDir, id);

@@ -21,6 +21,7 @@ import { initialFold, type FoldedRuntime } from '../../shared/runtime/fold-event
 import type { AbortReasonV1, RuntimeJournalV1 } from '../../shared/runtime/v1/index.js';
 import { operationDir, writeRecord, type OperationRecord } from '../../operation/operation-files.js';
 import type { PreparedOperation } from '../../operation/prepare-operation.js';
+import { decideIsolation, probeBwrap, type IsolationDecision, type IsolationMode } from '../sandbox/isolation.js';
 import type { Sandbox } from '../sandbox/worktree.js';
 import { EventLog } from '../state/event-log.js';
 import type { DiffCapture } from '../verification/capture-diff.js';
@@ -50,6 +51,8 @@ export interface ExecuteOptions {
   beforeRuntime?: () => Promise<void>;
   /** Durable journal for the runtime (default: runtime-journal.json in the operation dir). */
   journal?: RuntimeJournalV1;
+  /** `UH_ISOLATION` (default auto): bwrap for the runtime and the checks where it works. */
+  isolation?: IsolationMode;
   /** Called on each state change, after operation.json is written. */
   onState?: (state: OperationState, record: OperationRecord) => Promise<void>;
 }
@@ -77,6 +80,8 @@ export interface OperationRun {
   readonly timings: Record<string, number>;
   readonly record: OperationRecord;
   readonly events: EventLog;
+  /** Decided once at open: bwrap or not (and why), or a refusal when isolation is required. */
+  readonly isolation: IsolationDecision;
   sandbox: Sandbox | null;
   folded: FoldedRuntime;
   diff: DiffCapture | null;
@@ -105,6 +110,11 @@ function sandboxEnv(options: ExecuteOptions): RuntimeEnv {
     }
   }
   return built;
+}
+
+function isolationFor(options: ExecuteOptions, env: Record<string, string | undefined>): IsolationDecision {
+  const { sandbox } = options.prepared.mission;
+  return decideIsolation(options.isolation ?? 'auto', sandbox.isolation, sandbox.network, () => probeBwrap(env.PATH));
 }
 
 function newRecord(options: ExecuteOptions, startedAt: Date): OperationRecord {
@@ -161,6 +171,7 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
     timings: {},
     record: newRecord(options, startedAt),
     events,
+    isolation: isolationFor(options, env.runtime),
     sandbox: null,
     folded: initialFold({ status: 'failed', raw: 'not_started', message: 'runtime did not start', timed_out: false }),
     diff: null,
@@ -177,6 +188,7 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
     contract_digest: prepared.contractDigest,
     attempt: run.record.attempt,
     mode: options.mode,
+    isolation: run.isolation.status.kind,
   });
   return run;
 }

@@ -16,14 +16,18 @@ import { guardTerminal } from '../../shared/runtime/guard-terminal.js';
 import type { AbortReasonV1, RuntimeContextV1, RuntimeJournalV1 } from '../../shared/runtime/v1/index.js';
 import { fileJournal } from '../../operation/file-journal.js';
 import type { Sandbox } from '../sandbox/worktree.js';
+import { phaseSpawn, type PhaseSpawn } from './isolation-phase.js';
 import { cancelReason, setState, timed, type OperationRun } from './operation-run.js';
 
 export async function runtimePhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
   if (!cancelReason(run)) await run.options.beforeRuntime?.();
   // Checked again after beforeRuntime: a queue cancel can land while it persists "runtime started".
   const cancelled = cancelReason(run);
+  const refused = run.isolation.use ? undefined : run.isolation.refuse;
   if (cancelled) {
     run.failure = { status: 'cancelled', raw: 'cancel', message: cancelled.message ?? 'cancelled', timed_out: false };
+  } else if (refused) {
+    run.failure = { status: 'blocked', raw: 'isolation_unavailable', message: refused.message, hint: refused.hint, timed_out: false };
   } else {
     await setState(run, 'running', { runtime_started: true });
     run.folded = await timed(run, 'runtime', () => launchAndFold(run, sandbox));
@@ -72,7 +76,7 @@ function journallingSpawn(spawn: SpawnGroup, journal: RuntimeJournalV1): SpawnGr
   };
 }
 
-function runtimeContext(run: OperationRun, sandbox: Sandbox, signal: AbortSignal): RuntimeContextV1 {
+function runtimeContext(run: OperationRun, sandbox: Sandbox, signal: AbortSignal, phase: PhaseSpawn): RuntimeContextV1 {
   const { options } = run;
   const { mission } = run.prepared;
   const journal = options.journal ?? fileJournal(join(run.dir, 'runtime-journal.json'));
@@ -80,7 +84,8 @@ function runtimeContext(run: OperationRun, sandbox: Sandbox, signal: AbortSignal
     workDir: sandbox.path,
     logDir: run.dir,
     signal,
-    spawn: journallingSpawn(scrubbingSpawn(run.spawn, run.secrets), journal),
+    spawn: journallingSpawn(scrubbingSpawn(phase.spawn, run.secrets), journal),
+    isolation: phase.isolated ? 'bwrap' : 'none',
     fetch: options.fetch ?? runtimeFetch,
     now: () => run.now().getTime(),
     env: run.env,
@@ -105,6 +110,8 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
   const { signal, dispose } = missionSignal(run);
   const folded = initialFold();
   const toolIds = new Set<string>();
+  const isolation = runtime.adapter.isolation?.(runtime.config, { env: run.env, logDir: run.dir }) ?? { writable: [] };
+  const phase = phaseSpawn(run, sandbox, 'runtime', isolation);
   try {
     const plan = await runtime.adapter.prepare({
       config: runtime.config,
@@ -112,13 +119,14 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
       workDir: sandbox.path,
       mission: { missionId: mission.mission_id, operationId: mission.operation_id },
     });
-    const session = runtime.adapter.launch(plan, runtimeContext(run, sandbox, signal));
+    const session = runtime.adapter.launch(plan, runtimeContext(run, sandbox, signal, phase));
     for await (const event of guardTerminal(session.events)) {
       foldOne(folded, event, toolIds);
       run.events.append(event.type, event.data as Record<string, unknown>);
     }
   } finally {
     dispose();
+    phase.dispose();
   }
   return folded;
 }

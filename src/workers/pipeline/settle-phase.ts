@@ -59,6 +59,7 @@ export async function settleFinished(run: OperationRun): Promise<ExecuteResult> 
     checks: run.checks,
     verdict,
     sandbox: { path: sandbox?.path ?? null, retained: sandbox !== null && keep },
+    isolation: run.isolation.status,
     secrets: run.secrets,
   });
   const receipt = signReceipt(unsigned, receiptKeyOf(run));

@@ -9,6 +9,7 @@ import type { Sandbox } from '../sandbox/worktree.js';
 import { captureDiff } from '../verification/capture-diff.js';
 import { runChecks } from '../verification/run-checks.js';
 import { checkScope } from '../verification/scope-check.js';
+import { phaseSpawn } from './isolation-phase.js';
 import { cancelReason, setState, timed, type OperationRun } from './operation-run.js';
 
 export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
@@ -26,18 +27,23 @@ export async function checksPhase(run: OperationRun, sandbox: Sandbox): Promise<
   const status = run.failure?.status ?? run.folded.outcome.status;
   if (status !== 'completed' || run.violations.length > 0 || mission.verification.length === 0) return;
   const { signal } = run.options;
-  run.checks = await timed(run, 'checks', () =>
-    runChecks({
-      checks: mission.verification,
-      workDir: sandbox.path,
-      logDir: run.dir,
-      env: run.checkEnv,
-      secrets: run.secrets,
-      spawn: run.spawn,
-      ...(signal ? { signal } : {}),
-      onResult: ({ output_head: _head, output_tail: tail, ...r }) => run.events.append('verification.check', { ...r, output_tail: tail.slice(-1024) }),
-    }),
-  );
+  const phase = phaseSpawn(run, sandbox, 'checks');
+  try {
+    run.checks = await timed(run, 'checks', () =>
+      runChecks({
+        checks: mission.verification,
+        workDir: sandbox.path,
+        logDir: run.dir,
+        env: run.checkEnv,
+        secrets: run.secrets,
+        spawn: phase.spawn,
+        ...(signal ? { signal } : {}),
+        onResult: ({ output_head: _head, output_tail: tail, ...r }) => run.events.append('verification.check', { ...r, output_tail: tail.slice(-1024) }),
+      }),
+    );
+  } finally {
+    phase.dispose();
+  }
   const reason = cancelReason(run);
   if (reason) run.failure = { status: 'cancelled', raw: 'cancel', message: `${reason.message} (during verification)`, timed_out: false };
 }

@@ -38,6 +38,8 @@ export interface PoolContext {
   sandboxKeepHours: number;
   keepSandbox: boolean;
   receiptKey?: ReceiptKeySource;
+  /** `UH_ISOLATION` for the runtime and checks. */
+  isolation: 'auto' | 'require' | 'off';
   /** Queues by runtime id, to enqueue a retry attempt. */
   queues: Map<string, Queue>;
   /** The abort controller of every operation this process runs (cancel and shutdown use them). */
@@ -173,6 +175,7 @@ async function runPipeline(run: JobRun, prepared: Prepared): Promise<ExecuteResu
     sandboxKeepHours: ctx.sandboxKeepHours,
     keepSandbox: ctx.keepSandbox,
     ...(ctx.receiptKey ? { receiptKey: ctx.receiptKey } : {}),
+    isolation: ctx.isolation,
     journal: redisJournal(store, id, owner),
     onEventLog: (log) => {
       eventLog = log;

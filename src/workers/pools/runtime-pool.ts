@@ -43,6 +43,8 @@ export interface PoolOptions {
   receiptKey?: ReceiptKeySource;
   /** Retention sweep + free-disk floor (disk-guard.ts); unset: none. */
   gc?: GcConfig;
+  /** `UH_ISOLATION`; default auto. */
+  isolation?: 'auto' | 'require' | 'off';
 }
 
 export interface RuntimePool {
@@ -113,6 +115,7 @@ function poolContext(options: PoolOptions, redis: Redis, workerId: string): Pool
     sandboxKeepHours: options.sandboxKeepHours,
     keepSandbox: options.keepSandbox,
     ...(options.receiptKey ? { receiptKey: options.receiptKey } : {}),
+    isolation: options.isolation ?? 'auto',
     queues: new Map<string, Queue>(),
     active: new Map<string, AbortController>(),
     retryPolicy: withMaxAttempts(RETRY_POLICY, config.retryMaxAttempts),

@@ -3,6 +3,7 @@
  * Redis reachable (when configured), and each runtime's own check. Exit 0 when the core
  * (node, git, dirs, and Redis if asked for) is fine, 3 otherwise; runtimes only inform.
  */
+import { probeBwrap } from '../../../shared/process/bwrap-probe.js';
 import { runtimeFetch } from '../../../shared/transport/http-fetch.js';
 import { execFileSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync } from 'node:fs';
@@ -88,6 +89,16 @@ async function fleetFindings(config: UhConfig, url: string): Promise<{ findings:
   }
 }
 
+/** bubblewrap isolation of runtimes and checks: a core finding only when UH_ISOLATION=require. */
+function isolationFinding(config: UhConfig): Finding {
+  const mode = config.core.isolation;
+  if (mode === 'off') return { what: 'isolation', ok: true, detail: 'off (UH_ISOLATION=off): runtimes and checks run unisolated', core: false };
+  const probe = probeBwrap(config.childEnv.PATH);
+  return probe.ok
+    ? { what: 'isolation', ok: true, detail: `bwrap (${probe.path}): runtimes and checks are isolated`, core: mode === 'require' }
+    : { what: 'isolation', ok: false, detail: `none: ${probe.reason}`, hint: 'install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces; docs/security.md "Isolation"', core: mode === 'require' };
+}
+
 export async function doctor(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(DOCTOR, argv);
   if (values.help) return void process.stdout.write(`${helpText(DOCTOR)}\n`), EXIT.ok;
@@ -116,6 +127,7 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
   findings.push({ what: 'redis', ok: problem === null, detail: problem ?? `${redisUrl.replace(/\/\/[^@]*@/, '//***@')} answers`, hint: 'start Redis or fix --redis / REDIS_URL (queue mode only)', core: !redis.defaulted });
   const fleet = problem === null && !redis.defaulted ? await fleetFindings(config, redisUrl) : null;
   findings.push(...(fleet?.findings ?? []));
+  findings.push(isolationFinding(config));
   for (const adapter of RUNTIME_ADAPTERS) {
     const parsed = adapter.configSchema.safeParse(mergeConfig(adapter.defaultConfig, adapter.exampleConfig ?? {}));
     if (!parsed.success) {

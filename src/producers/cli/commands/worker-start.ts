@@ -175,6 +175,7 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
       keepSandbox: config.core.keepSandbox,
       receiptKey: config.receipts,
       gc: config.gc,
+      isolation: config.core.isolation,
     });
     say('ready', { worker: pool.workerId, runtimes, concurrency, pid: process.pid });
   }

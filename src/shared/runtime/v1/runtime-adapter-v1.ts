@@ -79,6 +79,15 @@ export interface RuntimeAdapterV1<Config = unknown> {
    * for the operation; must not throw for an unreadable runtime (that is `state: 'unknown'`).
    */
   recover?(config: Config, ctx: RecoverContextV1): Promise<RecoveryV1>;
+  /**
+   * Optional: what the runtime needs to see when the pipeline isolates it (bubblewrap, see
+   * docs/security.md "Isolation"), beyond the worktree, a private home and a private /tmp:
+   * `writable` its own state dirs (e.g. `CODEX_HOME`, pi's agent dir), `readable` files it only
+   * reads (a binary or config under the masked home); a file in `logDir` the runtime's child
+   * writes (the log dir itself stays hidden). `env` is the environment its children get.
+   * Absolute paths; missing ones are skipped.
+   */
+  isolation?(config: Config, ctx: { env: Readonly<Record<string, string | undefined>>; logDir: string }): { writable: string[]; readable?: string[] };
 }
 
 export type AnyRuntimeAdapter = RuntimeAdapterV1<any>;

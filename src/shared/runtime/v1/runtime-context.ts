@@ -56,6 +56,12 @@ export interface RuntimeContextV1 {
   readonly journal: RuntimeJournalV1;
   /** Identity of this execution, for prompts, client message ids and logs. */
   readonly mission: { readonly missionId: string; readonly operationId: string; readonly attempt: number };
+  /**
+   * `bwrap`: every child of `spawn` runs inside uh's own isolation (docs/security.md), so a
+   * runtime's own nested sandbox may be redundant (codex runs `danger-full-access` then).
+   * Absent or `none`: unisolated.
+   */
+  readonly isolation?: 'bwrap' | 'none';
 }
 
 /** Context for `check()`: no sandbox, a short budget. */

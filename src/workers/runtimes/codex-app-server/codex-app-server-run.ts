@@ -14,6 +14,7 @@
  * Each state is a function over one {@link RunContext}; it returns its typed result, or a
  * {@link Stop} carrying the run's one `runtime.finished` event.
  */
+import { effectiveCodexSandbox } from '../codex-shared/codex-common-settings.js';
 import type { RuntimeContextV1, RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
 import { abortReasonOf } from '../../../shared/runtime/v1/runtime-context.js';
 import type { RuntimeFinishedData } from '../../../shared/runtime/v1/runtime-event.js';
@@ -165,7 +166,7 @@ async function startServer(c: RunContext): Promise<AppServerClient | Stop> {
 async function* openThread(c: RunContext, client: AppServerClient): AsyncGenerator<RuntimeEventV1, Thread & { origin: 'started' | 'resumed' }> {
   const { config, rt } = c;
   const resumeId = c.record.thread_id ?? (config.mission_thread === 'resume' ? missionThreadOf(client.codexHome, rt.mission.missionId) : null);
-  const threadParams = { cwd: rt.workDir, sandbox: config.sandbox, approvalPolicy: config.approval_policy, ...(config.model ? { model: config.model } : {}) };
+  const threadParams = { cwd: rt.workDir, sandbox: effectiveCodexSandbox(config.sandbox, rt.isolation), approvalPolicy: config.approval_policy, ...(config.model ? { model: config.model } : {}) };
   let origin: 'started' | 'resumed' = 'started';
   let thread: Thread | null = null;
   if (resumeId) {

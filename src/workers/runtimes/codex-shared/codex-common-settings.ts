@@ -4,7 +4,8 @@
  * sandbox, `-c key=value` overrides, the child's extra environment and the kill grace; and the
  * rules derived from them (TOML values, the child's env, which values are secrets).
  */
-import { isAbsolute } from 'node:path';
+import { existsSync, mkdirSync } from 'node:fs';
+import { isAbsolute, join, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { SECRET_KEY, secretEnvValues } from '../../../shared/redact.js';
 
@@ -51,10 +52,26 @@ export function overrideArgs(config: CodexCommonSettings): string[] {
   return Object.entries(config.config_overrides).flatMap(([key, value]) => ['-c', `${key}=${tomlValue(value)}`]);
 }
 
-/** Env for the child: the context's, the config's, and CODEX_HOME when configured. */
+/**
+ * Env for the child: the context's, the config's, and CODEX_HOME when configured. When CODEX_HOME
+ * lies under the temp dir (`$TMPDIR`, else /tmp), codex refuses to create the helper its own
+ * bwrap sandbox execs (`bwrap: execvp codex-linux-sandbox`, every shell call fails on hosts with
+ * bubblewrap): the child's TMPDIR then becomes `$CODEX_HOME/tmp`, private to that CODEX_HOME.
+ */
 export function codexChildEnv(config: CodexCommonSettings, base: Readonly<Record<string, string | undefined>>): Record<string, string | undefined> {
   const env: Record<string, string | undefined> = { ...base, ...config.env };
   if (config.codex_home) env.CODEX_HOME = config.codex_home;
+  const home = env.CODEX_HOME; // only an explicit one: the default ~/.codex is left alone
+  const temp = resolve(env.TMPDIR || '/tmp');
+  if (home && existsSync(home) && (resolve(home) === temp || resolve(home).startsWith(`${temp}${sep}`))) {
+    const own = join(home, 'tmp');
+    try {
+      mkdirSync(own, { recursive: true, mode: 0o700 });
+      env.TMPDIR = own;
+    } catch {
+      // CODEX_HOME unwritable: codex reports that itself.
+    }
+  }
   return env;
 }
 
@@ -64,4 +81,31 @@ export function codexSecrets(config: CodexCommonSettings): string[] {
     .filter(([key]) => SECRET_KEY.test(key))
     .flatMap(([, value]) => [tomlValue(value), ...(typeof value === 'string' ? [value] : [])]);
   return [...secretEnvValues(config.env), ...fromOverrides];
+}
+
+type ChildEnv = Readonly<Record<string, string | undefined>>;
+
+/** The CODEX_HOME the child uses: the config's, the environment's, else `~/.codex`. */
+export function codexHomeOf(config: CodexCommonSettings, env: ChildEnv): string | null {
+  const home = config.codex_home ?? config.env.CODEX_HOME ?? env.CODEX_HOME;
+  if (home) return home;
+  return env.HOME ? join(env.HOME, '.codex') : null;
+}
+
+/** Under uh's isolation codex needs its CODEX_HOME writable (auth, config, thread rollouts). */
+export function codexIsolation(config: CodexCommonSettings, env: ChildEnv, extra: string[] = []): { writable: string[] } {
+  const home = codexHomeOf(config, env);
+  return { writable: [...(home ? [home] : []), ...extra] };
+}
+
+export type CodexSandboxMode = 'read-only' | 'workspace-write' | 'danger-full-access';
+
+/**
+ * The sandbox codex is asked for. Inside uh's own bubblewrap isolation (the worktree is the only
+ * writable project path, PID namespace, masked home) `workspace-write` becomes
+ * `danger-full-access`: codex's nested bwrap sandbox cannot start there, and ours already is the
+ * sandbox. `read-only` is kept as asked.
+ */
+export function effectiveCodexSandbox(mode: CodexSandboxMode, isolation: 'bwrap' | 'none' | undefined): CodexSandboxMode {
+  return isolation === 'bwrap' && mode === 'workspace-write' ? 'danger-full-access' : mode;
 }

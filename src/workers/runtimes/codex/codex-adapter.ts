@@ -4,7 +4,7 @@
  * the `--output-last-message` file lives in the log dir, never in the worktree. The final
  * message is that file's sentinel block, else its raw content, else the last agent_message.
  */
-import { open, rm } from 'node:fs/promises';
+import { open, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { abortReasonOf } from '../../../shared/runtime/v1/runtime-context.js';
 import type { RuntimeAdapterV1, RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
@@ -12,7 +12,7 @@ import { extractRuntimeFinalMessageSentinel, resolveFinalMessage } from '../../.
 import { runCliJsonl, type CliJsonlExit } from '../../../shared/transport/cli-jsonl.js';
 import { redactString } from '../../../shared/redact.js';
 import { CodexSettingsSchema, buildCodexArgv, type CodexSettings } from './codex-settings.js';
-import { codexChildEnv, codexSecrets } from '../codex-shared/codex-common-settings.js';
+import { codexChildEnv, codexIsolation, codexSecrets, effectiveCodexSandbox } from '../codex-shared/codex-common-settings.js';
 import { CodexEventSchema } from './codex-protocol.js';
 import { initialCodexState, translateCodexEvent } from './codex-events.js';
 import { classifyCodex } from './classify-codex.js';
@@ -55,6 +55,9 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
 
   check: (config, ctx) => checkCodex(config.binary, codexChildEnv(config, ctx.env), ctx),
 
+  // The -o file lives in the (otherwise hidden) log dir: bound writable, created before the run.
+  isolation: (config, { env, logDir }) => codexIsolation(config, env, [join(logDir, LAST_MESSAGE_FILE)]),
+
   async prepare({ config, prompt, workDir }) {
     const argv = buildCodexArgv(config, workDir, join('<log dir>', LAST_MESSAGE_FILE), `<prompt: ${prompt.length} chars>`);
     const secrets = codexAdapter.secretsOf(config);
@@ -75,6 +78,7 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
     async function* run(): AsyncGenerator<RuntimeEventV1> {
       const lastMessageFile = join(ctx.logDir, LAST_MESSAGE_FILE);
       await rm(lastMessageFile, { force: true }); // a stale file from an earlier attempt must not count
+      if (ctx.isolation === 'bwrap') await writeFile(lastMessageFile, ''); // the bind needs it to exist; blank counts as none
       const state = initialCodexState();
       let exit: CliJsonlExit | undefined;
       const stop = new AbortController();
@@ -82,7 +86,7 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
       try {
         for await (const item of runCliJsonl({
           spawn: ctx.spawn,
-          argv: buildCodexArgv(config, ctx.workDir, lastMessageFile, plan.prompt),
+          argv: buildCodexArgv({ ...config, sandbox: effectiveCodexSandbox(config.sandbox, ctx.isolation) }, ctx.workDir, lastMessageFile, plan.prompt),
           cwd: ctx.workDir,
           env: codexChildEnv(config, ctx.env),
           schema: CodexEventSchema,

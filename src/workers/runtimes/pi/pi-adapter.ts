@@ -54,6 +54,13 @@ export function createPiAdapter(variant: PiVariant): RuntimeAdapterV1<PiSettings
 
     check: (config, ctx) => checkPi(variant, config, ctx),
 
+    // Under uh's isolation the home is private: pi's agent dir (providers, models, sessions) stays writable.
+    isolation: (config, { env }) => {
+      const agentDir = config.env.PI_CODING_AGENT_DIR ?? env.PI_CODING_AGENT_DIR;
+      const home = env.HOME;
+      return { writable: [...(agentDir ? [agentDir] : []), ...(home ? [`${home}/.pi`, `${home}/.omp`] : [])] };
+    },
+
     async prepare({ config, prompt }) {
       const argv = buildPiArgv(config, prompt).map((a) => (a === prompt || a === `\n${prompt}` ? `<prompt: ${prompt.length} chars>` : a));
       const describe = { argv, prompt_via: config.prompt_via, env: Object.keys(config.env), offline: config.offline };

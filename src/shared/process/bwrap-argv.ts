@@ -1,0 +1,47 @@
+/**
+ * The bubblewrap command line that wraps one child: pure, no I/O. The host's root is mounted
+ * read-only; `masked` paths are hidden behind an empty tmpfs (the cache dir, the state dir, the
+ * user's checkout, the real home); then a private /tmp and a private home are bound writable,
+ * `readable` paths read-only and `writable` paths read-write, in that order, so a path bound
+ * later shows through a mask laid earlier. The child gets its own PID and IPC namespaces, its own
+ * session, dies with its parent, and sees exactly `env` (`--clearenv` + `--setenv`).
+ */
+
+export interface BwrapPlan {
+  /** The bwrap executable. */
+  bwrap: string;
+  /** Hidden behind an empty tmpfs (paths that do not exist are skipped by the caller). */
+  masked: readonly string[];
+  /** Host directory mounted at /tmp. */
+  tmpSource: string;
+  /** Host directory mounted at `home.path` (the HOME the child sees). */
+  home: { source: string; path: string };
+  /** Bound read-only at the same path, over the masks. */
+  readable: readonly string[];
+  /** Bound read-write at the same path, over the masks and the readable binds. */
+  writable: readonly string[];
+  /** false: `--unshare-net` (only a loopback device inside). */
+  network: boolean;
+  env: Readonly<Record<string, string | undefined>>;
+  cwd: string;
+}
+
+const byDepth = (paths: readonly string[]): string[] =>
+  [...new Set(paths)].sort((a, b) => a.split('/').length - b.split('/').length || a.localeCompare(b));
+
+export function bwrapArgv(plan: BwrapPlan, argv: readonly string[]): string[] {
+  const out = [plan.bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
+  for (const path of byDepth(plan.masked)) out.push('--tmpfs', path);
+  out.push('--bind', plan.tmpSource, '/tmp');
+  out.push('--bind', plan.home.source, plan.home.path);
+  for (const path of byDepth(plan.readable)) out.push('--ro-bind-try', path, path);
+  for (const path of byDepth(plan.writable)) out.push('--bind-try', path, path);
+  out.push('--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session');
+  if (!plan.network) out.push('--unshare-net');
+  out.push('--clearenv');
+  for (const [key, value] of Object.entries(plan.env)) {
+    if (value !== undefined) out.push('--setenv', key, value);
+  }
+  out.push('--chdir', plan.cwd, '--', ...argv);
+  return out;
+}

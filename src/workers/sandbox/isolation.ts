@@ -1,0 +1,165 @@
+/**
+ * OS isolation of runtimes and checks with bubblewrap (docs/security.md "Isolation"). Each
+ * process the pipeline spawns for the agent or a check runs under `bwrap`: the host read-only,
+ * the cache dir (mirrors, other sandboxes), the state dir, the user's checkout and the real
+ * home masked, the sandbox worktree and its git dir writable, the mirror it borrows objects from
+ * read-only, a fresh private home and /tmp per phase, what the runtime's adapter declares, a PID
+ * namespace (nothing outlives the run) and, when asked, no network. Where bwrap is missing or
+ * cannot create namespaces, processes run unisolated and the receipt says `isolation: none`.
+ */
+import { existsSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bwrapArgv, type BwrapPlan } from '../../shared/process/bwrap-argv.js';
+import { probeBwrap, whichOnPath, type BwrapProbe } from '../../shared/process/bwrap-probe.js';
+
+export { probeBwrap, whichOnPath, type BwrapProbe };
+import type { SpawnGroup } from '../../shared/process/spawn-group.js';
+
+/** `UH_ISOLATION`: auto = bwrap where it works; require = refuse to run without; off = never. */
+export type IsolationMode = 'auto' | 'require' | 'off';
+/** The mission's `sandbox.isolation`: `required` refuses to run unisolated whatever the host's mode. */
+export type MissionIsolation = 'auto' | 'required' | 'off';
+
+/** What the receipt and `uh doctor` say. */
+export interface IsolationStatus {
+  kind: 'bwrap' | 'none';
+  /** Why not isolated (null when isolated). */
+  reason: string | null;
+  network: 'on' | 'none';
+}
+
+export type IsolationDecision = { use: BwrapProbe & { ok: true }; status: IsolationStatus } | { use: null; status: IsolationStatus; refuse?: { message: string; hint: string } };
+
+/** Combine the host's mode, the mission's setting and the probe (a table of four rows). */
+export function decideIsolation(mode: IsolationMode, mission: MissionIsolation, network: 'on' | 'none', probe: () => BwrapProbe): IsolationDecision {
+  if (mission === 'off' || (mode === 'off' && mission !== 'required')) {
+    const status: IsolationStatus = { kind: 'none', reason: mission === 'off' ? 'the mission sets sandbox.isolation: off' : 'UH_ISOLATION=off', network };
+    if (network === 'none') return { use: null, status, refuse: { message: `sandbox.network: none needs isolation, which is off (${status.reason})`, hint: 'allow isolation, or drop sandbox.network: none' } };
+    return { use: null, status };
+  }
+  const found = probe();
+  if (found.ok) return { use: found, status: { kind: 'bwrap', reason: null, network } };
+  const status: IsolationStatus = { kind: 'none', reason: found.reason, network };
+  if (mode === 'require' || mission === 'required') {
+    const who = mission === 'required' ? 'the mission requires isolation (sandbox.isolation: required)' : 'UH_ISOLATION=require';
+    return { use: null, status, refuse: { message: `${who} but it is unavailable: ${found.reason}`, hint: 'install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces; `uh doctor` shows the state' } };
+  }
+  if (network === 'none') {
+    return { use: null, status, refuse: { message: `sandbox.network: none needs isolation, which is unavailable: ${found.reason}`, hint: 'install bubblewrap, or drop sandbox.network: none' } };
+  }
+  return { use: null, status };
+}
+
+/** What one phase's processes may see, beyond the read-only host. */
+export interface IsolationScope {
+  bwrap: string;
+  worktree: string;
+  cacheDir: string;
+  stateDir: string;
+  /** The mission's repository when it is a local path (the user's checkout). */
+  repositoryPath: string | null;
+  /** The real home (masked; the private home is mounted at this path). */
+  home: string | undefined;
+  /** A fresh per-phase directory of ours: `home` and `tmp` are made inside it. */
+  scratch: string;
+  /** Declared by the runtime adapter. */
+  extra: { writable: readonly string[]; readable: readonly string[] };
+  /** PATH of the child: its directories under a masked path stay readable. */
+  path: string | undefined;
+  network: boolean;
+}
+
+/** A local repository URL as a path (absolute paths and file://), else null. */
+export function localRepositoryPath(url: string): string | null {
+  if (url.startsWith('file://')) {
+    try {
+      return fileURLToPath(url);
+    } catch {
+      return null;
+    }
+  }
+  return isAbsolute(url) ? url : null;
+}
+
+const real = (p: string): string => {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
+  }
+};
+const isDir = (p: string): boolean => {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+};
+
+/** The worktree's git dir (writable) and the shared git dirs it reads (commondir, alternates). */
+export function gitPathsOf(worktree: string): { writable: string[]; readable: string[] } {
+  const dotGit = join(worktree, '.git');
+  let gitDir = dotGit;
+  try {
+    if (statSync(dotGit).isFile()) {
+      const line = readFileSync(dotGit, 'utf8').trim().replace(/^gitdir:\s*/, '');
+      gitDir = resolve(worktree, line);
+    }
+  } catch {
+    return { writable: [], readable: [] };
+  }
+  const readable: string[] = [];
+  const commondir = join(gitDir, 'commondir');
+  let common = gitDir;
+  if (existsSync(commondir)) {
+    common = resolve(gitDir, readFileSync(commondir, 'utf8').trim());
+    readable.push(common);
+  }
+  for (const dir of new Set([gitDir, common])) {
+    const alternates = join(dir, 'objects', 'info', 'alternates');
+    if (!existsSync(alternates)) continue;
+    for (const line of readFileSync(alternates, 'utf8').split('\n')) {
+      const p = line.trim();
+      if (p && !p.startsWith('#')) readable.push(resolve(join(dir, 'objects'), p));
+    }
+  }
+  return { writable: gitDir === dotGit ? [] : [gitDir], readable };
+}
+
+/** The bwrap plan of one phase (everything but env and cwd); makes the private home and tmp. */
+export function isolationPlan(scope: IsolationScope): Omit<BwrapPlan, 'env' | 'cwd'> {
+  const tmpSource = join(scope.scratch, 'tmp');
+  const homeSource = join(scope.scratch, 'home');
+  mkdirSync(tmpSource, { recursive: true, mode: 0o700 });
+  mkdirSync(homeSource, { recursive: true, mode: 0o700 });
+  const masked = [scope.cacheDir, scope.stateDir, scope.repositoryPath, scope.home]
+    .filter((p): p is string => typeof p === 'string' && p !== '/' && isDir(p))
+    .flatMap((p) => [...new Set([p, real(p)])]);
+  const underMask = (p: string) => masked.some((m) => p === m || p.startsWith(`${m}/`)) || p === '/tmp' || p.startsWith('/tmp/');
+  const pathDirs = (scope.path ?? '').split(delimiter).filter((d) => d && isAbsolute(d) && underMask(d) && isDir(d));
+  const git = gitPathsOf(scope.worktree);
+  return {
+    bwrap: scope.bwrap,
+    masked,
+    tmpSource,
+    home: { source: homeSource, path: scope.home && scope.home !== '/' ? scope.home : homeSource },
+    readable: [...git.readable, ...scope.extra.readable, ...pathDirs].filter(isAbsolute),
+    writable: [scope.worktree, real(scope.worktree), ...git.writable, ...scope.extra.writable].filter(isAbsolute),
+    network: scope.network,
+  };
+}
+
+/**
+ * A spawn that runs each child under bwrap with `plan`. A program that cannot be found is passed
+ * to `spawn` unwrapped, so the caller still sees the usual `spawnError` (ENOENT).
+ */
+export function isolatedSpawn(spawn: SpawnGroup, plan: Omit<BwrapPlan, 'env' | 'cwd'>): SpawnGroup {
+  return (options) => {
+    const program = options.argv[0];
+    const found = program !== undefined && (program.includes('/') ? existsSync(resolve(options.cwd, program)) : whichOnPath(program, options.env.PATH) !== null);
+    if (!found) return spawn(options);
+    const argv = bwrapArgv({ ...plan, env: options.env, cwd: options.cwd }, options.argv);
+    return spawn({ ...options, argv, env: { PATH: options.env.PATH ?? '/usr/bin:/bin' } });
+  };
+}

@@ -1,0 +1,34 @@
+import { describe, expect, it } from 'vitest';
+import { bwrapArgv } from '../../../src/shared/process/bwrap-argv.js';
+
+const plan = {
+  bwrap: '/usr/bin/bwrap',
+  masked: ['/home/u/.cache/uh', '/home/u'],
+  tmpSource: '/s/tmp',
+  home: { source: '/s/home', path: '/home/u' },
+  readable: ['/home/u/.cache/uh/mirrors/r.git'],
+  writable: ['/home/u/.cache/uh/sandboxes/op-1', '/home/u/.cache/uh/mirrors/r.git/worktrees/op-1'],
+  network: true,
+  env: { PATH: '/usr/bin', SECRET: undefined },
+  cwd: '/home/u/.cache/uh/sandboxes/op-1',
+};
+
+describe('bwrapArgv', () => {
+  it('masks first (shallow before deep), then private tmp and home, then read-only, then writable binds; env explicit', () => {
+    const argv = bwrapArgv(plan, ['sh', '-c', 'echo hi']);
+    const at = (x: string) => argv.indexOf(x);
+    expect(argv.slice(0, 8)).toEqual(['/usr/bin/bwrap', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc']);
+    expect(at('/home/u')).toBeLessThan(at('/home/u/.cache/uh'));
+    expect(at('/s/tmp')).toBeGreaterThan(at('/home/u/.cache/uh'));
+    expect(at('/home/u/.cache/uh/mirrors/r.git')).toBeLessThan(at('/home/u/.cache/uh/mirrors/r.git/worktrees/op-1'));
+    expect(argv).toEqual(expect.arrayContaining(['--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session', '--clearenv']));
+    expect(argv).not.toContain('--unshare-net');
+    expect(argv.join(' ')).toContain('--setenv PATH /usr/bin');
+    expect(argv).not.toContain('SECRET');
+    expect(argv.slice(-6)).toEqual(['--chdir', plan.cwd, '--', 'sh', '-c', 'echo hi']);
+  });
+
+  it('network none unshares the network', () => {
+    expect(bwrapArgv({ ...plan, network: false }, ['true'])).toContain('--unshare-net');
+  });
+});
