@@ -28,4 +28,11 @@ if [ "$code" -eq 2 ] && ! grep -q '^status' "${GITHUB_OUTPUT:-/dev/null}" 2>/dev
   echo "::error title=uh invalid mission::$UH_MISSION was refused (exit 2); see the step log"
   [ -n "${GITHUB_STEP_SUMMARY:-}" ] && printf '## ❌ uh: invalid mission\n\n`%s` was refused (exit 2); see the step log.\n' "$UH_MISSION" >> "$GITHUB_STEP_SUMMARY"
 fi
+# promoted_branch: the promotion record beside the receipt (mission `promotion: branch`, docs/promotion.md).
+receipt=$(sed -n 's/^receipt_path=//p' "${GITHUB_OUTPUT:-/dev/null}" 2>/dev/null | tail -1)
+branch=""
+if [ -n "$receipt" ] && [ -f "$(dirname "$receipt")/promotion.json" ]; then
+  branch=$(node -e 'const r=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8"));if(r.decision==="promoted")process.stdout.write(r.branch)' "$(dirname "$receipt")/promotion.json" 2>/dev/null)
+fi
+[ -n "${GITHUB_OUTPUT:-}" ] && echo "promoted_branch=$branch" >> "$GITHUB_OUTPUT"
 exit "$code"

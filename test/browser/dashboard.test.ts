@@ -18,6 +18,10 @@ import { until } from '../support/sse-client.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
 
+// This file's fake agents coordinate with the test through files outside their sandbox (pid, gate and
+// counter files), which bubblewrap isolation hides by design; isolation itself is tested in test/security/.
+process.env.UH_ISOLATION = 'off';
+
 const TOKEN = 'dashboard-token-0123456789abcdef-012345';
 const auth = { authorization: `Bearer ${TOKEN}` };
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'dashboard');
@@ -153,7 +157,10 @@ describe('dashboard in chromium', () => {
     await page.locator('[data-testid=diff]').waitFor();
     expect(await page.locator('[data-testid=diff] .add').allTextContents()).toContain('+hello from the agent');
     expect(await text(page, '[data-testid=checks]')).toContain('has-hello');
+    expect(await text(page, '[data-testid=check-output]')).toContain('hello.txt is there'); // the receipt's check output tail, not a worker path
     expect(await text(page, '[data-testid=receipt]')).toContain('"operation_id": "dash-run"');
+    await page.locator('[data-testid=promote]').click(); // issue 18: promotion from the dashboard
+    await page.locator('[data-testid=promote-outcome]').filter({ hasText: 'branch uh/dash-run at' }).waitFor({ timeout: 30_000 });
     expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
     await shot(page, '3-operation-settled');
     await page.context().close();

@@ -19,6 +19,10 @@ import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
 
+// This file's fake agents coordinate with the test through files outside their sandbox (pid, gate and
+// counter files), which bubblewrap isolation hides by design; isolation itself is tested in test/security/.
+process.env.UH_ISOLATION = 'off';
+
 const RUNTIMES = ['good', 'bad', 'slow'];
 let redis: TestRedis;
 let repo: string;
@@ -137,7 +141,7 @@ describe('uh batch submit (queue)', () => {
     const status = await uh(prefix, ['batch', 'status', 'bq-001', '--json']);
     expect(JSON.parse(status.stdout)).toMatchObject({ state: 'running', settled_at: null });
     // The flow's parent ran once every child job completed, and found a child unknown.
-    const parent = await redis.redis.hget(`${prefix}:bull:batch:batch.bq-001`, 'returnvalue');
+    const parent = await redis.redis.hget(`{${prefix}}:bull:batch:batch.bq-001`, 'returnvalue');
     expect(JSON.parse(parent ?? '{}')).toMatchObject({ batch_id: 'bq-001', outcome: 'waiting' });
 
     // Never overwritten: resubmitting attaches; another runtime list is refused (exit 2).
@@ -157,8 +161,8 @@ describe('uh batch submit (queue)', () => {
     const final = await uh(prefix, ['batch', 'report', 'bq-001', '--format', 'json']);
     expect(final.code).toBe(1);
     expect(JSON.parse(final.stdout).runtimes[2]).toMatchObject({ runtime: 'slow', statuses: { completed: 2, failed: 1 } });
-    expect(await redis.redis.hget(`${prefix}:batch:bq-001`, 'report_html')).toContain('<svg');
-    const outbox = (await redis.redis.xrange(`${prefix}:outbox`, '-', '+')).filter(([, f]) => f[0] === 'batch');
+    expect(await redis.redis.hget(`{${prefix}}:batch:bq-001`, 'report_html')).toContain('<svg');
+    const outbox = (await redis.redis.xrange(`{${prefix}}:outbox`, '-', '+')).filter(([, f]) => f[0] === 'batch');
     expect(outbox).toHaveLength(1);
     expect(JSON.parse(outbox[0]?.[1][1] ?? '{}')).toMatchObject({ type: 'batch.settled', batch_id: 'bq-001', exit_code: 1 });
     expect(lines(counter)).toHaveLength(1); // the unknown child's runtime never ran again

@@ -12,6 +12,10 @@ import { FAKE_AGENT, runCli } from '../support/cli.js';
 import { makeRepo } from '../support/git-repo.js';
 import { removeDir, tempDir } from '../support/temp.js';
 
+// This file's fake agents coordinate with the test through files outside their sandbox (pid, gate and
+// counter files), which bubblewrap isolation hides by design; isolation itself is tested in test/security/.
+process.env.UH_ISOLATION = 'off';
+
 const dirs: string[] = [];
 let repo: string;
 let stateDir: string;

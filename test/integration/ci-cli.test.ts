@@ -16,6 +16,10 @@ import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
 
+// This file's fake agents coordinate with the test through files outside their sandbox (pid, gate and
+// counter files), which bubblewrap isolation hides by design; isolation itself is tested in test/security/.
+process.env.UH_ISOLATION = 'off';
+
 let repo: string;
 let redis: TestRedis;
 let worker: WorkerProcess;
@@ -77,7 +81,7 @@ describe('submit --wait on abort', () => {
     const r = await run.exited;
     expect(r.code, r.stderr).toBe(4);
     expect(r.stdout).toContain(run.operationId);
-    expect(await redis.redis.hget(`${prefix}:op:${run.operationId}`, 'status')).toBe('cancelled');
+    expect(await redis.redis.hget(`{${prefix}}:op:${run.operationId}`, 'status')).toBe('cancelled');
     expect(await waitGroupGone(run.pgid)).toEqual([]);
     const status = await runCli(['mission', 'status', run.operationId, '--redis', redis.url], { cwd: repo, env: env() });
     expect(status.code).toBe(4);
@@ -90,13 +94,13 @@ describe('submit --wait on abort', () => {
     const r = await run.exited;
     expect(r.code).toBe(4);
     expect(r.stderr).toContain(`${run.operationId} keeps running`);
-    expect(await redis.redis.hget(`${prefix}:op:${run.operationId}`, 'state')).toBe('running');
+    expect(await redis.redis.hget(`{${prefix}}:op:${run.operationId}`, 'state')).toBe('running');
     const cancel = await runCli(['mission', 'cancel', run.operationId, '--reason', 'superseded by PR #12', '--wait', '--json'], { cwd: repo, env: env() });
     expect(cancel.code).toBe(4);
-    expect(await redis.redis.hget(`${prefix}:op:${run.operationId}`, 'cancel_requested')).toBe('superseded by PR #12');
-    const events = await redis.redis.xrange(`${prefix}:op:${run.operationId}:events`, '-', '+');
+    expect(await redis.redis.hget(`{${prefix}}:op:${run.operationId}`, 'cancel_requested')).toBe('superseded by PR #12');
+    const events = await redis.redis.xrange(`{${prefix}}:op:${run.operationId}:events`, '-', '+');
     expect(events.filter(([, f]) => f.includes('event')).map(([, f]) => JSON.parse(f[f.indexOf('event') + 1] as string)).find((e) => e.type === 'operation.cancel_requested')?.data).toEqual({ reason: 'superseded by PR #12' });
-    const receipt = JSON.parse((await redis.redis.hget(`${prefix}:op:${run.operationId}:artifacts`, 'receipt')) as string);
+    const receipt = JSON.parse((await redis.redis.hget(`{${prefix}}:op:${run.operationId}:artifacts`, 'receipt')) as string);
     expect(receipt.outcome.message).toContain('superseded by PR #12');
     expect(await waitGroupGone(run.pgid)).toEqual([]);
   }, 60_000);

@@ -32,7 +32,7 @@ beforeAll(async () => {
   dirs.push(repo, cacheDir, stateDir);
   const env = { ...process.env, REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_LOG_LEVEL: 'silent', UH_HEARTBEAT_MS: '500' };
   worker = await startWorker(['--runtime', 'command', '--state-dir', stateDir], { cwd: repo, env });
-  api = spawn(process.execPath, [UH_BIN, 'api', 'start', '--port', '0', '--state-dir', stateDir], { cwd: repo, env: { ...env, UH_API_TOKEN: TOKEN }, stdio: ['ignore', 'pipe', 'pipe'] });
+  api = spawn(process.execPath, [UH_BIN, 'api', 'start', '--port', '0', '--state-dir', stateDir], { cwd: repo, env: { ...env, UH_API_TOKEN: TOKEN, UH_ALLOW_LOCAL_REPOS: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
   apiUrl = await new Promise<string>((resolve, reject) => {
     let out = '';
     api.stdout?.on('data', (c) => {

@@ -21,6 +21,10 @@ import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
 
+// This file's fake agents coordinate with the test through files outside their sandbox (pid, gate and
+// counter files), which bubblewrap isolation hides by design; isolation itself is tested in test/security/.
+process.env.UH_ISOLATION = 'off';
+
 let redis: TestRedis;
 let repo: string;
 const dirs: string[] = [];

@@ -3,6 +3,7 @@
  * inline on the "runner" and against a worker on real Redis: outputs, step summary, ::error
  * annotations and the JUnit file (read back with junit2json) for each way a mission ends.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +15,10 @@ import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
 import { waitGroupGone } from '../support/process-group.js';
+
+// This file's fake agents coordinate with the test through files outside their sandbox (pid, gate and
+// counter files), which bubblewrap isolation hides by design; isolation itself is tested in test/security/.
+process.env.UH_ISOLATION = 'off';
 
 let repo: string;
 let redis: TestRedis;
@@ -137,4 +142,26 @@ describe.each(MODES)('action.yml, %s', (mode) => {
     expect(r.log).toContain('::error title=uh invalid mission::');
     expect(r.summary).toContain('invalid mission');
   }, 30_000);
+});
+
+describe('action.yml, promotion', () => {
+  it('a mission with promotion: branch gives promoted_branch, a branch of the repository at the verified change', async () => {
+    const { path, operationId } = writeMission(repo, ['edit', 'src/app.js', 'export const answer = 43;\n'], {
+      scope: { allowed_change_globs: ['src/**'] },
+      verification: [PASSING_CHECK],
+      promotion: 'branch',
+    });
+    const r = await action('inline', path);
+    expect(r.code, r.log).toBe(0);
+    expect(r.outputs.promoted_branch).toBe(`uh/${operationId}`);
+    const shown = execFileSync('git', ['show', `uh/${operationId}:src/app.js`], { cwd: repo, encoding: 'utf8' });
+    expect(shown).toBe('export const answer = 43;\n');
+  }, 60_000);
+
+  it('no promotion asked: promoted_branch is empty', async () => {
+    const { path } = writeMission(repo, ['edit', 'src/app.js', 'export const answer = 44;\n'], { scope: { allowed_change_globs: ['src/**'] }, verification: [PASSING_CHECK] });
+    const r = await action('inline', path);
+    expect(r.code, r.log).toBe(0);
+    expect(r.outputs.promoted_branch).toBe('');
+  }, 60_000);
 });

@@ -17,6 +17,10 @@ import { writeMission } from '../support/mission-file.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
 
+// This file's fake agents coordinate with the test through files outside their sandbox (pid, gate and
+// counter files), which bubblewrap isolation hides by design; isolation itself is tested in test/security/.
+process.env.UH_ISOLATION = 'off';
+
 const FAKE_HERMES = fileURLToPath(new URL('../fixtures/bin/fake-hermes.mjs', import.meta.url));
 const BASE = 23000 + (process.pid % 500) * 10;
 const PORTS = [0, 1, 2, 3, 4, 5].map((i) => BASE + i);

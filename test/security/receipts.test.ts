@@ -143,7 +143,7 @@ describe('signed receipts, queue mode', () => {
     expect(good.code).toBe(1);
     expect(good.stdout).toContain('✔ signature');
 
-    const key = `${env.UH_REDIS_PREFIX}:op:${operationId}:artifacts`;
+    const key = `{${env.UH_REDIS_PREFIX}}:op:${operationId}:artifacts`;
     const text = await redis.redis.hget(key, 'receipt');
     expect(text).toBeTruthy();
     const forged = { ...(JSON.parse(text as string) as Record<string, unknown>), verdict: 'verified', exit_code: 0 };

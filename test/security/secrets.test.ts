@@ -148,7 +148,7 @@ describe('secrets, through a worker on real Redis and the HTTP API', () => {
 
   /** Every value under the test prefix, whatever its type. */
   async function redisText(): Promise<string> {
-    const keys = await redis.redis.keys(`${env.UH_REDIS_PREFIX}*`);
+    const keys = await redis.redis.keys(`{${env.UH_REDIS_PREFIX}}*`);
     const parts: string[] = [];
     for (const key of keys) {
       const type = await redis.redis.type(key);

@@ -126,12 +126,19 @@ const SCRIPT = String.raw`(function () {
       return el('span', { class: kind, text: line });
     }));
   }
+  // The receipt carries each check's head and tail (scrubbed, a few KiB); the full log is an artifact.
+  function checkOutput(c) {
+    var head = c.output_head || '', tail = c.output_tail || '';
+    if (!head && !tail) return el('span', { class: 'muted', text: c.output_bytes + ' bytes, no output kept' });
+    var text = head === tail || !tail ? head : (tail.indexOf(head) === 0 ? tail : head + '\n…\n' + tail);
+    return el('pre', { 'data-testid': 'check-output', text: text });
+  }
   function checksView(checks) {
     if (!checks || checks.length === 0) return el('p', { class: 'muted', text: 'No checks.' });
     return el('table', { 'data-testid': 'checks' }, [el('tr', {}, ['check', 'command', 'result', 'exit', 'seconds', 'output'].map(function (h) { return el('th', { text: h }); }))].concat(checks.map(function (c) {
       return el('tr', {}, [el('td', { text: c.name }), el('td', {}, [el('code', { text: (c.argv || []).join(' ') })]),
         el('td', {}, [badge('v-', c.passed ? 'passed' : (c.timed_out ? 'timed_out' : 'failed'))]), el('td', { text: c.exit_code === null ? (c.signal || '') : c.exit_code }),
-        el('td', { text: (c.duration_ms / 1000).toFixed(1) }), el('td', {}, [c.output ? el('pre', { text: c.output }) : el('span', { class: 'muted', text: c.output_bytes + ' bytes at ' + c.log })])]);
+        el('td', { text: (c.duration_ms / 1000).toFixed(1) }), el('td', {}, [checkOutput(c)])]);
     })));
   }
   function eventLine(type, data) {
@@ -155,12 +162,23 @@ const SCRIPT = String.raw`(function () {
           op.exit_code === null ? '' : ' exit ' + op.exit_code, op.unknown_reason ? ' — ' + op.unknown_reason : '']));
       cancel.hidden = !!SETTLED[op.state];
     }
+    // A verified operation can become a branch (docs/promotion.md); the server decides the policy.
+    function promoteBox(r) {
+      if (r.verdict !== 'verified') return el('span');
+      var said = el('span', { 'data-testid': 'promote-outcome' });
+      var button = el('button', { type: 'button', 'data-testid': 'promote', text: 'Promote to a branch', onclick: function () {
+        button.disabled = true;
+        api('/v1/operations/' + encodeURIComponent(id) + '/promote', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).then(function (res) { return res.json(); })
+          .then(function (body) { said.textContent = body.promotion ? ' branch ' + body.promotion.branch + ' at ' + String(body.promotion.commit).slice(0, 12) : ' ' + (body.error && body.error.message); }).catch(failed);
+      } });
+      return el('p', {}, [button, said]);
+    }
     function settle() {
       return json('/v1/operations/' + encodeURIComponent(id)).then(function (body) {
         header(body.operation);
         var r = body.receipt;
         if (!r) return;
-        var parts = [el('h2', { text: 'Final message' }), el('pre', { 'data-testid': 'final-message', text: r.final_message || '(none)' }),
+        var parts = [promoteBox(r), el('h2', { text: 'Final message' }), el('pre', { 'data-testid': 'final-message', text: r.final_message || '(none)' }),
           el('h2', { text: 'Checks' }), checksView(r.checks), el('h2', { text: 'Diff' })];
         var diffBox = el('div', {}, [el('p', { class: 'muted', text: 'No changes.' })]);
         parts.push(diffBox, el('h2', { text: 'Receipt' }), el('pre', { 'data-testid': 'receipt', text: JSON.stringify(r, null, 2) }));
