@@ -54,7 +54,10 @@ const dir = (p: string) => {
   dirs.push(d);
   return d;
 };
-const sandboxEntries = (cacheDir: string) => (existsSync(sandboxesRoot(cacheDir)) ? readdirSync(sandboxesRoot(cacheDir)).filter((e) => e !== '.meta') : []);
+/** Sandbox dirs (the dot dirs hold their records and uh's private git dirs: see privateEntries). */
+const sandboxEntries = (cacheDir: string) => (existsSync(sandboxesRoot(cacheDir)) ? readdirSync(sandboxesRoot(cacheDir)).filter((e) => !e.startsWith('.')) : []);
+/** uh's private git dir and index per sandbox (`sandboxes/.uh/<name>`): removed with their sandbox. */
+const privateEntries = (cacheDir: string) => (existsSync(join(sandboxesRoot(cacheDir), '.uh')) ? readdirSync(join(sandboxesRoot(cacheDir), '.uh')) : []);
 
 describe('a worker with retention 0', () => {
   it('runs 50 missions (half failing, so retained) and its sandboxes dir ends empty', async () => {
@@ -81,7 +84,7 @@ describe('a worker with retention 0', () => {
       await client.close();
     }
     const ranMs = Date.now() - started;
-    expect(await waitFor(() => sandboxEntries(cacheDir).length === 0, 10_000)).toBe(true);
+    expect(await waitFor(() => sandboxEntries(cacheDir).length === 0 && privateEntries(cacheDir).length === 0, 10_000)).toBe(true);
     process.stderr.write(`gc: 50 missions through one worker (concurrency 4) in ${ranMs} ms; sandboxes dir empty\n`);
   }, 120_000);
 });

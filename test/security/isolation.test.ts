@@ -74,7 +74,11 @@ function expectContained(receipt: any, before: ReturnType<typeof snapshot>, stat
   // allowed, as long as the host's copies stay untouched (asserted below). Everything else fails.
   const patch = readFileSync(join(stateDir, 'operations', receipt.operation_id, 'diff.patch'), 'utf8');
   const escaped = [...patch.matchAll(/^\+([a-z-]+)$/gm)].map((m) => m[1]).filter((n) => n !== 'ok' && n !== 'done');
-  expect(escaped.filter((n) => !['home', 'home-dotfile', 'state', 'cache'].includes(n!)), patch).toEqual([]);
+  // The mirror-* attacks go through `git rev-parse --git-common-dir`, which is now the agent's OWN
+  // private .git (docs/security.md, "Git"): writing there is allowed and changes nothing uh reads
+  // (test/security/git-attacks.test.ts); the real mirror, masked from the agent, is asserted unchanged.
+  const harmless = ['home', 'home-dotfile', 'state', 'cache', 'mirror-config', 'mirror-exclude', 'mirror-hook', 'mirror-object'];
+  expect(escaped.filter((n) => !harmless.includes(n!)), patch).toEqual([]);
   expect(receipt.changed_files.map((f: any) => f.path).filter((p: string) => p !== 'escaped.txt').sort()).toEqual(['private-tmp-ok.txt', 'result.txt']);
   expect(receipt.verdict).toBe('verified');
   expect(snapshot()).toEqual(before);

@@ -126,7 +126,10 @@ export function spawnCounts(): Record<string, number> {
 
 function countSpawn(program: string, args: readonly string[]): void {
   const name = program.split('/').pop() ?? program;
-  const key = name === 'git' && args[0] ? `git ${args[0]}` : name;
+  // git by its subcommand: the first argument after the hardening options (`-c k=v`, `--git-dir=…`).
+  let i = 0;
+  while (i < args.length && (args[i] as string).startsWith('-')) i += args[i] === '-c' || args[i] === '-C' ? 2 : 1;
+  const key = name === 'git' && args[i] ? `git ${args[i]}` : name;
   spawned.set(key, (spawned.get(key) ?? 0) + 1);
 }
 
