@@ -27,6 +27,12 @@ export interface OwnerWatchOptions {
   logger: Logger;
   /** Called for each operation this watch moved (tests, worker output). */
   onOrphan?: (operationId: string, state: string) => void;
+  /**
+   * Owners seen without a heartbeat, and since when. An owner is declared dead only when its key
+   * is still missing a full heartbeat interval after it was first missed: a live worker whose key
+   * lapsed while Redis failed over (a Cluster master killed) beats again within that interval.
+   */
+  suspects?: Map<string, number>;
 }
 
 /** `op.<id>` / `op.<id>@<attempt>` → `<id>` (topology.ts jobIdFor). */
@@ -56,7 +62,16 @@ async function orphanIfOwnerDead(options: OwnerWatchOptions, id: string): Promis
   const { redis, store, logger } = options;
   const record = await store.get(id);
   if (!record || (record.state !== 'running' && record.state !== 'verifying') || !record.worker || !record.owner) return null;
-  if ((await redis.exists(store.keys.worker(record.worker.id))) === 1) return null;
+  const suspects = options.suspects;
+  if ((await redis.exists(store.keys.worker(record.worker.id))) === 1) {
+    suspects?.delete(record.worker.id);
+    return null;
+  }
+  if (suspects) {
+    const since = suspects.get(record.worker.id);
+    if (since === undefined) suspects.set(record.worker.id, Date.now());
+    if (since === undefined || Date.now() - since < options.intervalMs) return null;
+  }
   const reason = `owner worker ${record.worker.id} is gone (heartbeat expired)`;
   const to = await store.orphaned(id, reason, completionOf(record), record.owner);
   if (!to) return null;
@@ -92,7 +107,8 @@ async function settleFromRuntime(options: OwnerWatchOptions, id: string): Promis
 }
 
 /** Run the watch every interval until the returned stop function is called. */
-export function startOwnerWatch(options: OwnerWatchOptions): () => void {
+export function startOwnerWatch(watch: OwnerWatchOptions): () => void {
+  const options = { ...watch, suspects: watch.suspects ?? new Map<string, number>() };
   let running = false;
   const tick = async () => {
     if (running) return;
