@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { costOf, type PriceTable } from '../shared/prices.js';
 import type { Mission } from '../shared/contracts/mission.js';
 import type { CheckResult, Receipt } from '../shared/contracts/receipt.js';
 import type { Outcome, Usage } from '../shared/contracts/runtime-result.js';
@@ -11,6 +12,8 @@ export interface ReceiptInput {
   promptDigest: string;
   baseCommit: string | null;
   runtime: Receipt['runtime'];
+  /** Price table: `usage.cost_usd` from the tokens when both are known (docs/batch.md, Cost). */
+  prices?: PriceTable;
   attempt: number;
   mode: 'inline' | 'queue';
   startedAt: Date;
@@ -33,6 +36,13 @@ export interface ReceiptInput {
 }
 
 /** The receipt of a finished operation: the exit code follows from status and verdict, secrets redacted. */
+/** Token usage priced by the table (runtime id, then adapter id); unknown stays absent, never 0. */
+function withCost(usage: Usage, prices: PriceTable, keys: readonly string[]): Usage {
+  if (usage.cost_usd !== undefined) return usage;
+  const cost = costOf(usage, prices, keys);
+  return cost === null ? usage : { ...usage, cost_usd: cost };
+}
+
 export function buildReceipt(input: ReceiptInput): Receipt {
   const { mission, verdict } = input;
   return redact(
@@ -60,7 +70,7 @@ export function buildReceipt(input: ReceiptInput): Receipt {
       diff_bytes: input.diff?.bytes ?? 0,
       scope: { ok: input.violations.length === 0, violations: input.violations },
       checks: input.checks,
-      usage: input.usage,
+      usage: withCost(input.usage, input.prices ?? {}, [input.runtime.adapter_id, input.runtime.runtime_kind]),
       final_message: input.finalMessage,
       final_message_source: input.finalMessageSource,
       exit_code: exitCodeFor(input.outcome.status, verdict),

@@ -114,5 +114,5 @@ describe('a fleet on a Redis Cluster', () => {
     process.stderr.write(`cluster: 12 missions (8 command, 4 hermes), master :${victim} killed; failover after ${failoverMs} ms; states ${JSON.stringify(states)}; runs ${JSON.stringify(runs)}; all settled after ${Date.now() - started} ms\n`);
     expect(states.every((s) => s === 'finished')).toBe(true);
     expect(runs.every((n) => n === 1)).toBe(true);
-  }, 115_000);
+  }, 180_000);
 });

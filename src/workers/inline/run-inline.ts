@@ -2,6 +2,7 @@
  * The inline executor: one process, no Redis. Idempotent on operation_id like the queue: the same
  * contract attaches to the existing operation (its receipt), another contract is a conflict.
  */
+import type { PriceTable } from '../../shared/prices.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Mission } from '../../shared/contracts/mission.js';
 import { OperationConflictError, UhError } from '../../shared/errors.js';
@@ -25,6 +26,7 @@ export interface InlineOptions {
   keepSandbox?: boolean;
   /** Where the receipt signing key comes from (default: `<cacheDir>/receipt.key`). */
   receiptKey?: ReceiptKeySource;
+  prices?: PriceTable;
   sandboxKeepHours?: number;
   /** `UH_ISOLATION` (default auto). */
   isolation?: 'auto' | 'require' | 'off';
@@ -69,6 +71,7 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.keepSandbox !== undefined ? { keepSandbox: options.keepSandbox } : {}),
     ...(options.receiptKey ? { receiptKey: options.receiptKey } : {}),
+    ...(options.prices ? { prices: options.prices } : {}),
     ...(options.sandboxKeepHours !== undefined ? { sandboxKeepHours: options.sandboxKeepHours } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.env ? { env: options.env } : {}),

@@ -5,6 +5,7 @@
  * `diff` and `violations` (diff), `checks` (checks); `failure` by whichever phase ends the run
  * early (a cancel, a pipeline error). `timings` gains one entry per timed phase.
  */
+import type { PriceTable } from '../../shared/prices.js';
 import { writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -43,6 +44,8 @@ export interface ExecuteOptions {
   logger?: Logger;
   /** Where the receipt signing key comes from (default: `<cacheDir>/receipt.key`, made on first use). */
   receiptKey?: ReceiptKeySource;
+  /** The price table (`UH_PRICES`): token usage becomes `usage.cost_usd` in the receipt when both are known. */
+  prices?: PriceTable;
   /** The worker's environment, filtered by the allowlist for the runtime and checks (defaults to this process's). */
   env?: Record<string, string | undefined>;
   /** Subscribe live publishers to the event log before anything is appended. */

@@ -45,6 +45,7 @@ export async function settleFinished(run: OperationRun): Promise<ExecuteResult> 
     promptDigest: prepared.promptDigest,
     baseCommit: prepared.baseCommit,
     runtime: runtimeIdentity(run),
+    ...(run.options.prices ? { prices: run.options.prices } : {}),
     attempt: run.record.attempt,
     mode: run.options.mode,
     startedAt: run.startedAt,

@@ -10,6 +10,7 @@
  * The job itself never fails for a mission's outcome (BullMQ must not retry it); it returns a
  * summary that BullMQ publishes as its `completed` event.
  */
+import type { PriceTable } from '../../shared/prices.js';
 import { mkdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Job, Queue } from 'bullmq';
@@ -38,6 +39,7 @@ export interface PoolContext {
   sandboxKeepHours: number;
   keepSandbox: boolean;
   receiptKey?: ReceiptKeySource;
+  prices?: PriceTable;
   /** `UH_ISOLATION` for the runtime and checks. */
   isolation: 'auto' | 'require' | 'off';
   /** Queues by runtime id, to enqueue a retry attempt. */
@@ -175,6 +177,7 @@ async function runPipeline(run: JobRun, prepared: Prepared): Promise<ExecuteResu
     sandboxKeepHours: ctx.sandboxKeepHours,
     keepSandbox: ctx.keepSandbox,
     ...(ctx.receiptKey ? { receiptKey: ctx.receiptKey } : {}),
+    ...(ctx.prices ? { prices: ctx.prices } : {}),
     isolation: ctx.isolation,
     journal: redisJournal(store, id, owner),
     onEventLog: (log) => {

@@ -12,6 +12,7 @@
  * heartbeat key per worker (recover uses it to tell a dead owner from a slow one), and graceful
  * shutdown: stop taking jobs, grace period, then cancel what still runs (cancelled receipts).
  */
+import type { PriceTable } from '../../shared/prices.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Queue, Worker } from 'bullmq';
@@ -41,6 +42,8 @@ export interface PoolOptions {
   keepSandbox: boolean;
   /** Where the receipt signing key comes from (the fleet shares `UH_RECEIPT_KEY`). */
   receiptKey?: ReceiptKeySource;
+  /** The price table: cost in receipts. */
+  prices?: PriceTable;
   /** Retention sweep + free-disk floor (disk-guard.ts); unset: none. */
   gc?: GcConfig;
   /** `UH_ISOLATION`; default auto. */
@@ -115,6 +118,7 @@ function poolContext(options: PoolOptions, redis: Redis, workerId: string): Pool
     sandboxKeepHours: options.sandboxKeepHours,
     keepSandbox: options.keepSandbox,
     ...(options.receiptKey ? { receiptKey: options.receiptKey } : {}),
+    ...(options.prices ? { prices: options.prices } : {}),
     isolation: options.isolation ?? 'auto',
     queues: new Map<string, Queue>(),
     active: new Map<string, AbortController>(),

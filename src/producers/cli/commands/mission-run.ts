@@ -82,6 +82,7 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
     keepSandbox: Boolean(values['keep-sandbox']) || config.core.keepSandbox,
     sandboxKeepHours: config.core.sandboxKeepHours,
     receiptKey: config.receipts,
+    prices: config.core.prices,
     isolation: config.core.isolation,
     logger: createLogger(config.core.logLevel),
     ...(runtime ? { runtime } : {}),

@@ -174,6 +174,7 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
       sandboxKeepHours: config.core.sandboxKeepHours,
       keepSandbox: config.core.keepSandbox,
       receiptKey: config.receipts,
+      prices: config.core.prices,
       gc: config.gc,
       isolation: config.core.isolation,
     });
