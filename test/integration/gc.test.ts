@@ -12,6 +12,7 @@ import { loadMissionFile } from '../../src/shared/contracts/load-mission.js';
 import { QueueClient } from '../../src/producers/queue/queue-client.js';
 import { submitOperation } from '../../src/producers/submit.js';
 import { planGc } from '../../src/workers/sandbox/gc.js';
+import { pruneRecords } from '../../src/shared/queue/prune-records.js';
 import { sandboxesRoot, writeRecord } from '../../src/workers/sandbox/worktree.js';
 import { runCli } from '../support/cli.js';
 import { makeRepo } from '../support/git-repo.js';
@@ -171,3 +172,38 @@ describe("a killed worker's sandbox", () => {
   });
 });
 
+describe('Redis retention', () => {
+  it('prunes the records, events and artifacts of settled operations past the retention, never a queued one', async () => {
+    const prefix = redis.prefix('prune');
+    const cacheDir = dir('uh-pcache-');
+    const env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir };
+    const w = await startWorker(['--runtime', 'command', '--state-dir', dir('uh-pstate-')], { cwd: repo, env: { ...env, UH_LOG_LEVEL: 'warn' } });
+    workers.push(w);
+    const config = loadConfig({ ...process.env, ...env });
+    const client = await QueueClient.open(config.queue, redis.url);
+    try {
+      const done = writeMission(repo, ['noop']);
+      await submitOperation(client, loadMissionFile(done.path), { stateDir: dir('uh-psub-'), cacheDir });
+      // No worker serves pi here: this one stays queued.
+      const waiting = writeMission(repo, ['noop']);
+      const piMission = { ...loadMissionFile(waiting.path), runtime: 'pi', runtime_config_overrides: {} };
+      await submitOperation(client, piMission, { stateDir: dir('uh-psub-'), cacheDir });
+      const deadline = Date.now() + 30_000;
+      while ((await client.store.get(done.operationId))?.state !== 'finished' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect((await client.store.get(done.operationId))?.state).toBe('finished');
+      const keysOf = async (id: string) => (await redis.redis.keys(`{${prefix}}:op:${id}*`)).length;
+      expect(await keysOf(done.operationId)).toBeGreaterThanOrEqual(3); // record, events, artifacts
+
+      const kept = await pruneRecords(client.store, new Date(Date.now() - 3_600_000)); // retention 1 h: both too young
+      expect(kept.removed).toEqual([]);
+      const pruned = await pruneRecords(client.store, new Date(Date.now() + 1000)); // retention 0
+      expect(pruned.removed).toEqual([done.operationId]);
+      expect(pruned.kept).toBe(1);
+      expect(await keysOf(done.operationId)).toBe(0);
+      expect(await redis.redis.zscore(client.store.keys.index, done.operationId)).toBeNull();
+      expect((await client.store.get(waiting.operationId))?.state).toBe('queued');
+    } finally {
+      await client.close();
+    }
+  }, 60_000);
+});

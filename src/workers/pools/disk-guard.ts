@@ -8,6 +8,7 @@ import type { Worker } from 'bullmq';
 import type { GcConfig } from '../../shared/config.js';
 import type { Logger } from '../../shared/logger.js';
 import type { OperationStore } from '../../shared/queue/operation-store.js';
+import { pruneRecords } from '../../shared/queue/prune-records.js';
 import { applyGc, freeBytes, planGc } from '../sandbox/gc.js';
 
 export interface DiskGuardOptions {
@@ -27,6 +28,9 @@ async function sweepOnce(o: DiskGuardOptions, paused: { value: boolean }): Promi
   if (removed.length + orphans.length > 0) {
     o.logger.info({ removed: removed.length, orphans: orphans.length, bytes: removed.reduce((n, i) => n + i.bytes, 0) }, 'retention sweep');
   }
+  // Redis too: settled operations past the retention lose their record, events and artifacts.
+  const pruned = await pruneRecords(o.store, new Date(now.getTime() - o.gc.operationRetentionDays * 86_400_000));
+  if (pruned.removed.length > 0) o.logger.info({ redis_records: pruned.removed.length }, 'retention sweep: Redis records pruned');
   const free = freeBytes(o.cacheDir);
   const low = free !== null && free < o.gc.minFreeBytes;
   if (low && !paused.value) {
