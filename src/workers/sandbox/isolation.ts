@@ -8,7 +8,7 @@
  * cannot create namespaces, processes run unisolated and the receipt says `isolation: none`.
  */
 import { existsSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
-import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bwrapArgv, type BwrapPlan } from '../../shared/process/bwrap-argv.js';
 import { probeBwrap, whichOnPath, type BwrapProbe } from '../../shared/process/bwrap-probe.js';
@@ -127,6 +127,18 @@ export function gitPathsOf(worktree: string): { writable: string[]; readable: st
   return { writable: gitDir === dotGit ? [] : [gitDir], readable };
 }
 
+/** The folder holding uh's package.json (its installation or checkout), or null. */
+function installRoot(): string | null {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    const up = dirname(dir);
+    if (up === dir) return null;
+    dir = up;
+  }
+}
+const INSTALL_ROOT = installRoot();
+
 /** The bwrap plan of one phase (everything but env and cwd); makes the private home and tmp. */
 export function isolationPlan(scope: IsolationScope): Omit<BwrapPlan, 'env' | 'cwd'> {
   const tmpSource = join(scope.scratch, 'tmp');
@@ -139,12 +151,15 @@ export function isolationPlan(scope: IsolationScope): Omit<BwrapPlan, 'env' | 'c
   const underMask = (p: string) => masked.some((m) => p === m || p.startsWith(`${m}/`)) || p === '/tmp' || p.startsWith('/tmp/');
   const pathDirs = (scope.path ?? '').split(delimiter).filter((d) => d && isAbsolute(d) && underMask(d) && isDir(d));
   const git = gitPathsOf(scope.worktree);
+  // uh's own installation (its runtimes' and fixtures' programs) stays readable when it lives under
+  // /tmp, which the private tmp hides; never when that would re-expose a masked path inside it.
+  const install = INSTALL_ROOT !== null && underMask(INSTALL_ROOT) && !masked.some((m) => m === INSTALL_ROOT || m.startsWith(`${INSTALL_ROOT}/`) || INSTALL_ROOT.startsWith(`${m}/`)) ? [INSTALL_ROOT] : [];
   return {
     bwrap: scope.bwrap,
     masked,
     tmpSource,
     home: { source: homeSource, path: scope.home && scope.home !== '/' ? scope.home : homeSource },
-    readable: [...git.readable, ...scope.extra.readable, ...pathDirs].filter(isAbsolute),
+    readable: [...git.readable, ...scope.extra.readable, ...pathDirs, ...install].filter(isAbsolute),
     writable: [scope.worktree, real(scope.worktree), ...git.writable, ...scope.extra.writable].filter(isAbsolute),
     network: scope.network,
   };
