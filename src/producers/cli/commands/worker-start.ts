@@ -178,7 +178,6 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
       gc: config.gc,
       isolation: config.core.isolation,
     });
-    say('ready', { worker: pool.workerId, runtimes, concurrency, pid: process.pid });
   }
   if (values.results) tasks.push((await startResults(config, redisUrl, { consumer: values.consumer as string | undefined, stateDir, logger }, stop.signal, say)).done);
 
@@ -198,6 +197,8 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
     process.on('SIGTERM', () => onSignal('SIGTERM'));
     process.on('SIGINT', () => onSignal('SIGINT'));
   });
+  // "ready" only once the signal handlers are in place: a SIGTERM right after it drains, never kills.
+  if (pool) say('ready', { worker: pool.workerId, runtimes, concurrency, pid: process.pid });
   await done;
   await metricsServer?.close();
   say('stopped', {});
