@@ -11,12 +11,9 @@ import fastifySwagger from '@fastify/swagger';
 import { jsonSchemaTransform, serializerCompiler } from 'fastify-type-provider-zod';
 import { errorMessage } from '../../shared/errors.js';
 import { parseDocumentText } from '../../shared/contracts/load-file.js';
-import type { Person } from '../../shared/contracts/promotion.js';
-import type { PriceTable } from '../../shared/prices.js';
-import type { RepositoryPolicy } from '../../shared/contracts/load-mission.js';
 import type { QueueClient } from '../queue/queue-client.js';
 import type { ApiConfig } from './api-config.js';
-import { zodValidatorCompiler, type RouteContext } from './context.js';
+import { zodValidatorCompiler, type ApiOptions, type RouteContext } from './context.js';
 import { EventHub } from './event-hub.js';
 import { registerGuards } from './guards.js';
 import { registerErrorHandling, sendError } from './http-errors.js';
@@ -31,20 +28,7 @@ import { operationRoutes } from './routes/operations.js';
 import { mountBullBoard } from './dashboard/bull-board.js';
 import { dashboardRoutes } from './dashboard/routes.js';
 
-export interface ApiOptions {
-  client: QueueClient;
-  config: ApiConfig;
-  stateDir: string;
-  cacheDir: string;
-  /** Base dir for relative local repository paths in submitted missions. */
-  baseDir: string;
-  /** Which repository locations are accepted; default from UH_ALLOW_LOCAL_REPOS / UH_ALLOW_HTTP_REPOS. */
-  repositoryPolicy: RepositoryPolicy;
-  /** The price table for batch reports; {} when unset. */
-  prices: PriceTable;
-  /** Author and committer of promotions made through the API (UH_PROMOTION_AUTHOR / _COMMITTER of the server). */
-  promotionIdentity: { author: Person; committer: Person };
-}
+export type { ApiOptions } from './context.js';
 
 /** JSON bodies, under the input limits of mission files (docs/security.md). */
 export function parseJsonBody(text: string): unknown {

@@ -11,12 +11,10 @@ import type { EventHub } from './event-hub.js';
 import type { ApiMetrics } from './metrics.js';
 import { parseOrThrow } from '../../shared/contracts/zod-issues.js';
 
-/** What every route file gets. */
-export interface RouteContext {
+/** What `buildApiServer` is given: the queue client and the server's configuration. */
+export interface ApiOptions {
   client: QueueClient;
   config: ApiConfig;
-  hub: EventHub;
-  metrics: ApiMetrics;
   stateDir: string;
   cacheDir: string;
   /** Base dir for relative local repository paths in submitted missions. */
@@ -27,6 +25,12 @@ export interface RouteContext {
   prices: PriceTable;
   /** Author and committer of promotions made through the API (UH_PROMOTION_AUTHOR / _COMMITTER of the server). */
   promotionIdentity: { author: Person; committer: Person };
+}
+
+/** What every route file gets: the options plus the server's shared event hub and metrics. */
+export interface RouteContext extends ApiOptions {
+  hub: EventHub;
+  metrics: ApiMetrics;
 }
 
 /** The operation's record, or not_found. */
