@@ -2,7 +2,11 @@
 // starts with a handful of files instead of hundreds of modules: about 60-70 ms less per run
 // (docs/benchmarks.md). Heavy or native-backed packages stay external and load from
 // node_modules only when a command needs them. `tsc` still type-checks and emits dist/src.
+import { rmSync } from 'node:fs';
 import { build } from 'esbuild';
+
+// Chunk names carry content hashes: clear the old ones so a stale chunk is never shipped.
+rmSync('dist/bundle', { recursive: true, force: true });
 
 await build({
   entryPoints: ['src/producers/cli/main.ts'],
