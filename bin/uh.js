@@ -1,3 +1,66 @@
 #!/usr/bin/env node
-// The bundled CLI (scripts/bundle.mjs); `npm run build` (run by `npm ci`) makes it.
-import '../dist/bundle/main.js';
+// `uh`: runs the bundled CLI, dist/bundle/uh.cjs (scripts/bundle.mjs; `npm run build`, run by
+// `npm ci`, makes it), compiled through a V8 code cache so a run skips parsing and compiling what
+// the same command compiled last time (docs/benchmarks.md "Start-up").
+//
+// The cache is one file per command under <cache dir>/code-cache/, keyed by the bundle's digest,
+// node's version and the CPU architecture, so another build, node or machine never uses it. It is
+// written (atomically: a temporary file renamed) when the command ends and there was none or V8
+// rejected it; a cache that cannot be read, is corrupt or is rejected is ignored and the bundle is
+// compiled from source. Nothing is written to the installation, so a read-only install works; an
+// unwritable cache dir only means no cache. The cache dir is resolved as in src/shared/config.ts
+// (UH_CACHE_DIR, else $XDG_CACHE_HOME/uh, else ~/.cache/uh): the config module loads after this.
+import { mkdirSync, readdirSync, readFileSync, renameSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Script } from 'node:vm';
+
+const bundle = fileURLToPath(new URL('../dist/bundle/uh.cjs', import.meta.url));
+const STALE_MS = 7 * 24 * 3600 * 1000;
+
+/** `<cache dir>/code-cache/uh-<digest>-<node>-<arch>-<command>.bin`, or null without a digest. */
+function cacheFile() {
+  let digest;
+  try {
+    digest = readFileSync(`${bundle}.sha256`, 'utf8').trim().slice(0, 32);
+  } catch {
+    return null;
+  }
+  const env = process.env;
+  const dir = env.UH_CACHE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'uh');
+  const word = (w) => (w !== undefined && /^[a-z][a-z-]{0,30}$/.test(w) ? w : '_');
+  const command = `${word(process.argv[2])}-${word(process.argv[3])}`;
+  return { dir: join(dir, 'code-cache'), prefix: `uh-${digest}-`, name: `uh-${digest}-${process.version}-${process.arch}-${command}.bin` };
+}
+
+/** Atomically (re)writes the cache; drops other builds' caches unused for a week. Never throws. */
+function writeCache(where, data) {
+  try {
+    mkdirSync(where.dir, { recursive: true });
+    const tmp = join(where.dir, `.${where.name}.${process.pid}.tmp`);
+    writeFileSync(tmp, data);
+    renameSync(tmp, join(where.dir, where.name));
+    for (const name of readdirSync(where.dir)) {
+      const path = join(where.dir, name);
+      if (!name.startsWith(where.prefix) && Date.now() - statSync(path).mtimeMs > STALE_MS) unlinkSync(path);
+    }
+  } catch {
+    // No cache this time (read-only or full disk); the next run compiles from source again.
+  }
+}
+
+const where = cacheFile();
+let cachedData;
+try {
+  if (where) cachedData = readFileSync(join(where.dir, where.name));
+} catch {
+  cachedData = undefined;
+}
+const source = readFileSync(bundle, 'utf8');
+const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, { filename: bundle, cachedData });
+const module = { exports: {} };
+script.runInThisContext().call(module.exports, module.exports, createRequire(bundle), module, bundle, dirname(bundle));
+await module.exports.runCli();
+if (where && (cachedData === undefined || script.cachedDataRejected)) writeCache(where, script.createCachedData());

@@ -1,24 +1,34 @@
-// Bundle the CLI into dist/bundle/ (ESM, code-split at each lazily imported command) so `uh`
-// starts with a handful of files instead of hundreds of modules: about 60-70 ms less per run
-// (docs/benchmarks.md). Heavy or native-backed packages stay external and load from
-// node_modules only when a command needs them. `tsc` still type-checks and emits dist/src.
-import { rmSync } from 'node:fs';
+// Bundle the CLI into one CommonJS file, dist/bundle/uh.cjs, that bin/uh.js compiles through a
+// V8 code cache (docs/benchmarks.md "Start-up"): a run then skips parsing and compiling the code it
+// ran last time. Commands are still loaded lazily: each `await import()` of a command becomes a
+// function that initialises that part of the bundle on first use. Heavy or native-backed packages
+// stay external and are required from node_modules only when a command needs them. `tsc` still
+// type-checks and emits dist/src (the library). The bundle's digest goes into its code cache's
+// key, so a cache made by another build is never used.
+import { createHash } from 'node:crypto';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
-// Chunk names carry content hashes: clear the old ones so a stale chunk is never shipped.
+// Clear the old output so a stale file is never shipped.
 rmSync('dist/bundle', { recursive: true, force: true });
 
 await build({
   entryPoints: ['src/producers/cli/main.ts'],
   bundle: true,
   platform: 'node',
-  format: 'esm',
+  format: 'cjs',
   target: 'node20',
-  splitting: true,
-  outdir: 'dist/bundle',
+  outfile: 'dist/bundle/uh.cjs',
   sourcemap: true,
   external: ['pino', 'bullmq', 'ioredis', 'undici', 'testcontainers', 'fastify', '@fastify/swagger', 'fastify-type-provider-zod', 'prom-client', '@bull-board/api', '@bull-board/fastify'],
-  // Some bundled CommonJS packages call require(); give ESM chunks one.
-  banner: { js: "import { createRequire as __uhCreateRequire } from 'node:module'; const require = __uhCreateRequire(import.meta.url);" },
+  // A dynamic import() of an external package becomes a require() (bin/uh.js compiles the bundle
+  // with vm.Script, which has no ESM loader of its own).
+  supported: { 'dynamic-import': false },
+  // The few modules that locate themselves (import.meta.url) get the bundle's own URL.
+  define: { 'import.meta.url': '__uhImportMetaUrl' },
+  banner: { js: "var __uhImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
   logLevel: 'warning',
 });
+
+const digest = createHash('sha256').update(readFileSync('dist/bundle/uh.cjs')).digest('hex');
+writeFileSync('dist/bundle/uh.cjs.sha256', `${digest}\n`);

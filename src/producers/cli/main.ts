@@ -119,16 +119,27 @@ export async function main(argv: string[], config: UhConfig): Promise<number> {
   return handler(rest, config);
 }
 
-// `uh mission list | head -1`: the reader went away; stop quietly instead of an EPIPE stack trace.
-process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-  if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-  throw error;
-});
-
-let config: UhConfig | undefined;
-try {
-  config = loadConfig();
-  process.exitCode = await main(process.argv.slice(2), config);
-} catch (error) {
-  process.exitCode = printError(error, process.argv.includes('--json'), config?.core.debug ?? false);
+/**
+ * The process entry (bin/uh.js): no top-level await, so the same module bundles to CommonJS
+ * for the V8 code cache (scripts/bundle.mjs). The exit code is set when the command settles.
+ */
+export function runCli(argv: string[] = process.argv.slice(2)): Promise<void> {
+  // `uh mission list | head -1`: the reader went away; stop quietly instead of an EPIPE stack trace.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw error;
+  });
+  let config: UhConfig | undefined;
+  const failed = (error: unknown) => {
+    process.exitCode = printError(error, argv.includes('--json'), config?.core.debug ?? false);
+  };
+  try {
+    config = loadConfig();
+    return main(argv, config).then((code) => {
+      process.exitCode = code;
+    }, failed);
+  } catch (error) {
+    failed(error);
+    return Promise.resolve();
+  }
 }
