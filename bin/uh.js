@@ -58,7 +58,8 @@ try {
   cachedData = undefined;
 }
 const source = readFileSync(bundle, 'utf8');
-const script = new Script(`(function (exports, require, module, __filename, __dirname) {${source}\n})`, { filename: bundle, cachedData });
+// The file is the CommonJS wrapper function itself (scripts/bundle.mjs).
+const script = new Script(source, { filename: bundle, cachedData });
 const bundled = { exports: {} };
 script.runInThisContext().call(bundled.exports, bundled.exports, require('node:module').createRequire(bundle), bundled, bundle, dirname(bundle));
 bundled.exports.runCli().then(() => {
