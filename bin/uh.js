@@ -30,7 +30,11 @@ function cacheFile() {
   const env = process.env;
   const dir = env.UH_CACHE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'uh');
   const word = (w) => (w !== undefined && /^[a-z][a-z-]{0,30}$/.test(w) ? w : '_');
-  const command = `${word(process.argv[2])}-${word(process.argv[3])}`;
+  // The cache holds what the run compiled, so a `--help` or `--dry-run` run gets its own: made
+  // first, it would otherwise stand for the command's real runs (a cache V8 accepts is kept).
+  const args = process.argv.slice(2);
+  const mode = args.some((a) => a === '--help' || a === '-h') ? '-help' : args.includes('--dry-run') ? '-dry-run' : '';
+  const command = `${word(args[0])}-${word(args[1])}${mode}`;
   return { dir: join(dir, 'code-cache'), prefix: `uh-${digest}-`, name: `uh-${digest}-${process.version}-${process.arch}-${command}.bin` };
 }
 

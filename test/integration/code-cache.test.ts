@@ -22,9 +22,9 @@ function freshCacheDir(): string {
   return d;
 }
 
-/** The one cache file of `uh mission run`, with its bytes and mtime. */
+/** The one cache file of `uh mission run --help`, with its bytes and mtime. */
 function missionRunCache(cacheDir: string): { path: string; bytes: Buffer; mtimeMs: number } {
-  const names = readdirSync(join(cacheDir, 'code-cache')).filter((n) => n.endsWith('-mission-run.bin'));
+  const names = readdirSync(join(cacheDir, 'code-cache')).filter((n) => n.endsWith('-mission-run-help.bin'));
   expect(names).toHaveLength(1);
   const path = join(cacheDir, 'code-cache', names[0] as string);
   return { path, bytes: readFileSync(path), mtimeMs: statSync(path).mtimeMs };
@@ -44,12 +44,16 @@ describe('the code cache of the CLI', () => {
     const first = await helpOk(cacheDir);
     const made = missionRunCache(cacheDir);
     expect(made.bytes.length).toBeGreaterThan(1000);
-    expect(made.path).toMatch(new RegExp(`uh-[0-9a-f]{32}-${process.version}-${process.arch}-mission-run\\.bin$`));
+    expect(made.path).toMatch(new RegExp(`uh-[0-9a-f]{32}-${process.version}-${process.arch}-mission-run-help\\.bin$`));
     expect(await helpOk(cacheDir)).toBe(first);
     const again = missionRunCache(cacheDir);
     expect(again.mtimeMs).toBe(made.mtimeMs);
     expect(again.bytes.equals(made.bytes)).toBe(true);
     expect(readdirSync(join(cacheDir, 'code-cache')).filter((n) => n.endsWith('.tmp'))).toEqual([]);
+    // A real run of the command is not served the help run's cache: it gets its own.
+    const real = await runCli(['mission', 'run', join(cacheDir, 'no-such-mission.yaml')], { cwd: ROOT, env: { UH_CACHE_DIR: cacheDir } });
+    expect(real.code).toBe(2);
+    expect(readdirSync(join(cacheDir, 'code-cache')).filter((n) => /-mission-run(-help)?\.bin$/.test(n))).toHaveLength(2);
   }, 30_000);
 
   it('ignores a corrupt cache and a cache of another script, and rewrites both', async () => {
