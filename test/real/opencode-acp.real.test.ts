@@ -117,8 +117,7 @@ describe('acp runtime against opencode acp (real agent, scripted model)', () => 
   }, SLOW);
 
   // A 401 is not retried by opencode: it answers the prompt -32603 "Incorrect API key provided."
-  // at once. (A 429 is: opencode 1.18.33 retries it in its session loop whatever the provider's
-  // maxRetries says, so a 429 case here would wait on opencode's backoff; not tested for real.)
+  // at once.
   it('a provider 401 (wrong API key) ends blocked with a hint to fix the credentials', async () => {
     const { root, workDir } = fresh();
     await server.script([], 'the-right-key');
@@ -127,5 +126,35 @@ describe('acp runtime against opencode acp (real agent, scripted model)', () => 
     expect(outcome, JSON.stringify(outcome)).toMatchObject({ status: 'blocked', raw: 'auth_failed' });
     expect(outcome.hint).toMatch(/opencode credentials were refused/);
     expect(JSON.stringify(r.events)).not.toContain(API_KEY);
+  }, SLOW);
+
+  // opencode 1.18.33 retries every HTTP 429 in its session loop (SessionRetry: up to 5 retries,
+  // whatever the provider's maxRetries says, nothing said to the ACP client meanwhile), waiting
+  // what the response's `retry-after-ms` / `retry-after` header says. Azure OpenAI's shape: its
+  // short-window rate limit answers 429 with `retry-after-ms: 1000`, so the five retries take
+  // about 5 s and opencode then answers the prompt with the provider's message.
+  it('a provider 429 (Azure OpenAI rate limit, retry-after-ms) ends blocked as rate limited, in seconds', async () => {
+    const { root, workDir } = fresh();
+    const step = {
+      kind: 'error' as const,
+      status: 429,
+      headers: { 'retry-after': '1', 'retry-after-ms': '1000' },
+      body: { error: { code: '429', message: 'Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have exceeded call rate limit of your current OpenAI S0 pricing tier. Please retry after 1 second. Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate limit.' } },
+    };
+    await server.script(Array.from({ length: 8 }, () => step), API_KEY);
+    let started = 0;
+    const onEvent = (e: { type: string }) => void (e.type === 'runtime.started' && (started = Date.now()));
+    const r = await runAdapter(acpAdapter, opencodeRuntime(root), { workDir, onEvent });
+    const turnMs = Date.now() - started;
+    const outcome = terminalOf(r.events).outcome;
+    // Azure's message links aka.ms/oai/quotaincrease: still a rate limit, not an exhausted quota.
+    expect(outcome, JSON.stringify(outcome)).toMatchObject({ status: 'blocked', raw: 'rate_limited' });
+    expect(outcome.message).toContain('exceeded call rate limit');
+    expect(outcome.hint).toMatch(/opencode provider is rate limiting/);
+    expect(await server.requests()).toHaveLength(6); // the first request and opencode's 5 retries
+    // The turn lasts opencode's five retry-after waits (5 × 1 s), not its exponential backoff.
+    expect(started).toBeGreaterThan(0);
+    expect(turnMs, `turn took ${turnMs} ms`).toBeGreaterThanOrEqual(5_000);
+    expect(turnMs, `turn took ${turnMs} ms`).toBeLessThan(30_000);
   }, SLOW);
 });

@@ -3,7 +3,8 @@
  * text an agent prints (its error message, its last stderr lines), with the operator's next step
  * per runtime. Pure. Rows are checked in order: auth before quota (a 401 body may mention
  * billing), a usage limit before quota and rate limit (it often says 429 too), quota before rate
- * limit (OpenAI sends `insufficient_quota` with HTTP 429), then the model, then the network.
+ * limit (OpenAI sends `insufficient_quota` with HTTP 429; Azure OpenAI's rate-limit message links
+ * `aka.ms/oai/quotaincrease`, which is not a quota failure), then the model, then the network.
  *
  * Every runtime's classifier asks this table (`matchProviderError`) and says what it found in its
  * own `raw` (e.g. `provider:<kind>`, or codex's historical names); the hint comes from
@@ -47,7 +48,7 @@ export const PROVIDER_ERRORS: readonly ProviderErrorRow[] = [
   },
   {
     kind: 'quota',
-    pattern: /insufficient[_ ]quota|exceeded your (current )?quota|quota|billing|credit balance|out of credits|payment required|\b402\b/i,
+    pattern: /insufficient[_ ]quota|exceeded your (current )?quota|quota(?!increase)|billing|credit balance|out of credits|payment required|\b402\b/i,
     retries: false,
     summary: () => 'the model provider quota is exhausted',
     hint: (runtime) => `the ${runtime} account is out of quota or credit: top it up or switch provider/model`,

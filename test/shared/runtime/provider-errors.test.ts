@@ -11,6 +11,7 @@ describe('matchProviderError', () => {
     ['Error code: 402 - insufficient credits', 'quota'],
     ['429 Too Many Requests', 'rate_limit'],
     ['rate_limit_exceeded: slow down', 'rate_limit'],
+    ['Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have exceeded call rate limit of your current OpenAI S0 pricing tier. Please retry after 1 second. Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate limit.', 'rate_limit'],
     ['404 The model `gpt-9` does not exist or you do not have access to it.', 'model'],
     ["You've hit your usage limit. Try again in 3 minutes.", 'usage_limit'],
     ['error sending request for url (https://api.openai.com/v1/responses): Connection refused', 'unreachable'],

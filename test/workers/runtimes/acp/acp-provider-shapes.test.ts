@@ -21,6 +21,7 @@ describe('acp runtime: provider failures in the shapes agents send them', () => 
     ['provider-401-data', 'blocked', 'auth_failed', 'unexpected status 401 Unauthorized'],
     ['provider-401-code', 'blocked', 'auth_failed', 'UNAUTHENTICATED'],
     ['provider-429-data', 'blocked', 'rate_limited', 'unexpected status 429'],
+    ['provider-429-azure', 'blocked', 'rate_limited', 'exceeded call rate limit'],
     ['provider-500-data', 'failed', 'rpc:-32603', 'unexpected status 500'],
   ])('%s ends %s (%s), the message keeping error.data', async (scenario, status, raw, detail) => {
     const r = await run(scenario);

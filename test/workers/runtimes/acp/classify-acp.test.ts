@@ -30,6 +30,7 @@ describe('classifyAcp', () => {
     ['error answer', { failure: { kind: 'remote', method: 'session/prompt', code: -32603, message: 'Internal error' } }, 'failed', 'rpc:-32603', false],
     ['rate limited', { failure: { kind: 'remote', method: 'session/prompt', code: -32603, message: 'Error code: 429 - rate limit exceeded' } }, 'blocked', 'rate_limited', false],
     ['429 only in error.data', { failure: remote(-32603, 'Internal error: {"message":"unexpected status 429 Too Many Requests"}') }, 'blocked', 'rate_limited', false],
+    ['Azure OpenAI 429 (links quotaincrease), as opencode answers it', { failure: remote(-32603, 'Internal error: Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have exceeded call rate limit of your current OpenAI S0 pricing tier. Please retry after 1 second. Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate limit.: {"service":"session","errorName":"APIError"}') }, 'blocked', 'rate_limited', false],
     ['error code 429', { failure: remote(429, 'Resource has been exhausted') }, 'blocked', 'rate_limited', false],
     ['quota', { failure: remote(-32603, 'You exceeded your current quota, please check your plan and billing details') }, 'blocked', 'quota_exhausted', false],
     ['401: Incorrect API key provided (-32603)', { failure: remote(-32603, 'Internal error: Incorrect API key provided.') }, 'blocked', 'auth_failed', false],
