@@ -126,10 +126,13 @@ export async function measureMissionCosts(ctx: CostContext, rounds = 5): Promise
     });
     const producer = addrOf(client.redis);
     const tail = addrOf(tailRedis);
-    const ours = lines.filter((l) => l.args.some((a) => a.includes(ctx.prefix)) && !l.args.some((a) => a.includes(rawPrefix)));
+    // Not ours: this run's raw BullMQ baselines (`<prefix>:rawcost`, and the latency bench's `<prefix>:raw`, whose QueueEvents keeps polling with XREAD).
+    const ours = lines.filter((l) => l.args.some((a) => a.includes(ctx.prefix)) && !l.args.some((a) => a.includes(`${ctx.prefix}:raw`)));
     const prod = ours.filter((l) => l.source === producer);
-    const tailed = ours.filter((l) => l.source === tail);
-    const worker = ours.filter((l) => l.source !== producer && l.source !== tail && !l.source.startsWith('lua:'));
+    // The tail reads the stream on a connection of its own (XREAD BLOCK); a runtime worker never sends XREAD.
+    const isTail = (l: MonitorLine) => l.source === tail || (l.args[0] ?? '').toLowerCase() === 'xread';
+    const tailed = ours.filter(isTail);
+    const worker = ours.filter((l) => l.source !== producer && !isTail(l) && !l.source.startsWith('lua:'));
     const scripted = ours.filter((l) => l.source.startsWith('lua:'));
     const rawOurs = rawLines.filter((l) => l.args.some((a) => a.includes(rawPrefix)) && !l.source.startsWith('lua:'));
     const per = (x: MonitorLine[]) => +(x.length / rounds).toFixed(1);

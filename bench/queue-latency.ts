@@ -12,7 +12,7 @@
  * afterwards. `UH_BENCH_ROUNDS` (default 20) latency rounds, `UH_BENCH_MISSIONS` (default 200).
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,6 +22,8 @@ import { measureMissionCosts, printCeiling } from './queue-costs.js';
 const UH = fileURLToPath(new URL('../../bin/uh.js', import.meta.url));
 const ROUNDS = Number(process.env.UH_BENCH_ROUNDS ?? 20);
 const MISSIONS = Number(process.env.UH_BENCH_MISSIONS ?? 300);
+/** Extra node flags for the worker processes, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` (NODE_OPTIONS refuses --cpu-prof). */
+const NODE_ARGS = (process.env.UH_BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
 
 function makeRepo(root: string): string {
   const repo = join(root, 'repo');
@@ -35,7 +37,7 @@ function makeRepo(root: string): string {
 
 function startWorkerProcess(env: Record<string, string>, stateDir: string, concurrency: number): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [UH, 'worker', 'start', '--runtime', 'command', '--concurrency', String(concurrency), '--state-dir', stateDir], {
+    const child = spawn(process.execPath, [...NODE_ARGS, UH, 'worker', 'start', '--runtime', 'command', '--concurrency', String(concurrency), '--state-dir', stateDir], {
       env: { ...process.env, ...env, UH_LOG_LEVEL: 'silent' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
@@ -83,6 +85,22 @@ async function postAll(base: string, missions: unknown[], clients: number): Prom
       }
     }),
   );
+}
+
+/** CPU ms of a process so far: its own (user + system) and its reaped children's (git, the runtime…). */
+function cpuOf(pid: number | undefined): { self: number; children: number } {
+  if (!pid) return { self: 0, children: 0 };
+  // /proc/<pid>/stat: fields after the `(comm)`; utime stime cutime cstime are fields 14–17, in clock ticks (100/s).
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ').map(Number);
+  const tick = 10;
+  return { self: ((fields[11] ?? 0) + (fields[12] ?? 0)) * tick, children: ((fields[13] ?? 0) + (fields[14] ?? 0)) * tick };
+}
+
+/** Redis server CPU ms so far (INFO cpu). */
+async function redisCpuMs(redis: { info: (section: string) => Promise<string> }): Promise<number> {
+  const info = await redis.info('cpu');
+  const v = (k: string) => Number(new RegExp(`${k}:([0-9.]+)`).exec(info)?.[1] ?? 0);
+  return (v('used_cpu_sys') + v('used_cpu_user')) * 1000;
 }
 
 function stopProcess(child: ChildProcess): Promise<void> {
@@ -177,11 +195,24 @@ export async function runQueueLatency(): Promise<void> {
     const { submitOperations } = await import('../src/producers/submit.js');
     const settle = async (label: string, prefixId: string, submitAll: (ids: string[]) => Promise<void>) => {
       const ids = Array.from({ length: MISSIONS }, (_, i) => `${prefixId}-${i}`);
+      const busy = workers.slice(0, 2); // the two `uh worker start` processes (the API is pushed after them)
+      const cpu0 = { workers: busy.map((w) => cpuOf(w.pid)), producer: process.cpuUsage(), redis: await redisCpuMs(client.redis), api: cpuOf(api?.child.pid) };
       const t0 = performance.now();
       await submitAll(ids);
       const submittedMs = performance.now() - t0;
       const settled = await Promise.all(ids.map((id) => tailOperation(client.store, id, { from: 'start', timeoutMs: 600_000 })));
       const totalMs = performance.now() - t0;
+      const cpu1 = { workers: busy.map((w) => cpuOf(w.pid)), producer: process.cpuUsage(cpu0.producer), redis: await redisCpuMs(client.redis), api: cpuOf(api?.child.pid) };
+      const perMission = (ms: number) => (ms / MISSIONS).toFixed(2);
+      const sum = (f: (c: { self: number; children: number }) => number, xs: Array<{ self: number; children: number }>) => xs.reduce((s, c) => s + f(c), 0);
+      cpuRows.push({
+        producer: label,
+        'worker node (2 processes)': perMission(sum((c) => c.self, cpu1.workers) - sum((c) => c.self, cpu0.workers)),
+        'worker children (git, runtime)': perMission(sum((c) => c.children, cpu1.workers) - sum((c) => c.children, cpu0.workers)),
+        'producer (this process, tail included)': perMission((cpu1.producer.user + cpu1.producer.system) / 1000),
+        'api process': perMission(cpu1.api.self - cpu0.api.self),
+        'redis-server': perMission(cpu1.redis - cpu0.redis),
+      });
       const ok = settled.filter((r) => r?.state === 'finished' && r.status === 'completed').length;
       for (const r of settled.filter((x) => !(x?.state === 'finished' && x.status === 'completed'))) {
         const receipt = r ? await client.store.redis.hget(client.store.keys.artifacts(r.operation_id), 'receipt') : null;
@@ -192,14 +223,17 @@ export async function runQueueLatency(): Promise<void> {
       return perMinute;
     };
     const rows: Array<Record<string, string | number>> = [];
+    const cpuRows: Array<Record<string, string | number>> = [];
+    let api: { child: ChildProcess; base: string } | undefined;
     const viaCode = await settle('submitOperations (one batch, in-process producer)', 'thr', async (ids) => {
       const results = await submitOperations(client, ids.map(mission), opts);
       if (results.some((r) => r instanceof Error)) throw new Error('a submission conflicted');
     });
-    const api = await startApi(env, join(root, 'api'), root);
+    api = await startApi(env, join(root, 'api'), root);
     workers.push(api.child);
     const viaHttp = await settle('HTTP API (uh api start, 32 concurrent clients POST /v1/missions)', 'http', (ids) => postAll(api.base, ids.map(mission), 32));
     printTable(`Queue throughput: ${MISSIONS} trivial missions each way, 2 worker processes × concurrency 4`, rows);
+    printTable('CPU ms per mission in the throughput runs (/proc/<pid>/stat, process.cpuUsage, redis INFO cpu)', cpuRows);
     printCeiling(costs, Math.max(viaCode, viaHttp));
   } finally {
     await Promise.all(workers.map(stopProcess));

@@ -27,6 +27,7 @@ import { synthesizeReceipt } from '../../operation/synthesize-receipt.js';
 import { redisJournal } from './redis-journal.js';
 import { claimOperationDir, operationDir, operationsRoot } from '../../operation/operation-files.js';
 import type { EventLog } from '../state/event-log.js';
+import { eventPublisher } from './event-publisher.js';
 import { loadReceiptKey, signReceipt, type ReceiptKeySource } from '../../operation/receipt-signature.js';
 
 export interface PoolContext {
@@ -166,6 +167,9 @@ async function runPipeline(run: JobRun, prepared: Prepared): Promise<ExecuteResu
   const { ctx, id, owner, controller } = run;
   const { store } = ctx;
   let eventLog: EventLog | null = null;
+  const publisher = eventPublisher(store, id);
+  // The last owner-checked patch mirrored to the record: an unchanged one is not written again.
+  let mirrored = JSON.stringify({ state: 'running', sandbox_path: null, session_id: null, thread_id: null, turn_id: null });
   const result = await executeOperation({
     prepared,
     stateDir: ctx.stateDir,
@@ -182,7 +186,7 @@ async function runPipeline(run: JobRun, prepared: Prepared): Promise<ExecuteResu
     journal: redisJournal(store, id, owner),
     onEventLog: (log) => {
       eventLog = log;
-      log.subscribe((event) => store.appendEvent(id, JSON.stringify(event)));
+      log.subscribe(publisher.publish);
     },
     beforeRuntime: async () => {
       const gate = await store.markRuntimeStarted(id, owner);
@@ -193,16 +197,15 @@ async function runPipeline(run: JobRun, prepared: Prepared): Promise<ExecuteResu
     onState: async (state, rec) => {
       // Settled in one script each: finished with its artifacts, unknown with its event.
       if (state === 'finished' || state === 'unknown') return;
-      await store.updateIfOwner(id, owner, {
-        state,
-        sandbox_path: rec.sandbox_path,
-        session_id: rec.session_id ?? null,
-        thread_id: rec.thread_id ?? null,
-        turn_id: rec.turn_id ?? null,
-      });
+      const patch = { state, sandbox_path: rec.sandbox_path, session_id: rec.session_id ?? null, thread_id: rec.thread_id ?? null, turn_id: rec.turn_id ?? null };
+      // The claim wrote `running`; the gate (beforeRuntime) wrote runtime_started: nothing new, no round trip.
+      if (JSON.stringify(patch) === mirrored) return;
+      mirrored = JSON.stringify(patch);
+      await store.updateIfOwner(id, owner, patch);
     },
   });
   await (eventLog as EventLog | null)?.flush();
+  await publisher.flush();
   return result;
 }
 
