@@ -117,7 +117,7 @@ function sandboxEnv(options: ExecuteOptions): RuntimeEnv {
 
 function isolationFor(options: ExecuteOptions, env: Record<string, string | undefined>): IsolationDecision {
   const { sandbox } = options.prepared.mission;
-  return decideIsolation(options.isolation ?? 'auto', sandbox.isolation, sandbox.network, () => probeBwrap(env.PATH));
+  return decideIsolation(options.isolation ?? 'auto', sandbox.isolation, sandbox.network, () => probeBwrap(env.PATH, { cacheFile: join(options.cacheDir, 'bwrap-probe.json') }));
 }
 
 function newRecord(options: ExecuteOptions, startedAt: Date): OperationRecord {
