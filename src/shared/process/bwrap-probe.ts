@@ -9,7 +9,7 @@
  * across processes, so a host fixed by its operator is seen by the next run.
  */
 import { spawnSync } from 'node:child_process';
-import { statSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { statSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { delimiter, join, resolve } from 'node:path';
 
@@ -63,6 +63,18 @@ function storeOk(cacheFile: string, identity: string, now: number): void {
   } catch {
     // Not kept: the next process probes again.
   }
+}
+
+/**
+ * A probe that trusts no memo, for a run under bwrap that failed: when bwrap itself can no longer
+ * set up its namespaces (userns disabled since the cached probe), say so, and forget the stamp.
+ */
+export function reprobeBwrap(path: string | undefined, cacheFile?: string): BwrapProbe {
+  probes.delete(path ?? '');
+  const probe = probeBwrap(path);
+  probes.delete(path ?? '');
+  if (!probe.ok && cacheFile) rmSync(cacheFile, { force: true });
+  return probe;
 }
 
 export interface ProbeOptions {
