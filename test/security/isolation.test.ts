@@ -62,8 +62,9 @@ function noPwned(dir: string): string[] {
 function mirrorState(): string {
   const mirrors = join(cacheDir, 'mirrors');
   if (!existsSync(mirrors)) return '';
-  // Config, info (exclude), hooks and refs; objects are written by uh's own diff capture.
-  return treeFingerprint(mirrors, (rel) => /\/(worktrees|logs|objects)$/.test(rel) || rel.includes('lock') || rel.endsWith('FETCH_HEAD'));
+  // Config, info (exclude), hooks and refs; objects are written by uh's own diff capture, and the
+  // `.verified.json` stamp beside a mirror by uh's own mirror check.
+  return treeFingerprint(mirrors, (rel) => /\/(worktrees|logs|objects)$/.test(rel) || rel.includes('lock') || rel.endsWith('FETCH_HEAD') || rel.endsWith('.verified.json'));
 }
 
 function expectContained(receipt: any, before: ReturnType<typeof snapshot>, stateDir: string): void {

@@ -2,9 +2,15 @@
  * Is bubblewrap here, and can it create the namespaces uh's isolation uses (PID, IPC, network,
  * mount)? Probed once per PATH with a real `bwrap … true`; never throws. Used by the pipeline
  * (src/workers/sandbox/isolation.ts) and `uh doctor`.
+ *
+ * With a `cacheFile` (in uh's cache dir), a successful probe is also remembered across processes
+ * for `PROBE_TTL_MS`, keyed by the bwrap binary's identity (path, device, inode, size, mtime):
+ * a bwrap replaced, upgraded or removed is probed again at once. A failed probe is never kept
+ * across processes, so a host fixed by its operator is seen by the next run.
  */
 import { spawnSync } from 'node:child_process';
-import { statSync, existsSync } from 'node:fs';
+import { statSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { delimiter, join, resolve } from 'node:path';
 
 export type BwrapProbe = { ok: true; path: string } | { ok: false; reason: string };
@@ -25,13 +31,71 @@ export function whichOnPath(name: string, path: string | undefined): string | nu
 }
 
 const probes = new Map<string, BwrapProbe>();
+/** How long a successful probe is believed across processes. */
+export const PROBE_TTL_MS = 60 * 60 * 1000;
 
-/** Is bwrap here and can it create the namespaces we use? Cached per PATH; never throws. */
-export function probeBwrap(path: string | undefined): BwrapProbe {
+/** The identity of the bwrap binary: any change to it (or to where PATH finds it) voids a cached probe. */
+function binaryIdentity(bwrap: string): string | null {
+  try {
+    const st = statSync(bwrap);
+    return [bwrap, st.dev, st.ino, st.size, st.mtimeMs].join(':');
+  } catch {
+    return null;
+  }
+}
+
+function cachedOk(cacheFile: string, identity: string, now: number): boolean {
+  try {
+    const raw = readFileSync(cacheFile, 'utf8');
+    if (raw.length > 4096) return false;
+    const entry = JSON.parse(raw) as { identity?: unknown; at?: unknown };
+    return entry.identity === identity && typeof entry.at === 'number' && entry.at <= now && now - entry.at < PROBE_TTL_MS;
+  } catch {
+    return false;
+  }
+}
+
+function storeOk(cacheFile: string, identity: string, now: number): void {
+  try {
+    const tmp = `${cacheFile}.${randomBytes(4).toString('hex')}`;
+    writeFileSync(tmp, JSON.stringify({ identity, at: now }));
+    renameSync(tmp, cacheFile);
+  } catch {
+    // Not kept: the next process probes again.
+  }
+}
+
+/**
+ * A probe that trusts no memo, for a run under bwrap that failed: when bwrap itself can no longer
+ * set up its namespaces (userns disabled since the cached probe), say so, and forget the stamp.
+ */
+export function reprobeBwrap(path: string | undefined, cacheFile?: string): BwrapProbe {
+  probes.delete(path ?? '');
+  const probe = probeBwrap(path);
+  probes.delete(path ?? '');
+  if (!probe.ok && cacheFile) rmSync(cacheFile, { force: true });
+  return probe;
+}
+
+export interface ProbeOptions {
+  /** uh's own file remembering a successful probe across processes (outside every sandbox). */
+  cacheFile?: string;
+  now?: () => number;
+}
+
+/** Is bwrap here and can it create the namespaces we use? Cached per PATH (and in `cacheFile`); never throws. */
+export function probeBwrap(path: string | undefined, options: ProbeOptions = {}): BwrapProbe {
   const key = path ?? '';
   const cached = probes.get(key);
   if (cached) return cached;
   const bwrap = whichOnPath('bwrap', path);
+  const identity = bwrap && options.cacheFile ? binaryIdentity(bwrap) : null;
+  const now = (options.now ?? Date.now)();
+  if (bwrap && identity && options.cacheFile && cachedOk(options.cacheFile, identity, now)) {
+    const ok: BwrapProbe = { ok: true, path: bwrap };
+    probes.set(key, ok);
+    return ok;
+  }
   let probe: BwrapProbe;
   if (!bwrap) probe = { ok: false, reason: 'bwrap (Debian package bubblewrap) is not installed' };
   else {
@@ -43,5 +107,6 @@ export function probeBwrap(path: string | undefined): BwrapProbe {
         : { ok: false, reason: `bwrap cannot create namespaces here: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim().split('\n')[0]}` };
   }
   probes.set(key, probe);
+  if (probe.ok && identity && options.cacheFile) storeOk(options.cacheFile, identity, now);
   return probe;
 }

@@ -115,9 +115,14 @@ function sandboxEnv(options: ExecuteOptions): RuntimeEnv {
   return built;
 }
 
+/** uh's memo of a successful bwrap probe (`shared/process/bwrap-probe.ts`). */
+export function bwrapProbeFile(cacheDir: string): string {
+  return join(cacheDir, 'bwrap-probe.json');
+}
+
 function isolationFor(options: ExecuteOptions, env: Record<string, string | undefined>): IsolationDecision {
   const { sandbox } = options.prepared.mission;
-  return decideIsolation(options.isolation ?? 'auto', sandbox.isolation, sandbox.network, () => probeBwrap(env.PATH));
+  return decideIsolation(options.isolation ?? 'auto', sandbox.isolation, sandbox.network, () => probeBwrap(env.PATH, { cacheFile: bwrapProbeFile(options.cacheDir) }));
 }
 
 function newRecord(options: ExecuteOptions, startedAt: Date): OperationRecord {

@@ -17,7 +17,8 @@ import type { AbortReasonV1, RuntimeContextV1, RuntimeJournalV1 } from '../../sh
 import { fileJournal } from '../../operation/file-journal.js';
 import type { Sandbox } from '../sandbox/worktree.js';
 import { phaseSpawn, type PhaseSpawn } from './isolation-phase.js';
-import { cancelReason, setState, timed, type OperationRun } from './operation-run.js';
+import { bwrapProbeFile, cancelReason, setState, timed, type OperationRun } from './operation-run.js';
+import { reprobeBwrap } from '../../shared/process/bwrap-probe.js';
 
 export async function runtimePhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
   if (!cancelReason(run)) await run.options.beforeRuntime?.();
@@ -128,7 +129,25 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
     dispose();
     phase.dispose();
   }
+  if (phase.isolated && folded.outcome.status !== 'completed' && folded.outcome.status !== 'cancelled') blockedByBwrap(run, folded);
   return folded;
+}
+
+/**
+ * The probe that allowed bwrap may be an hour old (`bwrap-probe.ts`): when an isolated run failed,
+ * probe again, and if bwrap can no longer set up its namespaces, the run is blocked on the host,
+ * not failed by the agent.
+ */
+function blockedByBwrap(run: OperationRun, folded: FoldedRuntime): void {
+  const probe = reprobeBwrap(run.env.PATH, bwrapProbeFile(run.options.cacheDir));
+  if (probe.ok) return;
+  folded.outcome = {
+    status: 'blocked',
+    raw: 'isolation:bwrap',
+    message: `the sandbox could not be set up: ${probe.reason} (the runtime's own outcome was ${folded.outcome.raw}: ${folded.outcome.message})`,
+    hint: 'allow unprivileged user namespaces again (or install bubblewrap); `uh doctor` shows the state; UH_ISOLATION=off runs unisolated',
+    timed_out: false,
+  };
 }
 
 function toRuntimeResult(run: OperationRun): RuntimeResult {

@@ -4,7 +4,8 @@
  * before each use (`mirrorDoubts`) and cloned again on any doubt. Refs resolve to commits before anything runs. Concurrent
  * missions on the same repository serialise on a per-mirror lock for clone and fetch only.
  */
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
+import { z } from 'zod';
 import { basename, join } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { assertNotOption } from '../../shared/git-hardening.js';
@@ -61,7 +62,7 @@ async function fetchMirror(mirror: Mirror, call: GitCallOptions): Promise<void> 
  * file by file (its alternates and info files stay its own). `--template=`: no hooks, no info.
  */
 async function ensureMirror(mirror: Mirror, call: GitCallOptions): Promise<void> {
-  if (existsSync(mirror.path) && mirrorDoubts(mirror.path, await readMirrorConfig(mirror.path, call)).length > 0) discardMirror(mirror.path);
+  if (existsSync(mirror.path) && mirrorDoubts(mirror.path, await checkedMirrorConfig(mirror.path, call)).length > 0) discardMirror(mirror.path);
   if (existsSync(join(mirror.path, 'HEAD'))) return;
   assertNotOption(mirror.url, 'repository.url');
   mkdirSync(join(mirror.path, '..'), { recursive: true });
@@ -78,6 +79,94 @@ async function readMirrorConfig(path: string, call: GitCallOptions): Promise<str
   if (!existsSync(join(path, 'config'))) return null;
   const { stdout, code } = await git(['config', '--file', join(path, 'config'), '--null', '--list'], { ...call, cwd: path, okCodes: [1, 128] });
   return code === 0 ? stdout.split('\0').filter(Boolean).map((entry) => entry.replace('\n', '=')) : null;
+}
+
+/**
+ * uh's stamp of one mirror, kept BESIDE it (`<name>.verified.json`, in the cache dir every
+ * sandbox has masked; agents only ever read the mirror's objects): the digest of the config file
+ * git last parsed without doubt, with its lines, and commits known present (a mirror only gains
+ * objects: `gc.auto 0`). A stamp binds to the mirror directory's identity (device, inode, birth
+ * time), so a mirror deleted and cloned again starts with none.
+ */
+const MirrorStampSchema = z.object({
+  mirror: z.string(),
+  config_sha256: z.string(),
+  config: z.array(z.string()),
+  commits: z.array(z.string().regex(SHA)).max(10_000),
+});
+type MirrorStamp = z.infer<typeof MirrorStampSchema>;
+const MAX_STAMP_BYTES = 2 * 1024 * 1024;
+const MAX_CONFIG_BYTES = 256 * 1024;
+const STAMP_COMMITS = 1000;
+
+function stampPath(mirrorPath: string): string {
+  return mirrorPath.replace(/\.git$/, '.verified.json');
+}
+
+function mirrorIdentity(mirrorPath: string): string | null {
+  try {
+    const st = statSync(mirrorPath, { bigint: true });
+    return st.isDirectory() ? `${st.dev}:${st.ino}:${st.birthtimeNs}` : null;
+  } catch {
+    return null;
+  }
+}
+
+function configDigest(mirrorPath: string): string | null {
+  try {
+    const file = join(mirrorPath, 'config');
+    const st = statSync(file);
+    if (!st.isFile() || st.size > MAX_CONFIG_BYTES) return null;
+    return createHash('sha256').update(readFileSync(file)).digest('hex');
+  } catch {
+    return null;
+  }
+}
+
+/** The mirror's stamp when it belongs to this very mirror directory, else null. */
+function readStamp(mirrorPath: string): MirrorStamp | null {
+  try {
+    const file = stampPath(mirrorPath);
+    if (statSync(file).size > MAX_STAMP_BYTES) return null;
+    const stamp = MirrorStampSchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
+    return stamp.success && stamp.data.mirror === mirrorIdentity(mirrorPath) ? stamp.data : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Written whole then renamed; a lost update only costs a git process later. */
+function writeStamp(mirrorPath: string, stamp: MirrorStamp): void {
+  try {
+    const tmp = `${stampPath(mirrorPath)}.${randomBytes(4).toString('hex')}`;
+    writeFileSync(tmp, JSON.stringify({ ...stamp, commits: stamp.commits.slice(-STAMP_COMMITS) }));
+    renameSync(tmp, stampPath(mirrorPath));
+  } catch {
+    // A stamp that cannot be written costs a git process next time, nothing else.
+  }
+}
+
+/**
+ * The mirror's config lines, by git, unless the config file is byte-identical to the one git
+ * parsed last time without doubt (the stamp): then no process runs. A config that changed in any
+ * byte is parsed by git again and judged by `mirrorDoubts`.
+ */
+async function checkedMirrorConfig(path: string, call: GitCallOptions): Promise<string[] | null> {
+  const digest = configDigest(path);
+  const stamp = digest ? readStamp(path) : null;
+  if (stamp && stamp.config_sha256 === digest) return stamp.config;
+  const config = await readMirrorConfig(path, call);
+  const identity = mirrorIdentity(path);
+  // Stamped only when the bytes git parsed are the bytes hashed (unchanged across the git call).
+  if (config && digest && identity && configDigest(path) === digest && mirrorDoubts(path, config).length === 0) {
+    writeStamp(path, { mirror: identity, config_sha256: digest, config, commits: stamp?.commits ?? [] });
+  }
+  return config;
+}
+
+/** Was `commit` seen in this mirror, by this process or (through the stamp) an earlier one? */
+function knownInMirror(mirrorPath: string, commit: string): boolean {
+  return knownCommits.get(mirrorPath)?.has(commit) === true || readStamp(mirrorPath)?.commits.includes(commit) === true;
 }
 
 /** Config keys uh's clone writes, with the value required when it matters. */
@@ -122,11 +211,12 @@ function discardMirror(path: string): void {
   const aside = `${path}.discarded-${randomBytes(4).toString('hex')}`;
   renameSync(path, aside);
   rmSync(aside, { recursive: true, force: true });
+  rmSync(stampPath(path), { force: true });
 }
 
 /** A mirror that exists and passes `mirrorDoubts` (no lock: reads only). */
 async function mirrorSound(mirror: Mirror, call: GitCallOptions): Promise<boolean> {
-  return existsSync(join(mirror.path, 'HEAD')) && mirrorDoubts(mirror.path, await readMirrorConfig(mirror.path, call)).length === 0;
+  return existsSync(join(mirror.path, 'HEAD')) && mirrorDoubts(mirror.path, await checkedMirrorConfig(mirror.path, call)).length === 0;
 }
 
 /**
@@ -163,6 +253,8 @@ function remember(resolved: { mirror: Mirror; commit: string }): { mirror: Mirro
   if (!known) knownCommits.set(resolved.mirror.path, (known = new Set()));
   if (known.size > 10_000) known.clear();
   known.add(resolved.commit);
+  const stamp = readStamp(resolved.mirror.path);
+  if (stamp && !stamp.commits.includes(resolved.commit)) writeStamp(resolved.mirror.path, { ...stamp, commits: [...stamp.commits, resolved.commit] });
   return resolved;
 }
 
@@ -179,7 +271,7 @@ async function resolveUncached(cacheDir: string, url: string, ref: string, call:
     if (code !== 0) throw badRef(url, ref);
     const wanted = stdout.trim();
     // The common case takes no lock: the mirror exists and already has the commit.
-    if ((await mirrorSound(mirror, call)) && (knownCommits.get(mirror.path)?.has(wanted) || (await hasCommit(mirror, wanted, call)))) return { mirror, commit: wanted };
+    if ((await mirrorSound(mirror, call)) && (knownInMirror(mirror.path, wanted) || (await hasCommit(mirror, wanted, call)))) return { mirror, commit: wanted };
     return withFileLock(mirror.lockDir, async () => {
       await ensureMirror(mirror, call);
       if (!(await hasCommit(mirror, wanted, call))) await fetchMirror(mirror, call);

@@ -2,26 +2,34 @@
  * Diff capture against the base commit: tracked and untracked files, including anything the
  * runtime committed, computed by uh's PRIVATE git dir over the worktree (`sandboxPaths`), never
  * by the agent's `.git`:
- * - the index is a scratch copy of uh's own index written at checkout, so no
- *   assume-unchanged/skip-worktree bit the agent set (in its own index) can hide a change, and
- *   no config the agent wrote (filters, fsmonitor, hooks) is read;
+ * - the index is a scratch copy of uh's own index written at checkout (its mtime kept, so git's
+ *   racy-entry check still compares content), so no assume-unchanged/skip-worktree bit the agent
+ *   set (in its own index) can hide a change, and no config the agent wrote (filters, fsmonitor,
+ *   hooks) is read;
  * - untracked files are listed with ONLY the base commit's ignore rules (`base-ignore.ts`):
  *   a `.gitignore` the agent added or changed, or its `.git/info/exclude`, hides nothing;
  * - a nested repository (a gitlink) and a symlink whose target leaves the worktree are flagged
  *   as scope violations (`flagged`).
  * The patch streams to disk; only the name list is held in memory.
+ *
+ * Processes: one `ls-files` lists every modified, deleted and untracked path; when it lists none
+ * the final tree is the base tree and nothing else runs. Otherwise one `add` stages exactly those
+ * paths, `write-tree` names the final tree and one `diff-tree --patch-with-raw` gives the names
+ * (renames detected) and the patch together. The base commit's tree and ignore rules come from
+ * uh's cache (`baseFactsDir`), or two more git processes the first time.
  */
-import { copyFileSync, existsSync, lstatSync, readlinkSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, readlinkSync, realpathSync, rmSync, statSync, utimesSync, writeFileSync, createWriteStream } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { ChangedFile } from '../../shared/contracts/receipt.js';
 import { spawnGroup } from '../../shared/process/spawn-group.js';
 import { UhError } from '../../shared/errors.js';
 import { git, gitArgv, gitEnv, GIT_TIMEOUTS_MS, type GitCallOptions } from '../sandbox/git.js';
 import { sandboxPaths } from '../sandbox/worktree.js';
-import { parseNameStatusZ } from './parse-name-status.js';
-import { writeBaseExcludes } from './base-ignore.js';
+import { readBaseFacts } from './base-ignore.js';
+import { readAgentHead } from './agent-head.js';
+import { RawPatchSplit } from './raw-patch-split.js';
 import type { ScopeViolation } from './scope-check.js';
 
 export interface DiffCapture {
@@ -36,6 +44,19 @@ export interface DiffCapture {
   flagged: ScopeViolation[];
 }
 
+export interface DiffCallOptions extends GitCallOptions {
+  /**
+   * uh's cache of each base commit's tree and ignore rules (`readBaseFacts`); must lie outside
+   * every sandbox. Unset: read from git each time.
+   */
+  baseFactsDir?: string;
+}
+
+/** Where uh keeps base-commit facts in its cache dir (masked from every sandbox by isolation). */
+export function baseFactsDir(cacheDir: string): string {
+  return join(cacheDir, 'derived', 'base-facts');
+}
+
 interface DiffGit {
   call: GitCallOptions;
   cwd: string;
@@ -44,74 +65,100 @@ interface DiffGit {
   env: Record<string, string>;
 }
 
+const EMPTY_DIGEST = `sha256:${createHash('sha256').digest('hex')}`;
+const TREE = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
+
 /** `call` bounds the git calls (timeout, abort signal). */
-export async function captureDiff(workDir: string, baseCommit: string, patchPath: string, scratchDir: string, call: GitCallOptions = {}): Promise<DiffCapture> {
+export async function captureDiff(workDir: string, baseCommit: string, patchPath: string, scratchDir: string, options: DiffCallOptions = {}): Promise<DiffCapture> {
   const paths = sandboxPaths(workDir);
   if (!existsSync(paths.gitDir) || !existsSync(paths.index)) {
     throw new UhError('sandbox', `sandbox ${workDir} has no private git dir (${paths.gitDir}): it predates this version of uh`, {
       hint: 'run the mission again in a new sandbox',
     });
   }
+  const { baseFactsDir, ...call } = options;
   const index = join(scratchDir, 'diff.index');
   const excludes = join(scratchDir, 'base-excludes');
-  const list = join(scratchDir, 'untracked.list');
-  copyFileSync(paths.index, index);
+  const list = join(scratchDir, 'changed.list');
+  copyIndex(paths.index, index);
   const g: DiffGit = { call, cwd: workDir, gitDir: paths.gitDir, workTree: workDir, env: { GIT_INDEX_FILE: index, GIT_LITERAL_PATHSPECS: '1' } };
   const run = (args: string[], extra: { okCodes?: number[] } = {}) => git(args, { ...call, ...extra, cwd: g.cwd, gitDir: g.gitDir, workTree: g.workTree, env: g.env });
   try {
-    await writeBaseExcludes(paths.gitDir, baseCommit, excludes, call);
-    await run(['add', '--update', '--', '.']);
-    const others = (await run(['ls-files', '-z', '--others', `--exclude-from=${excludes}`])).stdout.split('\0').filter(Boolean);
-    // A directory listed with a trailing slash is a nested repository: its files would hide in a gitlink.
-    const nested = others.filter((p) => p.endsWith('/')).map((p) => p.slice(0, -1));
-    const files = others.filter((p) => !p.endsWith('/'));
-    if (files.length > 0) {
-      writeFileSync(list, `${files.join('\0')}\0`);
-      await run(['add', '--force', `--pathspec-from-file=${list}`, '--pathspec-file-nul']);
+    const base = await readBaseFacts(paths.gitDir, baseCommit, baseFactsDir ?? null, call);
+    writeFileSync(excludes, base.excludes);
+    const listed = parseListing((await run(['ls-files', '-z', '-t', '--modified', '--deleted', '--others', `--exclude-from=${excludes}`])).stdout);
+    let result: { changed: ChangedFile[]; bytes: number; digest: string; tree: string | null } = { changed: [], bytes: 0, digest: EMPTY_DIGEST, tree: base.tree };
+    if (listed.paths.length === 0) writeFileSync(patchPath, '');
+    else {
+      writeFileSync(list, `${listed.paths.join('\0')}\0`);
+      await run(['add', '--all', '--force', `--pathspec-from-file=${list}`, '--pathspec-file-nul']);
+      // The final tree is what a promotion must reproduce; if git cannot write it, promotion checks the diff digest only.
+      const written = (await run(['write-tree'], { okCodes: [1, 128] })).stdout.trim();
+      const tree = TREE.test(written) ? written : null;
+      if (tree === base.tree) writeFileSync(patchPath, '');
+      else result = { ...(await diffAndPatch(g, baseCommit, tree, patchPath)), tree };
     }
-    const names = await run(['diff', '--cached', '--no-ext-diff', '--name-status', '-z', '-M', baseCommit]);
-    await writePatch(g, baseCommit, patchPath);
-    // The final tree is what a promotion must reproduce; if git cannot write it, promotion checks the diff digest only.
-    const tree = (await run(['write-tree'], { okCodes: [1, 128] })).stdout.trim();
-    const changed = [...parseNameStatusZ(names.stdout), ...nested.map((path): ChangedFile => ({ path, status: 'added' }))].sort((a, b) => a.path.localeCompare(b.path));
+    const changed = [...result.changed, ...listed.nested.map((path): ChangedFile => ({ path, status: 'added' }))].sort((a, b) => a.path.localeCompare(b.path));
     return {
       changed,
       patchPath,
-      bytes: statSync(patchPath).size,
-      digest: await fileDigest(patchPath),
-      headCommit: await agentHead(paths.agentGitDir, call),
-      tree: /^[0-9a-f]{40,64}$/.test(tree) ? tree : null,
-      flagged: [...nested.map((path): ScopeViolation => ({ path, reason: 'nested_repository' })), ...escapingSymlinks(workDir, changed)],
+      bytes: result.bytes,
+      digest: result.digest,
+      headCommit: readAgentHead(paths.agentGitDir),
+      tree: result.tree,
+      flagged: [...listed.nested.map((path): ScopeViolation => ({ path, reason: 'nested_repository' })), ...escapingSymlinks(workDir, changed)],
     };
   } finally {
     for (const file of [index, excludes, list]) rmSync(file, { force: true });
   }
 }
 
-async function writePatch(g: DiffGit, baseCommit: string, patchPath: string): Promise<void> {
+/** uh's index copied with its mtime, so entries as new as the index stay "racy" (compared by content). */
+function copyIndex(from: string, to: string): void {
+  copyFileSync(from, to);
+  const st = statSync(from);
+  utimesSync(to, st.atime, st.mtime);
+}
+
+/**
+ * `ls-files -t -z` output: paths to stage (modified `C`, deleted `R`, untracked `?`), and the
+ * nested repositories (an untracked directory listed with a trailing slash: its files would hide
+ * in a gitlink). Pure.
+ */
+export function parseListing(output: string): { paths: string[]; nested: string[] } {
+  const paths = new Set<string>();
+  const nested: string[] = [];
+  for (const entry of output.split('\0')) {
+    if (entry.length < 3 || entry[1] !== ' ') continue;
+    const path = entry.slice(2);
+    if (entry[0] === '?' && path.endsWith('/')) nested.push(path.slice(0, -1));
+    else paths.add(path);
+  }
+  return { paths: [...paths], nested };
+}
+
+/**
+ * Names and patch from one git process: `diff-tree` from the base commit to the final tree, or,
+ * when no tree could be written, `diff --cached` against the scratch index.
+ */
+async function diffAndPatch(g: DiffGit, baseCommit: string, tree: string | null, patchPath: string): Promise<{ changed: ChangedFile[]; bytes: number; digest: string }> {
+  const options = ['--no-ext-diff', '--no-textconv', '--binary', '-M', '--patch-with-raw', '-z'];
+  const args = tree ? ['diff-tree', '-r', ...options, baseCommit, tree] : ['diff', '--cached', ...options, baseCommit];
   const child = spawnGroup({
-    argv: gitArgv([`--git-dir=${g.gitDir}`, `--work-tree=${g.workTree}`, 'diff', '--cached', '--no-ext-diff', '--no-textconv', '--binary', '-M', baseCommit]),
+    argv: gitArgv([`--git-dir=${g.gitDir}`, `--work-tree=${g.workTree}`, ...args]),
     cwd: g.cwd,
     env: gitEnv(g.env),
-    stdout: { file: patchPath },
+    stdout: 'pipe',
     stderr: 'ignore',
     timeoutMs: g.call.timeoutMs ?? GIT_TIMEOUTS_MS.diff,
     ...(g.call.signal ? { signal: g.call.signal } : {}),
   });
-  const exit = await child.result;
+  const split = new RawPatchSplit();
+  const [exit, copied] = await Promise.all([child.result, child.stdout ? pipeline(child.stdout, split, createWriteStream(patchPath)).then(() => null, (error: unknown) => error) : Promise.resolve(new Error('no stdout'))]);
   if (exit.timedOut || exit.aborted) throw new UhError('sandbox', `git diff ${exit.timedOut ? 'timed out' : 'was aborted'} in ${g.workTree}`, { hint: 'the diff of a very large change can be slow: run again' });
-  if (exit.exitCode !== 0) throw new UhError('sandbox', `git diff exited ${exit.exitCode}`);
-}
-
-/**
- * The commit the agent's own `.git` says it is on (it may have committed), or null. Read-only
- * and hardened: the agent's config cannot make this run anything.
- */
-async function agentHead(agentGitDir: string, call: GitCallOptions): Promise<string | null> {
-  if (!existsSync(agentGitDir)) return null;
-  const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', 'HEAD'], { ...call, cwd: dirname(agentGitDir), gitDir: agentGitDir, okCodes: [1, 128] }).catch(() => ({ stdout: '', code: -1 }));
-  const head = stdout.trim();
-  return code === 0 && /^[0-9a-f]{40,64}$/.test(head) ? head : null;
+  if (exit.exitCode !== 0) throw new UhError('sandbox', `git ${args[0]} exited ${exit.exitCode}`);
+  if (copied) throw new UhError('sandbox', `the diff could not be written to ${patchPath}: ${(copied as Error).message}`, { hint: 'check the free space of the state dir' });
+  return { changed: split.changed(), bytes: split.bytes, digest: split.digest() };
 }
 
 /** Changed symlinks whose target resolves outside the worktree (absolute, `..`, or through another link). */
@@ -142,10 +189,4 @@ function escapingSymlinks(workDir: string, changed: readonly ChangedFile[]): Sco
     if (!inside(lexical) || !inside(real)) out.push({ path: change.path, reason: 'symlink_outside_worktree' });
   }
   return out;
-}
-
-export async function fileDigest(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
-  return `sha256:${hash.digest('hex')}`;
 }

@@ -2,10 +2,10 @@
  * Ref resolution for a queue producer: concurrent submissions of one repository and ref share
  * one resolution, yet a ref moved afterwards resolves to its new commit (nothing stale kept).
  */
-import { writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { resolveInMirror } from '../../../src/workers/sandbox/mirror-cache.js';
+import { mirrorFor, resolveInMirror } from '../../../src/workers/sandbox/mirror-cache.js';
 import { spawnCounts } from '../../../src/shared/process/spawn-group.js';
 import { git, makeRepo } from '../../support/git-repo.js';
 import { removeDir, tempDir } from '../../support/temp.js';
@@ -38,5 +38,26 @@ describe('resolveInMirror', () => {
     const bySha = await resolveInMirror(cacheDir, repo, moved.commit, { signal: new AbortController().signal });
     expect(bySha.commit).toBe(moved.commit);
     expect(revParses()).toBe(quiet);
+  });
+
+  it('a mirror config verified once is not parsed again while its bytes stay the same; any change to it is parsed and a poisoned one is caught', async () => {
+    const repo = makeRepo({ 'README.md': '# one\n' });
+    const cacheDir = tempDir('uh-mirror-');
+    dirs.push(repo, cacheDir);
+    const configReads = () => spawnCounts()['git config'] ?? 0;
+    const clones = () => spawnCounts()['git clone'] ?? 0;
+    await resolveInMirror(cacheDir, repo, 'main'); // clones
+    await resolveInMirror(cacheDir, repo, 'main', { signal: new AbortController().signal }); // parses the config, stamps it
+    const quiet = configReads();
+    await resolveInMirror(cacheDir, repo, 'main', { signal: new AbortController().signal });
+    expect(configReads()).toBe(quiet);
+
+    const mirror = mirrorFor(cacheDir, repo).path;
+    appendFileSync(join(mirror, 'config'), '[core]\n\tfsmonitor = /bin/false\n');
+    const before = clones();
+    const again = await resolveInMirror(cacheDir, repo, 'main', { signal: new AbortController().signal });
+    expect(again.commit).toBe(git(repo, 'rev-parse', 'main').trim());
+    expect(clones()).toBe(before + 1); // discarded and cloned again
+    expect(readFileSync(join(mirror, 'config'), 'utf8')).not.toContain('fsmonitor');
   });
 });

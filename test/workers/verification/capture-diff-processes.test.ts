@@ -1,0 +1,58 @@
+/**
+ * What one diff capture costs: with the base facts cached, an untouched sandbox costs one git
+ * process (the listing) and a changed one four (listing, add, write-tree, one diff-tree for names
+ * and patch together); the patch is the one `git diff --cached --binary -M` would print.
+ */
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createSandbox } from '../../../src/workers/sandbox/worktree.js';
+import { resolveInMirror } from '../../../src/workers/sandbox/mirror-cache.js';
+import { captureDiff } from '../../../src/workers/verification/capture-diff.js';
+import { spawnCounts } from '../../../src/shared/process/spawn-group.js';
+import { makeRepo } from '../../support/git-repo.js';
+import { removeDir, tempDir } from '../../support/temp.js';
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach(removeDir));
+const gitProcesses = () => Object.entries(spawnCounts()).filter(([k]) => k.startsWith('git ')).reduce((n, [, v]) => n + v, 0);
+
+describe('captureDiff processes', () => {
+  it('1 git process when nothing changed, 4 when files changed, names and patch consistent', async () => {
+    const repo = makeRepo({ 'README.md': '# one\n', '.gitignore': '*.log\n', 'a.txt': 'a\nb\nc\nd\ne\nf\ng\n' });
+    const cacheDir = tempDir('uh-diffproc-');
+    const scratch = tempDir('uh-diffproc-scratch-');
+    dirs.push(repo, cacheDir, scratch);
+    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD');
+    const sandbox = await createSandbox(cacheDir, mirror, commit, 'op-diffproc', new Date());
+    const baseFactsDir = join(cacheDir, 'derived', 'base-facts');
+    const patch = join(scratch, 'diff.patch');
+
+    const first = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir }); // computes and caches the base facts
+    expect(first.changed).toEqual([]);
+    let before = gitProcesses();
+    const clean = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+    expect(gitProcesses() - before).toBe(1);
+    expect(clean).toMatchObject({ changed: [], bytes: 0, tree: first.tree, headCommit: commit });
+
+    writeFileSync(join(sandbox.path, 'README.md'), '# two\n');
+    rmSync(join(sandbox.path, 'a.txt'));
+    writeFileSync(join(sandbox.path, 'b.txt'), 'a\nb\nc\nd\ne\nf\ng\n'); // a rename of a.txt
+    writeFileSync(join(sandbox.path, 'x.log'), 'ignored by the base\n');
+    mkdirSync(join(sandbox.path, 'new'));
+    writeFileSync(join(sandbox.path, 'new', 'file.txt'), 'n\n');
+    before = gitProcesses();
+    const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+    expect(gitProcesses() - before).toBe(4);
+    expect(changed.changed).toEqual([
+      { path: 'b.txt', status: 'renamed', from: 'a.txt' },
+      { path: 'new/file.txt', status: 'added' },
+      { path: 'README.md', status: 'modified' },
+    ]);
+    const text = readFileSync(patch, 'utf8');
+    expect(text).toContain('rename from a.txt');
+    expect(text).toContain('+# two');
+    expect(changed.bytes).toBe(Buffer.byteLength(text));
+    expect(changed.tree).not.toBe(first.tree);
+  });
+});
