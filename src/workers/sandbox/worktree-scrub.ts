@@ -1,0 +1,122 @@
+/**
+ * Putting a used sandbox's worktree back to its base commit, and proving it is there, without a
+ * process: two walks against uh's own index (`index-file.ts`), around uh's one
+ * `git read-tree --reset -u` that restores modified and deleted tracked files.
+ *
+ * - `scrubWorktree` (before read-tree): removes every entry that is not a tracked path, or not of
+ *   a tracked kind: untracked and ignored files, nested repositories and any `.git` below the top
+ *   (git itself never lists a `.git` entry, so `git clean` and `git status` would keep one),
+ *   FIFOs and sockets (git ignores them too), a directory or a symlink where a tracked directory
+ *   was, anything inside a submodule's directory (git never looks there). The top-level `.git`
+ *   is the caller's (it is rebuilt). Nothing is followed: a symlink is removed as a link.
+ * - `worktreeDoubt` (after read-tree): walks again and names the first thing that is not exactly
+ *   the base commit as checked out by uh: an extra entry, a missing or retyped path, a tracked
+ *   file whose stat data is not what uh's index recorded and whose content does not hash to the
+ *   recorded object, an unexpected permission on a file or directory.
+ */
+import { createHash } from 'node:crypto';
+import { lstatSync, readdirSync, readFileSync, readlinkSync, rmSync, type BigIntStats } from 'node:fs';
+import { join } from 'node:path';
+import { MODE_EXEC, MODE_GITLINK, MODE_SYMLINK, type IndexEntry } from './index-file.js';
+
+interface Tracked {
+  files: Map<string, IndexEntry>;
+  dirs: Set<string>;
+}
+
+function tracked(entries: readonly IndexEntry[]): Tracked {
+  const files = new Map<string, IndexEntry>();
+  const dirs = new Set<string>();
+  for (const e of entries) {
+    files.set(e.path, e);
+    for (let i = e.path.indexOf('/'); i >= 0; i = e.path.indexOf('/', i + 1)) dirs.add(e.path.slice(0, i));
+  }
+  return { files, dirs };
+}
+
+type Visit = (rel: string, abs: string, kind: 'extra' | 'file' | 'gitlink' | 'dir', isDir: boolean, isFileOrLink: boolean) => boolean;
+
+/** Walk the worktree against the tracked set; `visit` returns false to stop descending into a dir. */
+function walk(root: string, t: Tracked, visit: Visit): void {
+  const stack: string[] = [''];
+  while (stack.length > 0) {
+    const dirRel = stack.pop() as string;
+    for (const d of readdirSync(dirRel === '' ? root : join(root, dirRel), { withFileTypes: true })) {
+      if (dirRel === '' && d.name === '.git') continue;
+      const rel = dirRel === '' ? d.name : `${dirRel}/${d.name}`;
+      const abs = join(root, rel);
+      const isDir = d.isDirectory();
+      const isFileOrLink = d.isFile() || d.isSymbolicLink();
+      const entry = t.files.get(rel);
+      const kind = entry ? (entry.mode === MODE_GITLINK ? 'gitlink' : 'file') : t.dirs.has(rel) ? 'dir' : 'extra';
+      if (visit(rel, abs, kind, isDir, isFileOrLink) && kind === 'dir' && isDir) stack.push(rel);
+    }
+  }
+}
+
+const remove = (abs: string) => rmSync(abs, { recursive: true, force: true });
+
+/** Remove from the worktree everything that is not a tracked path of a tracked kind (see the module comment). */
+export function scrubWorktree(root: string, entries: readonly IndexEntry[]): void {
+  walk(root, tracked(entries), (_rel, abs, kind, isDir, isFileOrLink) => {
+    if (kind === 'extra') remove(abs);
+    else if (kind === 'file' && !isFileOrLink) remove(abs);
+    else if (kind === 'gitlink' && (!isDir || readdirSync(abs).length > 0)) remove(abs); // read-tree makes it again, empty
+    else if (kind === 'dir' && !isDir) remove(abs);
+    return true;
+  });
+}
+
+/** The git object id of a file's (or a symlink's) content. */
+function blobId(abs: string, symlink: boolean, algorithm: 'sha1' | 'sha256'): string {
+  const body = symlink ? Buffer.from(readlinkSync(abs)) : readFileSync(abs);
+  return createHash(algorithm).update(`blob ${body.length}\0`).update(body).digest('hex');
+}
+
+const lo32 = (n: bigint) => Number(n & 0xffffffffn);
+
+/** The stat data git recorded equals the file's now (git's own fields, 32-bit as git stores them). */
+function statMatches(e: IndexEntry, st: BigIntStats): boolean {
+  return (
+    lo32(st.ctimeNs / 1_000_000_000n) === e.ctimeS &&
+    Number(st.ctimeNs % 1_000_000_000n) === e.ctimeNs &&
+    lo32(st.mtimeNs / 1_000_000_000n) === e.mtimeS &&
+    Number(st.mtimeNs % 1_000_000_000n) === e.mtimeNs &&
+    lo32(st.ino) === e.ino &&
+    lo32(st.size) === e.size
+  );
+}
+
+/** What is wrong with one tracked file, or null. `dirMode`: the permission bits uh's checkout gives a directory. */
+function fileDoubt(abs: string, e: IndexEntry, dirMode: number, algorithm: 'sha1' | 'sha256'): string | null {
+  const st = lstatSync(abs, { bigint: true });
+  const perm = Number(st.mode & 0o7777n);
+  if (e.mode === MODE_SYMLINK) {
+    if (!st.isSymbolicLink()) return 'a tracked symlink is not one';
+  } else if (!st.isFile()) return 'a tracked file is not one';
+  else if (perm !== (e.mode === MODE_EXEC ? dirMode : dirMode & 0o666)) return `unexpected mode ${perm.toString(8)}`;
+  if (statMatches(e, st)) return null;
+  return blobId(abs, e.mode === MODE_SYMLINK, algorithm) === e.oid ? null : 'content differs from the base commit';
+}
+
+/**
+ * Null when the worktree (its top-level `.git` aside) is exactly the tracked entries; else the
+ * first doubt, naming the path.
+ */
+export function worktreeDoubt(root: string, entries: readonly IndexEntry[], dirMode: number, algorithm: 'sha1' | 'sha256'): string | null {
+  const t = tracked(entries);
+  let doubt: string | null = null;
+  let seen = 0;
+  walk(root, t, (rel, abs, kind, isDir, isFileOrLink) => {
+    if (doubt !== null) return false;
+    if (kind === 'extra') doubt = 'an untracked entry';
+    else if (kind === 'gitlink') doubt = isDir && readdirSync(abs).length === 0 ? null : 'a submodule directory is not empty';
+    else if (kind === 'dir') doubt = isDir && Number(lstatSync(abs).mode & 0o7777) === dirMode ? null : 'a tracked directory changed kind or mode';
+    else doubt = isFileOrLink ? fileDoubt(abs, t.files.get(rel) as IndexEntry, dirMode, algorithm) : 'a tracked file changed kind';
+    if (kind === 'file' || kind === 'gitlink') seen += 1;
+    if (doubt !== null) doubt = `${rel}: ${doubt}`;
+    return doubt === null;
+  });
+  if (doubt === null && seen !== t.files.size) doubt = `${t.files.size - seen} tracked path(s) missing`;
+  return doubt;
+}
