@@ -23,7 +23,7 @@
  * (removed through the path guard) and the mission gets a cold checkout.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { errorMessage } from '../../shared/errors.js';
 import { withFileLock } from './file-lock.js';
@@ -180,7 +180,8 @@ async function cleanForPool(sandbox: Sandbox, call: GitCallOptions): Promise<str
   const privateDoubt = privateGitDirDoubt(paths.gitDir, spec);
   if (privateDoubt !== null) return `uh's git dir: ${privateDoubt}`;
   const root = lstatSync(paths.path);
-  if (!root.isDirectory() || (root.mode & 0o7777) !== sandbox.dirMode) return 'the worktree directory changed kind or mode';
+  if (!root.isDirectory()) return 'the worktree is no longer a directory';
+  if ((root.mode & 0o7777) !== sandbox.dirMode) chmodSync(paths.path, sandbox.dirMode);
   dropLooseObjects(paths.gitDir);
   rmSync(paths.agentGitDir, { recursive: true, force: true });
   const before = readIndexEntries(paths.index, hashBytes(sandbox.commit));

@@ -12,10 +12,11 @@
  * - `worktreeDoubt` (after read-tree): walks again and names the first thing that is not exactly
  *   the base commit as checked out by uh: an extra entry, a missing or retyped path, a tracked
  *   file whose stat data is not what uh's index recorded and whose content does not hash to the
- *   recorded object, an unexpected permission on a file or directory.
+ *   recorded object. Permission bits of tracked files and directories are set back (a mode is
+ *   not content, and git leaves a directory's alone).
  */
 import { createHash } from 'node:crypto';
-import { lstatSync, readdirSync, readFileSync, readlinkSync, rmSync, type BigIntStats } from 'node:fs';
+import { chmodSync, lstatSync, readdirSync, readFileSync, readlinkSync, rmSync, type BigIntStats } from 'node:fs';
 import { join } from 'node:path';
 import { MODE_EXEC, MODE_GITLINK, MODE_SYMLINK, type IndexEntry } from './index-file.js';
 
@@ -87,16 +88,26 @@ function statMatches(e: IndexEntry, st: BigIntStats): boolean {
   );
 }
 
-/** What is wrong with one tracked file, or null. `dirMode`: the permission bits uh's checkout gives a directory. */
+/**
+ * What is wrong with one tracked file, or null. Its kind must match; its content must be the
+ * recorded object (stat data as git recorded it, else the hash). Permission bits are not content:
+ * git checks only the owner's x bit, and not at all within the second of the checkout, so a file
+ * whose content is proven gets its mode set back (`dirMode`: a directory's bits as checked out).
+ */
 function fileDoubt(abs: string, e: IndexEntry, dirMode: number, algorithm: 'sha1' | 'sha256'): string | null {
   const st = lstatSync(abs, { bigint: true });
-  const perm = Number(st.mode & 0o7777n);
-  if (e.mode === MODE_SYMLINK) {
-    if (!st.isSymbolicLink()) return 'a tracked symlink is not one';
-  } else if (!st.isFile()) return 'a tracked file is not one';
-  else if (perm !== (e.mode === MODE_EXEC ? dirMode : dirMode & 0o666)) return `unexpected mode ${perm.toString(8)}`;
-  if (statMatches(e, st)) return null;
-  return blobId(abs, e.mode === MODE_SYMLINK, algorithm) === e.oid ? null : 'content differs from the base commit';
+  const symlink = e.mode === MODE_SYMLINK;
+  if (symlink ? !st.isSymbolicLink() : !st.isFile()) return 'a tracked path changed kind';
+  if (!statMatches(e, st) && blobId(abs, symlink, algorithm) !== e.oid) return 'content differs from the base commit';
+  const expected = e.mode === MODE_EXEC ? dirMode : dirMode & 0o666;
+  if (!symlink && Number(st.mode & 0o7777n) !== expected) chmodSync(abs, expected);
+  return null;
+}
+
+/** A tracked directory gets its checkout mode back (git never sets a directory's mode). */
+function dirModeRepaired(abs: string, dirMode: number): null {
+  if ((lstatSync(abs).mode & 0o7777) !== dirMode) chmodSync(abs, dirMode);
+  return null;
 }
 
 /**
@@ -111,7 +122,7 @@ export function worktreeDoubt(root: string, entries: readonly IndexEntry[], dirM
     if (doubt !== null) return false;
     if (kind === 'extra') doubt = 'an untracked entry';
     else if (kind === 'gitlink') doubt = isDir && readdirSync(abs).length === 0 ? null : 'a submodule directory is not empty';
-    else if (kind === 'dir') doubt = isDir && Number(lstatSync(abs).mode & 0o7777) === dirMode ? null : 'a tracked directory changed kind or mode';
+    else if (kind === 'dir') doubt = isDir ? dirModeRepaired(abs, dirMode) : 'a tracked directory changed kind';
     else doubt = isFileOrLink ? fileDoubt(abs, t.files.get(rel) as IndexEntry, dirMode, algorithm) : 'a tracked file changed kind';
     if (kind === 'file' || kind === 'gitlink') seen += 1;
     if (doubt !== null) doubt = `${rel}: ${doubt}`;
