@@ -17,7 +17,9 @@ import { acquirePooled, releaseToPool, type PoolSettings } from '../../src/worke
 import { sweepSandboxes } from '../../src/workers/sandbox/retention.js';
 import { planGc } from '../../src/workers/sandbox/gc.js';
 import { createSandbox, readRecords, sandboxPaths } from '../../src/workers/sandbox/worktree.js';
+import { runCli } from '../support/cli.js';
 import { git, makeRepo } from '../support/git-repo.js';
+import { writeMission } from '../support/mission-file.js';
 import { removeDir, tempDir } from '../support/temp.js';
 
 const POOL: PoolSettings = { size: 2, idleMs: 3_600_000 };
@@ -71,7 +73,7 @@ const logger = {
 };
 
 interface Ran {
-  receipt: { status: string; verdict: string; exit_code: number; sandbox: { path: string | null; retained: boolean } };
+  receipt: { status: string; verdict: string; exit_code: number; sandbox: { path: string | null; retained: boolean }; isolation: { kind: string } };
   events: Array<{ type: string; data: Record<string, unknown> }>;
 }
 
@@ -142,6 +144,34 @@ describe('warm sandboxes: nothing of one mission reaches the next', () => {
     const next = await observe(cacheDir);
     expect(next.warm).toBe(true);
     expect(next.print).toBe(cold);
+  });
+
+  it('under bubblewrap too: what an isolated mission leaves is gone for the next one', async () => {
+    const dirty = await mission(cacheDir, 'echo x > new.txt; echo y > debug.log; mkdir -p .git/hooks; echo "#!/bin/sh" > .git/hooks/pre-commit; printf "gitdir: /tmp\\n" > src/.git', { isolation: 'auto' });
+    expect(dirty.receipt.isolation.kind).toBe('bwrap');
+    expect(pooledOf(dirty), poolLog.join('\n')).toBe(true);
+    const next = await observe(cacheDir);
+    expect(next.warm).toBe(true);
+    expect(next.print).toBe(cold);
+  });
+
+  it('two `uh mission run` processes at once: one takes the only pooled sandbox, the other checks out its own', async () => {
+    const cache = fresh('uh-pool-cli-');
+    const env = { UH_CACHE_DIR: cache, UH_SANDBOX_POOL_SIZE: '1', UH_ISOLATION: 'off' };
+    const first = writeMission(repo, ['noop']);
+    expect((await runCli(['mission', 'run', first.path, '--json', '--state-dir', fresh('uh-pool-st-')], { cwd: repo, env })).code).toBe(0);
+    expect(pooledRecords(cache)).toHaveLength(1);
+    const runs = await Promise.all([1, 2].map(async () => {
+      const m = writeMission(repo, ['edit', 'src/x.txt', 'x']);
+      const stateDir = fresh('uh-pool-st-');
+      const r = await runCli(['mission', 'run', m.path, '--json', '--state-dir', stateDir], { cwd: repo, env });
+      expect(r.code).toBe(0);
+      const events = readFileSync(join(stateDir, 'operations', m.operationId, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      return events.find((e) => e.type === 'sandbox.created').data as { path: string; warm: boolean };
+    }));
+    expect(runs.map((r) => r.warm).sort()).toEqual([false, true]);
+    expect(runs[0]!.path).not.toBe(runs[1]!.path);
+    expect(pooledRecords(cache)).toHaveLength(1); // the size: one back, the other removed
   });
 
   it('a hook or config written into uh\'s private git dir (isolation off): the sandbox is discarded, never reused', async () => {
