@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MissionSchema } from '../../src/shared/contracts/mission.js';
 import { runInline } from '../../src/workers/inline/run-inline.js';
 import { resolveInMirror } from '../../src/workers/sandbox/mirror-cache.js';
-import { acquirePooled, releaseToPool, type PoolSettings } from '../../src/workers/sandbox/sandbox-pool.js';
+import { acquirePooled, drainPool, releaseToPool, type PoolSettings } from '../../src/workers/sandbox/sandbox-pool.js';
 import { sweepSandboxes } from '../../src/workers/sandbox/retention.js';
 import { planGc } from '../../src/workers/sandbox/gc.js';
 import { createSandbox, readRecords, sandboxPaths } from '../../src/workers/sandbox/worktree.js';
@@ -258,5 +258,15 @@ describe('the pool itself', () => {
     expect((await sweepSandboxes(cacheDir, new Date(Date.now() + 61_000))).removed).toEqual([pooled!.path]);
     expect(existsSync(pooled!.path)).toBe(false);
     expect(pooledRecords(cacheDir)).toHaveLength(0);
+  });
+
+  it('low disk: drainPool drops every pooled sandbox (the disk guard calls it below UH_MIN_FREE_BYTES)', async () => {
+    const cacheDir = fresh('uh-pool-drain-');
+    expect(await pooledSandbox(cacheDir)).toBeNull();
+    expect(await pooledSandbox(cacheDir)).toBeNull();
+    const paths = pooledRecords(cacheDir).map((r) => r.path);
+    expect(await drainPool(cacheDir)).toBe(2);
+    expect(pooledRecords(cacheDir)).toHaveLength(0);
+    for (const p of paths) expect(existsSync(p)).toBe(false);
   });
 });
