@@ -7,6 +7,7 @@
  * sandbox checked out from scratch. Also: doubtful sandboxes are discarded, concurrent acquirers
  * never share one, retained sandboxes are never pooled, size and idle lifetime are honoured.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -258,6 +259,24 @@ describe('the pool itself', () => {
     expect((await sweepSandboxes(cacheDir, new Date(Date.now() + 61_000))).removed).toEqual([pooled!.path]);
     expect(existsSync(pooled!.path)).toBe(false);
     expect(pooledRecords(cacheDir)).toHaveLength(0);
+  });
+
+  it('a same-size edit with its mtime set back right after the checkout (git\'s racy case) is still undone', async () => {
+    const cacheDir = fresh('uh-pool-racy-');
+    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'main');
+    for (let i = 0; i < 5; i++) {
+      const s = await createSandbox(cacheDir, mirror, commit, `op-racy-${i}`, new Date());
+      const f = join(s.path, 'src/app.txt');
+      execFileSync('sh', ['-c', `cp -p "${f}" /tmp/uh-racy-$$ && printf 'v9\\n' > "${f}" && touch -r /tmp/uh-racy-$$ "${f}" && rm /tmp/uh-racy-$$`]);
+      expect(readFileSync(f, 'utf8')).toBe('v9\n');
+      expect(await releaseToPool(cacheDir, s, 'op', POOL, new Date())).toBeNull();
+      const got = await acquirePooled(cacheDir, mirror, commit, `op-next-${i}`, new Date(), POOL, () => undefined);
+      expect(readFileSync(join(got!.path, 'src/app.txt'), 'utf8')).toBe('v1\n');
+      expect(await releaseToPool(cacheDir, got!, 'op', POOL, new Date())).toBeNull(); // nothing changed: no git process, still proven
+      const again = await acquirePooled(cacheDir, mirror, commit, `op-again-${i}`, new Date(), POOL, () => undefined);
+      expect(readFileSync(join(again!.path, 'src/app.txt'), 'utf8')).toBe('v1\n');
+      await releaseToPool(cacheDir, again!, 'op', { size: 0, idleMs: 0 }, new Date());
+    }
   });
 
   it('low disk: drainPool drops every pooled sandbox (the disk guard calls it below UH_MIN_FREE_BYTES)', async () => {

@@ -14,12 +14,13 @@
  * Release (after the receipt; never for a retained sandbox): uh's index and private git dir must
  * be exactly as uh wrote them (`git-dir.ts`), else the sandbox is discarded; the diff's loose
  * objects and the agent's whole `.git` are deleted; everything not tracked is removed
- * (`worktree-scrub.ts`); `git read-tree --reset -u <commit>` restores tracked files; a walk
- * proves the worktree is exactly the commit (stat data, or content, of every tracked file; no
- * other entry; modes); the agent's `.git` is written afresh. Acquire: re-checks the stat stamps
+ * (`worktree-scrub.ts`); a walk checks every tracked file (stat data, or content) and, only when
+ * one changed, `git read-tree --reset -u <commit>` restores them and the walk runs again as the
+ * proof (no other entry; modes set back); the agent's `.git` is written afresh. Acquire: re-checks the stat stamps
  * taken when parked (anything touched since → discarded), then, when the mission's commit
  * differs, `git read-tree -m -u <old> <new>` (proportional to the change). Git processes on the
- * warm path: one at release, zero or one at acquire. Any doubt or error discards the sandbox
+ * warm path: at release one when the mission changed a tracked file (else none), at acquire one
+ * when the base commit moved (else none). Any doubt or error discards the sandbox
  * (removed through the path guard) and the mission gets a cold checkout.
  */
 import { createHash } from 'node:crypto';
@@ -187,11 +188,14 @@ async function cleanForPool(sandbox: Sandbox, call: GitCallOptions): Promise<str
   const before = readIndexEntries(paths.index, hashBytes(sandbox.commit));
   if (before === null) return "uh's index cannot be read";
   scrubWorktree(paths.path, before);
-  await git(['read-tree', '--reset', '-u', sandbox.commit], { ...call, cwd: paths.path, gitDir: paths.gitDir, workTree: paths.path, env: { GIT_INDEX_FILE: paths.index } });
-  const after = readIndexEntries(paths.index, hashBytes(sandbox.commit));
-  if (after === null) return "uh's index cannot be read after the reset";
-  const doubt = worktreeDoubt(paths.path, after, sandbox.dirMode, objectFormatOf(sandbox.commit));
-  if (doubt !== null) return `not clean after the reset: ${doubt}`;
+  // No tracked file changed (a no-op mission, or one that only added files): no git process at all.
+  if (worktreeDoubt(paths.path, paths.index, before, sandbox.dirMode, objectFormatOf(sandbox.commit)) !== null) {
+    await git(['read-tree', '--reset', '-u', sandbox.commit], { ...call, cwd: paths.path, gitDir: paths.gitDir, workTree: paths.path, env: { GIT_INDEX_FILE: paths.index } });
+    const after = readIndexEntries(paths.index, hashBytes(sandbox.commit));
+    if (after === null) return "uh's index cannot be read after the reset";
+    const doubt = worktreeDoubt(paths.path, paths.index, after, sandbox.dirMode, objectFormatOf(sandbox.commit));
+    if (doubt !== null) return `not clean after the reset: ${doubt}`;
+  }
   writeAgentGitDir(paths, sandbox.mirror, sandbox.commit);
   return null;
 }

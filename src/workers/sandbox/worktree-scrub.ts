@@ -9,7 +9,8 @@
  *   FIFOs and sockets (git ignores them too), a directory or a symlink where a tracked directory
  *   was, anything inside a submodule's directory (git never looks there). The top-level `.git`
  *   is the caller's (it is rebuilt). Nothing is followed: a symlink is removed as a link.
- * - `worktreeDoubt` (after read-tree): walks again and names the first thing that is not exactly
+ * - `worktreeDoubt` (before read-tree, to skip it when no tracked file changed; after it, as the
+ *   proof): walks again and names the first thing that is not exactly
  *   the base commit as checked out by uh: an extra entry, a missing or retyped path, a tracked
  *   file whose stat data is not what uh's index recorded and whose content does not hash to the
  *   recorded object. Permission bits of tracked files and directories are set back (a mode is
@@ -38,9 +39,9 @@ function tracked(entries: readonly IndexEntry[]): Tracked {
 type Visit = (rel: string, abs: string, kind: 'extra' | 'file' | 'gitlink' | 'dir', isDir: boolean, isFileOrLink: boolean) => boolean;
 
 /** Walk the worktree against the tracked set; `visit` returns false to stop descending into a dir. */
-function walk(root: string, t: Tracked, visit: Visit): void {
+function walk(root: string, t: Tracked, visit: Visit, stop: () => boolean = () => false): void {
   const stack: string[] = [''];
-  while (stack.length > 0) {
+  while (stack.length > 0 && !stop()) {
     const dirRel = stack.pop() as string;
     for (const d of readdirSync(dirRel === '' ? root : join(root, dirRel), { withFileTypes: true })) {
       if (dirRel === '' && d.name === '.git') continue;
@@ -76,8 +77,14 @@ function blobId(abs: string, symlink: boolean, algorithm: 'sha1' | 'sha256'): st
 
 const lo32 = (n: bigint) => Number(n & 0xffffffffn);
 
-/** The stat data git recorded equals the file's now (git's own fields, 32-bit as git stores them). */
-function statMatches(e: IndexEntry, st: BigIntStats): boolean {
+/**
+ * The stat data git recorded equals the file's now (git's own fields, 32-bit as git stores them),
+ * and the entry is not racy: recorded with an mtime at or after `racyFromNs` (the index file's
+ * own mtime), a change within the same clock tick could keep every field, so it is hashed (git's
+ * racy-git rule).
+ */
+function statMatches(e: IndexEntry, st: BigIntStats, racyFromNs: bigint): boolean {
+  if (BigInt(e.mtimeS) * 1_000_000_000n + BigInt(e.mtimeNs) >= racyFromNs) return false;
   return (
     lo32(st.ctimeNs / 1_000_000_000n) === e.ctimeS &&
     Number(st.ctimeNs % 1_000_000_000n) === e.ctimeNs &&
@@ -94,11 +101,11 @@ function statMatches(e: IndexEntry, st: BigIntStats): boolean {
  * git checks only the owner's x bit, and not at all within the second of the checkout, so a file
  * whose content is proven gets its mode set back (`dirMode`: a directory's bits as checked out).
  */
-function fileDoubt(abs: string, e: IndexEntry, dirMode: number, algorithm: 'sha1' | 'sha256'): string | null {
+function fileDoubt(abs: string, e: IndexEntry, dirMode: number, algorithm: 'sha1' | 'sha256', racyFromNs: bigint): string | null {
   const st = lstatSync(abs, { bigint: true });
   const symlink = e.mode === MODE_SYMLINK;
   if (symlink ? !st.isSymbolicLink() : !st.isFile()) return 'a tracked path changed kind';
-  if (!statMatches(e, st) && blobId(abs, symlink, algorithm) !== e.oid) return 'content differs from the base commit';
+  if (!statMatches(e, st, racyFromNs) && blobId(abs, symlink, algorithm) !== e.oid) return 'content differs from the base commit';
   const expected = e.mode === MODE_EXEC ? dirMode : dirMode & 0o666;
   if (!symlink && Number(st.mode & 0o7777n) !== expected) chmodSync(abs, expected);
   return null;
@@ -111,10 +118,11 @@ function dirModeRepaired(abs: string, dirMode: number): null {
 }
 
 /**
- * Null when the worktree (its top-level `.git` aside) is exactly the tracked entries; else the
- * first doubt, naming the path.
+ * Null when the worktree (its top-level `.git` aside) is exactly the tracked entries of the index
+ * file `indexFile`; else the first doubt, naming the path (the walk stops there).
  */
-export function worktreeDoubt(root: string, entries: readonly IndexEntry[], dirMode: number, algorithm: 'sha1' | 'sha256'): string | null {
+export function worktreeDoubt(root: string, indexFile: string, entries: readonly IndexEntry[], dirMode: number, algorithm: 'sha1' | 'sha256'): string | null {
+  const racyFromNs = lstatSync(indexFile, { bigint: true }).mtimeNs;
   const t = tracked(entries);
   let doubt: string | null = null;
   let seen = 0;
@@ -123,11 +131,11 @@ export function worktreeDoubt(root: string, entries: readonly IndexEntry[], dirM
     if (kind === 'extra') doubt = 'an untracked entry';
     else if (kind === 'gitlink') doubt = isDir && readdirSync(abs).length === 0 ? null : 'a submodule directory is not empty';
     else if (kind === 'dir') doubt = isDir ? dirModeRepaired(abs, dirMode) : 'a tracked directory changed kind';
-    else doubt = isFileOrLink ? fileDoubt(abs, t.files.get(rel) as IndexEntry, dirMode, algorithm) : 'a tracked file changed kind';
+    else doubt = isFileOrLink ? fileDoubt(abs, t.files.get(rel) as IndexEntry, dirMode, algorithm, racyFromNs) : 'a tracked file changed kind';
     if (kind === 'file' || kind === 'gitlink') seen += 1;
     if (doubt !== null) doubt = `${rel}: ${doubt}`;
     return doubt === null;
-  });
+  }, () => doubt !== null);
   if (doubt === null && seen !== t.files.size) doubt = `${t.files.size - seen} tracked path(s) missing`;
   return doubt;
 }
