@@ -11,6 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/shared/config.js';
 import { MissionSchema } from '../../src/shared/contracts/mission.js';
 import { runInline } from '../../src/workers/inline/run-inline.js';
 import { resolveInMirror } from '../../src/workers/sandbox/mirror-cache.js';
@@ -228,6 +229,13 @@ describe('warm sandboxes: nothing of one mission reaches the next', () => {
 });
 
 describe('the pool itself', () => {
+  it('its settings come from the environment, parsed once with the rest (errors name the variable)', () => {
+    expect(loadConfig({}).core.sandboxPool).toEqual({ size: 2, idleMs: 30 * 60_000 });
+    expect(loadConfig({ UH_SANDBOX_POOL_SIZE: '0', UH_SANDBOX_POOL_IDLE_MINUTES: '1.5' }).core.sandboxPool).toEqual({ size: 0, idleMs: 90_000 });
+    expect(() => loadConfig({ UH_SANDBOX_POOL_SIZE: '-1' })).toThrow(expect.objectContaining({ details: [expect.stringContaining('(environment UH_SANDBOX_POOL_SIZE)')] }));
+  });
+
+
   async function pooledSandbox(cacheDir: string, settings: PoolSettings = POOL): Promise<string | null> {
     const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'main');
     const s = await createSandbox(cacheDir, mirror, commit, `op-${++n}`, new Date());
