@@ -30,6 +30,8 @@ const VARIABLES = {
   UH_DEBUG: [z.string().optional(), 'stack traces on internal errors'],
   UH_SANDBOX_KEEP_HOURS: [z.coerce.number().nonnegative().default(24), 'sandbox retention (hours)'],
   UH_KEEP_SANDBOX: [z.enum(['0', '1', 'true', 'false']).optional(), 'keep every sandbox'],
+  UH_SANDBOX_POOL_SIZE: [z.coerce.number().int().nonnegative().default(2), 'warm sandboxes kept per repository mirror (0 = no pool)'],
+  UH_SANDBOX_POOL_IDLE_MINUTES: [z.coerce.number().nonnegative().default(30), 'idle lifetime of a warm sandbox (minutes)'],
   UH_ALLOW_LOCAL_REPOS: [z.enum(['0', '1', 'true', 'false']).optional(), 'allow local repository paths'],
   UH_ALLOW_HTTP_REPOS: [z.enum(['0', '1', 'true', 'false']).optional(), 'allow http:// repository URLs'],
   UH_PRICES: [z.string().optional(), 'price table (JSON)'],
@@ -109,6 +111,8 @@ export interface UhConfig {
     debug: boolean;
     sandboxKeepHours: number;
     keepSandbox: boolean;
+    /** The warm pool (workers/sandbox/sandbox-pool.ts): clean sandboxes kept per mirror, and for how long. */
+    sandboxPool: { size: number; idleMs: number };
     /** Local paths and file:// as repository.url; unset: allowed on the CLI, refused by the HTTP API. */
     allowLocalRepos: boolean | undefined;
     /** Plain http:// as repository.url (default off). */
@@ -159,6 +163,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       debug: e.UH_DEBUG !== undefined,
       sandboxKeepHours: e.UH_SANDBOX_KEEP_HOURS,
       keepSandbox: e.UH_KEEP_SANDBOX === '1' || e.UH_KEEP_SANDBOX === 'true',
+      sandboxPool: { size: e.UH_SANDBOX_POOL_SIZE, idleMs: Math.round(e.UH_SANDBOX_POOL_IDLE_MINUTES * 60_000) },
       allowLocalRepos: flag(e.UH_ALLOW_LOCAL_REPOS),
       allowHttpRepos: flag(e.UH_ALLOW_HTTP_REPOS) ?? false,
       prices: parsePrices(e.UH_PRICES, e.UH_PRICES_FILE),

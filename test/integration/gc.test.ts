@@ -13,7 +13,7 @@ import { QueueClient } from '../../src/producers/queue/queue-client.js';
 import { submitOperation } from '../../src/producers/submit.js';
 import { planGc } from '../../src/workers/sandbox/gc.js';
 import { pruneRecords } from '../../src/shared/queue/prune-records.js';
-import { sandboxesRoot, writeRecord } from '../../src/workers/sandbox/worktree.js';
+import { readRecords, sandboxesRoot, writeRecord } from '../../src/workers/sandbox/worktree.js';
 import { runCli } from '../support/cli.js';
 import { makeRepo } from '../support/git-repo.js';
 import { writeMission } from '../support/mission-file.js';
@@ -61,7 +61,7 @@ const sandboxEntries = (cacheDir: string) => (existsSync(sandboxesRoot(cacheDir)
 const privateEntries = (cacheDir: string) => (existsSync(join(sandboxesRoot(cacheDir), '.uh')) ? readdirSync(join(sandboxesRoot(cacheDir), '.uh')) : []);
 
 describe('a worker with retention 0', () => {
-  it('runs 50 missions (half failing, so retained) and its sandboxes dir ends empty', async () => {
+  it('runs 50 missions (half failing, so retained) and its sandboxes dir ends holding only the warm pool', async () => {
     const prefix = redis.prefix('fifty');
     const cacheDir = dir('uh-gcache-');
     const env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_SANDBOX_KEEP_HOURS: '0', UH_GC_INTERVAL_MS: '500' };
@@ -85,8 +85,14 @@ describe('a worker with retention 0', () => {
       await client.close();
     }
     const ranMs = Date.now() - started;
-    expect(await waitFor(() => sandboxEntries(cacheDir).length === 0 && privateEntries(cacheDir).length === 0, 10_000)).toBe(true);
-    process.stderr.write(`gc: 50 missions through one worker (concurrency 4) in ${ranMs} ms; sandboxes dir empty\n`);
+    // Left: only the warm pool (UH_SANDBOX_POOL_SIZE, default 2 per mirror), each with its private dir.
+    const onlyPool = () => {
+      const pooled = readRecords(cacheDir).filter((r) => r.state === 'pooled').map((r) => r.name).sort();
+      const names = sandboxEntries(cacheDir).sort();
+      return pooled.length <= 2 && JSON.stringify(names) === JSON.stringify(pooled) && JSON.stringify(privateEntries(cacheDir).sort()) === JSON.stringify(pooled);
+    };
+    expect(await waitFor(onlyPool, 10_000)).toBe(true);
+    process.stderr.write(`gc: 50 missions through one worker (concurrency 4) in ${ranMs} ms; sandboxes dir holds only the warm pool\n`);
   }, 120_000);
 });
 

@@ -17,6 +17,7 @@ import type { PromotionRecord } from '../../shared/contracts/promotion.js';
 import { silentLogger } from '../../shared/logger.js';
 import { promoteAfterRun } from '../promotion/auto-promote.js';
 import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
+import type { PoolSettings } from '../sandbox/sandbox-pool.js';
 
 export interface InlineOptions {
   stateDir: string;
@@ -28,6 +29,8 @@ export interface InlineOptions {
   receiptKey?: ReceiptKeySource;
   prices?: PriceTable;
   sandboxKeepHours?: number;
+  /** The warm pool (`UH_SANDBOX_POOL_*`), shared with other processes through the cache dir; unset = none. */
+  sandboxPool?: PoolSettings;
   /** `UH_ISOLATION` (default auto). */
   isolation?: 'auto' | 'require' | 'off';
   logger?: Logger;
@@ -73,6 +76,7 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
     ...(options.receiptKey ? { receiptKey: options.receiptKey } : {}),
     ...(options.prices ? { prices: options.prices } : {}),
     ...(options.sandboxKeepHours !== undefined ? { sandboxKeepHours: options.sandboxKeepHours } : {}),
+    ...(options.sandboxPool ? { sandboxPool: options.sandboxPool } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.env ? { env: options.env } : {}),
     ...(options.isolation ? { isolation: options.isolation } : {}),

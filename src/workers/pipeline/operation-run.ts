@@ -24,6 +24,7 @@ import { operationDir, writeRecord, type OperationRecord } from '../../operation
 import type { PreparedOperation } from '../../operation/prepare-operation.js';
 import { decideIsolation, probeBwrap, type IsolationDecision, type IsolationMode } from '../sandbox/isolation.js';
 import type { Sandbox } from '../sandbox/worktree.js';
+import type { PoolSettings } from '../sandbox/sandbox-pool.js';
 import { EventLog } from '../state/event-log.js';
 import type { DiffCapture } from '../verification/capture-diff.js';
 import type { ScopeViolation } from '../verification/scope-check.js';
@@ -38,6 +39,8 @@ export interface ExecuteOptions {
   signal?: AbortSignal;
   sandboxKeepHours?: number;
   keepSandbox?: boolean;
+  /** The warm pool (`UH_SANDBOX_POOL_*`); unset = no pool: every sandbox checked out and removed. */
+  sandboxPool?: PoolSettings;
   now?: () => Date;
   spawn?: SpawnGroup;
   fetch?: typeof globalThis.fetch;

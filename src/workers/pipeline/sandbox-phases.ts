@@ -1,23 +1,34 @@
 /**
- * The sandbox at both ends of the pipeline: created first (a worktree of the mirror at the base
- * commit; writes `run.sandbox`, `sandbox_path`), and kept or removed last by the retention
- * phase, once per operation whatever its end.
+ * The sandbox at both ends of the pipeline: taken first (from the warm pool, reset to the base
+ * commit, else a fresh checkout of the mirror at it; writes `run.sandbox`, `sandbox_path`), and
+ * kept, returned clean to the pool, or removed last by the retention phase, once per operation
+ * whatever its end. A kept (retained) sandbox is never pooled.
  */
 import { errorMessage } from '../../shared/errors.js';
+import { acquirePooled, releaseToPool } from '../sandbox/sandbox-pool.js';
 import { createSandbox, removeSandbox, retainSandbox, type Sandbox } from '../sandbox/worktree.js';
 import { setState, timed, type OperationRun } from './operation-run.js';
 
 export async function sandboxPhase(run: OperationRun): Promise<Sandbox> {
   const { prepared, options } = run;
   const id = prepared.mission.operation_id;
-  const sandbox = await timed(run, 'sandbox', () => createSandbox(options.cacheDir, prepared.mirror, prepared.baseCommit, id, run.startedAt));
+  const pool = options.sandboxPool;
+  const onDiscard = (path: string, reason: string) => run.logger.warn({ path, reason }, 'warm sandbox discarded');
+  const sandbox = await timed(run, 'sandbox', async () => {
+    const warm = pool ? await acquirePooled(options.cacheDir, prepared.mirror, prepared.baseCommit, id, run.startedAt, pool, onDiscard) : null;
+    return warm ?? createSandbox(options.cacheDir, prepared.mirror, prepared.baseCommit, id, run.startedAt);
+  });
   run.sandbox = sandbox;
   await setState(run, 'running', { sandbox_path: sandbox.path });
-  run.events.append('sandbox.created', { path: sandbox.path, base_commit: prepared.baseCommit, backend: 'git-worktree' });
+  run.events.append('sandbox.created', { path: sandbox.path, base_commit: prepared.baseCommit, backend: 'git-worktree', warm: sandbox.warm });
   return sandbox;
 }
 
-/** Keep the sandbox until `sandboxKeepHours` from now (the sweep collects it then), or remove it now. */
+/**
+ * Keep the sandbox until `sandboxKeepHours` from now (the sweep collects it then); or return it
+ * clean to the warm pool (`sandbox.removed` with `pooled: true`: its path is gone either way);
+ * or remove it now.
+ */
 export async function retentionPhase(run: OperationRun, keep: boolean): Promise<void> {
   const { sandbox, options } = run;
   if (!sandbox) return;
@@ -28,8 +39,16 @@ export async function retentionPhase(run: OperationRun, keep: boolean): Promise<
     run.events.append('sandbox.kept', { path: sandbox.path, until: until.toISOString() });
     return;
   }
+  if (options.sandboxPool) {
+    const notPooled = await releaseToPool(options.cacheDir, sandbox, id, options.sandboxPool, run.now());
+    if (notPooled === null) {
+      run.events.append('sandbox.removed', { path: sandbox.path, pooled: true });
+      return;
+    }
+    run.logger.info({ path: sandbox.path, reason: notPooled }, 'sandbox not pooled; removing it');
+  }
   await removeSandbox(options.cacheDir, { name: sandbox.name, path: sandbox.path, mirror: sandbox.mirror.path }).catch((error) =>
     run.logger.warn({ err: errorMessage(error) }, 'sandbox removal failed; the next sweep collects it'),
   );
-  run.events.append('sandbox.removed', { path: sandbox.path });
+  run.events.append('sandbox.removed', { path: sandbox.path, pooled: false });
 }

@@ -10,6 +10,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { OperationStore } from '../../shared/queue/operation-store.js';
 import { pruneRecords } from '../../shared/queue/prune-records.js';
 import { applyGc, freeBytes, planGc } from '../sandbox/gc.js';
+import { drainPool } from '../sandbox/sandbox-pool.js';
 
 export interface DiskGuardOptions {
   gc: GcConfig;
@@ -31,7 +32,9 @@ async function sweepOnce(o: DiskGuardOptions, paused: { value: boolean }): Promi
   // Redis too: settled operations past the retention lose their record, events and artifacts.
   const pruned = await pruneRecords(o.store, new Date(now.getTime() - o.gc.operationRetentionDays * 86_400_000));
   if (pruned.removed.length > 0) o.logger.info({ redis_records: pruned.removed.length }, 'retention sweep: Redis records pruned');
-  const free = freeBytes(o.cacheDir);
+  let free = freeBytes(o.cacheDir);
+  // Below the floor, warm sandboxes are the first thing to go.
+  if (free !== null && free < o.gc.minFreeBytes && (await drainPool(o.cacheDir)) > 0) free = freeBytes(o.cacheDir);
   const low = free !== null && free < o.gc.minFreeBytes;
   if (low && !paused.value) {
     paused.value = true;

@@ -11,6 +11,7 @@
  * summary that BullMQ publishes as its `completed` event.
  */
 import type { PriceTable } from '../../shared/prices.js';
+import type { PoolSettings } from '../sandbox/sandbox-pool.js';
 import { mkdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Job, Queue } from 'bullmq';
@@ -39,6 +40,7 @@ export interface PoolContext {
   artifactCapBytes: number;
   sandboxKeepHours: number;
   keepSandbox: boolean;
+  sandboxPool?: PoolSettings;
   receiptKey?: ReceiptKeySource;
   prices?: PriceTable;
   /** `UH_ISOLATION` for the runtime and checks. */
@@ -180,6 +182,7 @@ async function runPipeline(run: JobRun, prepared: Prepared): Promise<ExecuteResu
     logger: run.log,
     sandboxKeepHours: ctx.sandboxKeepHours,
     keepSandbox: ctx.keepSandbox,
+    ...(ctx.sandboxPool ? { sandboxPool: ctx.sandboxPool } : {}),
     ...(ctx.receiptKey ? { receiptKey: ctx.receiptKey } : {}),
     ...(ctx.prices ? { prices: ctx.prices } : {}),
     isolation: ctx.isolation,

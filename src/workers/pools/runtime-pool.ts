@@ -13,6 +13,7 @@
  * shutdown: stop taking jobs, grace period, then cancel what still runs (cancelled receipts).
  */
 import type { PriceTable } from '../../shared/prices.js';
+import type { PoolSettings } from '../sandbox/sandbox-pool.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Queue, Worker } from 'bullmq';
@@ -40,6 +41,8 @@ export interface PoolOptions {
   logger: Logger;
   sandboxKeepHours: number;
   keepSandbox: boolean;
+  /** The warm pool (`UH_SANDBOX_POOL_*`); unset = none. */
+  sandboxPool?: PoolSettings;
   /** Where the receipt signing key comes from (the fleet shares `UH_RECEIPT_KEY`). */
   receiptKey?: ReceiptKeySource;
   /** The price table: cost in receipts. */
@@ -117,6 +120,7 @@ function poolContext(options: PoolOptions, redis: Redis, workerId: string): Pool
     artifactCapBytes: config.artifactCapBytes,
     sandboxKeepHours: options.sandboxKeepHours,
     keepSandbox: options.keepSandbox,
+    ...(options.sandboxPool ? { sandboxPool: options.sandboxPool } : {}),
     ...(options.receiptKey ? { receiptKey: options.receiptKey } : {}),
     ...(options.prices ? { prices: options.prices } : {}),
     isolation: options.isolation ?? 'auto',

@@ -6,16 +6,20 @@
  *      died; recover or the owner watch settled it) — never one whose operation runs or is unknown;
  *   2. orphan worktrees (a sandbox dir without a record), pruned under the mirror lock;
  *   3. mirrors unused for `UH_MIRROR_IDLE_DAYS` that no remaining sandbox uses;
- *   4. the cap (`UH_CACHE_CAP_BYTES`): the oldest kept sandboxes first, then idle mirrors, oldest first;
+ *   4. the cap (`UH_CACHE_CAP_BYTES`): pooled (warm) sandboxes first, then the oldest kept sandboxes,
+ *      then idle mirrors, oldest first;
  *   5. settled operation dirs older than `UH_OPERATION_RETENTION_DAYS` (never running or unknown).
- * Sandboxes are removed through the sandbox module (removeSandbox), never by path arithmetic.
+ * Sandboxes are removed through the sandbox modules (discardSandbox: a pooled one under the pool's
+ * lock, never one a mission claimed meanwhile), never by path arithmetic. Pooled sandboxes expire
+ * like kept ones: their keep_until is the end of their idle lifetime.
  */
 import { existsSync, lstatSync, readdirSync, rmSync, statSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { withFileLock } from './file-lock.js';
 import { mirrorLockDir } from './mirror-cache.js';
 import { sweepSandboxes } from './retention.js';
-import { readRecords, removeSandbox, type SandboxRecord } from './worktree.js';
+import { discardSandbox } from './sandbox-pool.js';
+import { readRecords, type SandboxRecord } from './worktree.js';
 
 export type GcKind = 'sandbox_expired' | 'sandbox_settled' | 'sandbox_cap' | 'mirror_idle' | 'mirror_cap' | 'operation_dir';
 export interface GcItem {
@@ -82,12 +86,14 @@ async function sandboxItems(cacheDir: string, policy: GcPolicy, ports: GcPorts):
   return items;
 }
 
-/** The cap: oldest retained sandboxes first, then mirrors no sandbox uses, oldest first. */
+/** The cap: pooled sandboxes first, then the oldest retained ones, then mirrors no other sandbox uses, oldest first. */
 function capItems(cacheDir: string, policy: GcPolicy, freed: Set<string>): GcItem[] {
   if (policy.cacheCapBytes <= 0) return [];
   const kept = readRecords(cacheDir).filter((r) => !freed.has(r.path));
-  const idleMirrors = mirrors(cacheDir).filter((m) => !freed.has(m.path) && !kept.some((r) => r.mirror === m.path));
-  const sandboxes = kept.filter((r) => r.state === 'retained').sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at));
+  // A pooled sandbox comes before every mirror in the list: a mirror is reached only once they are dropped.
+  const idleMirrors = mirrors(cacheDir).filter((m) => !freed.has(m.path) && !kept.some((r) => r.mirror === m.path && r.state !== 'pooled'));
+  const oldest = (a: SandboxRecord, b: SandboxRecord) => Date.parse(a.created_at) - Date.parse(b.created_at);
+  const sandboxes = [...kept.filter((r) => r.state === 'pooled').sort(oldest), ...kept.filter((r) => r.state === 'retained').sort(oldest)];
   const sized = [
     ...sandboxes.map((r) => ({ kind: 'sandbox_cap' as const, path: r.path, bytes: dirBytes(r.path), operation_id: r.operation_id, record: r })),
     ...idleMirrors.sort((a, b) => a.usedAt - b.usedAt).map((m) => ({ kind: 'mirror_cap' as const, path: m.path, bytes: dirBytes(m.path) })),
@@ -131,9 +137,16 @@ export async function planGc(cacheDir: string, stateDir: string | null, policy: 
 /** Apply a plan; then the orphan sweep (worktrees without a record, pruned under the mirror lock). */
 export async function applyGc(cacheDir: string, items: GcItem[], now: Date): Promise<{ removed: GcItem[]; orphans: string[] }> {
   const removed: GcItem[] = [];
+  // A pooled sandbox claimed by a mission since the plan keeps its mirror (its objects come from there).
+  const claimedMirrors = new Set<string>();
   for (const item of items) {
     try {
-      if (item.record) await removeSandbox(cacheDir, item.record);
+      if (item.record) {
+        if (!(await discardSandbox(cacheDir, item.record))) {
+          claimedMirrors.add(item.record.mirror);
+          continue;
+        }
+      } else if (claimedMirrors.has(item.path)) continue;
       else if (item.kind === 'operation_dir') rmSync(item.path, { recursive: true, force: true });
       else await withFileLock(mirrorLockDir(item.path), async () => rmSync(item.path, { recursive: true, force: true }), 10_000);
       removed.push(item);

@@ -1,10 +1,13 @@
 /**
- * The sweep: remove retained sandboxes past their keep-until time, and orphans (a directory
- * under the sandboxes root with no record). Runs at start-up of `uh mission run` and workers.
+ * The sweep: remove retained sandboxes past their keep-until time, pooled ones idle past their
+ * lifetime (through the pool's lock: never one a mission just claimed), and orphans (a directory
+ * under the sandboxes root with no record, looked up again right before removal: another process
+ * may have just created or renamed it). Runs at start-up of `uh mission run` and workers.
  */
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { readRecords, removeSandbox, sandboxesRoot } from './worktree.js';
+import { discardSandbox } from './sandbox-pool.js';
+import { metaPath, readRecords, removeSandbox, sandboxesRoot } from './worktree.js';
 
 export interface SweepResult {
   removed: string[];
@@ -19,8 +22,7 @@ export async function sweepSandboxes(cacheDir: string, now: Date): Promise<Sweep
   let kept = 0;
   for (const record of records) {
     if (Date.parse(record.keep_until) <= now.getTime()) {
-      await removeSandbox(cacheDir, record).catch(() => undefined);
-      removed.push(record.path);
+      if (await discardSandbox(cacheDir, record).catch(() => false)) removed.push(record.path);
     } else kept += 1;
   }
   const known = new Set(records.map((r) => r.name));
@@ -28,7 +30,7 @@ export async function sweepSandboxes(cacheDir: string, now: Date): Promise<Sweep
     if (entry.startsWith('.') || known.has(entry)) continue;
     const path = join(root, entry);
     // An orphan: no record. Only a sandbox-looking dir (it has a `.git`) is removed.
-    if (existsSync(join(path, '.git'))) {
+    if (existsSync(join(path, '.git')) && !existsSync(metaPath(cacheDir, entry))) {
       await removeSandbox(cacheDir, { name: entry, path, mirror: '' }).catch(() => undefined);
       removed.push(path);
     }

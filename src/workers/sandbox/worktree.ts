@@ -9,16 +9,20 @@
  *                                        uh's diff objects are written here
  *   <cache>/sandboxes/.uh/<name>/index   uh's index at the base commit (uh's checkout wrote it)
  *   <cache>/sandboxes/.meta/<name>.json  the record driving retention
+ *   <cache>/sandboxes/.pool/…            the warm pool's index (`sandbox-pool.ts`)
  *
+ * Both git dirs are written by hand (`git-dir.ts`): the checkout is uh's one git process.
  * The agent needs `<mirror>/objects` readable (read-only) and nothing else of the cache.
  * Removal deletes the two dirs behind a path guard; the mirror keeps no trace of a sandbox.
+ * A sandbox that ended well may instead go back, clean, to the warm pool (`sandbox-pool.ts`).
  */
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync, renameSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync, renameSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join, relative, sep } from 'node:path';
 import { z } from 'zod';
 import { UhError } from '../../shared/errors.js';
 import { git, type GitCallOptions } from './git.js';
+import { writeGitDir, type GitDirSpec } from './git-dir.js';
 import type { Mirror } from './mirror-cache.js';
 
 export const SandboxRecordSchema = z.object({
@@ -30,7 +34,12 @@ export const SandboxRecordSchema = z.object({
   created_at: z.string(),
   /** ISO time after which a sweep removes it; far future while running. */
   keep_until: z.string(),
-  state: z.enum(['active', 'retained']),
+  /** `pooled`: clean at `commit`, waiting in the warm pool (`sandbox-pool.ts`) until keep_until. */
+  state: z.enum(['active', 'retained', 'pooled']),
+  /** Permission bits of a directory as uh's checkout made them (files: the same, minus x unless executable). */
+  dir_mode: z.number().int().optional(),
+  /** Pooled: stat stamps of the parts a sandbox at rest must not see change (checked before reuse). */
+  stamps: z.record(z.string(), z.string()).optional(),
 });
 export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;
 
@@ -39,13 +48,19 @@ export interface Sandbox {
   path: string;
   mirror: Mirror;
   commit: string;
+  /** Taken from the warm pool (true) or checked out from scratch (false). */
+  warm: boolean;
+  /** Permission bits of the worktree's directories as checked out. */
+  dirMode: number;
+  /** `fileStamp` of uh's index when uh last wrote it: any other change means someone else did. */
+  indexStamp: string;
 }
 
 export function sandboxesRoot(cacheDir: string): string {
   return join(cacheDir, 'sandboxes');
 }
 
-function metaPath(cacheDir: string, name: string): string {
+export function metaPath(cacheDir: string, name: string): string {
   return join(sandboxesRoot(cacheDir), '.meta', `${name}.json`);
 }
 
@@ -72,7 +87,7 @@ export function readRecords(cacheDir: string): SandboxRecord[] {
 }
 
 /** Twelve hours' worth of a running mission is not enough: active sandboxes are kept ~forever until settled. */
-const FAR_FUTURE = '9999-01-01T00:00:00.000Z';
+export const FAR_FUTURE = '9999-01-01T00:00:00.000Z';
 
 /** The agent-visible and the uh-private paths of one sandbox (see the module comment). */
 export interface SandboxPaths {
@@ -94,26 +109,46 @@ export function sandboxPaths(path: string): SandboxPaths {
   return { path, agentGitDir: join(path, '.git'), privateDir, gitDir: join(privateDir, 'git'), index: join(privateDir, 'index') };
 }
 
-/** A git dir of our own whose objects come read-only from the mirror's (`objects/info/alternates`). */
-async function initGitDir(gitDir: string, mirror: Mirror, bare: boolean, call: GitCallOptions): Promise<void> {
-  mkdirSync(gitDir, { recursive: true });
-  // `--template=` (empty): no sample hooks, no `info/exclude`.
-  await git(['init', '--quiet', '--template=', ...(bare ? ['--bare'] : []), '--', bare ? gitDir : dirname(gitDir)], { ...call, cwd: gitDir });
-  mkdirSync(join(gitDir, 'objects', 'info'), { recursive: true });
-  writeFileSync(join(gitDir, 'objects', 'info', 'alternates'), `${join(realpathSync(mirror.path), 'objects')}\n`);
+/** Identity and change times of a file or dir (inode, size, mtime, ctime in ns), or `missing`. */
+export function fileStamp(path: string): string {
+  try {
+    const st = lstatSync(path, { bigint: true });
+    return `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+  } catch {
+    return 'missing';
+  }
+}
+
+/** The spec of a sandbox's git dirs: objects from the mirror's, HEAD at `commit`. */
+export function gitDirSpec(mirror: Pick<Mirror, 'path'>, commit: string, bare: boolean): GitDirSpec {
+  return { bare, alternates: join(realpathSync(mirror.path), 'objects'), commit };
+}
+
+/** The agent's `.git`, fresh: HEAD detached at `commit`, a copy of uh's index (its stat data true of the checkout). */
+export function writeAgentGitDir(paths: SandboxPaths, mirror: Pick<Mirror, 'path'>, commit: string): void {
+  writeGitDir(paths.agentGitDir, gitDirSpec(mirror, commit, false));
+  copyFileSync(paths.index, join(paths.agentGitDir, 'index'));
+}
+
+/** A new, unique sandbox name for an operation (or `pool` for a pooled one). */
+export function sandboxName(owner: string): string {
+  return `${owner}-${randomBytes(4).toString('hex')}`;
 }
 
 /**
  * Check out `commit` into a new sandbox. uh's private git dir does the checkout (its index is
  * uh's own, at the base commit); the agent then gets a private `.git` of its own: alternates to
  * the mirror's objects, HEAD detached at the commit, a copy of uh's index. Nothing the agent
- * writes in its `.git` reaches the mirror or uh's git dir. `call` bounds the git calls.
+ * writes in its `.git` reaches the mirror or uh's git dir. One git process (`read-tree`); `call`
+ * bounds it.
  */
 export async function createSandbox(cacheDir: string, mirror: Mirror, commit: string, operationId: string, now: Date, call: GitCallOptions = {}): Promise<Sandbox> {
   const root = sandboxesRoot(cacheDir);
   mkdirSync(root, { recursive: true });
-  const name = `${operationId}-${randomBytes(4).toString('hex')}`;
+  const name = sandboxName(operationId);
   const paths = sandboxPaths(join(realpathSync(root), name));
+  mkdirSync(paths.path, { recursive: true });
+  const dirMode = lstatSync(paths.path).mode & 0o7777;
   writeRecord(cacheDir, {
     name,
     path: paths.path,
@@ -123,14 +158,13 @@ export async function createSandbox(cacheDir: string, mirror: Mirror, commit: st
     created_at: now.toISOString(),
     keep_until: FAR_FUTURE,
     state: 'active',
+    dir_mode: dirMode,
   });
-  mkdirSync(paths.path, { recursive: true });
-  await initGitDir(paths.gitDir, mirror, true, call);
+  writeGitDir(paths.gitDir, gitDirSpec(mirror, commit, true));
   await git(['read-tree', '--reset', '-u', commit], { ...call, cwd: paths.path, gitDir: paths.gitDir, workTree: paths.path, env: { GIT_INDEX_FILE: paths.index } });
-  await initGitDir(paths.agentGitDir, mirror, false, call);
-  copyFileSync(paths.index, join(paths.agentGitDir, 'index'));
-  writeFileSync(join(paths.agentGitDir, 'HEAD'), `${commit}\n`);
-  return { name, path: paths.path, mirror, commit };
+  const indexStamp = fileStamp(paths.index);
+  writeAgentGitDir(paths, mirror, commit);
+  return { name, path: paths.path, mirror, commit, warm: false, dirMode, indexStamp };
 }
 
 /** Refuse anything that is not a direct child of the sandboxes root. */

@@ -81,6 +81,7 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
     signal: controller.signal,
     keepSandbox: Boolean(values['keep-sandbox']) || config.core.keepSandbox,
     sandboxKeepHours: config.core.sandboxKeepHours,
+    sandboxPool: config.core.sandboxPool,
     receiptKey: config.receipts,
     prices: config.core.prices,
     isolation: config.core.isolation,

@@ -173,6 +173,7 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
       logger,
       sandboxKeepHours: config.core.sandboxKeepHours,
       keepSandbox: config.core.keepSandbox,
+      sandboxPool: config.core.sandboxPool,
       receiptKey: config.receipts,
       prices: config.core.prices,
       gc: config.gc,

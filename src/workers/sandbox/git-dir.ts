@@ -1,0 +1,94 @@
+/**
+ * The two small git dirs of a sandbox, written by hand (no `git init`: no process, no template,
+ * nothing read from any config), and the check that uh's private one is still exactly what uh
+ * wrote. A git dir here is HEAD (the commit, detached), config, `objects/info/alternates` (the
+ * mirror's objects, read-only), empty `objects/pack`, `refs/heads`, `refs/tags`: what
+ * `git init --template=` writes, with HEAD detached at the base commit.
+ */
+import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface GitDirSpec {
+  /** uh's private dir is bare (its work tree is always given with `--work-tree`); the agent's is not. */
+  bare: boolean;
+  /** `<mirror>/objects`, real path. */
+  alternates: string;
+  commit: string;
+}
+
+/** sha256 repositories (64-hex commits) need the object format named in their config. Pure. */
+export function objectFormatOf(commit: string): 'sha1' | 'sha256' {
+  return commit.length === 64 ? 'sha256' : 'sha1';
+}
+
+/** The config `git init` would write for this spec. Pure. */
+export function gitDirConfig(spec: Pick<GitDirSpec, 'bare' | 'commit'>): string {
+  const sha256 = objectFormatOf(spec.commit) === 'sha256';
+  const lines = ['[core]', `\trepositoryformatversion = ${sha256 ? 1 : 0}`, '\tfilemode = true', `\tbare = ${spec.bare}`];
+  if (!spec.bare) lines.push('\tlogallrefupdates = true');
+  if (sha256) lines.push('[extensions]', '\tobjectformat = sha256');
+  return `${lines.join('\n')}\n`;
+}
+
+/** Write a fresh git dir at `gitDir` (which must not exist yet, or be empty). */
+export function writeGitDir(gitDir: string, spec: GitDirSpec): void {
+  mkdirSync(join(gitDir, 'objects', 'info'), { recursive: true });
+  mkdirSync(join(gitDir, 'objects', 'pack'));
+  mkdirSync(join(gitDir, 'refs', 'heads'), { recursive: true });
+  mkdirSync(join(gitDir, 'refs', 'tags'));
+  writeFileSync(join(gitDir, 'config'), gitDirConfig(spec));
+  writeFileSync(join(gitDir, 'HEAD'), `${spec.commit}\n`);
+  writeFileSync(join(gitDir, 'objects', 'info', 'alternates'), `${spec.alternates}\n`);
+}
+
+/** Point an existing git dir of ours at another commit (HEAD only). */
+export function setHead(gitDir: string, commit: string): void {
+  writeFileSync(join(gitDir, 'HEAD'), `${commit}\n`);
+}
+
+const LOOSE = /^[0-9a-f]{2}$/;
+
+function entries(dir: string): string[] | null {
+  try {
+    if (!lstatSync(dir).isDirectory()) return null;
+    return readdirSync(dir).sort();
+  } catch {
+    return null;
+  }
+}
+
+function fileIs(path: string, text: string): boolean {
+  try {
+    return lstatSync(path).isFile() && readFileSync(path, 'utf8') === text;
+  } catch {
+    return false;
+  }
+}
+
+const same = (a: string[] | null, b: string[]) => a !== null && a.length === b.length && a.every((x, i) => x === b[i]);
+
+/**
+ * uh's private git dir is exactly as uh wrote it: the same HEAD, config and alternates, no hooks,
+ * no info, no refs, no packs, nothing else; loose objects (`objects/xx/`, written by the diff
+ * capture) are the only thing allowed to have appeared. Null when it is; else what is wrong.
+ */
+export function privateGitDirDoubt(gitDir: string, spec: GitDirSpec): string | null {
+  if (!same(entries(gitDir), ['HEAD', 'config', 'objects', 'refs'])) return `unexpected entries in ${gitDir}`;
+  if (!fileIs(join(gitDir, 'HEAD'), `${spec.commit}\n`)) return 'HEAD changed';
+  if (!fileIs(join(gitDir, 'config'), gitDirConfig(spec))) return 'config changed';
+  if (!fileIs(join(gitDir, 'objects', 'info', 'alternates'), `${spec.alternates}\n`)) return 'alternates changed';
+  if (!same(entries(join(gitDir, 'objects', 'info')), ['alternates'])) return 'objects/info changed';
+  if (!same(entries(join(gitDir, 'objects', 'pack')), [])) return 'objects/pack changed';
+  if (!same(entries(join(gitDir, 'refs')), ['heads', 'tags'])) return 'refs changed';
+  if (!same(entries(join(gitDir, 'refs', 'heads')), []) || !same(entries(join(gitDir, 'refs', 'tags')), [])) return 'refs changed';
+  const objects = entries(join(gitDir, 'objects')) ?? [];
+  if (objects.some((e) => e !== 'info' && e !== 'pack' && !LOOSE.test(e))) return 'unexpected entries in objects';
+  return null;
+}
+
+/** Remove the loose objects a previous mission's diff capture wrote (`objects/xx/`). */
+export function dropLooseObjects(gitDir: string): void {
+  for (const e of readdirSync(join(gitDir, 'objects'))) {
+    if (LOOSE.test(e)) rmSync(join(gitDir, 'objects', e), { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,141 @@
+/**
+ * Putting a used sandbox's worktree back to its base commit, and proving it is there, without a
+ * process: two walks against uh's own index (`index-file.ts`), around uh's one
+ * `git read-tree --reset -u` that restores modified and deleted tracked files.
+ *
+ * - `scrubWorktree` (before read-tree): removes every entry that is not a tracked path, or not of
+ *   a tracked kind: untracked and ignored files, nested repositories and any `.git` below the top
+ *   (git itself never lists a `.git` entry, so `git clean` and `git status` would keep one),
+ *   FIFOs and sockets (git ignores them too), a directory or a symlink where a tracked directory
+ *   was, anything inside a submodule's directory (git never looks there). The top-level `.git`
+ *   is the caller's (it is rebuilt). Nothing is followed: a symlink is removed as a link.
+ * - `worktreeDoubt` (before read-tree, to skip it when no tracked file changed; after it, as the
+ *   proof): walks again and names the first thing that is not exactly
+ *   the base commit as checked out by uh: an extra entry, a missing or retyped path, a tracked
+ *   file whose stat data is not what uh's index recorded and whose content does not hash to the
+ *   recorded object. Permission bits of tracked files and directories are set back (a mode is
+ *   not content, and git leaves a directory's alone).
+ */
+import { createHash } from 'node:crypto';
+import { chmodSync, lstatSync, readdirSync, readFileSync, readlinkSync, rmSync, type BigIntStats } from 'node:fs';
+import { join } from 'node:path';
+import { MODE_EXEC, MODE_GITLINK, MODE_SYMLINK, type IndexEntry } from './index-file.js';
+
+interface Tracked {
+  files: Map<string, IndexEntry>;
+  dirs: Set<string>;
+}
+
+function tracked(entries: readonly IndexEntry[]): Tracked {
+  const files = new Map<string, IndexEntry>();
+  const dirs = new Set<string>();
+  for (const e of entries) {
+    files.set(e.path, e);
+    for (let i = e.path.indexOf('/'); i >= 0; i = e.path.indexOf('/', i + 1)) dirs.add(e.path.slice(0, i));
+  }
+  return { files, dirs };
+}
+
+type Visit = (rel: string, abs: string, kind: 'extra' | 'file' | 'gitlink' | 'dir', isDir: boolean, isFileOrLink: boolean) => boolean;
+
+/** Walk the worktree against the tracked set; `visit` returns false to stop descending into a dir. */
+function walk(root: string, t: Tracked, visit: Visit, stop: () => boolean = () => false): void {
+  const stack: string[] = [''];
+  while (stack.length > 0 && !stop()) {
+    const dirRel = stack.pop() as string;
+    for (const d of readdirSync(dirRel === '' ? root : join(root, dirRel), { withFileTypes: true })) {
+      if (dirRel === '' && d.name === '.git') continue;
+      const rel = dirRel === '' ? d.name : `${dirRel}/${d.name}`;
+      const abs = join(root, rel);
+      const isDir = d.isDirectory();
+      const isFileOrLink = d.isFile() || d.isSymbolicLink();
+      const entry = t.files.get(rel);
+      const kind = entry ? (entry.mode === MODE_GITLINK ? 'gitlink' : 'file') : t.dirs.has(rel) ? 'dir' : 'extra';
+      if (visit(rel, abs, kind, isDir, isFileOrLink) && kind === 'dir' && isDir) stack.push(rel);
+    }
+  }
+}
+
+const remove = (abs: string) => rmSync(abs, { recursive: true, force: true });
+
+/** Remove from the worktree everything that is not a tracked path of a tracked kind (see the module comment). */
+export function scrubWorktree(root: string, entries: readonly IndexEntry[]): void {
+  walk(root, tracked(entries), (_rel, abs, kind, isDir, isFileOrLink) => {
+    if (kind === 'extra') remove(abs);
+    else if (kind === 'file' && !isFileOrLink) remove(abs);
+    else if (kind === 'gitlink' && (!isDir || readdirSync(abs).length > 0)) remove(abs); // read-tree makes it again, empty
+    else if (kind === 'dir' && !isDir) remove(abs);
+    return true;
+  });
+}
+
+/** The git object id of a file's (or a symlink's) content. */
+function blobId(abs: string, symlink: boolean, algorithm: 'sha1' | 'sha256'): string {
+  const body = symlink ? Buffer.from(readlinkSync(abs)) : readFileSync(abs);
+  return createHash(algorithm).update(`blob ${body.length}\0`).update(body).digest('hex');
+}
+
+const lo32 = (n: bigint) => Number(n & 0xffffffffn);
+
+/**
+ * The stat data git recorded equals the file's now (git's own fields, 32-bit as git stores them),
+ * and the entry is not racy: recorded with an mtime at or after `racyFromNs` (the index file's
+ * own mtime), a change within the same clock tick could keep every field, so it is hashed (git's
+ * racy-git rule).
+ */
+function statMatches(e: IndexEntry, st: BigIntStats, racyFromNs: bigint): boolean {
+  if (BigInt(e.mtimeS) * 1_000_000_000n + BigInt(e.mtimeNs) >= racyFromNs) return false;
+  return (
+    lo32(st.ctimeNs / 1_000_000_000n) === e.ctimeS &&
+    Number(st.ctimeNs % 1_000_000_000n) === e.ctimeNs &&
+    lo32(st.mtimeNs / 1_000_000_000n) === e.mtimeS &&
+    Number(st.mtimeNs % 1_000_000_000n) === e.mtimeNs &&
+    lo32(st.ino) === e.ino &&
+    lo32(st.size) === e.size
+  );
+}
+
+/**
+ * What is wrong with one tracked file, or null. Its kind must match; its content must be the
+ * recorded object (stat data as git recorded it, else the hash). Permission bits are not content:
+ * git checks only the owner's x bit, and not at all within the second of the checkout, so a file
+ * whose content is proven gets its mode set back (`dirMode`: a directory's bits as checked out).
+ */
+function fileDoubt(abs: string, e: IndexEntry, dirMode: number, algorithm: 'sha1' | 'sha256', racyFromNs: bigint): string | null {
+  const st = lstatSync(abs, { bigint: true });
+  const symlink = e.mode === MODE_SYMLINK;
+  if (symlink ? !st.isSymbolicLink() : !st.isFile()) return 'a tracked path changed kind';
+  if (!statMatches(e, st, racyFromNs) && blobId(abs, symlink, algorithm) !== e.oid) return 'content differs from the base commit';
+  const expected = e.mode === MODE_EXEC ? dirMode : dirMode & 0o666;
+  if (!symlink && Number(st.mode & 0o7777n) !== expected) chmodSync(abs, expected);
+  return null;
+}
+
+/** A tracked directory gets its checkout mode back (git never sets a directory's mode). */
+function dirModeRepaired(abs: string, dirMode: number): null {
+  if ((lstatSync(abs).mode & 0o7777) !== dirMode) chmodSync(abs, dirMode);
+  return null;
+}
+
+/**
+ * Null when the worktree (its top-level `.git` aside) is exactly the tracked entries of the index
+ * file `indexFile`; else the first doubt, naming the path (the walk stops there).
+ */
+export function worktreeDoubt(root: string, indexFile: string, entries: readonly IndexEntry[], dirMode: number, algorithm: 'sha1' | 'sha256'): string | null {
+  const racyFromNs = lstatSync(indexFile, { bigint: true }).mtimeNs;
+  const t = tracked(entries);
+  let doubt: string | null = null;
+  let seen = 0;
+  walk(root, t, (rel, abs, kind, isDir, isFileOrLink) => {
+    if (doubt !== null) return false;
+    if (kind === 'extra') doubt = 'an untracked entry';
+    else if (kind === 'gitlink') doubt = isDir && readdirSync(abs).length === 0 ? null : 'a submodule directory is not empty';
+    else if (kind === 'dir') doubt = isDir ? dirModeRepaired(abs, dirMode) : 'a tracked directory changed kind';
+    else doubt = isFileOrLink ? fileDoubt(abs, t.files.get(rel) as IndexEntry, dirMode, algorithm, racyFromNs) : 'a tracked file changed kind';
+    if (kind === 'file' || kind === 'gitlink') seen += 1;
+    if (doubt !== null) doubt = `${rel}: ${doubt}`;
+    return doubt === null;
+  }, () => doubt !== null);
+  if (doubt === null && seen !== t.files.size) doubt = `${t.files.size - seen} tracked path(s) missing`;
+  return doubt;
+}
