@@ -14,7 +14,7 @@
  *
  * Processes: one `ls-files` lists every modified, deleted and untracked path; when it lists none
  * the final tree is the base tree and nothing else runs. Otherwise one `add` stages exactly those
- * paths, `write-tree` names the final tree and one `diff-tree --patch-with-raw` gives the names
+ * paths (deleted ones leave by `rm --cached` first, one more process), `write-tree` names the final tree and one `diff-tree --patch-with-raw` gives the names
  * (renames detected) and the patch together. The base commit's tree and ignore rules come from
  * uh's cache (`baseFactsDir`), or two more git processes the first time.
  */
@@ -90,8 +90,7 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
     let result: { changed: ChangedFile[]; bytes: number; digest: string; tree: string | null } = { changed: [], bytes: 0, digest: EMPTY_DIGEST, tree: base.tree };
     if (listed.paths.length === 0) writeFileSync(patchPath, '');
     else {
-      writeFileSync(list, `${listed.paths.join('\0')}\0`);
-      await run(['add', '--all', '--force', `--pathspec-from-file=${list}`, '--pathspec-file-nul']);
+      await stage(run, listed, list);
       // The final tree is what a promotion must reproduce; if git cannot write it, promotion checks the diff digest only.
       const written = (await run(['write-tree'], { okCodes: [1, 128] })).stdout.trim();
       const tree = TREE.test(written) ? written : null;
@@ -113,6 +112,23 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
   }
 }
 
+/**
+ * Stage exactly the listed paths. Deleted paths leave the index by `rm --cached` first: `add`
+ * refuses a pathspec "beyond a symbolic link" (a tracked directory the agent replaced by a
+ * link), which `rm --cached` matches against the index alone. One process without deletions.
+ */
+async function stage(run: (args: string[]) => Promise<unknown>, listed: { paths: string[]; deleted: string[] }, list: string): Promise<void> {
+  const gone = new Set(listed.deleted);
+  const rest = listed.paths.filter((path) => !gone.has(path));
+  if (gone.size > 0) {
+    writeFileSync(list, `${listed.deleted.join('\0')}\0`);
+    await run(['rm', '--cached', '--quiet', '--ignore-unmatch', `--pathspec-from-file=${list}`, '--pathspec-file-nul']);
+  }
+  if (rest.length === 0) return;
+  writeFileSync(list, `${rest.join('\0')}\0`);
+  await run(['add', '--all', '--force', `--pathspec-from-file=${list}`, '--pathspec-file-nul']);
+}
+
 /** uh's index copied with its mtime, so entries as new as the index stay "racy" (compared by content). */
 function copyIndex(from: string, to: string): void {
   copyFileSync(from, to);
@@ -125,16 +141,18 @@ function copyIndex(from: string, to: string): void {
  * nested repositories (an untracked directory listed with a trailing slash: its files would hide
  * in a gitlink). Pure.
  */
-export function parseListing(output: string): { paths: string[]; nested: string[] } {
+export function parseListing(output: string): { paths: string[]; deleted: string[]; nested: string[] } {
   const paths = new Set<string>();
+  const deleted = new Set<string>();
   const nested: string[] = [];
   for (const entry of output.split('\0')) {
     if (entry.length < 3 || entry[1] !== ' ') continue;
     const path = entry.slice(2);
     if (entry[0] === '?' && path.endsWith('/')) nested.push(path.slice(0, -1));
     else paths.add(path);
+    if (entry[0] === 'R') deleted.add(path);
   }
-  return { paths: [...paths], nested };
+  return { paths: [...paths], deleted: [...deleted], nested };
 }
 
 /**

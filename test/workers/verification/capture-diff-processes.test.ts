@@ -1,9 +1,9 @@
 /**
  * What one diff capture costs: with the base facts cached, an untouched sandbox costs one git
  * process (the listing) and a changed one four (listing, add, write-tree, one diff-tree for names
- * and patch together); the patch is the one `git diff --cached --binary -M` would print.
+ * and patch together), five when a tracked file was deleted (`rm --cached` first); the patch is the one `git diff --cached --binary -M` would print.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSandbox } from '../../../src/workers/sandbox/worktree.js';
@@ -18,7 +18,7 @@ afterAll(() => dirs.forEach(removeDir));
 const gitProcesses = () => Object.entries(spawnCounts()).filter(([k]) => k.startsWith('git ')).reduce((n, [, v]) => n + v, 0);
 
 describe('captureDiff processes', () => {
-  it('1 git process when nothing changed, 4 when files changed, names and patch consistent', async () => {
+  it('1 git process when nothing changed, 5 when files changed and one was deleted, names and patch consistent', async () => {
     const repo = makeRepo({ 'README.md': '# one\n', '.gitignore': '*.log\n', 'a.txt': 'a\nb\nc\nd\ne\nf\ng\n' });
     const cacheDir = tempDir('uh-diffproc-');
     const scratch = tempDir('uh-diffproc-scratch-');
@@ -43,7 +43,7 @@ describe('captureDiff processes', () => {
     writeFileSync(join(sandbox.path, 'new', 'file.txt'), 'n\n');
     before = gitProcesses();
     const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
-    expect(gitProcesses() - before).toBe(4);
+    expect(gitProcesses() - before).toBe(5);
     expect(changed.changed).toEqual([
       { path: 'b.txt', status: 'renamed', from: 'a.txt' },
       { path: 'new/file.txt', status: 'added' },
@@ -54,5 +54,27 @@ describe('captureDiff processes', () => {
     expect(text).toContain('+# two');
     expect(changed.bytes).toBe(Buffer.byteLength(text));
     expect(changed.tree).not.toBe(first.tree);
+  });
+
+  it('a tracked directory replaced by a symlink: its files deleted, the link added (add alone refuses paths beyond a link)', async () => {
+    const repo = makeRepo({ 'README.md': '# one\n', 'docs/guide.md': 'guide\n', 'src/app.txt': 'app\n' });
+    const cacheDir = tempDir('uh-diffproc-');
+    const scratch = tempDir('uh-diffproc-scratch-');
+    dirs.push(repo, cacheDir, scratch);
+    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD');
+    const sandbox = await createSandbox(cacheDir, mirror, commit, 'op-diffsym', new Date());
+    rmSync(join(sandbox.path, 'docs'), { recursive: true });
+    symlinkSync('src', join(sandbox.path, 'docs'));
+    writeFileSync(join(sandbox.path, 'README.md'), '# two\n');
+    const patch = join(scratch, 'diff.patch');
+    const before = gitProcesses();
+    const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir: join(cacheDir, 'derived', 'base-facts') });
+    expect(gitProcesses() - before).toBe(7); // 2 for the base facts, listing, rm --cached, add, write-tree, diff-tree
+    expect(changed.changed).toEqual([
+      { path: 'docs', status: 'added' },
+      { path: 'docs/guide.md', status: 'deleted' },
+      { path: 'README.md', status: 'modified' },
+    ]);
+    expect(readFileSync(patch, 'utf8')).toContain('+src');
   });
 });
