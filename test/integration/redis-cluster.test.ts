@@ -7,6 +7,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Cluster } from 'ioredis';
@@ -22,8 +23,7 @@ import { startWorker, type WorkerProcess } from '../support/worker-process.js';
 process.env.UH_ISOLATION = 'off';
 
 const FAKE_HERMES = fileURLToPath(new URL('../fixtures/bin/fake-hermes.mjs', import.meta.url));
-const BASE = 23000 + (process.pid % 500) * 10;
-const PORTS = [0, 1, 2, 3, 4, 5].map((i) => BASE + i);
+let PORTS: number[] = [];
 const servers = new Map<number, ChildProcess>();
 const dirs: string[] = [];
 const workers: WorkerProcess[] = [];
@@ -39,7 +39,28 @@ async function until(what: string, check: () => Promise<boolean> | boolean, boun
 }
 const cli = (port: number, ...args: string[]) => execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 10_000 });
 
+/** Can a server listen on 127.0.0.1:port right now? */
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+}
+
+/** Six ports whose cluster-bus ports (+10000) are free too (a fixed range once met RabbitMQ's 25672). */
+async function freePorts(): Promise<number[]> {
+  for (let attempt = 0; attempt < 50; attempt += 1) {
+    const base = 20000 + Math.floor(Math.random() * 2500) * 10;
+    const ports = [0, 1, 2, 3, 4, 5].map((i) => base + i);
+    const free = await Promise.all(ports.flatMap((p) => [portFree(p), portFree(p + 10000)]));
+    if (free.every(Boolean)) return ports;
+  }
+  throw new Error('no six free loopback ports (and their bus ports) found');
+}
+
 beforeAll(async () => {
+  PORTS = await freePorts();
   const data = tempDir('uh-cluster-');
   dirs.push(data);
   for (const port of PORTS) {
@@ -49,6 +70,14 @@ beforeAll(async () => {
   await until('six redis-servers', () => PORTS.every((p) => { try { return cli(p, 'ping').trim() === 'PONG'; } catch { return false; } }));
   execFileSync('redis-cli', ['--cluster', 'create', ...PORTS.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { stdio: 'ignore', timeout: 60_000 });
   await until('cluster state ok', () => PORTS.every((p) => cli(p, 'cluster', 'info').includes('cluster_state:ok')));
+  // A replica that has not finished its first sync refuses to fail over (its data is "too old"):
+  // with a fast start the master was once killed before that, and no failover ever came.
+  await until('every replica in sync', () =>
+    PORTS.every((p) => {
+      const info = cli(p, 'info', 'replication');
+      return info.includes('role:master') || info.includes('master_link_status:up');
+    }),
+  );
   cluster = new Cluster([{ host: '127.0.0.1', port: PORTS[0] as number }]);
   repo = makeRepo({ 'README.md': '# demo\n' });
   dirs.push(repo);
