@@ -49,7 +49,7 @@ const env = (prefix: string) => ({
 });
 const uh = (prefix: string, args: string[]): Promise<CliResult> => runCli(args, { cwd: repo, env: env(prefix) });
 async function worker(prefix: string): Promise<WorkerProcess> {
-  const w = await startWorker(['--state-dir', stateDir, '--runtime', 'codex-app-server', '--allow-unready'], { cwd: repo, env: { ...env(prefix), UH_LOG_LEVEL: 'warn' } });
+  const w = await startWorker(['--state-dir', stateDir, '--runtime', 'codex-app-server', '--allow-unready'], { cwd: repo, env: { ...env(prefix), UH_LOG_LEVEL: 'info' } });
   workers.push(w);
   return w;
 }
@@ -62,7 +62,7 @@ async function until(what: string, check: () => Promise<boolean>, boundMs = 30_0
 }
 
 describe('codex-app-server in queue mode', () => {
-  it('a worker killed -9 after turn/start: unknown, then the live worker settles it from the exact turn, no operator command; one model request', async () => {
+  it('a worker killed -9 after turn/start: unknown, then the live worker settles it from the exact turn, no operator command; one model request', { timeout: 150_000 }, async () => {
     const prefix = redis.prefix('kill');
     await server.script([{ kind: 'hang' }]);
     const { path, operationId } = writeMission(repo, [], {
@@ -79,8 +79,11 @@ describe('codex-app-server in queue mode', () => {
 
     // The second worker's owner watch finds the dead owner (heartbeat expired), marks the
     // operation unknown, and settles it from codex's own records as `uh mission recover` would.
-    await worker(prefix);
-    await until('the operation to settle', async () => (await redis.redis.hget(key, 'state')) === 'finished');
+    const w2 = await worker(prefix);
+    // Bounded generously: under a full suite on 2 cores the recovery's fresh app server starts slowly.
+    await until('the operation to settle', async () => (await redis.redis.hget(key, 'state')) === 'finished', 90_000).catch(async (error: Error) => {
+      throw new Error(`${error.message}; record ${JSON.stringify(await redis.redis.hgetall(key))}; worker output:\n${w2.output()}`);
+    });
     const left = await journal();
     expect(left).toMatchObject({ client_message_id: `uh-op:${operationId}`, dispatch: 'bound', baseline_turn_ids: [] });
     const events = (await redis.redis.xrange(`${key}:events`, '-', '+')).flatMap(([, f]) => (f[0] === 'event' ? [JSON.parse(f[1] as string)] : []));
