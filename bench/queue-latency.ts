@@ -241,12 +241,15 @@ export async function runQueueLatency(): Promise<void> {
     await rawEvents.close();
     await raw.queue.close();
     rawConnection.disconnect();
-    let cursor = '0';
-    do {
-      const [next, keys] = await client.redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
-      cursor = next;
-      if (keys.length > 0) await client.redis.del(...keys);
-    } while (cursor !== '0');
+    // uh's keys are hash-tagged (`{prefix}:…`), the raw BullMQ baseline's are not (`prefix:…`).
+    for (const pattern of [`{${prefix}}:*`, `${prefix}:*`]) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await client.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
+        cursor = next;
+        if (keys.length > 0) await client.redis.del(...keys);
+      } while (cursor !== '0');
+    }
     await client.close();
     rmSync(root, { recursive: true, force: true });
   }
