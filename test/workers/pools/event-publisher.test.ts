@@ -3,39 +3,27 @@
  * API's event stream) sees is every event, in order, each once, however fast the pipeline
  * appends; events appended while a write is in flight share the next round trip.
  */
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { UhEvent } from '../../../src/shared/contracts/event.js';
-import { OperationStore } from '../../../src/shared/queue/operation-store.js';
 import { eventPublisher } from '../../../src/workers/pools/event-publisher.js';
-import { startTestRedis, type TestRedis } from '../../support/redis.js';
+import { useOperationStore } from '../../support/operation-store.js';
 
-let redis: TestRedis;
-let store: OperationStore;
-
-beforeAll(async () => {
-  redis = await startTestRedis('publisher');
-  store = new OperationStore(new Redis(redis.url, { maxRetriesPerRequest: null }), redis.prefix('p'));
-});
-afterAll(async () => {
-  store?.redis.disconnect();
-  await redis?.cleanup();
-});
+const fx = useOperationStore('publisher', 'p');
 
 const event = (operationId: string, seq: number): UhEvent => ({ seq, at: new Date(0).toISOString(), operation_id: operationId, type: 'runtime.message', data: { text: `m${seq}` } });
 
 async function streamSeqs(operationId: string): Promise<number[]> {
-  const entries = await store.redis.xrange(store.keys.events(operationId), '-', '+');
+  const entries = await fx.store.redis.xrange(fx.store.keys.events(operationId), '-', '+');
   return entries.map(([, fields]) => (JSON.parse(fields[1] as string) as UhEvent).seq);
 }
 
 describe('event publisher', () => {
   it('publishes a burst of 500 events in order, none lost, none twice, in far fewer round trips than events', async () => {
     const id = 'burst';
-    const publisher = eventPublisher(store, id);
+    const publisher = eventPublisher(fx.store, id);
     let writes = 0;
-    const append = store.appendEvents.bind(store);
-    store.appendEvents = async (entries) => {
+    const append = fx.store.appendEvents.bind(fx.store);
+    fx.store.appendEvents = async (entries) => {
       writes++;
       return append(entries);
     };
@@ -46,7 +34,7 @@ describe('event publisher', () => {
       }
       await publisher.flush();
     } finally {
-      store.appendEvents = append;
+      fx.store.appendEvents = append;
     }
     expect(await streamSeqs(id)).toEqual(Array.from({ length: 500 }, (_, i) => i));
     expect(writes).toBeLessThan(50);
@@ -54,7 +42,7 @@ describe('event publisher', () => {
 
   it('flush waits for events published while a write is in flight', async () => {
     const id = 'late';
-    const publisher = eventPublisher(store, id);
+    const publisher = eventPublisher(fx.store, id);
     publisher.publish(event(id, 0));
     const flushing = publisher.flush();
     publisher.publish(event(id, 1));

@@ -17,16 +17,20 @@ const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
 const gitProcesses = () => Object.entries(spawnCounts()).filter(([k]) => k.startsWith('git ')).reduce((n, [, v]) => n + v, 0);
 
+/** A fresh sandbox of a new repository holding `files`, with its cache and scratch dirs. */
+async function sandboxOf(files: Record<string, string>, id: string) {
+  const repo = makeRepo(files);
+  const cacheDir = tempDir('uh-diffproc-');
+  const scratch = tempDir('uh-diffproc-scratch-');
+  dirs.push(repo, cacheDir, scratch);
+  const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD');
+  const sandbox = await createSandbox(cacheDir, mirror, commit, id, new Date());
+  return { sandbox, commit, scratch, baseFactsDir: join(cacheDir, 'derived', 'base-facts'), patch: join(scratch, 'diff.patch') };
+}
+
 describe('captureDiff processes', () => {
   it('1 git process when nothing changed, 5 when files changed and one was deleted, names and patch consistent', async () => {
-    const repo = makeRepo({ 'README.md': '# one\n', '.gitignore': '*.log\n', 'a.txt': 'a\nb\nc\nd\ne\nf\ng\n' });
-    const cacheDir = tempDir('uh-diffproc-');
-    const scratch = tempDir('uh-diffproc-scratch-');
-    dirs.push(repo, cacheDir, scratch);
-    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD');
-    const sandbox = await createSandbox(cacheDir, mirror, commit, 'op-diffproc', new Date());
-    const baseFactsDir = join(cacheDir, 'derived', 'base-facts');
-    const patch = join(scratch, 'diff.patch');
+    const { sandbox, commit, scratch, baseFactsDir, patch } = await sandboxOf({ 'README.md': '# one\n', '.gitignore': '*.log\n', 'a.txt': 'a\nb\nc\nd\ne\nf\ng\n' }, 'op-diffproc');
 
     const first = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir }); // computes and caches the base facts
     expect(first.changed).toEqual([]);
@@ -57,18 +61,12 @@ describe('captureDiff processes', () => {
   });
 
   it('a tracked directory replaced by a symlink: its files deleted, the link added (add alone refuses paths beyond a link)', async () => {
-    const repo = makeRepo({ 'README.md': '# one\n', 'docs/guide.md': 'guide\n', 'src/app.txt': 'app\n' });
-    const cacheDir = tempDir('uh-diffproc-');
-    const scratch = tempDir('uh-diffproc-scratch-');
-    dirs.push(repo, cacheDir, scratch);
-    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD');
-    const sandbox = await createSandbox(cacheDir, mirror, commit, 'op-diffsym', new Date());
+    const { sandbox, commit, scratch, baseFactsDir, patch } = await sandboxOf({ 'README.md': '# one\n', 'docs/guide.md': 'guide\n', 'src/app.txt': 'app\n' }, 'op-diffsym');
     rmSync(join(sandbox.path, 'docs'), { recursive: true });
     symlinkSync('src', join(sandbox.path, 'docs'));
     writeFileSync(join(sandbox.path, 'README.md'), '# two\n');
-    const patch = join(scratch, 'diff.patch');
     const before = gitProcesses();
-    const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir: join(cacheDir, 'derived', 'base-facts') });
+    const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
     expect(gitProcesses() - before).toBe(7); // 2 for the base facts, listing, rm --cached, add, write-tree, diff-tree
     expect(changed.changed).toEqual([
       { path: 'docs', status: 'added' },
