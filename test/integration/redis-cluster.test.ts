@@ -111,7 +111,9 @@ describe('a fleet on a Redis Cluster', () => {
     const cacheDir = tempDir('uh-ccache-');
     const marks = tempDir('uh-cmarks-');
     dirs.push(cacheDir, marks);
-    const env = { REDIS_URL: `redis://127.0.0.1:${PORTS[0]}`, UH_REDIS_CLUSTER: '1', UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_HEARTBEAT_MS: '1000', UH_LOG_LEVEL: 'warn' };
+    // Heartbeat keys live 3 × UH_HEARTBEAT_MS = 6 s, longer than the ~4 s failover (docs/deploy.md):
+    // with 1 s (3 s keys) a busy worker once looked dead mid-failover and its operation ended unknown.
+    const env = { REDIS_URL: `redis://127.0.0.1:${PORTS[0]}`, UH_REDIS_CLUSTER: '1', UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_HEARTBEAT_MS: '2000', UH_LOG_LEVEL: 'warn' };
     for (const args of [['--runtime', 'command', '--concurrency', '3'], ['--runtime', 'hermes', '--allow-unready', '--concurrency', '2']]) {
       workers.push(await startWorker([...args, '--state-dir', tempDir('uh-cstate-')], { cwd: repo, env }));
     }
