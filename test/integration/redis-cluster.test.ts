@@ -113,7 +113,7 @@ describe('a fleet on a Redis Cluster', () => {
     dirs.push(cacheDir, marks);
     // Heartbeat keys live 3 × UH_HEARTBEAT_MS = 6 s, longer than the ~4 s failover (docs/deploy.md):
     // with 1 s (3 s keys) a busy worker once looked dead mid-failover and its operation ended unknown.
-    const env = { REDIS_URL: `redis://127.0.0.1:${PORTS[0]}`, UH_REDIS_CLUSTER: '1', UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_HEARTBEAT_MS: '2000', UH_LOG_LEVEL: 'warn' };
+    const env = { REDIS_URL: `redis://127.0.0.1:${PORTS[0]}`, UH_REDIS_CLUSTER: '1', UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_HEARTBEAT_MS: '2000', UH_LOG_LEVEL: 'info' };
     for (const args of [['--runtime', 'command', '--concurrency', '3'], ['--runtime', 'hermes', '--allow-unready', '--concurrency', '2']]) {
       workers.push(await startWorker([...args, '--state-dir', tempDir('uh-cstate-')], { cwd: repo, env }));
     }
@@ -139,7 +139,10 @@ describe('a fleet on a Redis Cluster', () => {
     const failoverMs = Date.now() - killedAt;
 
     const state = async (id: string) => cluster.hget(`{${prefix}}:op:${id}`, 'state');
-    await until('every operation to settle', async () => (await Promise.all(ids.map((x) => state(x.id)))).every((s) => s === 'finished' || s === 'unknown'), 100_000);
+    await until('every operation to settle', async () => (await Promise.all(ids.map((x) => state(x.id)))).every((s) => s === 'finished' || s === 'unknown'), 100_000).catch(async (error: Error) => {
+      const records = await Promise.all(ids.map(async (x) => JSON.stringify(await cluster.hgetall(`{${prefix}}:op:${x.id}`))));
+      throw new Error(`${error.message}\nrecords:\n${records.join('\n')}\nworkers:\n${workers.map((w) => w.output().slice(-3000)).join('\n---\n')}`);
+    });
     const states = await Promise.all(ids.map((x) => state(x.id)));
     const runs = ids.filter((x) => x.marker).map((x) => (existsSync(x.marker) ? readFileSync(x.marker, 'utf8').trim().split('\n').length : 0));
     process.stderr.write(`cluster: 12 missions (8 command, 4 hermes), master :${victim} killed; failover after ${failoverMs} ms; states ${JSON.stringify(states)}; runs ${JSON.stringify(runs)}; all settled after ${Date.now() - started} ms\n`);
