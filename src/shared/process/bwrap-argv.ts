@@ -6,6 +6,7 @@
  * later shows through a mask laid earlier. The child gets its own PID and IPC namespaces, its own
  * session, dies with its parent, and sees exactly `env` (`--clearenv` + `--setenv`).
  */
+import { byCodeUnit } from '../compare.js';
 
 export interface BwrapPlan {
   /** The bwrap executable. */
@@ -27,7 +28,7 @@ export interface BwrapPlan {
 }
 
 const byDepth = (paths: readonly string[]): string[] =>
-  [...new Set(paths)].sort((a, b) => a.split('/').length - b.split('/').length || a.localeCompare(b));
+  [...new Set(paths)].sort((a, b) => a.split('/').length - b.split('/').length || byCodeUnit(a, b));
 
 export function bwrapArgv(plan: BwrapPlan, argv: readonly string[]): string[] {
   const out = [plan.bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];

@@ -50,6 +50,7 @@ import {
   type SandboxPaths,
   type SandboxRecord,
 } from './worktree.js';
+import { byCodeUnit } from '../../shared/compare.js';
 
 /** `UH_SANDBOX_POOL_SIZE` and `UH_SANDBOX_POOL_IDLE_MINUTES`. */
 export interface PoolSettings {
@@ -115,7 +116,7 @@ function claim(cacheDir: string, mirror: Mirror, commit: string, operationId: st
     if (record && record.state === 'pooled' && record.mirror === mirror.path && Date.parse(record.keep_until) > now.getTime()) candidates.push(record);
     else if (!record || record.state !== 'pooled') rmSync(join(dir, name), { force: true }); // a stale marker
   }
-  candidates.sort((a, b) => Number(b.commit === commit) - Number(a.commit === commit) || b.created_at.localeCompare(a.created_at));
+  candidates.sort((a, b) => Number(b.commit === commit) - Number(a.commit === commit) || byCodeUnit(b.created_at, a.created_at));
   for (const pooled of candidates) {
     rmSync(join(dir, pooled.name), { force: true });
     const from = sandboxPaths(pooled.path);

@@ -31,6 +31,7 @@ import { readBaseFacts } from './base-ignore.js';
 import { readAgentHead } from './agent-head.js';
 import { RawPatchSplit } from './raw-patch-split.js';
 import type { ScopeViolation } from './scope-check.js';
+import { byCodeUnit } from '../../shared/compare.js';
 
 export interface DiffCapture {
   changed: ChangedFile[];
@@ -97,7 +98,7 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
       if (tree === base.tree) writeFileSync(patchPath, '');
       else result = { ...(await diffAndPatch(g, baseCommit, tree, patchPath)), tree };
     }
-    const changed = [...result.changed, ...listed.nested.map((path): ChangedFile => ({ path, status: 'added' }))].sort((a, b) => a.path.localeCompare(b.path));
+    const changed = [...result.changed, ...listed.nested.map((path): ChangedFile => ({ path, status: 'added' }))].sort((a, b) => byCodeUnit(a.path, b.path));
     return {
       changed,
       patchPath,

@@ -1,4 +1,5 @@
 import type { ChangedFile } from '../../shared/contracts/receipt.js';
+import { byCodeUnit } from '../../shared/compare.js';
 
 const STATUS: Record<string, ChangedFile['status']> = {
   A: 'added',
@@ -35,5 +36,5 @@ export function parseNameStatusZ(output: string): ChangedFile[] {
       i += 2;
     }
   }
-  return out.sort((a, b) => a.path.localeCompare(b.path));
+  return out.sort((a, b) => byCodeUnit(a.path, b.path));
 }
