@@ -61,7 +61,8 @@ try {
 } catch {
   cachedData = undefined;
 }
-const source = readFileSync(bundle, 'utf8');
+// Pure ASCII (scripts/bundle.mjs checks): latin1 makes a one-byte string with no UTF-8 decoding.
+const source = readFileSync(bundle, 'latin1');
 // The file is the CommonJS wrapper function itself (scripts/bundle.mjs).
 const script = new Script(source, { filename: bundle, cachedData });
 const bundled = { exports: {} };

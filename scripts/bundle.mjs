@@ -31,8 +31,24 @@ await build({
   // per run. Strict, as the ES modules it is made of.
   banner: { js: "(function (exports, require, module, __filename, __dirname) { 'use strict'; var __uhImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
   footer: { js: '})' },
+  // No comments and no indentation: a smaller file to read and hash on every run, and one with
+  // no non-ASCII comment text (below). Names are kept (no identifier minification), so stack
+  // traces still name functions; dist/bundle/uh.cjs.map maps positions back to src/.
+  minifyWhitespace: true,
+  // Non-ASCII in strings and regexps becomes \u escapes, so the file is pure ASCII.
+  charset: 'ascii',
   logLevel: 'warning',
 });
 
-const digest = createHash('sha256').update(readFileSync('dist/bundle/uh.cjs')).digest('hex');
+// bin/uh.js reads the bundle as latin1, a byte per character: decoding 1.9 MB as UTF-8 took
+// ~11 ms of every run (docs/benchmarks.md "Start-up"). That is only right for pure ASCII, so a
+// non-ASCII byte (a String.raw template, which esbuild must keep as written) fails the build here.
+const bundled = readFileSync('dist/bundle/uh.cjs');
+const wide = bundled.findIndex((byte) => byte > 0x7f);
+if (wide !== -1) {
+  const line = bundled.subarray(0, wide).toString('latin1').split('\n').length;
+  throw new Error(`dist/bundle/uh.cjs: non-ASCII byte at line ${line}; write it as a \\u escape in the source (a String.raw template keeps it as written)`);
+}
+
+const digest = createHash('sha256').update(bundled).digest('hex');
 writeFileSync('dist/bundle/uh.cjs.sha256', `${digest}\n`);

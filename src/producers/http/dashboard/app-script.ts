@@ -32,7 +32,7 @@ const SCRIPT = String.raw`(function () {
     return e;
   }
   function cls(prefix, value) { return prefix + String(value || 'none').replace(/[^a-z_]/g, ''); }
-  function badge(prefix, value) { return el('span', { class: 'badge ' + cls(prefix, value), text: value || '–' }); }
+  function badge(prefix, value) { return el('span', { class: 'badge ' + cls(prefix, value), text: value || '\u2013' }); }
   function opLink(id) { return el('a', { href: '#/op/' + encodeURIComponent(id), text: id }); }
   function show(nodes) { main.replaceChildren.apply(main, nodes); }
   function clearLive() {
@@ -130,7 +130,7 @@ const SCRIPT = String.raw`(function () {
   function checkOutput(c) {
     var head = c.output_head || '', tail = c.output_tail || '';
     if (!head && !tail) return el('span', { class: 'muted', text: c.output_bytes + ' bytes, no output kept' });
-    var text = head === tail || !tail ? head : (tail.indexOf(head) === 0 ? tail : head + '\n…\n' + tail);
+    var text = head === tail || !tail ? head : (tail.indexOf(head) === 0 ? tail : head + '\n\u2026\n' + tail);
     return el('pre', { 'data-testid': 'check-output', text: text });
   }
   function checksView(checks) {
@@ -148,7 +148,7 @@ const SCRIPT = String.raw`(function () {
   function operationPage(id) {
     var head = el('div');
     var events = el('ol', { class: 'events', 'data-testid': 'events' });
-    var streaming = el('p', { class: 'muted', 'data-testid': 'stream-state', text: 'connecting…' });
+    var streaming = el('p', { class: 'muted', 'data-testid': 'stream-state', text: 'connecting\u2026' });
     var result = el('div', { 'data-testid': 'result' });
     var outcome = el('p', { 'data-testid': 'cancel-outcome' });
     var cancel = el('button', { type: 'button', class: 'danger', 'data-testid': 'cancel', text: 'Cancel', onclick: function () {
@@ -159,7 +159,7 @@ const SCRIPT = String.raw`(function () {
     function header(op) {
       head.replaceChildren(el('h1', { 'data-testid': 'op-title', text: op.title || op.operation_id }),
         el('p', {}, [el('code', { text: op.operation_id }), ' ', op.runtime, ' ', badge('s-', op.state), ' ', badge('st-', op.status), ' ', badge('v-', op.verdict),
-          op.exit_code === null ? '' : ' exit ' + op.exit_code, op.unknown_reason ? ' — ' + op.unknown_reason : '']));
+          op.exit_code === null ? '' : ' exit ' + op.exit_code, op.unknown_reason ? ' \u2014 ' + op.unknown_reason : '']));
       cancel.hidden = !!SETTLED[op.state];
     }
     // A verified operation can become a branch (docs/promotion.md); the server decides the policy.
@@ -187,7 +187,7 @@ const SCRIPT = String.raw`(function () {
           .then(function (text) { diffBox.replaceChildren(diffView(text)); }).catch(failed);
       });
     }
-    show([el('p', {}, [el('a', { href: '#/', text: '← operations' })]), head, cancel, outcome, el('h2', { text: 'Events' }), streaming, events, result]);
+    show([el('p', {}, [el('a', { href: '#/', text: '\u2190 operations' })]), head, cancel, outcome, el('h2', { text: 'Events' }), streaming, events, result]);
     json('/v1/operations/' + encodeURIComponent(id)).then(function (body) {
       header(body.operation);
       source = new EventSource('/v1/operations/' + encodeURIComponent(id) + '/events');
@@ -207,7 +207,7 @@ const SCRIPT = String.raw`(function () {
           }
         });
       });
-      source.onerror = function () { if (source) streaming.textContent = 'reconnecting…'; };
+      source.onerror = function () { if (source) streaming.textContent = 'reconnecting\u2026'; };
     }).catch(failed);
   }
 
