@@ -5,8 +5,18 @@
  */
 import type { AnyRuntimeAdapter } from '../shared/runtime/v1/index.js';
 
-/** Every runtime adapter this process can resolve a mission to. */
-export type RuntimeCatalog = readonly AnyRuntimeAdapter[];
+/** Every runtime adapter this process can resolve a mission to, each loaded on first use. */
+export interface RuntimeCatalog {
+  /** Every registered id, in registration order. */
+  readonly ids: readonly string[];
+  /** The adapter registered as `id`, or undefined. */
+  load(id: string): Promise<AnyRuntimeAdapter | undefined>;
+}
+
+/** A catalog of adapters already in hand (tests, embedders). */
+export function catalogOf(adapters: readonly AnyRuntimeAdapter[]): RuntimeCatalog {
+  return { ids: adapters.map((a) => a.id), load: async (id) => adapters.find((a) => a.id === id) };
+}
 
 /** A repository's bare mirror in the cache (the sandbox is a worktree of it). */
 export interface MirrorRef {
@@ -25,6 +35,3 @@ export interface OperationPorts {
   resolveRef: ResolveRef;
 }
 
-export function findRuntime(runtimes: RuntimeCatalog, kind: string): AnyRuntimeAdapter | undefined {
-  return runtimes.find((a) => a.id === kind);
-}

@@ -52,7 +52,7 @@ export async function prepareOperation(
   ports: OperationPorts,
 ): Promise<PreparedOperation> {
   const runtimeId = pickRuntime(mission, options.runtime);
-  const runtime = resolveRuntime(mission, runtimeId, options.stateDir, ports.runtimes);
+  const runtime = await resolveRuntime(mission, runtimeId, options.stateDir, ports.runtimes);
   const { mirror, commit } = await ports.resolveRef(options.cacheDir, mission.repository.url, mission.repository.ref);
   const prompt = buildMissionPrompt(mission);
   return {

@@ -70,7 +70,7 @@ interface RecoverTarget {
 }
 
 async function recoverTarget(stateDir: string, runtimes: RuntimeCatalog, t: RecoverTarget, options: { env?: Readonly<Record<string, string | undefined>>; logger?: Logger }): Promise<RuntimeRecovery | null> {
-  const resolved = resolveRuntime(t.mission, t.runtime, stateDir, runtimes);
+  const resolved = await resolveRuntime(t.mission, t.runtime, stateDir, runtimes);
   if (!resolved.adapter.recover) return null;
   const recovery = await resolved.adapter.recover(resolved.config, {
     journal: t.journal,

@@ -14,7 +14,7 @@ import { formatIssues, parseOrThrow } from '../shared/contracts/zod-issues.js';
 import { invalidInput, UhError } from '../shared/errors.js';
 import { redact } from '../shared/redact.js';
 import type { AnyRuntimeAdapter } from '../shared/runtime/v1/index.js';
-import { findRuntime, type RuntimeCatalog } from './ports.js';
+import type { RuntimeCatalog } from './ports.js';
 
 export interface ResolvedRuntime {
   /** The manifest id the mission named (`my-codex`). */
@@ -47,17 +47,17 @@ export function defaultManifest(adapter: AnyRuntimeAdapter): AdapterManifest {
   };
 }
 
-export function loadManifest(stateDir: string, id: string, runtimes: RuntimeCatalog): { manifest: AdapterManifest; source: string } {
+export async function loadManifest(stateDir: string, id: string, runtimes: RuntimeCatalog): Promise<{ manifest: AdapterManifest; source: string }> {
   const path = manifestPath(stateDir, id);
   if (existsSync(path)) {
     const manifest = parseOrThrow(AdapterManifestSchema, readDocument(path), path, `${path}: `);
     if (manifest.id !== id) throw invalidInput(`${path}: id is "${manifest.id}", expected "${id}" (the file name)`);
     return { manifest, source: path };
   }
-  const adapter = findRuntime(runtimes, id);
+  const adapter = await runtimes.load(id);
   if (!adapter) {
     throw new UhError('invalid_input', `runtime: unknown runtime "${id}"`, {
-      hint: `known runtimes: ${runtimes.map((a) => a.id).join(', ')}; or add a manifest with: uh adapter add ${id} --kind <runtime>`,
+      hint: `known runtimes: ${runtimes.ids.join(', ')}; or add a manifest with: uh adapter add ${id} --kind <runtime>`,
     });
   }
   return { manifest: defaultManifest(adapter), source: `built-in ${id}` };
@@ -77,14 +77,14 @@ export function mergeConfig(base: Record<string, unknown>, over: Record<string, 
   return out;
 }
 
-export function resolveRuntime(mission: Mission, runtimeId: string, stateDir: string, runtimes: RuntimeCatalog): ResolvedRuntime {
-  const { manifest, source } = loadManifest(stateDir, runtimeId, runtimes);
-  const adapter = findRuntime(runtimes, manifest.runtime_kind);
+export async function resolveRuntime(mission: Mission, runtimeId: string, stateDir: string, runtimes: RuntimeCatalog): Promise<ResolvedRuntime> {
+  const { manifest, source } = await loadManifest(stateDir, runtimeId, runtimes);
+  const adapter = await runtimes.load(manifest.runtime_kind);
   if (!adapter) {
     throw invalidInput(
       `${source}: runtime_kind "${manifest.runtime_kind}" is not a registered runtime`,
       [],
-      `known: ${runtimes.map((a) => a.id).join(', ')}`,
+      `known: ${runtimes.ids.join(', ')}`,
     );
   }
   const overrides = mission.runtime_config_overrides[runtimeId] ?? {};

@@ -22,7 +22,7 @@ import { fileJournal } from '../../src/operation/file-journal.js';
 import { spawnGroup } from '../../src/shared/process/spawn-group.js';
 import { silentLogger } from '../../src/shared/logger.js';
 import { recoverOperationRuntime } from '../../src/operation/recover-runtime.js';
-import { RUNTIME_ADAPTERS } from '../../src/workers/runtimes/registry.js';
+import { RUNTIME_CATALOG } from '../../src/workers/operation-ports.js';
 
 const API_KEY = 'sk-uh-appserver-pipeline-0e7c2b55';
 let server: ResponsesServer;
@@ -144,7 +144,7 @@ describe('uh mission run --runtime codex-app-server (real app server)', () => {
     const copy = join(tempDir('uh-journal-'), 'runtime-journal.json');
     copyFileSync(journalPath, copy);
     // Through the state dir `uh mission run` left (mission.json, operation.json, the journal).
-    const viaState = await recoverOperationRuntime(stateDir, operationId, RUNTIME_ADAPTERS, { env: { PATH: process.env.PATH, HOME: tempDir('uh-home-') } });
+    const viaState = await recoverOperationRuntime(stateDir, operationId, RUNTIME_CATALOG, { env: { PATH: process.env.PATH, HOME: tempDir('uh-home-') } });
     expect(viaState?.runtime).toBe('codex-app-server');
     const recovered = viaState!.recovery;
     expect(recovered.state, recovered.reason).toBe('settled');

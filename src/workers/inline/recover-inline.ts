@@ -20,7 +20,7 @@ import { recoverOperationRuntime } from '../../operation/recover-runtime.js';
 import type { RuntimeFinishedData } from '../../shared/runtime/v1/index.js';
 import { buildReceipt } from '../../operation/build-receipt.js';
 import { decideVerdict } from '../results/verdict.js';
-import { RUNTIME_ADAPTERS } from '../runtimes/registry.js';
+import { RUNTIME_CATALOG } from '../operation-ports.js';
 import { captureDiff, type DiffCapture } from '../verification/capture-diff.js';
 import { checkScope } from '../verification/scope-check.js';
 import { EventLog } from '../state/event-log.js';
@@ -62,7 +62,7 @@ export async function recoverInline(stateDir: string, id: string, settle: 'faile
   let finished: RuntimeFinishedData | undefined;
   let outcome: Outcome | undefined;
   try {
-    const fromRuntime = await recoverOperationRuntime(stateDir, id, RUNTIME_ADAPTERS);
+    const fromRuntime = await recoverOperationRuntime(stateDir, id, RUNTIME_CATALOG);
     if (fromRuntime === null) steps.push(`runtime ${record.runtime} cannot recover runs: settling as ${settle}`);
     else {
       const r = fromRuntime.recovery;

@@ -15,7 +15,7 @@ import type { Logger } from '../../shared/logger.js';
 import { completionOf, eventJson, type OperationStore, type QueueRecord } from '../../shared/queue/operation-store.js';
 import { queueName } from '../../shared/queue/topology.js';
 import { receiptFromRecovery, recoverQueuedRuntime } from '../../operation/recover-runtime.js';
-import { RUNTIME_ADAPTERS } from '../runtimes/registry.js';
+import { RUNTIME_CATALOG } from '../operation-ports.js';
 
 export interface OwnerWatchOptions {
   redis: Redis;
@@ -45,7 +45,7 @@ export function operationOfJob(jobId: string): string | null {
 export async function watchOwnersOnce(options: OwnerWatchOptions): Promise<Map<string, string>> {
   const { redis, store } = options;
   const moved = new Map<string, string>();
-  const runtimes = options.runtimes ?? RUNTIME_ADAPTERS.map((a) => a.id);
+  const runtimes = options.runtimes ?? RUNTIME_CATALOG.ids;
   for (const runtime of runtimes) {
     const jobIds = await redis.lrange(`${store.keys.bullPrefix}:${queueName(runtime)}:active`, 0, -1);
     for (const jobId of jobIds) {
@@ -85,10 +85,10 @@ async function orphanIfOwnerDead(options: OwnerWatchOptions, id: string): Promis
 async function settleFromRuntime(options: OwnerWatchOptions, id: string): Promise<string | null> {
   const { store, logger } = options;
   const record = (await store.get(id)) as QueueRecord;
-  const adapter = RUNTIME_ADAPTERS.find((a) => a.id === record.runtime);
+  const adapter = await RUNTIME_CATALOG.load(record.runtime);
   if (!adapter?.recover) return null;
   try {
-    const got = await recoverQueuedRuntime(record, options.stateDir, RUNTIME_ADAPTERS);
+    const got = await recoverQueuedRuntime(record, options.stateDir, RUNTIME_CATALOG);
     if (!got || got.recovery.state !== 'settled' || !got.recovery.finished) return null;
     const receipt = receiptFromRecovery(record, got.recovery.finished);
     const ok = await store.settle(id, {

@@ -12,12 +12,12 @@ import type { OperationJob } from '../../shared/queue/operation-store.js';
 import { buildMissionPrompt } from '../../shared/runtime/build-prompt.js';
 import { contractDigestOf, type PreparedOperation } from '../../operation/prepare-operation.js';
 import { resolveRuntime } from '../../operation/resolve-runtime.js';
-import { RUNTIME_ADAPTERS } from '../runtimes/registry.js';
+import { RUNTIME_CATALOG } from '../operation-ports.js';
 import { resolveInMirror } from '../sandbox/mirror-cache.js';
 
 export async function prepareJob(job: OperationJob, options: { stateDir: string; cacheDir: string; signal?: AbortSignal }): Promise<PreparedOperation> {
   const mission = parseOrThrow(MissionSchema, job.mission, 'job.mission');
-  const runtime = resolveRuntime(mission, job.runtime, options.stateDir, RUNTIME_ADAPTERS);
+  const runtime = await resolveRuntime(mission, job.runtime, options.stateDir, RUNTIME_CATALOG);
   const { mirror, commit } = await resolveInMirror(options.cacheDir, mission.repository.url, job.base_commit, options.signal ? { signal: options.signal } : {});
   const contractDigest = contractDigestOf(mission, runtime, commit);
   if (contractDigest !== job.contract_digest) {

@@ -7,7 +7,8 @@ import { ID_PATTERN } from '../../../shared/contracts/ids.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { errorMessage, invalidInput, UhError } from '../../../shared/errors.js';
 import { spawnGroup } from '../../../shared/process/spawn-group.js';
-import { findRuntimeAdapter, RUNTIME_ADAPTERS } from '../../../workers/runtimes/registry.js';
+import { loadAllRuntimeAdapters, loadRuntimeAdapter, RUNTIME_IDS } from '../../../workers/runtimes/registry.js';
+import { RUNTIME_CATALOG } from '../../../workers/operation-ports.js';
 import { defaultManifest, loadManifest, manifestPath, mergeConfig } from '../../../operation/resolve-runtime.js';
 import { parseOrThrow } from '../../../shared/contracts/zod-issues.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
@@ -32,22 +33,24 @@ const CHECK: CommandSpec = {
 };
 
 /** Manifests under <state>/adapters/ named by their own id (`my-codex` of kind `codex`), not a registered runtime's. */
-function ownManifests(stateDir: string): Array<{ id: string; name: string; capabilities: string[]; manifest: string; runtime_kind: string | null }> {
+async function ownManifests(stateDir: string): Promise<Array<{ id: string; name: string; capabilities: string[]; manifest: string; runtime_kind: string | null }>> {
   const dir = join(stateDir, 'adapters');
   if (!existsSync(dir)) return [];
-  const registered = new Set(RUNTIME_ADAPTERS.map((a) => a.id));
-  return readdirSync(dir)
+  const registered = new Set(RUNTIME_IDS);
+  const files = readdirSync(dir)
     .filter((f) => f.endsWith('.yaml') && !registered.has(f.slice(0, -5)))
-    .sort()
-    .map((f) => {
+    .sort();
+  return Promise.all(
+    files.map(async (f) => {
       const id = f.slice(0, -5);
       try {
-        const { manifest, source } = loadManifest(stateDir, id, RUNTIME_ADAPTERS);
+        const { manifest, source } = await loadManifest(stateDir, id, RUNTIME_CATALOG);
         return { id, name: manifest.name, capabilities: Object.entries(manifest.capabilities).filter(([, on]) => on).map(([c]) => c), manifest: source, runtime_kind: manifest.runtime_kind };
       } catch (error) {
         return { id, name: `invalid manifest: ${errorMessage(error).split('\n')[0]}`, capabilities: [], manifest: join(dir, f), runtime_kind: null };
       }
-    });
+    }),
+  );
 }
 
 export async function adapterList(argv: string[], config: UhConfig): Promise<number> {
@@ -55,14 +58,14 @@ export async function adapterList(argv: string[], config: UhConfig): Promise<num
   if (values.help) return void process.stdout.write(`${helpText(LIST)}\n`), EXIT.ok;
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const rows = [
-    ...RUNTIME_ADAPTERS.map((a) => ({
+    ...(await loadAllRuntimeAdapters()).map((a) => ({
       id: a.id,
       name: a.displayName,
       capabilities: [...a.capabilities] as string[],
       manifest: existsSync(manifestPath(stateDir, a.id)) ? manifestPath(stateDir, a.id) : null,
       runtime_kind: a.id as string | null,
     })),
-    ...ownManifests(stateDir),
+    ...(await ownManifests(stateDir)),
   ];
   if (values.json) writeJson(rows);
   else {
@@ -81,8 +84,8 @@ export async function adapterAdd(argv: string[], config: UhConfig): Promise<numb
   if (!id || positionals.length !== 1) throw invalidInput('uh adapter add needs one id', [], ADD.usage);
   if (!ID_PATTERN.test(id)) throw invalidInput(`id "${id}" must match ${ID_PATTERN}`);
   const kind = (values.kind as string | undefined) ?? id;
-  const adapter = findRuntimeAdapter(kind);
-  if (!adapter) throw invalidInput(`--kind: unknown runtime "${kind}"`, [], `known: ${RUNTIME_ADAPTERS.map((a) => a.id).join(', ')}`);
+  const adapter = await loadRuntimeAdapter(kind);
+  if (!adapter) throw invalidInput(`--kind: unknown runtime "${kind}"`, [], `known: ${RUNTIME_IDS.join(', ')}`);
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const path = manifestPath(stateDir, id);
   if (existsSync(path) && !values.force) throw new UhError('conflict', `${path} exists`, { hint: 'edit it, or pass --force to overwrite' });
@@ -118,8 +121,8 @@ export async function adapterCheck(argv: string[], config: UhConfig): Promise<nu
 
 /** The runtime's `check()` with its manifest (or defaults): `uh adapter check` and `uh worker start` use it. */
 export async function checkRuntime(id: string, stateDir: string, config: UhConfig) {
-  const { manifest, source } = loadManifest(stateDir, id, RUNTIME_ADAPTERS);
-  const adapter = findRuntimeAdapter(manifest.runtime_kind);
+  const { manifest, source } = await loadManifest(stateDir, id, RUNTIME_CATALOG);
+  const adapter = await loadRuntimeAdapter(manifest.runtime_kind);
   if (!adapter) throw invalidInput(`${source}: unknown runtime_kind ${manifest.runtime_kind}`);
   const merged = mergeConfig(adapter.defaultConfig, manifest.runtime_config);
   const parsed = adapter.configSchema.safeParse(merged);

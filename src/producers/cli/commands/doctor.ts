@@ -11,7 +11,7 @@ import { redisUrlFor, type UhConfig } from '../../../shared/config.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { errorMessage } from '../../../shared/errors.js';
 import { spawnGroup } from '../../../shared/process/spawn-group.js';
-import { RUNTIME_ADAPTERS } from '../../../workers/runtimes/registry.js';
+import { loadAllRuntimeAdapters } from '../../../workers/runtimes/registry.js';
 import { mergeConfig } from '../../../operation/resolve-runtime.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 
@@ -128,7 +128,7 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
   const fleet = problem === null && !redis.defaulted ? await fleetFindings(config, redisUrl) : null;
   findings.push(...(fleet?.findings ?? []));
   findings.push(isolationFinding(config));
-  for (const adapter of RUNTIME_ADAPTERS) {
+  for (const adapter of await loadAllRuntimeAdapters()) {
     const parsed = adapter.configSchema.safeParse(mergeConfig(adapter.defaultConfig, adapter.exampleConfig ?? {}));
     if (!parsed.success) {
       findings.push({ what: `runtime ${adapter.id}`, ok: false, detail: 'needs a runtime_config to check', hint: `uh adapter add ${adapter.id}, then uh adapter check ${adapter.id}`, core: false });

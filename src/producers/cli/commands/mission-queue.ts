@@ -115,8 +115,8 @@ export async function missionCancel(argv: string[], config: UhConfig): Promise<n
 async function recoverUnknownFromRuntime(record: QueueRecord, stateDir: string, steps: string[]): Promise<Receipt | null> {
   try {
     const { recoverQueuedRuntime, receiptFromRecovery } = await import('../../../operation/recover-runtime.js');
-    const { RUNTIME_ADAPTERS } = await import('../../../workers/runtimes/registry.js');
-    const got = await recoverQueuedRuntime(record, stateDir, RUNTIME_ADAPTERS);
+    const { RUNTIME_CATALOG } = await import('../../../workers/operation-ports.js');
+    const got = await recoverQueuedRuntime(record, stateDir, RUNTIME_CATALOG);
     if (!got) return null;
     steps.push(`runtime ${got.runtime}: ${got.recovery.state}: ${got.recovery.reason}`);
     return got.recovery.state === 'settled' && got.recovery.finished ? receiptFromRecovery(record, got.recovery.finished) : null;

@@ -147,10 +147,10 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
   const queueConfig = config.queue;
   const graceMs = parseGrace(values.grace as string | undefined, queueConfig.graceMs);
   const redisUrl = queueRedisUrl(config, values.redis);
-  const { RUNTIME_ADAPTERS } = await import('../../../workers/runtimes/registry.js');
+  const { RUNTIME_IDS } = await import('../../../workers/runtimes/registry.js');
   const asked = (values.runtime as string[] | undefined) ?? [];
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
-  const candidates = asked.length > 0 ? asked : values.results ? [] : RUNTIME_ADAPTERS.map((a) => a.id);
+  const candidates = asked.length > 0 ? asked : values.results ? [] : [...RUNTIME_IDS];
   const runtimes = await readyRuntimes(candidates, { explicit: asked.length > 0, allowUnready: values['allow-unready'] === true, stateDir, config });
   const logger = createLogger(config.core.workerLogLevel);
   const say = (event: string, data: Record<string, unknown>) =>

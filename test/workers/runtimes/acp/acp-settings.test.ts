@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { AdapterManifestSchema } from '../../../../src/shared/contracts/adapter-manifest.js';
 import { acpAdapter } from '../../../../src/workers/runtimes/acp/acp-adapter.js';
 import { hermesAcpAdapter } from '../../../../src/workers/runtimes/hermes-acp/hermes-acp-adapter.js';
-import { findRuntimeAdapter } from '../../../../src/workers/runtimes/registry.js';
+import { loadRuntimeAdapter } from '../../../../src/workers/runtimes/registry.js';
 
 const docYaml = (page: string) => {
   const text = readFileSync(fileURLToPath(new URL(`../../../../docs/runtimes/${page}`, import.meta.url)), 'utf8');
@@ -13,9 +13,9 @@ const docYaml = (page: string) => {
 };
 
 describe('ACP runtime settings', () => {
-  it('are registered', () => {
-    expect(findRuntimeAdapter('acp')).toBe(acpAdapter);
-    expect(findRuntimeAdapter('hermes-acp')).toBe(hermesAcpAdapter);
+  it('are registered', async () => {
+    expect(await loadRuntimeAdapter('acp')).toBe(acpAdapter);
+    expect(await loadRuntimeAdapter('hermes-acp')).toBe(hermesAcpAdapter);
   });
 
   it('acp needs a command; hermes-acp defaults to `hermes acp` with its own defaults', () => {

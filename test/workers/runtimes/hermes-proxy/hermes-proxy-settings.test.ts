@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest';
 import { AdapterManifestSchema } from '../../../../src/shared/contracts/adapter-manifest.js';
 import { parseOrThrow } from '../../../../src/shared/contracts/zod-issues.js';
 import { UhError } from '../../../../src/shared/errors.js';
-import { findRuntimeAdapter } from '../../../../src/workers/runtimes/registry.js';
 import { HermesProxySettingsSchema } from '../../../../src/workers/runtimes/hermes-proxy/hermes-proxy-settings.js';
 
 function problems(input: unknown): string[] {
