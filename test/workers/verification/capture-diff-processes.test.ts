@@ -48,10 +48,11 @@ describe('captureDiff processes', () => {
     before = gitProcesses();
     const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
     expect(gitProcesses() - before).toBe(5);
+    // git's byte order, whatever the locale: upper case before lower case.
     expect(changed.changed).toEqual([
+      { path: 'README.md', status: 'modified' },
       { path: 'b.txt', status: 'renamed', from: 'a.txt' },
       { path: 'new/file.txt', status: 'added' },
-      { path: 'README.md', status: 'modified' },
     ]);
     const text = readFileSync(patch, 'utf8');
     expect(text).toContain('rename from a.txt');
@@ -69,9 +70,9 @@ describe('captureDiff processes', () => {
     const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
     expect(gitProcesses() - before).toBe(7); // 2 for the base facts, listing, rm --cached, add, write-tree, diff-tree
     expect(changed.changed).toEqual([
+      { path: 'README.md', status: 'modified' },
       { path: 'docs', status: 'added' },
       { path: 'docs/guide.md', status: 'deleted' },
-      { path: 'README.md', status: 'modified' },
     ]);
     expect(readFileSync(patch, 'utf8')).toContain('+src');
   });
