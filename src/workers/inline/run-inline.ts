@@ -15,7 +15,6 @@ import { claimOperationDir, readReceipt, readRecord, workerAlive, type Operation
 import type { Receipt } from '../../shared/contracts/receipt.js';
 import type { PromotionRecord } from '../../shared/contracts/promotion.js';
 import { silentLogger } from '../../shared/logger.js';
-import { promoteAfterRun } from '../promotion/auto-promote.js';
 import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
 import type { PoolSettings } from '../sandbox/sandbox-pool.js';
 
@@ -87,6 +86,10 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
     return { kind: 'unknown', record };
   }
   // Automatic promotion (mission `promotion: branch`) on verified: the single hook of the inline path.
-  const promotion = await promoteAfterRun({ setting: mission.promotion, receipt: result.receipt, stateDir: options.stateDir, cacheDir: options.cacheDir, logger: options.logger ?? silentLogger, env: options.env ?? {} });
+  // The promotion code loads only for a mission that asks for it.
+  const promotion =
+    mission.promotion === 'none'
+      ? null
+      : await (await import('../promotion/auto-promote.js')).promoteAfterRun({ setting: mission.promotion, receipt: result.receipt, stateDir: options.stateDir, cacheDir: options.cacheDir, logger: options.logger ?? silentLogger, env: options.env ?? {} });
   return { kind: 'ran', prepared, promotion, ...result };
 }
