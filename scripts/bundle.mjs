@@ -9,6 +9,21 @@ import { createHash } from 'node:crypto';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
+/**
+ * zod's `fromJSONSchema` (JSON Schema → zod) initialises its whole keyword table when zod loads,
+ * ~4 ms of every CLI run; uh never converts JSON Schema to zod (test/architecture/bundle.test.ts
+ * checks src/), so the bundle gets a stub that says so. dist/src keeps the real zod.
+ */
+const noFromJsonSchema = {
+  name: 'uh-no-zod-from-json-schema',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]classic[\\/]from-json-schema\.js$/ }, () => ({
+      contents: "export function fromJSONSchema() { throw new Error('uh: z.fromJSONSchema is not in the uh bundle (scripts/bundle.mjs)'); }\n",
+      loader: 'js',
+    }));
+  },
+};
+
 // Clear the old output so a stale file is never shipped.
 rmSync('dist/bundle', { recursive: true, force: true });
 
@@ -37,6 +52,7 @@ await build({
   minifyWhitespace: true,
   // Non-ASCII in strings and regexps becomes \u escapes, so the file is pure ASCII.
   charset: 'ascii',
+  plugins: [noFromJsonSchema],
   logLevel: 'warning',
 });
 
