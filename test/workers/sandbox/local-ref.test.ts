@@ -2,7 +2,7 @@
  * The JS ref reader against git itself: every layout is a real repository built with real git
  * commands, and `readLocalRef` must print what `git rev-parse --verify <ref>^{commit}` prints
  * there (run through uh's own hardened git runner, as `resolveInMirror` runs it), or null where
- * it must leave the answer to git.
+ * it must leave the answer to git. Through `resolveInMirror`, the JS answer saves the process.
  */
 import { chownSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { readLocalRef, parsePackedRefs } from '../../../src/workers/sandbox/local-ref.js';
 import { resolveInMirror } from '../../../src/workers/sandbox/mirror-cache.js';
 import { git as hardenedGit } from '../../../src/workers/sandbox/git.js';
+import { spawnCounts } from '../../../src/shared/process/spawn-group.js';
 import { git, makeRepo } from '../../support/git-repo.js';
 import { removeDir, tempDir } from '../../support/temp.js';
 
@@ -49,6 +50,8 @@ async function expectLeftToGit(dir: string, ref: string, git: 'answers' | 'fails
   if (git === 'answers') expect(answer).toMatch(/^[0-9a-f]{40}$/);
   else expect(answer).toBeNull();
 }
+
+const gitSpawns = () => Object.entries(spawnCounts()).filter(([k]) => k.startsWith('git ')).reduce((n, [, v]) => n + v, 0);
 
 describe('readLocalRef: answered, equal to git', () => {
   it('HEAD on a branch and the branch, loose, by short and full name', async () => {
@@ -282,5 +285,25 @@ describe('parsePackedRefs', () => {
     ['a name outside refs/', `${a} HEAD\n`],
   ])('%s: null', (_what, text) => {
     expect(parsePackedRefs(text, 40)).toBeNull();
+  });
+});
+
+describe('resolveInMirror on a local repository', () => {
+  it('a branch resolves with no git process once the mirror is warm; a tag still asks git once', async () => {
+    const dir = repo();
+    const cacheDir = tempDir('uh-mirror-');
+    dirs.push(cacheDir);
+    const tip = git(dir, 'rev-parse', 'main');
+    await resolveInMirror(cacheDir, dir, 'main'); // clones the mirror
+    await resolveInMirror(cacheDir, dir, 'main'); // verifies and stamps its config
+    const before = gitSpawns();
+    expect((await resolveInMirror(cacheDir, dir, 'main')).commit).toBe(tip);
+    expect((await resolveInMirror(cacheDir, dir, 'HEAD')).commit).toBe(tip);
+    expect(gitSpawns()).toBe(before);
+
+    git(dir, 'tag', 'v1');
+    const revParses = spawnCounts()['git rev-parse'] ?? 0;
+    expect((await resolveInMirror(cacheDir, dir, 'v1')).commit).toBe(tip);
+    expect(spawnCounts()['git rev-parse']).toBe(revParses + 1); // the source's rev-parse; the mirror knows the commit
   });
 });
