@@ -47,8 +47,8 @@ function soundCommit(id: string, body: Buffer): boolean {
 function looseCommit(objectsDir: string, id: string): Buffer | null {
   const path = join(objectsDir, id.slice(0, 2), id.slice(2));
   try {
-    const st = lstatSync(path);
-    if (!st.isFile() || st.size > MAX_COMMIT_BYTES) return null;
+    const st = lstatSync(path, { throwIfNoEntry: false });
+    if (!st?.isFile() || st.size > MAX_COMMIT_BYTES) return null;
     const compressed = readFileSync(path);
     const { buffer, engine } = inflateSync(compressed, { info: true, maxOutputLength: MAX_COMMIT_BYTES + 64 }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
     if (engine.bytesWritten !== compressed.length) return null; // bytes after the zlib stream: git refuses the object

@@ -115,12 +115,21 @@ function refReader(repo: LocalGitDir) {
 function rootRefAbsent(repo: LocalGitDir, name: string): boolean {
   return [repo.gitDir, repo.commonDir].every((dir) => {
     try {
-      lstatSync(join(dir, name));
+      return lstatOrNull(join(dir, name)) === null;
+    } catch {
       return false;
-    } catch (error) {
-      return missing(error);
     }
   });
+}
+
+/** lstat, or null where nothing is (ENOENT, ENOTDIR; no exception built for the common miss); throws on other errors. */
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false }) ?? null;
+  } catch (error) {
+    if (missing(error)) return null;
+    throw error;
+  }
 }
 
 function missing(error: unknown): boolean {
@@ -130,13 +139,13 @@ function missing(error: unknown): boolean {
 
 /** A loose ref file: one id and a newline, or `ref: <name>` and a newline. A directory is no ref (git then looks in packed-refs). */
 function looseValue(path: string, hexLength: number): LooseValue {
-  let st: Stats;
+  let st: Stats | null;
   try {
-    st = lstatSync(path);
-  } catch (error) {
-    return missing(error) ? 'absent' : UNSURE;
+    st = lstatOrNull(path);
+  } catch {
+    return UNSURE;
   }
-  if (st.isDirectory()) return 'absent';
+  if (st === null || st.isDirectory()) return 'absent';
   const text = st.isFile() && st.size <= MAX_REF_BYTES ? readSmall(path, MAX_REF_BYTES) : null;
   if (text === null) return UNSURE;
   if (new RegExp(`^[0-9a-f]{${hexLength}}\n$`).test(text)) return { id: text.slice(0, hexLength) };
@@ -164,7 +173,8 @@ const packedRefsPath = (repo: LocalGitDir) => join(repo.commonDir, 'packed-refs'
 /** The identity and version of a file (device, inode, size, times), 'absent', or UNSURE. */
 function fileStamp(path: string): string | Unsure {
   try {
-    const st = lstatSync(path, { bigint: true });
+    const st = lstatSync(path, { bigint: true, throwIfNoEntry: false });
+    if (st === undefined) return 'absent';
     return st.isFile() && st.size <= MAX_PACKED_REFS_BYTES ? `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}` : UNSURE;
   } catch (error) {
     return missing(error) ? 'absent' : UNSURE;
@@ -224,7 +234,7 @@ function localGitDir(repoPath: string): LocalGitDir | null {
   const uid = process.geteuid?.();
   if (uid === undefined) return null;
   try {
-    const top = realpathSync(repoPath);
+    const top = realpathSync.native(repoPath);
     if (!ownedDirectory(statSync(top), uid)) return null;
     const gitDir = gitDirOf(top, uid);
     const commonDir = gitDir === null ? null : commonDirOf(gitDir, uid);
@@ -249,36 +259,25 @@ function ownedDirectory(st: Stats, uid: number): boolean {
 /** `<top>/.git` (a directory, or a `gitdir:` file), or `<top>` itself when there is no `.git` (bare); null when odd. */
 function gitDirOf(top: string, uid: number): string | null {
   const dotGit = join(top, '.git');
-  let st: Stats;
-  try {
-    st = lstatSync(dotGit);
-  } catch (error) {
-    return missing(error) ? top : null;
-  }
+  const st = lstatOrNull(dotGit);
+  if (st === null) return top;
   if (st.uid !== uid) return null;
   if (st.isDirectory()) return dotGit;
   const text = st.isFile() ? readSmall(dotGit, MAX_REF_BYTES) : null;
   const path = text === null ? null : /^gitdir: ([^\r\n]+)[\r\n]*$/.exec(text)?.[1];
   if (!path) return null;
-  const gitDir = realpathSync(resolve(top, path));
+  const gitDir = realpathSync.native(resolve(top, path));
   return ownedDirectory(statSync(gitDir), uid) ? gitDir : null;
 }
 
 /** The common dir a linked worktree's git dir names in `commondir`, or the git dir itself. */
 function commonDirOf(gitDir: string, uid: number): string | null {
   const file = join(gitDir, 'commondir');
-  const st = (() => {
-    try {
-      return lstatSync(file);
-    } catch (error) {
-      if (missing(error)) return null;
-      throw error;
-    }
-  })();
+  const st = lstatOrNull(file);
   if (st === null) return gitDir;
   const text = st.isFile() ? readSmall(file, MAX_REF_BYTES) : null;
   const path = text === null ? null : /^([^\r\n]+)[\r\n]*$/.exec(text)?.[1];
   if (!path) return null;
-  const commonDir = realpathSync(resolve(gitDir, path));
+  const commonDir = realpathSync.native(resolve(gitDir, path));
   return ownedDirectory(statSync(commonDir), uid) ? commonDir : null;
 }
