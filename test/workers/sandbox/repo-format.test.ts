@@ -14,6 +14,14 @@ import { removeDir } from '../../support/temp.js';
 const INIT = '[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n';
 const CLONE = `${INIT}[remote "origin"]\n\turl = https://example.com/a.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch "main"]\n\tremote = origin\n\tmerge = refs/heads/main\n`;
 const V1 = '[core]\n\trepositoryformatversion = 1\n';
+/** A key git knows in each section the reader ignores, given a bad boolean, no value, or an unknown ~user path. */
+const IGNORED_KEYS = [
+  '[pull]\n\trebase = maybe', '[merge]\n\tff = maybe', '[diff]\n\trenames = maybe', '[log]\n\tdate = maybe', '[commit]\n\tgpgsign = maybe',
+  '[tag]\n\tsort = ~nobody/x', '[status]\n\tshowuntrackedfiles = maybe', '[rebase]\n\tautosquash = maybe', '[init]\n\tdefaultbranch',
+  '[lfs]\n\tfetchrecentalways = maybe', '[http]\n\tsslverify = maybe', '[credential]\n\thelper', '[alias]\n\tst', '[filter "lfs"]\n\trequired = maybe',
+  '[gui]\n\tencoding', '[mergetool]\n\tprompt = maybe', '[difftool]\n\tprompt = maybe', '[remote "origin"]\n\tprune = maybe',
+  '[remote]\n\tpushdefault', '[branch "main"]\n\trebase = maybe', '[submodule "x"]\n\tupdate', '[url "x"]\n\tinsteadof',
+].map((lines) => `${lines}\n`).join('');
 
 const ROWS: ReadonlyArray<[string, string, 40 | 64 | null]> = [
   ['what git init writes', INIT, 40],
@@ -25,6 +33,7 @@ const ROWS: ReadonlyArray<[string, string, 40 | 64 | null]> = [
   ['comments, blank lines, CRLF, quoted values', `# mine\r\n${INIT}\n; more\n[remote "o"]\n\turl = "/a b#c" ; why\n\tpushurl = x\\ty # tab\n`, 40],
   ['a user section and husky hooksPath', `${INIT}[user]\n\tname = A \"B\" C\n\temail = a@b.c\n[core]\n\thooksPath = .husky/_\n`, 40],
   ['sections rev-parse never reads, odd values', `${INIT}[pull]\n\trebase = maybe\n[alias]\n\tst\n[lfs "x"]\n\turl = ~nobody/x\n`, 40],
+  ['real keys of every section rev-parse never reads, with values git would refuse', `${INIT}${IGNORED_KEYS}`, 40],
   ['reftable', `${V1}[extensions]\n\trefStorage = reftable\n`, null],
   ['worktreeConfig', `${V1}[extensions]\n\tworktreeConfig = true\n`, null],
   ['partialclone', `${V1}[extensions]\n\tpartialclone = origin\n`, null],
