@@ -13,6 +13,7 @@ import { UhError } from '../../shared/errors.js';
 import { isRemoteUrl } from '../../shared/contracts/load-mission.js';
 import { git, GitError, type GitCallOptions } from './git.js';
 import { withFileLock } from './file-lock.js';
+import { readLocalRef } from './local-ref.js';
 
 export interface Mirror {
   path: string;
@@ -221,7 +222,8 @@ async function mirrorSound(mirror: Mirror, call: GitCallOptions): Promise<boolea
 
 /**
  * Resolve `ref` to a commit present in the mirror. For a local repository the ref is resolved in
- * the source itself (read-only), so `HEAD` means the user's current commit. `call` bounds every
+ * the source itself (read-only), so `HEAD` means the user's current commit: read from its ref files
+ * when `local-ref.ts` is sure of git's answer (no process), else by `git rev-parse`. `call` bounds every
  * git call (timeout, the operation's abort signal): a hanging clone or fetch ends and frees the lock.
  *
  * Cheap when repeated (a queue producer resolves the same ref for every mission): a commit once
@@ -267,9 +269,8 @@ async function resolveUncached(cacheDir: string, url: string, ref: string, call:
   if (!isRemoteUrl(url)) {
     // A local ref resolves in the source itself (read-only): `HEAD` is the user's current commit.
     assertNotOption(ref, 'repository.ref');
-    const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`], { ...call, cwd: url, okCodes: [1, 128] });
-    if (code !== 0) throw badRef(url, ref);
-    const wanted = stdout.trim();
+    // Read from its files when that is certain to be git's answer (no process), else asked of git.
+    const wanted = readLocalRef(url, ref) ?? (await sourceCommit(url, ref, call));
     // The common case takes no lock: the mirror exists and already has the commit.
     if ((await mirrorSound(mirror, call)) && (knownInMirror(mirror.path, wanted) || (await hasCommit(mirror, wanted, call)))) return { mirror, commit: wanted };
     return withFileLock(mirror.lockDir, async () => {
@@ -295,6 +296,13 @@ async function resolveUncached(cacheDir: string, url: string, ref: string, call:
     }
     throw badRef(url, ref);
   });
+}
+
+/** `ref` resolved by git in the local source repository itself (read-only); a bad ref is `invalid_input`. */
+async function sourceCommit(url: string, ref: string, call: GitCallOptions): Promise<string> {
+  const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`], { ...call, cwd: url, okCodes: [1, 128] });
+  if (code !== 0) throw badRef(url, ref);
+  return stdout.trim();
 }
 
 /** A remote that cannot be cloned or fetched: exit 3 (blocked) naming repository.url, not an internal error. */
