@@ -74,16 +74,13 @@ export const UnknownItem = z
   .looseObject({ ...ItemBase, type: z.string().refine((t) => !KNOWN_ITEM_TYPES.has(t)) })
   .transform((item) => ({ type: 'unknown' as const, id: item.id, item_type: item.type, raw: item as Record<string, unknown> }));
 
+/**
+ * Known items dispatch on `type` (one schema tried, not each in turn: a plain union builds the
+ * issues of every option that fails, which was most of the parse time of a codex run's lines);
+ * any other type is an UnknownItem.
+ */
 export const CodexItemSchema = z.union([
-  AgentMessageItem,
-  ReasoningItem,
-  PlanItem,
-  CommandExecutionItem,
-  FileChangeItem,
-  McpToolCallItem,
-  WebSearchItem,
-  TodoListItem,
-  ErrorItem,
+  z.discriminatedUnion('type', [AgentMessageItem, ReasoningItem, PlanItem, CommandExecutionItem, FileChangeItem, McpToolCallItem, WebSearchItem, TodoListItem, ErrorItem]),
   UnknownItem,
 ]);
 export type CodexItem = z.infer<typeof CodexItemSchema>;
@@ -121,6 +118,6 @@ export const UnknownEvent = z
   .looseObject({ type: z.string().refine((t) => !KNOWN_EVENT_TYPES.has(t)) })
   .transform((event) => ({ type: 'unknown' as const, event_type: event.type, raw: event as Record<string, unknown> }));
 
-/** One stdout line of `codex exec --json`. */
-export const CodexEventSchema = z.union([ThreadStarted, TurnStarted, TurnCompleted, TurnFailed, ItemEvent, StreamError, UnknownEvent]);
+/** One stdout line of `codex exec --json`: known types dispatch on `type`, any other is an UnknownEvent. */
+export const CodexEventSchema = z.union([z.discriminatedUnion('type', [ThreadStarted, TurnStarted, TurnCompleted, TurnFailed, ItemEvent, StreamError]), UnknownEvent]);
 export type CodexEvent = z.infer<typeof CodexEventSchema>;
