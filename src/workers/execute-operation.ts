@@ -15,8 +15,9 @@
  * States written to operation.json: running → verifying → finished (or unknown). Whatever fails,
  * a receipt is written for the terminal state; nothing already written is lost.
  */
-import { openOperation, recordPipelineError, type ExecuteOptions, type ExecuteResult } from './pipeline/operation-run.js';
-import { runtimePhase } from './pipeline/runtime-phase.js';
+import { openOperation, recordPipelineError, type ExecuteOptions, type ExecuteResult, type OperationRun } from './pipeline/operation-run.js';
+import type { Sandbox } from './sandbox/worktree.js';
+import { runtimePhase, writeRuntimeResult } from './pipeline/runtime-phase.js';
 import { sandboxPhase } from './pipeline/sandbox-phases.js';
 import { settleFinished, settleUnknown } from './pipeline/settle-phase.js';
 import { checksPhase, diffPhase } from './pipeline/verify-phases.js';
@@ -28,12 +29,30 @@ export async function executeOperation(options: ExecuteOptions): Promise<Execute
   try {
     const sandbox = await sandboxPhase(run);
     await runtimePhase(run, sandbox);
-    if (run.folded.dispatch_unknown) return await settleUnknown(run);
-    await diffPhase(run, sandbox);
+    if (run.folded.dispatch_unknown) {
+      writeRuntimeResult(run);
+      return await settleUnknown(run);
+    }
+    await diffMeanwhile(run, sandbox, () => writeRuntimeResult(run));
     await checksPhase(run, sandbox);
   } catch (error) {
     // A phase that throws ends the run as `failed`; the receipt below is still written.
     recordPipelineError(run, error);
   }
   return settleFinished(run);
+}
+
+/**
+ * The diff phase, and `meanwhile` once the diff's first git process is under way: the main thread
+ * would only wait for it (the diff starts its git within microtasks, before setImmediate fires).
+ */
+async function diffMeanwhile(run: OperationRun, sandbox: Sandbox, meanwhile: () => void): Promise<void> {
+  const diffing = diffPhase(run, sandbox);
+  diffing.catch(() => undefined); // awaited below; a rejection meanwhile is not unhandled
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  try {
+    meanwhile();
+  } finally {
+    await diffing;
+  }
 }

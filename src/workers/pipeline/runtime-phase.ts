@@ -35,6 +35,13 @@ export async function runtimePhase(run: OperationRun, sandbox: Sandbox): Promise
   }
   run.folded.final_message = redactString(run.folded.final_message, run.secrets);
   writeFileSync(join(run.dir, 'runtime-final.txt'), run.folded.final_message);
+}
+
+/**
+ * runtime-result.yaml, from the folded run (after runtimePhase). The pipeline writes it while the
+ * diff's first git process runs (execute-operation.ts): YAML is the slowest file it writes.
+ */
+export function writeRuntimeResult(run: OperationRun): void {
   writeFileSync(join(run.dir, 'runtime-result.yaml'), toYaml(redact(toRuntimeResult(run), run.secrets)));
 }
 
