@@ -13,7 +13,7 @@ import { OPERATION_PORTS } from '../operation-ports.js';
 import { sweepSandboxes } from '../sandbox/retention.js';
 import { claimOperationDir, readReceipt, readRecord, workerAlive, type OperationRecord } from '../../operation/operation-files.js';
 import type { Receipt } from '../../shared/contracts/receipt.js';
-import type { PromotionRecord } from '../../shared/contracts/promotion.js';
+import { automaticPromotion, type PromotionRecord } from '../../shared/contracts/promotion.js';
 import { silentLogger } from '../../shared/logger.js';
 import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
 import type { PoolSettings } from '../sandbox/sandbox-pool.js';
@@ -86,9 +86,9 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
     return { kind: 'unknown', record };
   }
   // Automatic promotion (mission `promotion: branch`) on verified: the single hook of the inline path.
-  // The promotion code loads only for a mission that asks for it.
+  // The promotion code loads only for a mission that asks for automatic promotion.
   const promotion =
-    mission.promotion === 'none'
+    automaticPromotion(mission.promotion) === null
       ? null
       : await (await import('../promotion/auto-promote.js')).promoteAfterRun({ setting: mission.promotion, receipt: result.receipt, stateDir: options.stateDir, cacheDir: options.cacheDir, logger: options.logger ?? silentLogger, env: options.env ?? {} });
   return { kind: 'ran', prepared, promotion, ...result };

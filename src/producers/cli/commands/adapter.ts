@@ -7,7 +7,7 @@ import { ID_PATTERN } from '../../../shared/contracts/ids.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { errorMessage, invalidInput, UhError } from '../../../shared/errors.js';
 import { spawnGroup } from '../../../shared/process/spawn-group.js';
-import { loadAllRuntimeAdapters, loadRuntimeAdapter, RUNTIME_IDS } from '../../../workers/runtimes/registry.js';
+import { loadAllRuntimeAdapters } from '../../../workers/runtimes/registry.js';
 import { RUNTIME_CATALOG } from '../../../workers/operation-ports.js';
 import { defaultManifest, loadManifest, manifestPath, mergeConfig } from '../../../operation/resolve-runtime.js';
 import { parseOrThrow } from '../../../shared/contracts/zod-issues.js';
@@ -36,7 +36,7 @@ const CHECK: CommandSpec = {
 async function ownManifests(stateDir: string): Promise<Array<{ id: string; name: string; capabilities: string[]; manifest: string; runtime_kind: string | null }>> {
   const dir = join(stateDir, 'adapters');
   if (!existsSync(dir)) return [];
-  const registered = new Set(RUNTIME_IDS);
+  const registered = new Set(RUNTIME_CATALOG.ids);
   const files = readdirSync(dir)
     .filter((f) => f.endsWith('.yaml') && !registered.has(f.slice(0, -5)))
     .sort();
@@ -84,8 +84,8 @@ export async function adapterAdd(argv: string[], config: UhConfig): Promise<numb
   if (!id || positionals.length !== 1) throw invalidInput('uh adapter add needs one id', [], ADD.usage);
   if (!ID_PATTERN.test(id)) throw invalidInput(`id "${id}" must match ${ID_PATTERN}`);
   const kind = (values.kind as string | undefined) ?? id;
-  const adapter = await loadRuntimeAdapter(kind);
-  if (!adapter) throw invalidInput(`--kind: unknown runtime "${kind}"`, [], `known: ${RUNTIME_IDS.join(', ')}`);
+  const adapter = await RUNTIME_CATALOG.load(kind);
+  if (!adapter) throw invalidInput(`--kind: unknown runtime "${kind}"`, [], `known: ${RUNTIME_CATALOG.ids.join(', ')}`);
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const path = manifestPath(stateDir, id);
   if (existsSync(path) && !values.force) throw new UhError('conflict', `${path} exists`, { hint: 'edit it, or pass --force to overwrite' });
@@ -122,7 +122,7 @@ export async function adapterCheck(argv: string[], config: UhConfig): Promise<nu
 /** The runtime's `check()` with its manifest (or defaults): `uh adapter check` and `uh worker start` use it. */
 export async function checkRuntime(id: string, stateDir: string, config: UhConfig) {
   const { manifest, source } = await loadManifest(stateDir, id, RUNTIME_CATALOG);
-  const adapter = await loadRuntimeAdapter(manifest.runtime_kind);
+  const adapter = await RUNTIME_CATALOG.load(manifest.runtime_kind);
   if (!adapter) throw invalidInput(`${source}: unknown runtime_kind ${manifest.runtime_kind}`);
   const merged = mergeConfig(adapter.defaultConfig, manifest.runtime_config);
   const parsed = adapter.configSchema.safeParse(merged);

@@ -6,6 +6,7 @@ import { createLogger } from '../../../shared/logger.js';
 import { invalidInput } from '../../../shared/errors.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
+import { reportReceipt, reportUnsettled } from '../../ci/ci-report.js';
 
 export const MISSION_RUN: CommandSpec = {
   usage: 'uh mission run <mission.yaml|json> [--runtime id] [--json] [--junit path] [--state-dir dir] [--dry-run] [--keep-sandbox]',
@@ -26,11 +27,6 @@ export const MISSION_RUN: CommandSpec = {
   ],
   examples: ['uh mission run examples/hello/mission.yaml', 'uh mission run mission.yaml --runtime codex --json > receipt.json'],
 };
-
-/** Whether this run reports to a CI host (GitHub outputs, step summary, annotations): the reporter loads only then. */
-function ciReporting(ci: UhConfig['ci']): boolean {
-  return ci.githubOutput !== undefined || ci.stepSummary !== undefined || ci.annotations;
-}
 
 export async function missionRun(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(MISSION_RUN, argv);
@@ -99,12 +95,11 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
         : `operation ${mission.operation_id} was started but its process is gone: state unknown`;
     if (values.json) writeJson({ operation_id: mission.operation_id, state: outcome.kind, record: outcome.record });
     else process.stderr.write(`uh: ${message}\nhint: uh mission status ${mission.operation_id}\n`);
-    if (ciReporting(config.ci)) (await import('../../ci/ci-report.js')).reportUnsettled(config.ci, mission.operation_id, outcome.kind, message);
+    reportUnsettled(config.ci, mission.operation_id, outcome.kind, message);
     return EXIT.unknown;
   }
   const promotion = outcome.kind === 'ran' ? outcome.promotion : null;
-  const junit = values.junit as string | undefined;
-  if (junit || ciReporting(config.ci)) (await import('../../ci/ci-report.js')).reportReceipt(outcome.receipt, config.ci, { dir: outcome.dir, junit, json: Boolean(values.json) });
+  reportReceipt(outcome.receipt, config.ci, { dir: outcome.dir, junit: values.junit as string | undefined, json: Boolean(values.json) });
   if (values.json) writeJson({ ...receiptJson(outcome.receipt, outcome.dir), ...(promotion ? { promotion } : {}) });
   else printReceiptSummary(outcome.receipt, outcome.dir, outcome.kind === 'attached');
   if (promotion && !values.json) {
