@@ -28,6 +28,7 @@ import type { PoolSettings } from '../sandbox/sandbox-pool.js';
 import { EventLog } from '../state/event-log.js';
 import type { DiffCapture } from '../verification/capture-diff.js';
 import type { ScopeViolation } from '../verification/scope-check.js';
+import { monotonicMs } from '../../shared/clock.js';
 
 export interface ExecuteOptions {
   prepared: PreparedOperation;
@@ -81,7 +82,7 @@ export interface OperationRun {
   readonly checkEnv: Record<string, string | undefined>;
   readonly secrets: readonly string[];
   readonly startedAt: Date;
-  /** performance.now() at open, for `total_ms`. */
+  /** monotonicMs() at open, for `total_ms`. */
   readonly t0: number;
   readonly timings: Record<string, number>;
   readonly record: OperationRecord;
@@ -160,7 +161,7 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
   const now = options.now ?? (() => new Date());
   const dir = operationDir(options.stateDir, mission.operation_id);
   const startedAt = now();
-  const t0 = performance.now();
+  const t0 = monotonicMs();
   const env = sandboxEnv(options);
   const secrets = [...new Set([...runtime.secrets, ...secretEnvValues(mission.sandbox.env), ...env.secrets])];
   writeFileSync(join(dir, 'mission.json'), `${JSON.stringify(redact(mission, secrets), null, 2)}\n`);
@@ -213,11 +214,11 @@ export async function setState(run: OperationRun, state: OperationState, patch: 
 
 /** Run one phase's work, recording its duration as `<name>_ms`, failures included. */
 export async function timed<T>(run: OperationRun, name: string, fn: () => Promise<T>): Promise<T> {
-  const t = performance.now();
+  const t = monotonicMs();
   try {
     return await fn();
   } finally {
-    const ms = Math.round(performance.now() - t);
+    const ms = Math.round(monotonicMs() - t);
     run.timings[`${name}_ms`] = ms;
     run.logger.info({ phase: name, duration_ms: ms }, 'phase end');
   }

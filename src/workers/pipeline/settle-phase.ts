@@ -16,6 +16,7 @@ import { decideVerdict } from '../results/verdict.js';
 import { retentionPhase } from './sandbox-phases.js';
 import { runtimeIdentity } from './runtime-phase.js';
 import { setState, type ExecuteResult, type OperationRun } from './operation-run.js';
+import { monotonicMs } from '../../shared/clock.js';
 
 /** A sandbox is removed only after a completed run whose changes are verified or unverified (or when asked to keep it). */
 function keepSandbox(run: OperationRun, outcome: Outcome, verdict: Verdict): boolean {
@@ -37,7 +38,7 @@ export async function settleFinished(run: OperationRun): Promise<ExecuteResult> 
   const outcome = run.failure ?? folded.outcome;
   const verdict = decideVerdict({ scopeViolations: run.violations.length, checksDeclared: mission.verification.length, checks: run.checks });
   const keep = keepSandbox(run, outcome, verdict);
-  run.timings.total_ms = Math.round(performance.now() - run.t0);
+  run.timings.total_ms = Math.round(monotonicMs() - run.t0);
   scrubOperationFiles(run.dir, run.secrets);
   const unsigned = buildReceipt({
     mission,

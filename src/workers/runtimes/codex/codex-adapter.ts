@@ -4,7 +4,7 @@
  * the `--output-last-message` file lives in the log dir, never in the worktree. The final
  * message is that file's sentinel block, else its raw content, else the last agent_message.
  */
-import { open, rm, writeFile } from 'node:fs/promises';
+import { closeSync, fstatSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { abortReasonOf } from '../../../shared/runtime/v1/runtime-context.js';
 import type { RuntimeAdapterV1, RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
@@ -24,21 +24,30 @@ const LAST_MESSAGE_FILE = 'codex-last-message.txt';
 /** The -o file is read up to this size; a longer one is cut (memory stays bounded). */
 const LAST_MESSAGE_CAP = 1024 * 1024;
 
-/** The -o file's text (at most LAST_MESSAGE_CAP bytes read), or null when codex wrote none. */
-async function readLastMessage(path: string): Promise<string | null> {
-  let file;
+/**
+ * The -o file's text (at most LAST_MESSAGE_CAP bytes read), or null when codex wrote none.
+ * Synchronous, like the two calls before the launch: a small local file, and the only use of
+ * `fs/promises` on a codex run would cost more to load (~1 ms) than these calls take.
+ */
+function readLastMessage(path: string): string | null {
+  let fd: number;
   try {
-    file = await open(path, 'r');
+    fd = openSync(path, 'r');
   } catch {
     return null;
   }
   try {
-    const buffer = Buffer.alloc(LAST_MESSAGE_CAP + 1);
-    const { bytesRead } = await file.read(buffer, 0, buffer.length, 0);
+    const buffer = Buffer.alloc(Math.min(fstatSync(fd).size, LAST_MESSAGE_CAP) + 1);
+    let bytesRead = 0;
+    while (bytesRead < buffer.length) {
+      const n = readSync(fd, buffer, bytesRead, buffer.length - bytesRead, bytesRead);
+      if (n === 0) break;
+      bytesRead += n;
+    }
     const text = buffer.subarray(0, Math.min(bytesRead, LAST_MESSAGE_CAP)).toString('utf8');
     return bytesRead > LAST_MESSAGE_CAP ? `${text}\n[… final message truncated by uh]` : text;
   } finally {
-    await file.close();
+    closeSync(fd);
   }
 }
 
@@ -77,8 +86,8 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
     const config = plan.config;
     async function* run(): AsyncGenerator<RuntimeEventV1> {
       const lastMessageFile = join(ctx.logDir, LAST_MESSAGE_FILE);
-      await rm(lastMessageFile, { force: true }); // a stale file from an earlier attempt must not count
-      if (ctx.isolation === 'bwrap') await writeFile(lastMessageFile, ''); // the bind needs it to exist; blank counts as none
+      rmSync(lastMessageFile, { force: true }); // a stale file from an earlier attempt must not count
+      if (ctx.isolation === 'bwrap') writeFileSync(lastMessageFile, ''); // the bind needs it to exist; blank counts as none
       const state = initialCodexState();
       let exit: CliJsonlExit | undefined;
       const stop = new AbortController();
@@ -111,7 +120,7 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
         watch.dispose();
       }
       if (exit === undefined) throw new Error('CLI-JSONL transport ended without an exit item');
-      const lastMessage = await readLastMessage(lastMessageFile);
+      const lastMessage = readLastMessage(lastMessageFile);
       const outcome = classifyCodex({
         binary: config.binary,
         ...(exit.spawnError ? { spawnError: exit.spawnError } : {}),
