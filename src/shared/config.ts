@@ -37,6 +37,7 @@ const VARIABLES = {
   UH_PRICES: [z.string().optional(), 'price table (JSON)'],
   UH_PRICES_FILE: [z.string().optional(), 'price table file (JSON)'],
   UH_ISOLATION: [z.enum(['auto', 'require', 'off']).default('auto'), 'OS isolation of runtimes and checks (bubblewrap)'],
+  UH_ISOLATION_TMPFS_BYTES: [z.coerce.number().int().min(1024 * 1024, 'at least 1048576 (1 MiB)').default(1024 ** 3), 'size cap of an isolated private /tmp and home (bytes)'],
   // queue
   REDIS_URL: [z.string().url().optional(), '--redis'],
   UH_REDIS_CLUSTER: [z.enum(['0', '1', 'true', 'false']).optional(), 'Redis Cluster mode (REDIS_URL names a seed node)'],
@@ -121,6 +122,8 @@ export interface UhConfig {
     prices: PriceTable;
     /** bubblewrap for runtimes and checks: auto (where it works), require (refuse without), off. */
     isolation: 'auto' | 'require' | 'off';
+    /** The size cap of each isolated phase's private /tmp and home (tmpfs), in bytes. */
+    isolationTmpfsBytes: number;
   };
   queue: QueueConfig;
   gc: GcConfig;
@@ -168,6 +171,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       allowHttpRepos: flag(e.UH_ALLOW_HTTP_REPOS) ?? false,
       prices: parsePrices(e.UH_PRICES, e.UH_PRICES_FILE),
       isolation: e.UH_ISOLATION,
+      isolationTmpfsBytes: e.UH_ISOLATION_TMPFS_BYTES,
     },
     queue: {
       redisUrl: e.REDIS_URL ?? null,

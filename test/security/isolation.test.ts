@@ -145,6 +145,27 @@ describe('isolation: a hostile agent inline (uh mission run)', () => {
     }
   });
 
+  it('the private /tmp and home hold at most UH_ISOLATION_TMPFS_BYTES, are fresh for each check, and leave nothing on the host', async () => {
+    const stateDir = tempDir('uh-sec-state-');
+    created.push(stateDir);
+    // 4 MiB cap: a 2 MiB file fits, 8 MiB do not (ENOSPC), in /tmp and in $HOME alike.
+    const fill = (dir: string, mib: number, name: string) => `dd if=/dev/zero of="${dir}/fill-${name}" bs=1048576 count=${mib} 2>/dev/null && echo ${name} >> fits.txt`;
+    const script = [fill('/tmp', 2, 'tmp-small'), fill('/tmp', 8, 'tmp-big'), fill('$HOME', 2, 'home-small'), fill('$HOME', 8, 'home-big'), 'echo agent > /tmp/agent-was-here', 'echo done > result.txt'].join('; ');
+    const fresh = { name: 'fresh-tmp', argv: ['sh', '-c', 'test ! -e /tmp/agent-was-here && test ! -e /tmp/fill-tmp-small && echo mine > /tmp/check-1'], timeout_seconds: 30 };
+    const second = { name: 'fresh-again', argv: ['sh', '-c', 'test ! -e /tmp/check-1'], timeout_seconds: 30 };
+    const { path, operationId } = hostileMission(repo, script, { verification: [fresh, second] });
+    const r = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], { cwd: repo, env: { UH_CACHE_DIR: cacheDir, HOME: home, UH_ISOLATION_TMPFS_BYTES: String(4 * 1024 * 1024) } });
+    expect(r.code, r.stderr).toBe(0);
+    const receipt = JSON.parse(r.stdout);
+    expect(receipt.isolation).toMatchObject({ kind: 'bwrap' });
+    expect(receipt.checks.map((c: any) => [c.name, c.passed])).toEqual([['fresh-tmp', true], ['fresh-again', true]]);
+    const patch = readFileSync(join(stateDir, 'operations', operationId, 'diff.patch'), 'utf8');
+    expect([...patch.matchAll(/^\+([a-z-]+)$/gm)].map((m) => m[1]).filter((n) => n !== 'done')).toEqual(['tmp-small', 'home-small']);
+    // Nothing of the private /tmp and home was ever on the host: no scratch dir, no file in the real home.
+    expect(readdirSync(join(stateDir, 'operations', operationId))).not.toContain('scratch');
+    expect(readdirSync(home).filter((n) => n.startsWith('fill-'))).toEqual([]);
+  });
+
   it('a mission that requires isolation is refused (blocked, exit 3, hint) when it is off', async () => {
     const stateDir = tempDir('uh-sec-state-');
     created.push(stateDir);

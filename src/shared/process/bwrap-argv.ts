@@ -1,9 +1,10 @@
 /**
  * The bubblewrap command line that wraps one child: pure, no I/O. The host's root is mounted
  * read-only; `masked` paths are hidden behind an empty tmpfs (the cache dir, the state dir, the
- * user's checkout, the real home); then a private /tmp and a private home are bound writable,
- * `readable` paths read-only and `writable` paths read-write, in that order, so a path bound
- * later shows through a mask laid earlier. The child gets its own PID and IPC namespaces, its own
+ * user's checkout, the real home); then a private /tmp and a private home, each a fresh tmpfs
+ * capped at `tmpfsBytes`, `readable` paths read-only and `writable` paths read-write, in that
+ * order, so a path bound later shows through a mask laid earlier. Nothing of the private /tmp
+ * and home touches the host's disk: they vanish with the child's mount namespace. The child gets its own PID and IPC namespaces, its own
  * session, dies with its parent, and sees exactly `env` (`--clearenv` + `--setenv`).
  */
 import { byCodeUnit } from '../compare.js';
@@ -13,10 +14,10 @@ export interface BwrapPlan {
   bwrap: string;
   /** Hidden behind an empty tmpfs (paths that do not exist are skipped by the caller). */
   masked: readonly string[];
-  /** Host directory mounted at /tmp. */
-  tmpSource: string;
-  /** Host directory mounted at `home.path` (the HOME the child sees). */
-  home: { source: string; path: string };
+  /** Where the child's private home is mounted (its HOME), or null when it has none. */
+  home: string | null;
+  /** The size cap of the private /tmp and home (`--size`), or null where bwrap lacks `--size` (before 0.7). */
+  tmpfsBytes: number | null;
   /** Bound read-only at the same path, over the masks. */
   readable: readonly string[];
   /** Bound read-write at the same path, over the masks and the readable binds. */
@@ -33,8 +34,8 @@ const byDepth = (paths: readonly string[]): string[] =>
 export function bwrapArgv(plan: BwrapPlan, argv: readonly string[]): string[] {
   const out = [plan.bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
   for (const path of byDepth(plan.masked)) out.push('--tmpfs', path);
-  out.push('--bind', plan.tmpSource, '/tmp');
-  out.push('--bind', plan.home.source, plan.home.path);
+  const size = plan.tmpfsBytes === null ? [] : ['--size', String(plan.tmpfsBytes)];
+  for (const path of plan.home === null ? ['/tmp'] : ['/tmp', plan.home]) out.push(...size, '--tmpfs', path);
   for (const path of byDepth(plan.readable)) out.push('--ro-bind-try', path, path);
   for (const path of byDepth(plan.writable)) out.push('--bind-try', path, path);
   out.push('--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session');

@@ -1,7 +1,9 @@
 /**
  * Is bubblewrap here, and can it create the namespaces uh's isolation uses (PID, IPC, network,
  * mount)? Probed once per PATH with a real `bwrap … true`; never throws. Used by the pipeline
- * (src/workers/sandbox/isolation.ts) and `uh doctor`.
+ * (src/workers/sandbox/isolation.ts) and `uh doctor`. The probe also mounts a tmpfs with `--size`
+ * (bubblewrap 0.7 and later): where that option is missing, a second probe without it decides,
+ * and `tmpfsSize: false` says the private /tmp and home cannot be capped.
  *
  * With a `cacheFile` (in uh's cache dir), a successful probe is also remembered across processes
  * for `PROBE_TTL_MS`, keyed by the bwrap binary's identity (path, device, inode, size, mtime):
@@ -13,7 +15,7 @@ import { statSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync }
 import { randomBytes } from 'node:crypto';
 import { delimiter, join, resolve } from 'node:path';
 
-export type BwrapProbe = { ok: true; path: string } | { ok: false; reason: string };
+export type BwrapProbe = { ok: true; path: string; tmpfsSize: boolean } | { ok: false; reason: string };
 
 /** The first executable `name` on PATH. */
 export function whichOnPath(name: string, path: string | undefined): string | null {
@@ -44,21 +46,23 @@ function binaryIdentity(bwrap: string): string | null {
   }
 }
 
-function cachedOk(cacheFile: string, identity: string, now: number): boolean {
+/** The remembered probe's `tmpfsSize`, or null when there is no fresh stamp for this binary. */
+function cachedOk(cacheFile: string, identity: string, now: number): boolean | null {
   try {
     const raw = readFileSync(cacheFile, 'utf8');
-    if (raw.length > 4096) return false;
-    const entry = JSON.parse(raw) as { identity?: unknown; at?: unknown };
-    return entry.identity === identity && typeof entry.at === 'number' && entry.at <= now && now - entry.at < PROBE_TTL_MS;
+    if (raw.length > 4096) return null;
+    const entry = JSON.parse(raw) as { identity?: unknown; at?: unknown; tmpfsSize?: unknown };
+    const fresh = entry.identity === identity && typeof entry.at === 'number' && entry.at <= now && now - entry.at < PROBE_TTL_MS;
+    return fresh && typeof entry.tmpfsSize === 'boolean' ? entry.tmpfsSize : null;
   } catch {
-    return false;
+    return null;
   }
 }
 
-function storeOk(cacheFile: string, identity: string, now: number): void {
+function storeOk(cacheFile: string, identity: string, now: number, tmpfsSize: boolean): void {
   try {
     const tmp = `${cacheFile}.${randomBytes(4).toString('hex')}`;
-    writeFileSync(tmp, JSON.stringify({ identity, at: now }));
+    writeFileSync(tmp, JSON.stringify({ identity, at: now, tmpfsSize }));
     renameSync(tmp, cacheFile);
   } catch {
     // Not kept: the next process probes again.
@@ -91,22 +95,31 @@ export function probeBwrap(path: string | undefined, options: ProbeOptions = {})
   const bwrap = whichOnPath('bwrap', path);
   const identity = bwrap && options.cacheFile ? binaryIdentity(bwrap) : null;
   const now = (options.now ?? Date.now)();
-  if (bwrap && identity && options.cacheFile && cachedOk(options.cacheFile, identity, now)) {
-    const ok: BwrapProbe = { ok: true, path: bwrap };
+  const remembered = bwrap && identity && options.cacheFile ? cachedOk(options.cacheFile, identity, now) : null;
+  if (bwrap && remembered !== null) {
+    const ok: BwrapProbe = { ok: true, path: bwrap, tmpfsSize: remembered };
     probes.set(key, ok);
     return ok;
   }
-  let probe: BwrapProbe;
-  if (!bwrap) probe = { ok: false, reason: 'bwrap (Debian package bubblewrap) is not installed' };
-  else {
-    const args = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--unshare-ipc', '--unshare-net', '--die-with-parent', '--new-session', '--', 'true'];
-    const r = spawnSync(bwrap, args, { timeout: 10_000, encoding: 'utf8', env: { PATH: path ?? '/usr/bin:/bin' } });
-    probe =
-      r.status === 0
-        ? { ok: true, path: bwrap }
-        : { ok: false, reason: `bwrap cannot create namespaces here: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim().split('\n')[0]}` };
-  }
+  const probe: BwrapProbe = bwrap ? runProbe(bwrap, path) : { ok: false, reason: 'bwrap (Debian package bubblewrap) is not installed' };
   probes.set(key, probe);
-  if (probe.ok && identity && options.cacheFile) storeOk(options.cacheFile, identity, now);
+  if (probe.ok && identity && options.cacheFile) storeOk(options.cacheFile, identity, now, probe.tmpfsSize);
   return probe;
+}
+
+const PROBE_ARGS = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--unshare-ipc', '--unshare-net', '--die-with-parent', '--new-session'];
+
+/**
+ * `bwrap … true` with a sized tmpfs; when bwrap refuses `--size` (bubblewrap before 0.7: "Unknown
+ * option --size"), once more without it.
+ */
+function runProbe(bwrap: string, path: string | undefined): BwrapProbe {
+  const attempt = (extra: string[]) => spawnSync(bwrap, [...PROBE_ARGS, ...extra, '--', 'true'], { timeout: 10_000, encoding: 'utf8', env: { PATH: path ?? '/usr/bin:/bin' } });
+  let r = attempt(['--size', '1048576', '--tmpfs', '/tmp']);
+  if (r.status === 0) return { ok: true, path: bwrap, tmpfsSize: true };
+  if ((r.stderr ?? '').includes('--size')) {
+    r = attempt(['--tmpfs', '/tmp']);
+    if (r.status === 0) return { ok: true, path: bwrap, tmpfsSize: false };
+  }
+  return { ok: false, reason: `bwrap cannot create namespaces here: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim().split('\n')[0]}` };
 }

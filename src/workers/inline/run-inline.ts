@@ -32,6 +32,8 @@ export interface InlineOptions {
   sandboxPool?: PoolSettings;
   /** `UH_ISOLATION` (default auto). */
   isolation?: 'auto' | 'require' | 'off';
+  /** `UH_ISOLATION_TMPFS_BYTES` (default 1 GiB). */
+  isolationTmpfsBytes?: number;
   logger?: Logger;
   env?: Record<string, string | undefined>;
 }
@@ -79,6 +81,7 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.env ? { env: options.env } : {}),
     ...(options.isolation ? { isolation: options.isolation } : {}),
+    ...(options.isolationTmpfsBytes ? { isolationTmpfsBytes: options.isolationTmpfsBytes } : {}),
   });
   if (result.state === 'unknown') {
     const record = readRecord(options.stateDir, id);

@@ -60,6 +60,8 @@ export interface ExecuteOptions {
   journal?: RuntimeJournalV1;
   /** `UH_ISOLATION` (default auto): bwrap for the runtime and the checks where it works. */
   isolation?: IsolationMode;
+  /** `UH_ISOLATION_TMPFS_BYTES`: the size cap of an isolated phase's private /tmp and home (default 1 GiB). */
+  isolationTmpfsBytes?: number;
   /** Called on each state change, after operation.json is written. */
   onState?: (state: OperationState, record: OperationRecord) => Promise<void>;
 }

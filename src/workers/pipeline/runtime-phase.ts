@@ -119,7 +119,7 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
   const folded = initialFold();
   const toolIds = new Set<string>();
   const isolation = runtime.adapter.isolation?.(runtime.config, { env: run.env, logDir: run.dir }) ?? { writable: [] };
-  const phase = phaseSpawn(run, sandbox, 'runtime', isolation);
+  const phase = phaseSpawn(run, sandbox, isolation);
   try {
     const plan = await runtime.adapter.prepare({
       config: runtime.config,
@@ -134,7 +134,6 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
     }
   } finally {
     dispose();
-    phase.dispose();
   }
   if (phase.isolated && folded.outcome.status !== 'completed' && folded.outcome.status !== 'cancelled') blockedByBwrap(run, folded);
   return folded;

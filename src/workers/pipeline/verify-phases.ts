@@ -27,23 +27,19 @@ export async function checksPhase(run: OperationRun, sandbox: Sandbox): Promise<
   const status = run.failure?.status ?? run.folded.outcome.status;
   if (status !== 'completed' || run.violations.length > 0 || mission.verification.length === 0) return;
   const { signal } = run.options;
-  const phase = phaseSpawn(run, sandbox, 'checks');
-  try {
-    run.checks = await timed(run, 'checks', () =>
-      runChecks({
-        checks: mission.verification,
-        workDir: sandbox.path,
-        logDir: run.dir,
-        env: run.checkEnv,
-        secrets: run.secrets,
-        spawn: phase.spawn,
-        ...(signal ? { signal } : {}),
-        onResult: ({ output_head: _head, output_tail: tail, ...r }) => run.events.append('verification.check', { ...r, output_tail: tail.slice(-1024) }),
-      }),
-    );
-  } finally {
-    phase.dispose();
-  }
+  const phase = phaseSpawn(run, sandbox);
+  run.checks = await timed(run, 'checks', () =>
+    runChecks({
+      checks: mission.verification,
+      workDir: sandbox.path,
+      logDir: run.dir,
+      env: run.checkEnv,
+      secrets: run.secrets,
+      spawn: phase.spawn,
+      ...(signal ? { signal } : {}),
+      onResult: ({ output_head: _head, output_tail: tail, ...r }) => run.events.append('verification.check', { ...r, output_tail: tail.slice(-1024) }),
+    }),
+  );
   const reason = cancelReason(run);
   if (reason) run.failure = { status: 'cancelled', raw: 'cancel', message: `${reason.message} (during verification)`, timed_out: false };
 }

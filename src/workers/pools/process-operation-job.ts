@@ -45,6 +45,8 @@ export interface PoolContext {
   prices?: PriceTable;
   /** `UH_ISOLATION` for the runtime and checks. */
   isolation: 'auto' | 'require' | 'off';
+  /** `UH_ISOLATION_TMPFS_BYTES`; unset: 1 GiB. */
+  isolationTmpfsBytes?: number;
   /** Queues by runtime id, to enqueue a retry attempt. */
   queues: Map<string, Queue>;
   /** The abort controller of every operation this process runs (cancel and shutdown use them). */
@@ -186,6 +188,7 @@ async function runPipeline(run: JobRun, prepared: Prepared): Promise<ExecuteResu
     ...(ctx.receiptKey ? { receiptKey: ctx.receiptKey } : {}),
     ...(ctx.prices ? { prices: ctx.prices } : {}),
     isolation: ctx.isolation,
+    ...(ctx.isolationTmpfsBytes ? { isolationTmpfsBytes: ctx.isolationTmpfsBytes } : {}),
     journal: redisJournal(store, id, owner),
     onEventLog: (log) => {
       eventLog = log;

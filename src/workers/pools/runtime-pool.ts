@@ -51,6 +51,8 @@ export interface PoolOptions {
   gc?: GcConfig;
   /** `UH_ISOLATION`; default auto. */
   isolation?: 'auto' | 'require' | 'off';
+  /** `UH_ISOLATION_TMPFS_BYTES`; default 1 GiB. */
+  isolationTmpfsBytes?: number;
 }
 
 export interface RuntimePool {
@@ -124,6 +126,7 @@ function poolContext(options: PoolOptions, redis: Redis, workerId: string): Pool
     ...(options.receiptKey ? { receiptKey: options.receiptKey } : {}),
     ...(options.prices ? { prices: options.prices } : {}),
     isolation: options.isolation ?? 'auto',
+    ...(options.isolationTmpfsBytes ? { isolationTmpfsBytes: options.isolationTmpfsBytes } : {}),
     queues: new Map<string, Queue>(),
     active: new Map<string, AbortController>(),
     retryPolicy: withMaxAttempts(RETRY_POLICY, config.retryMaxAttempts),

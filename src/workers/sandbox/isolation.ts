@@ -4,10 +4,11 @@
  * the cache dir (mirrors, other sandboxes), the state dir, the user's checkout and the real
  * home masked, the sandbox worktree and its git dir writable, the mirror it borrows objects from
  * read-only, a fresh private home and /tmp per phase, what the runtime's adapter declares, a PID
- * namespace (nothing outlives the run) and, when asked, no network. Where bwrap is missing or
+ * namespace (nothing outlives the run) and, when asked, no network. The private home and /tmp
+ * are tmpfs mounts inside the child's namespace, capped in size (`UH_ISOLATION_TMPFS_BYTES`). Where bwrap is missing or
  * cannot create namespaces, processes run unisolated and the receipt says `isolation: none`.
  */
-import { existsSync, mkdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bwrapArgv, type BwrapPlan } from '../../shared/process/bwrap-argv.js';
@@ -51,6 +52,9 @@ export function decideIsolation(mode: IsolationMode, mission: MissionIsolation, 
   return { use: null, status };
 }
 
+/** `UH_ISOLATION_TMPFS_BYTES` unset: each private /tmp and home holds at most 1 GiB. */
+export const DEFAULT_TMPFS_BYTES = 1024 ** 3;
+
 /** What one phase's processes may see, beyond the read-only host. */
 export interface IsolationScope {
   bwrap: string;
@@ -61,8 +65,8 @@ export interface IsolationScope {
   repositoryPath: string | null;
   /** The real home (masked; the private home is mounted at this path). */
   home: string | undefined;
-  /** A fresh per-phase directory of ours: `home` and `tmp` are made inside it. */
-  scratch: string;
+  /** The size cap of the private /tmp and home, or null where bwrap cannot cap a tmpfs. */
+  tmpfsBytes: number | null;
   /** Declared by the runtime adapter. */
   extra: { writable: readonly string[]; readable: readonly string[] };
   /** PATH of the child: its directories under a masked path stay readable. */
@@ -139,12 +143,9 @@ function installRoot(): string | null {
 }
 const INSTALL_ROOT = installRoot();
 
-/** The bwrap plan of one phase (everything but env and cwd); makes the private home and tmp. */
+/** The bwrap plan of one phase (everything but env and cwd). */
 export function isolationPlan(scope: IsolationScope): Omit<BwrapPlan, 'env' | 'cwd'> {
-  const tmpSource = join(scope.scratch, 'tmp');
-  const homeSource = join(scope.scratch, 'home');
-  mkdirSync(tmpSource, { recursive: true, mode: 0o700 });
-  mkdirSync(homeSource, { recursive: true, mode: 0o700 });
+  const home = scope.home && scope.home !== '/' ? scope.home : null;
   const masked = [scope.cacheDir, scope.stateDir, scope.repositoryPath, scope.home]
     .filter((p): p is string => typeof p === 'string' && p !== '/' && isDir(p))
     .flatMap((p) => [...new Set([p, real(p)])]);
@@ -156,9 +157,10 @@ export function isolationPlan(scope: IsolationScope): Omit<BwrapPlan, 'env' | 'c
   const install = INSTALL_ROOT !== null && underMask(INSTALL_ROOT) && !masked.some((m) => m === INSTALL_ROOT || m.startsWith(`${INSTALL_ROOT}/`) || INSTALL_ROOT.startsWith(`${m}/`)) ? [INSTALL_ROOT] : [];
   return {
     bwrap: scope.bwrap,
-    masked,
-    tmpSource,
-    home: { source: homeSource, path: scope.home && scope.home !== '/' ? scope.home : homeSource },
+    // The private home is its own tmpfs at the home's path: masking that path first would only stack two.
+    masked: masked.filter((p) => p !== home),
+    home,
+    tmpfsBytes: scope.tmpfsBytes,
     readable: [...git.readable, ...scope.extra.readable, ...pathDirs, ...install].filter(isAbsolute),
     writable: [scope.worktree, real(scope.worktree), ...git.writable, ...scope.extra.writable].filter(isAbsolute),
     network: scope.network,

@@ -4,8 +4,8 @@ import { bwrapArgv } from '../../../src/shared/process/bwrap-argv.js';
 const plan = {
   bwrap: '/usr/bin/bwrap',
   masked: ['/home/u/.cache/uh', '/home/u'],
-  tmpSource: '/s/tmp',
-  home: { source: '/s/home', path: '/home/u' },
+  home: '/home/u',
+  tmpfsBytes: 64 * 1024 * 1024,
   readable: ['/home/u/.cache/uh/mirrors/r.git'],
   writable: ['/home/u/.cache/uh/sandboxes/op-1', '/home/u/.cache/uh/mirrors/r.git/worktrees/op-1'],
   network: true,
@@ -15,17 +15,31 @@ const plan = {
 
 describe('bwrapArgv', () => {
   it('masks first (shallow before deep), then private tmp and home, then read-only, then writable binds; env explicit', () => {
-    const argv = bwrapArgv(plan, ['sh', '-c', 'echo hi']);
+    const argv = bwrapArgv({ ...plan, masked: ['/home/u/.cache/uh', '/srv/state'] }, ['sh', '-c', 'echo hi']);
     const at = (x: string) => argv.indexOf(x);
     expect(argv.slice(0, 8)).toEqual(['/usr/bin/bwrap', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc']);
-    expect(at('/home/u')).toBeLessThan(at('/home/u/.cache/uh'));
-    expect(at('/s/tmp')).toBeGreaterThan(at('/home/u/.cache/uh'));
+    expect(at('/srv/state')).toBeLessThan(at('/home/u/.cache/uh'));
+    expect(at('/tmp')).toBeGreaterThan(at('/home/u/.cache/uh'));
+    expect(at('/home/u')).toBeGreaterThan(at('/tmp'));
     expect(at('/home/u/.cache/uh/mirrors/r.git')).toBeLessThan(at('/home/u/.cache/uh/mirrors/r.git/worktrees/op-1'));
     expect(argv).toEqual(expect.arrayContaining(['--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session', '--clearenv']));
     expect(argv).not.toContain('--unshare-net');
     expect(argv.join(' ')).toContain('--setenv PATH /usr/bin');
     expect(argv).not.toContain('SECRET');
     expect(argv.slice(-6)).toEqual(['--chdir', plan.cwd, '--', 'sh', '-c', 'echo hi']);
+  });
+
+  it('the private /tmp and home are fresh tmpfs mounts with the size cap, no host directory bound', () => {
+    const argv = bwrapArgv(plan, ['true']).join(' ');
+    expect(argv).toContain('--size 67108864 --tmpfs /tmp --size 67108864 --tmpfs /home/u --ro-bind-try');
+    expect(argv).not.toMatch(/--bind \S+ \/tmp /);
+  });
+
+  it('without --size support the tmpfs mounts are uncapped; without a home only /tmp is private', () => {
+    const argv = bwrapArgv({ ...plan, tmpfsBytes: null, home: null }, ['true']);
+    expect(argv).not.toContain('--size');
+    expect(argv.filter((a) => a === '--tmpfs')).toHaveLength(plan.masked.length + 1);
+    expect(argv[argv.indexOf('/tmp') - 1]).toBe('--tmpfs');
   });
 
   it('network none unshares the network', () => {

@@ -30,9 +30,9 @@ describe('probeBwrap across processes', () => {
     const asNewProcess = (now: number) => probeBwrap(`${bin}${':'.repeat(++n)}/usr/bin:/bin`, { cacheFile, now: () => now });
 
     const t0 = 1_000_000;
-    expect(asNewProcess(t0)).toEqual({ ok: true, path: fake });
+    expect(asNewProcess(t0)).toEqual({ ok: true, path: fake, tmpfsSize: true });
     expect(probes()).toBe(1);
-    expect(asNewProcess(t0 + 1000)).toEqual({ ok: true, path: fake });
+    expect(asNewProcess(t0 + 1000)).toEqual({ ok: true, path: fake, tmpfsSize: true });
     expect(probes()).toBe(1); // remembered: no process
 
     writeFileSync(fake, script('# upgraded\n')); // another binary: size and mtime differ
@@ -46,5 +46,39 @@ describe('probeBwrap across processes', () => {
     expect(asNewProcess(t0 + 2000 + PROBE_TTL_MS + 1).ok).toBe(false);
     expect(asNewProcess(t0 + 2000 + PROBE_TTL_MS + 2).ok).toBe(false);
     expect(probes()).toBe(5);
+  });
+
+  it('a bwrap without --size (before 0.7) still isolates, its tmpfs uncapped; remembered as such', () => {
+    const root = tempDir('uh-probe-old-');
+    dirs.push(root);
+    const bin = join(root, 'bin');
+    mkdirSync(bin);
+    const fake = join(bin, 'bwrap');
+    // bubblewrap 0.6's answer to an option it does not know.
+    writeFileSync(fake, '#!/bin/sh\nfor a; do [ "$a" = --size ] && { echo "bwrap: Unknown option --size" >&2; exit 1; }; done\nexit 0\n');
+    chmodSync(fake, 0o755);
+    const cacheFile = join(root, 'bwrap-probe.json');
+    expect(probeBwrap(`${bin}:/usr/bin:/bin`, { cacheFile })).toEqual({ ok: true, path: fake, tmpfsSize: false });
+    expect(JSON.parse(readFileSync(cacheFile, 'utf8'))).toMatchObject({ tmpfsSize: false });
+    expect(probeBwrap(`${bin}::/usr/bin:/bin`, { cacheFile })).toEqual({ ok: true, path: fake, tmpfsSize: false });
+  });
+
+  it('a stamp from before the size probe is not trusted: probed again', () => {
+    const root = tempDir('uh-probe-stamp-');
+    dirs.push(root);
+    const bin = join(root, 'bin');
+    mkdirSync(bin);
+    const counter = join(root, 'count');
+    writeFileSync(counter, '');
+    const fake = join(bin, 'bwrap');
+    writeFileSync(fake, `#!/bin/sh\necho x >> ${counter}\nexit 0\n`);
+    chmodSync(fake, 0o755);
+    const cacheFile = join(root, 'bwrap-probe.json');
+    expect(probeBwrap(`${bin}:/usr/bin:/bin`, { cacheFile, now: () => 5000 }).ok).toBe(true);
+    const stamp = JSON.parse(readFileSync(cacheFile, 'utf8')) as Record<string, unknown>;
+    delete stamp.tmpfsSize;
+    writeFileSync(cacheFile, JSON.stringify(stamp));
+    expect(probeBwrap(`${bin}::/usr/bin:/bin`, { cacheFile, now: () => 6000 })).toEqual({ ok: true, path: fake, tmpfsSize: true });
+    expect(readFileSync(counter, 'utf8').split('\n').filter(Boolean)).toHaveLength(2);
   });
 });

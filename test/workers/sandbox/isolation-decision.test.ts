@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decideIsolation } from '../../../src/workers/sandbox/isolation.js';
 
-const found = () => ({ ok: true as const, path: '/usr/bin/bwrap' });
+const found = () => ({ ok: true as const, path: '/usr/bin/bwrap', tmpfsSize: true });
 const missing = () => ({ ok: false as const, reason: 'bwrap (Debian package bubblewrap) is not installed' });
 
 describe('decideIsolation', () => {

@@ -3,7 +3,7 @@
  * Redis reachable (when configured), and each runtime's own check. Exit 0 when the core
  * (node, git, dirs, and Redis if asked for) is fine, 3 otherwise; runtimes only inform.
  */
-import { probeBwrap } from '../../../shared/process/bwrap-probe.js';
+import { probeBwrap, type BwrapProbe } from '../../../shared/process/bwrap-probe.js';
 import { runtimeFetch } from '../../../shared/transport/http-fetch.js';
 import { execFileSync } from 'node:child_process';
 import { accessSync, constants, mkdirSync } from 'node:fs';
@@ -89,13 +89,17 @@ async function fleetFindings(config: UhConfig, url: string): Promise<{ findings:
   }
 }
 
+const mib = (bytes: number): string => `${Math.round((bytes / 1024 / 1024) * 10) / 10} MiB`;
+
 /** bubblewrap isolation of runtimes and checks: a core finding only when UH_ISOLATION=require. */
 function isolationFinding(config: UhConfig): Finding {
   const mode = config.core.isolation;
   if (mode === 'off') return { what: 'isolation', ok: true, detail: 'off (UH_ISOLATION=off): runtimes and checks run unisolated', core: false };
   const probe = probeBwrap(config.childEnv.PATH);
+  const tmpfs = (ok: BwrapProbe & { ok: true }) =>
+    ok.tmpfsSize ? `private /tmp and home of at most ${mib(config.core.isolationTmpfsBytes)}` : 'private /tmp and home UNCAPPED (this bwrap has no --size: bubblewrap 0.7 or newer caps them)';
   return probe.ok
-    ? { what: 'isolation', ok: true, detail: `bwrap (${probe.path}): runtimes and checks are isolated`, core: mode === 'require' }
+    ? { what: 'isolation', ok: true, detail: `bwrap (${probe.path}): runtimes and checks are isolated, ${tmpfs(probe)}`, core: mode === 'require' }
     : { what: 'isolation', ok: false, detail: `none: ${probe.reason}`, hint: 'install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces; docs/security.md "Isolation"', core: mode === 'require' };
 }
 

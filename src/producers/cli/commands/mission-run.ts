@@ -85,6 +85,7 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
     receiptKey: config.receipts,
     prices: config.core.prices,
     isolation: config.core.isolation,
+    isolationTmpfsBytes: config.core.isolationTmpfsBytes,
     logger: createLogger(config.core.logLevel),
     ...(runtime ? { runtime } : {}),
   });

@@ -178,6 +178,7 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
       prices: config.core.prices,
       gc: config.gc,
       isolation: config.core.isolation,
+      isolationTmpfsBytes: config.core.isolationTmpfsBytes,
     });
   }
   if (values.results) tasks.push((await startResults(config, redisUrl, { consumer: values.consumer as string | undefined, stateDir, logger }, stop.signal, say)).done);
