@@ -219,6 +219,9 @@ function armStops(run: GroupRun, terminate: () => void): () => void {
   return onAbort;
 }
 
+/** How long past the kill grace a consumer that has not yet taken the output it was given is waited for. */
+const UNREAD_OUTPUT_WAIT_MS = 60_000;
+
 /** Resolves once the leader has exited (or never started) and every tapped file is flushed. */
 function settle(run: GroupRun, onAbort: () => void): Promise<SpawnGroupResult> {
   const { child } = run;
@@ -246,14 +249,23 @@ function settle(run: GroupRun, onAbort: () => void): Promise<SpawnGroupResult> {
     // A grandchild may still hold a piped stdout open: once the leader is gone, end the group.
     // One that left the group (`setsid`) keeps the pipe: after the kill grace we stop waiting
     // for its EOF and close our ends, so wall time stays bounded (isolated runs have no such
-    // survivor: the PID namespace dies with its init).
+    // survivor: the PID namespace dies with its init). Output already read but not yet taken by
+    // a busy consumer is no such holder: the close waits for it (at most UNREAD_OUTPUT_WAIT_MS).
     child.on('exit', (code, signal) => {
       killGroup(child.pid, 'SIGKILL');
-      const eof = setTimeout(() => {
+      const grace = run.options.killGraceMs ?? 2000;
+      const giveUpAt = Date.now() + grace + UNREAD_OUTPUT_WAIT_MS;
+      let eof: NodeJS.Timeout;
+      const closeHeldPipes = () => {
+        const unread = [child.stdout, child.stderr].some((stream) => (stream?.readableLength ?? 0) > 0);
+        if (unread && Date.now() < giveUpAt) {
+          eof = setTimeout(closeHeldPipes, grace).unref();
+          return;
+        }
         for (const stream of [child.stdout, child.stderr, child.stdin]) stream?.destroy();
         finish(code, signal);
-      }, run.options.killGraceMs ?? 2000);
-      eof.unref();
+      };
+      eof = setTimeout(closeHeldPipes, grace).unref();
       child.once('close', () => clearTimeout(eof));
     });
     child.on('close', (code, signal) => finish(code, signal));

@@ -11,6 +11,9 @@ export interface ConnectOptions {
   cluster?: boolean;
 }
 
+/** How long a command on a Redis Cluster retries through MOVED, CLUSTERDOWN, TRYAGAIN and a closed connection. */
+export const FAILOVER_PATIENCE = { maxRedirections: 60, retryDelayOnFailover: 250, retryDelayOnClusterDown: 250, retryDelayOnTryAgain: 250 } as const;
+
 /**
  * A client for `url`: a plain ioredis client, or with `cluster` an ioredis `Cluster` seeded from
  * the URL's node (it discovers the others). The Cluster speaks the same commands, `duplicate()`
@@ -32,6 +35,10 @@ async function createClient(url: string, options: ConnectOptions): Promise<Redis
     enableReadyCheck: true,
     redisOptions,
     clusterRetryStrategy: (times) => Math.min(times * 200, 2000),
+    // A command waits out a failover instead of failing the operation it serves: ioredis's defaults
+    // (16 redirections, 100 ms apart) give up after ~1.6 s, a master's failover takes ~2 ×
+    // cluster-node-timeout plus the election (3.2–5 s with 2 s here). 60 × 250 ms = 15 s.
+    ...FAILOVER_PATIENCE,
   });
   return cluster as unknown as Redis;
 }

@@ -142,6 +142,18 @@ describe('runCliJsonl', () => {
     expect(statSync(join(opts.logDir, 'cli.stdout.jsonl')).size).toBeGreaterThan(20_000_000);
   });
 
+  it('a consumer busy for longer than the kill grace after the program exited still gets every line', async () => {
+    // A slow step between two lines (a journal write during a Redis failover): the program has
+    // exited meanwhile, and its last lines wait in our buffer, not in a pipe someone holds open.
+    const items: CliJsonlItem<Line>[] = [];
+    for await (const item of runCliJsonl(options(['flood', '40'], { killGraceMs: 100 }))) {
+      items.push(item);
+      if (items.length === 2) await new Promise((resolve) => setTimeout(resolve, 600));
+    }
+    expect(items.filter((i) => i.kind === 'message')).toHaveLength(41);
+    expect(exitOf(items)).toMatchObject({ exitCode: 0, lines: 41, malformed: 0 });
+  });
+
   it('still parses and reports the exit when the log dir cannot be written', async () => {
     const opts = options(['flood', '2000']);
     opts.logDir = join(opts.logDir, 'missing', 'dir');
