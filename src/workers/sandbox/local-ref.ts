@@ -20,7 +20,7 @@
  *   per-worktree ref, `@{…}`, `^`, `~`, `:`, a full hex id: null;
  * - values: the loose ref file, else `packed-refs` (which must not change while it is used);
  * - the commit itself: `commit-object.ts` reads it as git does, since a ref to a missing, broken
- *   or non-commit object makes git fail.
+ *   or non-commit object makes git fail; unless the caller knows the id for a commit already.
  *
  * Never throws: a missing, odd or oversized file is null.
  */
@@ -58,8 +58,12 @@ const RULES = ['%s', 'refs/%s', 'refs/tags/%s', 'refs/heads/%s', 'refs/remotes/%
 const PER_WORKTREE = /^(?:(?:refs\/)?(?:bisect|worktree|rewritten)|main-worktree|worktrees)\//;
 const COMPONENT = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 
-/** The commit `ref` names in the repository at `repoPath` (full lowercase hex), or null: ask git. */
-export function readLocalRef(repoPath: string, ref: string): string | null {
+/**
+ * The commit `ref` names in the repository at `repoPath` (full lowercase hex), or null: ask git.
+ * `knownCommit(id)`: the caller already knows `id` names a commit (git said so in uh's mirror:
+ * the name of an object is the hash of its content), so its object need not be read here.
+ */
+export function readLocalRef(repoPath: string, ref: string, knownCommit: (id: string) => boolean = () => false): string | null {
   if (!plainRefName(ref) || /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(ref)) return null;
   const repo = localGitDir(repoPath);
   if (!repo) return null;
@@ -73,7 +77,7 @@ export function readLocalRef(repoPath: string, ref: string): string | null {
     found = hit;
   }
   if (!found || !(found.name === 'HEAD' || found.name.startsWith('refs/heads/')) || !refs.packedUnchanged()) return null;
-  return isCommitObject(join(repo.commonDir, 'objects'), found.id) ? found.id : null;
+  return knownCommit(found.id) || isCommitObject(join(repo.commonDir, 'objects'), found.id) ? found.id : null;
 }
 
 /** A name in a strict subset of `git check-ref-format --allow-onelevel`: components of [A-Za-z0-9._-]. */

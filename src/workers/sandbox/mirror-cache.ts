@@ -270,7 +270,9 @@ async function resolveUncached(cacheDir: string, url: string, ref: string, call:
     // A local ref resolves in the source itself (read-only): `HEAD` is the user's current commit.
     assertNotOption(ref, 'repository.ref');
     // Read from its files when that is certain to be git's answer (no process), else asked of git.
-    const wanted = readLocalRef(url, ref) ?? (await sourceCommit(url, ref, call));
+    // A commit the mirror is known to hold needs no reading of the source's object (uh's mirror
+    // vouches that id is a commit: git resolved it there as one).
+    const wanted = readLocalRef(url, ref, (id) => knownInMirror(mirror.path, id)) ?? (await sourceCommit(url, ref, call));
     // The common case takes no lock: the mirror exists and already has the commit.
     if ((await mirrorSound(mirror, call)) && (knownInMirror(mirror.path, wanted) || (await hasCommit(mirror, wanted, call)))) return { mirror, commit: wanted };
     return withFileLock(mirror.lockDir, async () => {

@@ -253,6 +253,16 @@ describe('readLocalRef: left to git', () => {
     await expectLeftToGit(dir, 'main', 'fails');
   });
 
+  it("a commit the caller knows (uh's mirror holds it) is not read from the source", () => {
+    const dir = repo();
+    const tip = git(dir, 'rev-parse', 'main');
+    // The source's object made unreadable: only the caller's knowledge can vouch for the id now.
+    writeFileSync(join(dir, '.git', 'objects', tip.slice(0, 2), tip.slice(2)), 'not zlib');
+    expect(readLocalRef(dir, 'main')).toBeNull();
+    expect(readLocalRef(dir, 'main', (id) => id === tip)).toBe(tip);
+    expect(readLocalRef(dir, 'main', () => false)).toBeNull();
+  });
+
   it('names the JS path never reads', () => {
     const dir = repo();
     const tip = git(dir, 'rev-parse', 'HEAD');
