@@ -34,6 +34,8 @@ export interface GitOptions extends GitCallOptions {
   /** `--git-dir` / `--work-tree` (a sandbox's private git dir over its worktree). */
   gitDir?: string;
   workTree?: string;
+  /** Written to git's stdin (then closed), e.g. a `--pathspec-from-file=-` list; unset: no stdin. */
+  input?: string;
 }
 
 const MINUTE = 60_000;
@@ -97,7 +99,7 @@ export async function git(args: readonly string[], options: GitOptions): Promise
     argv: gitArgv([...(options.gitDir ? [`--git-dir=${options.gitDir}`] : []), ...(options.workTree ? [`--work-tree=${options.workTree}`] : []), ...args]),
     cwd: options.cwd,
     env: gitEnv(options.env, options.network),
-    stdin: 'ignore',
+    stdin: options.input === undefined ? 'ignore' : { text: options.input },
     stdout: 'pipe',
     stderr: 'pipe',
     timeoutMs,

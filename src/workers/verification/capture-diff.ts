@@ -14,11 +14,11 @@
  *
  * Processes: one `ls-files` lists every modified, deleted and untracked path; when it lists none
  * the final tree is the base tree and nothing else runs. Otherwise one `add` stages exactly those
- * paths (deleted ones leave by `rm --cached` first, one more process), `write-tree` names the final tree and one `diff-tree --patch-with-raw` gives the names
+ * paths, given on its stdin (deleted ones leave by `rm --cached` first, one more process), `write-tree` names the final tree and one `diff-tree --patch-with-raw` gives the names
  * (renames detected) and the patch together. The base commit's tree and ignore rules come from
  * uh's cache (`baseFactsDir`), or two more git processes the first time.
  */
-import { copyFileSync, existsSync, lstatSync, readlinkSync, realpathSync, rmSync, statSync, utimesSync, writeFileSync, createWriteStream } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, utimesSync, writeFileSync, createWriteStream } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
@@ -79,19 +79,18 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
   }
   const { baseFactsDir, ...call } = options;
   const index = join(scratchDir, 'diff.index');
-  const excludes = join(scratchDir, 'base-excludes');
-  const list = join(scratchDir, 'changed.list');
+  const scratchExcludes = join(scratchDir, 'base-excludes');
   copyIndex(paths.index, index);
   const g: DiffGit = { call, cwd: workDir, gitDir: paths.gitDir, workTree: workDir, env: { GIT_INDEX_FILE: index, GIT_LITERAL_PATHSPECS: '1' } };
-  const run = (args: string[], extra: { okCodes?: number[] } = {}) => git(args, { ...call, ...extra, cwd: g.cwd, gitDir: g.gitDir, workTree: g.workTree, env: g.env });
+  const run = (args: string[], extra: { okCodes?: number[]; input?: string } = {}) => git(args, { ...call, ...extra, cwd: g.cwd, gitDir: g.gitDir, workTree: g.workTree, env: g.env });
   try {
     const base = await readBaseFacts(paths.gitDir, baseCommit, baseFactsDir ?? null, call);
-    writeFileSync(excludes, base.excludes);
-    const listed = parseListing((await run(['ls-files', '-z', '-t', '--modified', '--deleted', '--others', `--exclude-from=${excludes}`])).stdout);
+    const excludes = excludesFile(base.excludes, baseCommit, baseFactsDir ?? null, scratchExcludes);
+    const listed = parseListing((await run(['ls-files', '-z', '-t', '--modified', '--deleted', '--others', ...(excludes ? [`--exclude-from=${excludes}`] : [])])).stdout);
     let result: { changed: ChangedFile[]; bytes: number; digest: string; tree: string | null } = { changed: [], bytes: 0, digest: EMPTY_DIGEST, tree: base.tree };
     if (listed.paths.length === 0) writeFileSync(patchPath, '');
     else {
-      await stage(run, listed, list);
+      await stage(run, listed);
       // The final tree is what a promotion must reproduce; if git cannot write it, promotion checks the diff digest only.
       const written = (await run(['write-tree'], { okCodes: [1, 128] })).stdout.trim();
       const tree = TREE.test(written) ? written : null;
@@ -109,7 +108,7 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
       flagged: [...listed.nested.map((path): ScopeViolation => ({ path, reason: 'nested_repository' })), ...escapingSymlinks(workDir, changed)],
     };
   } finally {
-    for (const file of [index, excludes, list]) rmSync(file, { force: true });
+    for (const file of [index, scratchExcludes]) rmSync(file, { force: true });
   }
 }
 
@@ -118,16 +117,40 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
  * refuses a pathspec "beyond a symbolic link" (a tracked directory the agent replaced by a
  * link), which `rm --cached` matches against the index alone. One process without deletions.
  */
-async function stage(run: (args: string[]) => Promise<unknown>, listed: { paths: string[]; deleted: string[] }, list: string): Promise<void> {
+async function stage(run: (args: string[], extra: { input: string }) => Promise<unknown>, listed: { paths: string[]; deleted: string[] }): Promise<void> {
   const gone = new Set(listed.deleted);
   const rest = listed.paths.filter((path) => !gone.has(path));
-  if (gone.size > 0) {
-    writeFileSync(list, `${listed.deleted.join('\0')}\0`);
-    await run(['rm', '--cached', '--quiet', '--ignore-unmatch', `--pathspec-from-file=${list}`, '--pathspec-file-nul']);
-  }
+  if (gone.size > 0) await run(['rm', '--cached', '--quiet', '--ignore-unmatch', '--pathspec-from-file=-', '--pathspec-file-nul'], { input: `${listed.deleted.join('\0')}\0` });
   if (rest.length === 0) return;
-  writeFileSync(list, `${rest.join('\0')}\0`);
-  await run(['add', '--all', '--force', `--pathspec-from-file=${list}`, '--pathspec-file-nul']);
+  await run(['add', '--all', '--force', '--pathspec-from-file=-', '--pathspec-file-nul'], { input: `${rest.join('\0')}\0` });
+}
+
+/**
+ * The file of the base commit's ignore rules for `ls-files --exclude-from`, or null when it has
+ * none (no file at all: nothing to write and remove per diff). Kept beside the base facts, one per
+ * commit (its rules never change), rewritten when missing or not exactly the rules; a scratch
+ * file when there is no cache dir or it cannot be written.
+ */
+function excludesFile(rules: string, baseCommit: string, factsDir: string | null, scratch: string): string | null {
+  if (rules === '') return null;
+  if (factsDir && /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(baseCommit)) {
+    const kept = join(factsDir, `${baseCommit}.exclude`);
+    try {
+      if (readFileSync(kept, 'utf8') === rules) return kept;
+    } catch {
+      // not there yet
+    }
+    try {
+      const tmp = `${kept}.${process.pid}.tmp`;
+      writeFileSync(tmp, rules);
+      renameSync(tmp, kept);
+      return kept;
+    } catch {
+      // fall back to a scratch file
+    }
+  }
+  writeFileSync(scratch, rules);
+  return scratch;
 }
 
 /** uh's index copied with its mtime, so entries as new as the index stay "racy" (compared by content). */

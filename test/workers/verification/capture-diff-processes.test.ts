@@ -3,7 +3,7 @@
  * process (the listing) and a changed one four (listing, add, write-tree, one diff-tree for names
  * and patch together), five when a tracked file was deleted (`rm --cached` first); the patch is the one `git diff --cached --binary -M` would print.
  */
-import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSandbox } from '../../../src/workers/sandbox/worktree.js';
@@ -59,6 +59,34 @@ describe('captureDiff processes', () => {
     expect(text).toContain('+# two');
     expect(changed.bytes).toBe(Buffer.byteLength(text));
     expect(changed.tree).not.toBe(first.tree);
+    // Nothing is left in the scratch dir but the patch: the paths went to git on its stdin, the
+    // base's ignore rules are a file kept per commit beside its facts.
+    expect(readdirSync(scratch)).toEqual(['diff.patch']);
+    expect(readFileSync(join(baseFactsDir, `${commit}.exclude`), 'utf8')).toContain('*.log');
+  });
+
+  it("kept ignore rules that are not exactly the base's are written again: they hide nothing the base does not ignore", async () => {
+    const { sandbox, commit, scratch, baseFactsDir, patch } = await sandboxOf({ 'README.md': '# one\n', '.gitignore': '*.log\n' }, 'op-diffexcl');
+    await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+    const kept = join(baseFactsDir, `${commit}.exclude`);
+    writeFileSync(kept, '*\n');
+    writeFileSync(join(sandbox.path, 'new.txt'), 'seen\n');
+    writeFileSync(join(sandbox.path, 'x.log'), 'ignored by the base\n');
+    const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+    expect(changed.changed).toEqual([{ path: 'new.txt', status: 'added' }]);
+    expect(readFileSync(kept, 'utf8')).not.toBe('*\n');
+  });
+
+  it('a base without ignore rules: no rules file at all, an ignored-looking file is a change', async () => {
+    const { sandbox, commit, scratch, baseFactsDir, patch } = await sandboxOf({ 'README.md': '# one\n' }, 'op-diffnoexcl');
+    writeFileSync(join(sandbox.path, 'x.log'), 'a change\n');
+    writeFileSync(join(sandbox.path, 'name with\nnewline.txt'), 'odd\n');
+    const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+    expect(changed.changed).toEqual([
+      { path: 'name with\nnewline.txt', status: 'added' },
+      { path: 'x.log', status: 'added' },
+    ]);
+    expect(readdirSync(baseFactsDir).filter((n) => n.endsWith('.exclude'))).toEqual([]);
   });
 
   it('a tracked directory replaced by a symlink: its files deleted, the link added (add alone refuses paths beyond a link)', async () => {
