@@ -19,6 +19,7 @@ import { acquirePooled, drainPool, releaseToPool, type PoolSettings } from '../.
 import { sweepSandboxes } from '../../src/workers/sandbox/retention.js';
 import { planGc } from '../../src/workers/sandbox/gc.js';
 import { createSandbox, readRecords, sandboxPaths } from '../../src/workers/sandbox/worktree.js';
+import { spawnCounts } from '../../src/shared/process/spawn-group.js';
 import { runCli } from '../support/cli.js';
 import { git, makeRepo } from '../support/git-repo.js';
 import { writeMission } from '../support/mission-file.js';
@@ -285,6 +286,25 @@ describe('the pool itself', () => {
       expect(readFileSync(join(again!.path, 'src/app.txt'), 'utf8')).toBe('v1\n');
       await releaseToPool(cacheDir, again!, 'op', { size: 0, idleMs: 0 }, new Date());
     }
+  });
+
+  it('told a tracked file changed, the release resets at once; told wrongly, it still proves the tree clean', async () => {
+    const cacheDir = fresh('uh-pool-hint-');
+    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'main');
+    const s = await createSandbox(cacheDir, mirror, commit, `op-hint-${++n}`, new Date());
+    writeFileSync(join(s.path, 'src/app.txt'), 'changed by the agent\n');
+    const resets = () => spawnCounts()['git read-tree'] ?? 0;
+    const before = resets();
+    expect(await releaseToPool(cacheDir, s, 'op', POOL, new Date(), {}, { trackedChanged: true })).toBeNull();
+    expect(resets()).toBe(before + 1);
+    const got = await acquirePooled(cacheDir, mirror, commit, `op-hint-next-${n}`, new Date(), POOL, () => undefined);
+    expect(readFileSync(join(got!.path, 'src/app.txt'), 'utf8')).toBe('v1\n');
+    // A hint that nothing tracked changed is not taken for proof: the walk still finds the edit.
+    writeFileSync(join(got!.path, 'src/app.txt'), 'changed again\n');
+    expect(await releaseToPool(cacheDir, got!, 'op', POOL, new Date(), {}, { trackedChanged: false })).toBeNull();
+    expect(resets()).toBe(before + 2);
+    const again = await acquirePooled(cacheDir, mirror, commit, `op-hint-again-${n}`, new Date(), POOL, () => undefined);
+    expect(readFileSync(join(again!.path, 'src/app.txt'), 'utf8')).toBe('v1\n');
   });
 
   it('low disk: drainPool drops every pooled sandbox (the disk guard calls it below UH_MIN_FREE_BYTES)', async () => {

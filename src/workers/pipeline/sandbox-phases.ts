@@ -40,7 +40,9 @@ export async function retentionPhase(run: OperationRun, keep: boolean): Promise<
     return;
   }
   if (options.sandboxPool) {
-    const notPooled = await releaseToPool(options.cacheDir, sandbox, id, options.sandboxPool, run.now());
+    // A tracked file the diff saw changed needs the reset anyway: no walk to find that out again.
+    const trackedChanged = run.diff?.changed.some((f) => f.status !== 'added') ?? false;
+    const notPooled = await releaseToPool(options.cacheDir, sandbox, id, options.sandboxPool, run.now(), {}, { trackedChanged });
     if (notPooled === null) {
       run.events.append('sandbox.removed', { path: sandbox.path, pooled: true });
       return;

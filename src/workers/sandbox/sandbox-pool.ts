@@ -173,7 +173,7 @@ export async function acquirePooled(cacheDir: string, mirror: Mirror, commit: st
  * Put a used sandbox back at its commit and prove it (see the module comment). Null when it is
  * clean; else the doubt (the caller removes the sandbox).
  */
-async function cleanForPool(sandbox: Sandbox, call: GitCallOptions): Promise<string | null> {
+async function cleanForPool(sandbox: Sandbox, call: GitCallOptions, hints: ReleaseHints): Promise<string | null> {
   const paths = sandboxPaths(sandbox.path);
   const spec = gitDirSpec(sandbox.mirror, sandbox.commit, true);
   if (fileStamp(paths.index) !== sandbox.indexStamp) return "uh's index was written by someone else";
@@ -190,7 +190,9 @@ async function cleanForPool(sandbox: Sandbox, call: GitCallOptions): Promise<str
   if (before === null) return "uh's index cannot be read";
   scrubWorktree(paths.path, before);
   // No tracked file changed (a no-op mission, or one that only added files): no git process at all.
-  if (worktreeDoubt(paths.path, paths.index, before, sandbox.dirMode, objectFormatOf(sandbox.commit)) !== null) {
+  // One the diff saw changed is reset without first walking the tree to find a doubt; the proof
+  // after the reset is the same either way.
+  if (hints.trackedChanged === true || worktreeDoubt(paths.path, paths.index, before, sandbox.dirMode, objectFormatOf(sandbox.commit)) !== null) {
     await git(['read-tree', '--reset', '-u', sandbox.commit], { ...call, cwd: paths.path, gitDir: paths.gitDir, workTree: paths.path, env: { GIT_INDEX_FILE: paths.index } });
     const after = readIndexEntries(paths.index, hashBytes(sandbox.commit));
     if (after === null) return "uh's index cannot be read after the reset";
@@ -237,11 +239,16 @@ function park(cacheDir: string, sandbox: Sandbox, operationId: string, settings:
  * After a mission that keeps nothing: clean the sandbox and park it in the pool. Returns null when
  * pooled; else why not (pool off or full, a doubt, an error), and the caller removes the sandbox.
  */
-export async function releaseToPool(cacheDir: string, sandbox: Sandbox, operationId: string, settings: PoolSettings, now: Date, call: GitCallOptions = {}): Promise<string | null> {
+/** What the run already knows of the worktree: `trackedChanged`, a tracked file changed (the diff listed it). */
+export interface ReleaseHints {
+  trackedChanged?: boolean;
+}
+
+export async function releaseToPool(cacheDir: string, sandbox: Sandbox, operationId: string, settings: PoolSettings, now: Date, call: GitCallOptions = {}, hints: ReleaseHints = {}): Promise<string | null> {
   if (settings.size <= 0) return 'the pool is off';
   if (markers(markerDir(cacheDir, sandbox.mirror.path)).length >= settings.size) return 'the pool is full';
   try {
-    const doubt = await cleanForPool(sandbox, call);
+    const doubt = await cleanForPool(sandbox, call, hints);
     if (doubt !== null) return doubt;
     return await withFileLock(lockDir(cacheDir), async () => park(cacheDir, sandbox, operationId, settings, now), LOCK_WAIT_MS);
   } catch (error) {
