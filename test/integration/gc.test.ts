@@ -11,7 +11,7 @@ import { loadConfig } from '../../src/shared/config.js';
 import { loadMissionFile } from '../../src/shared/contracts/load-mission.js';
 import { QueueClient } from '../../src/producers/queue/queue-client.js';
 import { submitOperation } from '../../src/producers/submit.js';
-import { planGc } from '../../src/workers/sandbox/gc.js';
+import { applyGc, planGc } from '../../src/workers/sandbox/gc.js';
 import { pruneRecords } from '../../src/shared/queue/prune-records.js';
 import { readRecords, sandboxesRoot, writeRecord } from '../../src/workers/sandbox/worktree.js';
 import { runCli } from '../support/cli.js';
@@ -126,6 +126,24 @@ describe('the cache cap', () => {
       ['sandbox_cap', 's-new'],
       ['mirror_cap', 'idle-old.git'],
     ]);
+  });
+
+  it('base-commit facts written before the mirrors idle limit go; fresher ones stay', async () => {
+    const cacheDir = dir('uh-factscache-');
+    const facts = join(cacheDir, 'derived', 'base-facts');
+    mkdirSync(facts, { recursive: true });
+    for (const [name, days] of [['a'.repeat(40), 20], [`${'a'.repeat(40)}.exclude`, 20], ['b'.repeat(40), 2]] as const) {
+      writeFileSync(join(facts, name), 'x');
+      const t = new Date(Date.now() - days * 24 * 3600_000);
+      utimesSync(join(facts, name), t, t);
+    }
+    const plan = await planGc(cacheDir, null, { now: new Date(), mirrorIdleDays: 14, operationRetentionDays: 30, cacheCapBytes: 0 }, { operationState: async () => 'finished' });
+    expect(plan.map((i) => [i.kind, i.path.split('/').pop()]).sort()).toEqual([
+      ['facts_idle', 'a'.repeat(40)],
+      ['facts_idle', `${'a'.repeat(40)}.exclude`],
+    ]);
+    await applyGc(cacheDir, plan, new Date());
+    expect(readdirSync(facts)).toEqual(['b'.repeat(40)]);
   });
 });
 

@@ -8,7 +8,10 @@
  *   3. mirrors unused for `UH_MIRROR_IDLE_DAYS` that no remaining sandbox uses;
  *   4. the cap (`UH_CACHE_CAP_BYTES`): pooled (warm) sandboxes first, then the oldest kept sandboxes,
  *      then idle mirrors, oldest first;
- *   5. settled operation dirs older than `UH_OPERATION_RETENTION_DAYS` (never running or unknown).
+ *   5. settled operation dirs older than `UH_OPERATION_RETENTION_DAYS` (never running or unknown);
+ *   6. derived base-commit facts (`derived/base-facts/`: tree and ignore rules per commit) written
+ *      more than `UH_MIRROR_IDLE_DAYS` ago: a diff that needs one again recomputes it (two git
+ *      processes) and a listing whose rules file vanished lists again from a scratch copy.
  * Sandboxes are removed through the sandbox modules (discardSandbox: a pooled one under the pool's
  * lock, never one a mission claimed meanwhile), never by path arithmetic. Pooled sandboxes expire
  * like kept ones: their keep_until is the end of their idle lifetime.
@@ -21,7 +24,7 @@ import { sweepSandboxes } from './retention.js';
 import { discardSandbox } from './sandbox-pool.js';
 import { readRecords, type SandboxRecord } from './worktree.js';
 
-export type GcKind = 'sandbox_expired' | 'sandbox_settled' | 'sandbox_cap' | 'mirror_idle' | 'mirror_cap' | 'operation_dir';
+export type GcKind = 'sandbox_expired' | 'sandbox_settled' | 'sandbox_cap' | 'mirror_idle' | 'mirror_cap' | 'operation_dir' | 'facts_idle';
 export interface GcItem {
   kind: GcKind;
   path: string;
@@ -131,6 +134,30 @@ export async function planGc(cacheDir: string, stateDir: string | null, policy: 
   }
   items.push(...capItems(cacheDir, policy, new Set(items.map((i) => i.path))));
   if (stateDir) items.push(...(await operationDirItems(stateDir, policy, ports)));
+  items.push(...factsItems(cacheDir, policy));
+  return items;
+}
+
+/** Base-commit facts files written before the mirrors' idle limit (their mtime: they are written once). */
+function factsItems(cacheDir: string, policy: GcPolicy): GcItem[] {
+  const dir = join(cacheDir, 'derived', 'base-facts');
+  const before = policy.now.getTime() - policy.mirrorIdleDays * DAY;
+  const items: GcItem[] = [];
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return items;
+  }
+  for (const name of names) {
+    const path = join(dir, name);
+    try {
+      const st = lstatSync(path);
+      if (st.isFile() && st.mtimeMs <= before) items.push({ kind: 'facts_idle', path, bytes: st.size });
+    } catch {
+      // gone meanwhile
+    }
+  }
   return items;
 }
 
@@ -147,7 +174,7 @@ export async function applyGc(cacheDir: string, items: GcItem[], now: Date): Pro
           continue;
         }
       } else if (claimedMirrors.has(item.path)) continue;
-      else if (item.kind === 'operation_dir') rmSync(item.path, { recursive: true, force: true });
+      else if (item.kind === 'operation_dir' || item.kind === 'facts_idle') rmSync(item.path, { recursive: true, force: true });
       else await withFileLock(mirrorLockDir(item.path), async () => rmSync(item.path, { recursive: true, force: true }), 10_000);
       removed.push(item);
     } catch {

@@ -85,8 +85,7 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
   const run = (args: string[], extra: { okCodes?: number[]; input?: string } = {}) => git(args, { ...call, ...extra, cwd: g.cwd, gitDir: g.gitDir, workTree: g.workTree, env: g.env });
   try {
     const base = await readBaseFacts(paths.gitDir, baseCommit, baseFactsDir ?? null, call);
-    const excludes = excludesFile(base.excludes, baseCommit, baseFactsDir ?? null, scratchExcludes);
-    const listed = parseListing((await run(['ls-files', '-z', '-t', '--modified', '--deleted', '--others', ...(excludes ? [`--exclude-from=${excludes}`] : [])])).stdout);
+    const listed = parseListing(await listChanges(run, base.excludes, baseCommit, baseFactsDir ?? null, scratchExcludes));
     let result: { changed: ChangedFile[]; bytes: number; digest: string; tree: string | null } = { changed: [], bytes: 0, digest: EMPTY_DIGEST, tree: base.tree };
     if (listed.paths.length === 0) writeFileSync(patchPath, '');
     else {
@@ -123,6 +122,24 @@ async function stage(run: (args: string[], extra: { input: string }) => Promise<
   if (gone.size > 0) await run(['rm', '--cached', '--quiet', '--ignore-unmatch', '--pathspec-from-file=-', '--pathspec-file-nul'], { input: `${listed.deleted.join('\0')}\0` });
   if (rest.length === 0) return;
   await run(['add', '--all', '--force', '--pathspec-from-file=-', '--pathspec-file-nul'], { input: `${rest.join('\0')}\0` });
+}
+
+/**
+ * `ls-files` of every modified, deleted and untracked path, untracked ones under the base's
+ * ignore rules only. The kept rules file may vanish under it (`uh gc` prunes old base facts): git
+ * then refuses the file, and the listing runs once more on a scratch copy of the rules.
+ */
+async function listChanges(run: (args: string[]) => Promise<{ stdout: string }>, rules: string, baseCommit: string, factsDir: string | null, scratch: string): Promise<string> {
+  const list = (file: string | null) => run(['ls-files', '-z', '-t', '--modified', '--deleted', '--others', ...(file ? [`--exclude-from=${file}`] : [])]);
+  const file = excludesFile(rules, baseCommit, factsDir, scratch);
+  if (file === null || file === scratch) return (await list(file)).stdout;
+  try {
+    return (await list(file)).stdout;
+  } catch (error) {
+    if (existsSync(file)) throw error;
+    writeFileSync(scratch, rules);
+    return (await list(scratch)).stdout;
+  }
 }
 
 /**

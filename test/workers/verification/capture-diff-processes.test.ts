@@ -3,7 +3,8 @@
  * process (the listing) and a changed one four (listing, add, write-tree, one diff-tree for names
  * and patch together), five when a tracked file was deleted (`rm --cached` first); the patch is the one `git diff --cached --binary -M` would print.
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSandbox } from '../../../src/workers/sandbox/worktree.js';
@@ -75,6 +76,29 @@ describe('captureDiff processes', () => {
     const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
     expect(changed.changed).toEqual([{ path: 'new.txt', status: 'added' }]);
     expect(readFileSync(kept, 'utf8')).not.toBe('*\n');
+  });
+
+  it('the kept rules file removed while the listing starts (uh gc): listed again from a scratch copy, nothing hidden', async () => {
+    const { sandbox, commit, scratch, baseFactsDir, patch } = await sandboxOf({ 'README.md': '# one\n', '.gitignore': '*.log\n' }, 'op-diffgone');
+    await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+    // A git on PATH that removes the kept file just before the real git reads it.
+    const bin = tempDir('uh-diffgone-bin-');
+    dirs.push(bin);
+    const realGit = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
+    writeFileSync(join(bin, 'git'), `#!/bin/sh\nfor a; do case "$a" in --exclude-from=*.exclude) rm -f "\${a#--exclude-from=}";; esac; done\nexec ${realGit} "$@"\n`);
+    chmodSync(join(bin, 'git'), 0o755);
+    writeFileSync(join(sandbox.path, 'new.txt'), 'seen\n');
+    writeFileSync(join(sandbox.path, 'x.log'), 'ignored by the base\n');
+    const path = process.env.PATH;
+    process.env.PATH = `${bin}:${path}`;
+    try {
+      const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+      expect(changed.changed).toEqual([{ path: 'new.txt', status: 'added' }]);
+    } finally {
+      process.env.PATH = path;
+    }
+    expect(existsSync(join(baseFactsDir, `${commit}.exclude`))).toBe(false);
+    expect(readdirSync(scratch)).toEqual(['diff.patch']);
   });
 
   it('a base without ignore rules: no rules file at all, an ignored-looking file is a change', async () => {
