@@ -37,7 +37,7 @@ const VARIABLES = {
   UH_PRICES: [z.string().optional(), 'price table (JSON)'],
   UH_PRICES_FILE: [z.string().optional(), 'price table file (JSON)'],
   UH_ISOLATION: [z.enum(['auto', 'require', 'off']).default('auto'), 'OS isolation of runtimes and checks (bubblewrap)'],
-  UH_ISOLATION_TMPFS_BYTES: [z.coerce.number().int().min(1024 * 1024, 'at least 1048576 (1 MiB)').default(1024 ** 3), 'size cap of an isolated private /tmp and home (bytes)'],
+  UH_ISOLATION_TMPFS_BYTES: [z.coerce.number().int().min(1024 * 1024, 'at least 1048576 (1 MiB)').max(Number.MAX_SAFE_INTEGER).default(1024 ** 3), 'size cap of an isolated private /tmp and home (bytes)'],
   // queue
   REDIS_URL: [z.string().url().optional(), '--redis'],
   UH_REDIS_CLUSTER: [z.enum(['0', '1', 'true', 'false']).optional(), 'Redis Cluster mode (REDIS_URL names a seed node)'],
