@@ -4,8 +4,9 @@
  * user's checkout, the real home); then a private /tmp and a private home, each a fresh tmpfs
  * capped at `tmpfsBytes`, `readable` paths read-only and `writable` paths read-write, in that
  * order, so a path bound later shows through a mask laid earlier. Nothing of the private /tmp
- * and home touches the host's disk: they vanish with the child's mount namespace. The child gets its own PID and IPC namespaces, its own
- * session, dies with its parent, and sees exactly `env` (`--clearenv` + `--setenv`).
+ * and home touches the host's disk: they vanish with the child's mount namespace. The child gets
+ * its own PID and IPC namespaces, its own session, dies with its parent, and sees exactly `env`
+ * (`--clearenv` + `--setenv`).
  */
 import { byCodeUnit } from '../compare.js';
 

@@ -3,10 +3,10 @@
  * process the pipeline spawns for the agent or a check runs under `bwrap`: the host read-only,
  * the cache dir (mirrors, other sandboxes), the state dir, the user's checkout and the real
  * home masked, the sandbox worktree and its git dir writable, the mirror it borrows objects from
- * read-only, a fresh private home and /tmp per phase, what the runtime's adapter declares, a PID
- * namespace (nothing outlives the run) and, when asked, no network. The private home and /tmp
- * are tmpfs mounts inside the child's namespace, capped in size (`UH_ISOLATION_TMPFS_BYTES`). Where bwrap is missing or
- * cannot create namespaces, processes run unisolated and the receipt says `isolation: none`.
+ * read-only, a fresh private home and /tmp for each process it starts (tmpfs mounts inside the
+ * child's namespace, capped by `UH_ISOLATION_TMPFS_BYTES`), what the runtime's adapter declares,
+ * a PID namespace (nothing outlives the run) and, when asked, no network. Where bwrap is missing
+ * or cannot create namespaces, processes run unisolated and the receipt says `isolation: none`.
  */
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
