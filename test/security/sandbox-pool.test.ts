@@ -8,7 +8,7 @@
  * never share one, retained sandboxes are never pooled, size and idle lifetime are honoured.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/shared/config.js';
@@ -305,6 +305,32 @@ describe('the pool itself', () => {
     expect(resets()).toBe(before + 2);
     const again = await acquirePooled(cacheDir, mirror, commit, `op-hint-again-${n}`, new Date(), POOL, () => undefined);
     expect(readFileSync(join(again!.path, 'src/app.txt'), 'utf8')).toBe('v1\n');
+  });
+
+  it("an agent's .git left exactly as written is kept; one its git touched (index, hook) is written anew", async () => {
+    const cacheDir = fresh('uh-pool-agentgit-');
+    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'main');
+    const s = await createSandbox(cacheDir, mirror, commit, `op-agentgit-${++n}`, new Date());
+    // A mark a rewrite would lose: an old mtime on the agent's config (its content is unchanged).
+    const old = new Date('2001-01-01T00:00:00Z');
+    utimesSync(join(s.path, '.git', 'config'), old, old);
+    const marked = (p: string) => lstatSync(join(p, '.git', 'config')).mtimeMs === old.getTime();
+    expect(await releaseToPool(cacheDir, s, 'op', POOL, new Date())).toBeNull();
+    const got = await acquirePooled(cacheDir, mirror, commit, `op-agentgit-next-${n}`, new Date(), POOL, () => undefined);
+    expect(marked(got!.path)).toBe(true); // kept: nothing removed and written again
+    // The agent's own git writes its index and a hook: the next mission must see neither.
+    execFileSync('git', ['status', '--porcelain'], { cwd: got!.path });
+    writeFileSync(join(got!.path, 'src/app.txt'), 'edited\n');
+    execFileSync('git', ['add', 'src/app.txt'], { cwd: got!.path });
+    mkdirSync(join(got!.path, '.git', 'hooks'));
+    writeFileSync(join(got!.path, '.git', 'hooks', 'pre-commit'), '#!/bin/sh\n');
+    expect(await releaseToPool(cacheDir, got!, 'op', POOL, new Date(), {}, { trackedChanged: true })).toBeNull();
+    const again = await acquirePooled(cacheDir, mirror, commit, `op-agentgit-again-${n}`, new Date(), POOL, () => undefined);
+    const paths = sandboxPaths(again!.path);
+    expect(existsSync(join(again!.path, '.git', 'hooks'))).toBe(false);
+    expect(readFileSync(join(again!.path, '.git', 'index')).equals(readFileSync(paths.index))).toBe(true);
+    expect(execFileSync('git', ['status', '--porcelain'], { cwd: again!.path, encoding: 'utf8' })).toBe('');
+    expect(marked(again!.path)).toBe(false);
   });
 
   it('low disk: drainPool drops every pooled sandbox (the disk guard calls it below UH_MIN_FREE_BYTES)', async () => {

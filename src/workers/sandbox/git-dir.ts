@@ -73,7 +73,27 @@ const same = (a: string[] | null, b: string[]) => a !== null && a.length === b.l
  * capture) are the only thing allowed to have appeared. Null when it is; else what is wrong.
  */
 export function privateGitDirDoubt(gitDir: string, spec: GitDirSpec): string | null {
-  if (!same(entries(gitDir), ['HEAD', 'config', 'objects', 'refs'])) return `unexpected entries in ${gitDir}`;
+  return layoutDoubt(gitDir, spec, ['HEAD', 'config', 'objects', 'refs'], true);
+}
+
+/**
+ * The agent's git dir is exactly as uh wrote it (`writeAgentGitDir`): the same files, an `index`
+ * byte for byte uh's index `uhIndex`, and nothing the agent's git could have added (no loose
+ * object, log, hook, ref or anything else). Null when it is; else what is wrong.
+ */
+export function agentGitDirDoubt(gitDir: string, spec: GitDirSpec, uhIndex: string): string | null {
+  const doubt = layoutDoubt(gitDir, spec, ['HEAD', 'config', 'index', 'objects', 'refs'], false);
+  if (doubt !== null) return doubt;
+  try {
+    if (!lstatSync(join(gitDir, 'index')).isFile() || !readFileSync(join(gitDir, 'index')).equals(readFileSync(uhIndex))) return 'index changed';
+  } catch {
+    return 'index unreadable';
+  }
+  return null;
+}
+
+function layoutDoubt(gitDir: string, spec: GitDirSpec, top: string[], looseObjects: boolean): string | null {
+  if (!same(entries(gitDir), top)) return `unexpected entries in ${gitDir}`;
   if (!fileIs(join(gitDir, 'HEAD'), `${spec.commit}\n`)) return 'HEAD changed';
   if (!fileIs(join(gitDir, 'config'), gitDirConfig(spec))) return 'config changed';
   if (!fileIs(join(gitDir, 'objects', 'info', 'alternates'), `${spec.alternates}\n`)) return 'alternates changed';
@@ -82,7 +102,7 @@ export function privateGitDirDoubt(gitDir: string, spec: GitDirSpec): string | n
   if (!same(entries(join(gitDir, 'refs')), ['heads', 'tags'])) return 'refs changed';
   if (!same(entries(join(gitDir, 'refs', 'heads')), []) || !same(entries(join(gitDir, 'refs', 'tags')), [])) return 'refs changed';
   const objects = entries(join(gitDir, 'objects')) ?? [];
-  if (objects.some((e) => e !== 'info' && e !== 'pack' && !LOOSE.test(e))) return 'unexpected entries in objects';
+  if (objects.some((e) => e !== 'info' && e !== 'pack' && !(looseObjects && LOOSE.test(e)))) return 'unexpected entries in objects';
   return null;
 }
 

@@ -24,11 +24,11 @@
  * (removed through the path guard) and the mission gets a cold checkout.
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { errorMessage } from '../../shared/errors.js';
 import { withFileLock } from './file-lock.js';
-import { dropLooseObjects, objectFormatOf, privateGitDirDoubt, setHead } from './git-dir.js';
+import { agentGitDirDoubt, dropLooseObjects, objectFormatOf, privateGitDirDoubt, setHead } from './git-dir.js';
 import { git, type GitCallOptions } from './git.js';
 import { readIndexEntries } from './index-file.js';
 import type { Mirror } from './mirror-cache.js';
@@ -185,21 +185,27 @@ async function cleanForPool(sandbox: Sandbox, call: GitCallOptions, hints: Relea
   if (!root.isDirectory()) return 'the worktree is no longer a directory';
   if ((root.mode & 0o7777) !== sandbox.dirMode) chmodSync(paths.path, sandbox.dirMode);
   dropLooseObjects(paths.gitDir);
-  rmSync(paths.agentGitDir, { recursive: true, force: true });
+  // The agent's .git is kept when it is exactly as uh wrote it (an agent that never ran git):
+  // nothing to remove and write again. Any change to it, and it is made anew.
+  const agentDirKept = agentGitDirDoubt(paths.agentGitDir, gitDirSpec(sandbox.mirror, sandbox.commit, false), paths.index) === null;
+  if (!agentDirKept) rmSync(paths.agentGitDir, { recursive: true, force: true });
   const before = readIndexEntries(paths.index, hashBytes(sandbox.commit));
   if (before === null) return "uh's index cannot be read";
   scrubWorktree(paths.path, before);
   // No tracked file changed (a no-op mission, or one that only added files): no git process at all.
   // One the diff saw changed is reset without first walking the tree to find a doubt; the proof
   // after the reset is the same either way.
+  let reset = false;
   if (hints.trackedChanged === true || worktreeDoubt(paths.path, paths.index, before, sandbox.dirMode, objectFormatOf(sandbox.commit)) !== null) {
     await git(['read-tree', '--reset', '-u', sandbox.commit], { ...call, cwd: paths.path, gitDir: paths.gitDir, workTree: paths.path, env: { GIT_INDEX_FILE: paths.index } });
+    reset = true;
     const after = readIndexEntries(paths.index, hashBytes(sandbox.commit));
     if (after === null) return "uh's index cannot be read after the reset";
     const doubt = worktreeDoubt(paths.path, paths.index, after, sandbox.dirMode, objectFormatOf(sandbox.commit));
     if (doubt !== null) return `not clean after the reset: ${doubt}`;
   }
-  writeAgentGitDir(paths, sandbox.mirror, sandbox.commit);
+  if (!agentDirKept) writeAgentGitDir(paths, sandbox.mirror, sandbox.commit);
+  else if (reset) copyFileSync(paths.index, join(paths.agentGitDir, 'index')); // the agent's copy follows uh's new index
   return null;
 }
 
