@@ -18,7 +18,7 @@ import { startWorker, type WorkerProcess } from '../support/worker-process.js';
 const API_KEY = 'sk-uh-appserver-queue-6b1f0e22';
 let redis: TestRedis;
 let server: ResponsesServer;
-let codexHome: string;
+const homes: string[] = [];
 let repo: string;
 let cacheDir: string;
 let stateDir: string;
@@ -27,7 +27,6 @@ const workers: WorkerProcess[] = [];
 beforeAll(async () => {
   redis = await startTestRedis('appserver');
   server = await startResponsesServer({ apiKey: API_KEY });
-  codexHome = makeCodexHome(server.url);
   repo = makeRepo({ 'README.md': '# demo\n' });
   cacheDir = tempDir('uh-qcache-');
   stateDir = tempDir('uh-qstate-');
@@ -36,20 +35,23 @@ afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop('SIGKILL')));
   await server?.close();
   await redis?.cleanup();
-  [codexHome, repo, cacheDir, stateDir].forEach((d) => d && removeDir(d));
+  [...homes, repo, cacheDir, stateDir].forEach((d) => d && removeDir(d));
 });
 
-const env = (prefix: string) => ({
+// Which of the two finds the dead owner first depends on the heartbeat: the owner watch (its key
+// expires after 3 heartbeats) or BullMQ's stalled checker (lock 2 s, checked every second), whose
+// re-delivered job the next claim marks unknown. Either way the operation must be settled.
+const env = (prefix: string, heartbeatMs = 500) => ({
   REDIS_URL: redis.url,
   UH_REDIS_PREFIX: prefix,
   UH_CACHE_DIR: cacheDir,
   UH_QUEUE_LOCK_MS: '2000',
   UH_QUEUE_STALLED_INTERVAL_MS: '1000',
-  UH_HEARTBEAT_MS: '500',
+  UH_HEARTBEAT_MS: String(heartbeatMs),
 });
 const uh = (prefix: string, args: string[]): Promise<CliResult> => runCli(args, { cwd: repo, env: env(prefix) });
-async function worker(prefix: string): Promise<WorkerProcess> {
-  const w = await startWorker(['--state-dir', stateDir, '--runtime', 'codex-app-server', '--allow-unready'], { cwd: repo, env: { ...env(prefix), UH_LOG_LEVEL: 'info' } });
+async function worker(prefix: string, heartbeatMs?: number): Promise<WorkerProcess> {
+  const w = await startWorker(['--state-dir', stateDir, '--runtime', 'codex-app-server', '--allow-unready'], { cwd: repo, env: { ...env(prefix, heartbeatMs), UH_LOG_LEVEL: 'info' } });
   workers.push(w);
   return w;
 }
@@ -62,8 +64,14 @@ async function until(what: string, check: () => Promise<boolean>, boundMs = 30_0
 }
 
 describe('codex-app-server in queue mode', () => {
-  it('a worker killed -9 after turn/start: unknown, then the live worker settles it from the exact turn, no operator command; one model request', { timeout: 150_000 }, async () => {
-    const prefix = redis.prefix('kill');
+  it.each([
+    ['the owner watch', 500],
+    ["the stalled checker's re-delivery", 60_000],
+  ])('a worker killed -9 after turn/start, found by %s: unknown, then the live worker settles it from the exact turn, no operator command; one model request', { timeout: 150_000 }, async (_who, heartbeatMs) => {
+    const prefix = redis.prefix(`kill${heartbeatMs}`);
+    // A codex home of its own: the other case's thread must not be this one's baseline.
+    const codexHome = makeCodexHome(server.url);
+    homes.push(codexHome);
     await server.script([{ kind: 'hang' }]);
     const { path, operationId } = writeMission(repo, [], {
       runtime: 'codex-app-server',
@@ -72,14 +80,14 @@ describe('codex-app-server in queue mode', () => {
     const key = `{${prefix}}:op:${operationId}`;
     const journal = async () => JSON.parse((await redis.redis.hget(key, 'journal')) || '{}').codex_app_server ?? {};
 
-    const w1 = await worker(prefix);
+    const w1 = await worker(prefix, heartbeatMs);
     expect((await uh(prefix, ['mission', 'submit', path, '--state-dir', stateDir])).code).toBe(0);
     await until('the turn to reach the model', async () => (await journal()).turn_id !== undefined && (await server.requests()).length === 1);
     await w1.stop('SIGKILL');
 
     // The second worker's owner watch finds the dead owner (heartbeat expired), marks the
     // operation unknown, and settles it from codex's own records as `uh mission recover` would.
-    const w2 = await worker(prefix);
+    const w2 = await worker(prefix, heartbeatMs);
     // Bounded generously: under a full suite on 2 cores the recovery's fresh app server starts slowly.
     await until('the operation to settle', async () => (await redis.redis.hget(key, 'state')) === 'finished', 90_000).catch(async (error: Error) => {
       throw new Error(`${error.message}; record ${JSON.stringify(await redis.redis.hgetall(key))}; worker output:\n${w2.output()}`);

@@ -8,7 +8,9 @@
  * owner's death, without an operator command. BullMQ's lock + stalled checker stay the second line.
  *
  * A runtime with authoritative recovery (codex-app-server) is then settled from its own records,
- * as `uh mission recover` does; the others stay `unknown` for an operator to settle.
+ * as `uh mission recover` does; the others stay `unknown` for an operator to settle. A worker
+ * whose claim of a re-delivered job made the operation unknown (the stalled checker was first)
+ * does the same through `settleFromRuntime`.
  */
 import type { Redis } from 'ioredis';
 import type { Logger } from '../../shared/logger.js';
@@ -81,8 +83,13 @@ async function orphanIfOwnerDead(options: OwnerWatchOptions, id: string): Promis
   return to;
 }
 
-/** codex-app-server and other runtimes with `recover()`: settle an unknown operation from the run's own records. */
-async function settleFromRuntime(options: OwnerWatchOptions, id: string): Promise<string | null> {
+/**
+ * codex-app-server and other runtimes with `recover()`: settle an unknown operation from the
+ * run's own records. Whoever made it unknown calls this: the owner watch (a dead owner) and a
+ * worker whose claim of a re-delivered job found its runtime started (the stalled checker came
+ * first). 'finished' when settled; null when it stays unknown for an operator.
+ */
+export async function settleFromRuntime(options: Pick<OwnerWatchOptions, 'store' | 'stateDir' | 'logger'>, id: string): Promise<string | null> {
   const { store, logger } = options;
   const record = (await store.get(id)) as QueueRecord;
   const adapter = await RUNTIME_CATALOG.load(record.runtime);

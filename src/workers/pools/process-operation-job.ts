@@ -29,6 +29,7 @@ import { redisJournal } from './redis-journal.js';
 import { claimOperationDir, operationDir, operationsRoot } from '../../operation/operation-files.js';
 import type { EventLog } from '../state/event-log.js';
 import { eventPublisher } from './event-publisher.js';
+import { settleFromRuntime } from './owner-watch.js';
 import { loadReceiptKey, signReceipt, type ReceiptKeySource } from '../../operation/receipt-signature.js';
 
 export interface PoolContext {
@@ -127,7 +128,11 @@ async function processClaimed(run: JobRun, job: Job<OperationJob>): Promise<JobS
 async function claimJob(run: JobRun, jobId: string): Promise<JobSummary | null> {
   const { ctx, data, id } = run;
   const claim = await ctx.store.claim(id, run.owner, ctx.worker, jobId, completionOf({ operation_id: id, attempt: data.attempt, runtime: data.runtime }));
-  if (claim.kind === 'unknown') ctx.logger.warn({ operation_id: id }, 'job re-delivered after its runtime started: operation is now unknown, not run again');
+  if (claim.kind === 'unknown') {
+    ctx.logger.warn({ operation_id: id }, 'job re-delivered after its runtime started: operation is now unknown, not run again');
+    // As the owner watch would have: a runtime with its own records settles it from them.
+    if ((await settleFromRuntime(ctx, id)) === 'finished') return { operation_id: id, outcome: 'settled' };
+  }
   if (claim.kind !== 'run') return { operation_id: id, outcome: claim.kind === 'settled' ? 'settled' : claim.kind };
   if (claim.cancelReason) run.controller.abort({ kind: 'cancel', message: `cancelled: ${claim.cancelReason}` });
   run.log.info({ operation_id: id, attempt: data.attempt, job_id: jobId }, 'claim');
