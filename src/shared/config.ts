@@ -11,67 +11,88 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { invalidInput } from './errors.js';
-import { PriceTableSchema, type PriceTable } from './prices.js';
+import { priceTableSchema, type PriceTable } from './prices.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
 /** Where a queue command connects when neither `--redis` nor `REDIS_URL` says (as BullMQ does). */
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
-const ms = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+/**
+ * One variable: its schema (built only when the variable is set: most runs set few, and building
+ * and running ~45 zod schemas was ~4 ms of every CLI start), the option it sets (named in errors)
+ * and its value when unset.
+ */
+interface Variable<T> {
+  /** Parses to a `T` (the overloads of `v` tie the two). */
+  schema: () => z.ZodType;
+  option: string;
+  fallback: T;
+}
+function v<S extends z.ZodType>(schema: () => S, option: string): Variable<z.output<S> | undefined>;
+function v<S extends z.ZodType>(schema: () => S, option: string, fallback: z.output<S>): Variable<z.output<S>>;
+function v<S extends z.ZodType>(schema: () => S, option: string, fallback?: z.output<S>): Variable<z.output<S> | undefined> {
+  return { schema, option, fallback };
+}
 
-/** Each variable: its schema and the option it sets (named in errors). */
+const text = () => z.string();
+const flagValue = () => z.enum(['0', '1', 'true', 'false']);
+const count = () => z.coerce.number().int().nonnegative();
+const ms = () => z.coerce.number().int().positive();
+const days = () => z.coerce.number().nonnegative();
+
+/** Each variable of the environment uh reads (docs/configuration.md lists them all). */
 const VARIABLES = {
   // core
-  UH_STATE_DIR: [z.string().optional(), '--state-dir'],
-  UH_CACHE_DIR: [z.string().optional(), 'cache dir'],
-  XDG_CACHE_HOME: [z.string().optional(), 'cache dir (XDG base)'],
-  UH_LOG_LEVEL: [z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']).optional(), 'log level (default warn; workers info)'],
-  UH_DEBUG: [z.string().optional(), 'stack traces on internal errors'],
-  UH_SANDBOX_KEEP_HOURS: [z.coerce.number().nonnegative().default(24), 'sandbox retention (hours)'],
-  UH_KEEP_SANDBOX: [z.enum(['0', '1', 'true', 'false']).optional(), 'keep every sandbox'],
-  UH_SANDBOX_POOL_SIZE: [z.coerce.number().int().nonnegative().default(2), 'warm sandboxes kept per repository mirror (0 = no pool)'],
-  UH_SANDBOX_POOL_IDLE_MINUTES: [z.coerce.number().nonnegative().default(30), 'idle lifetime of a warm sandbox (minutes)'],
-  UH_ALLOW_LOCAL_REPOS: [z.enum(['0', '1', 'true', 'false']).optional(), 'allow local repository paths'],
-  UH_ALLOW_HTTP_REPOS: [z.enum(['0', '1', 'true', 'false']).optional(), 'allow http:// repository URLs'],
-  UH_PRICES: [z.string().optional(), 'price table (JSON)'],
-  UH_PRICES_FILE: [z.string().optional(), 'price table file (JSON)'],
-  UH_ISOLATION: [z.enum(['auto', 'require', 'off']).default('auto'), 'OS isolation of runtimes and checks (bubblewrap)'],
-  UH_ISOLATION_TMPFS_BYTES: [z.coerce.number().int().min(1024 * 1024, 'at least 1048576 (1 MiB)').max(Number.MAX_SAFE_INTEGER).default(1024 ** 3), 'size cap of an isolated private /tmp and home (bytes)'],
+  UH_STATE_DIR: v(text, '--state-dir'),
+  UH_CACHE_DIR: v(text, 'cache dir'),
+  XDG_CACHE_HOME: v(text, 'cache dir (XDG base)'),
+  UH_LOG_LEVEL: v(() => z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), 'log level (default warn; workers info)'),
+  UH_DEBUG: v(text, 'stack traces on internal errors'),
+  UH_SANDBOX_KEEP_HOURS: v(days, 'sandbox retention (hours)', 24),
+  UH_KEEP_SANDBOX: v(flagValue, 'keep every sandbox'),
+  UH_SANDBOX_POOL_SIZE: v(count, 'warm sandboxes kept per repository mirror (0 = no pool)', 2),
+  UH_SANDBOX_POOL_IDLE_MINUTES: v(days, 'idle lifetime of a warm sandbox (minutes)', 30),
+  UH_ALLOW_LOCAL_REPOS: v(flagValue, 'allow local repository paths'),
+  UH_ALLOW_HTTP_REPOS: v(flagValue, 'allow http:// repository URLs'),
+  UH_PRICES: v(text, 'price table (JSON)'),
+  UH_PRICES_FILE: v(text, 'price table file (JSON)'),
+  UH_ISOLATION: v(() => z.enum(['auto', 'require', 'off']), 'OS isolation of runtimes and checks (bubblewrap)', 'auto'),
+  UH_ISOLATION_TMPFS_BYTES: v(() => z.coerce.number().int().min(1024 * 1024, 'at least 1048576 (1 MiB)').max(Number.MAX_SAFE_INTEGER), 'size cap of an isolated private /tmp and home (bytes)', 1024 ** 3),
   // queue
-  REDIS_URL: [z.string().url().optional(), '--redis'],
-  UH_REDIS_CLUSTER: [z.enum(['0', '1', 'true', 'false']).optional(), 'Redis Cluster mode (REDIS_URL names a seed node)'],
-  UH_REDIS_PREFIX: [z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ - only (no ":")').default('uh'), 'Redis key prefix'],
-  UH_QUEUE_LOCK_MS: [ms(120_000), 'job lock duration'],
-  UH_QUEUE_STALLED_INTERVAL_MS: [ms(60_000), 'stalled-job check interval'],
-  UH_QUEUE_MAX_STALLED: [z.coerce.number().int().nonnegative().default(1), 'stalls before a job fails'],
-  UH_WORKER_GRACE_MS: [z.coerce.number().int().nonnegative().default(30_000), 'shutdown grace period'],
-  UH_HEARTBEAT_MS: [ms(5_000), 'worker heartbeat interval'],
-  UH_ARTIFACT_CAP_BYTES: [ms(2 * 1024 * 1024), 'artifact size cap'],
-  UH_WEBHOOK_URL: [z.string().url().optional(), 'completion webhook'],
-  UH_WEBHOOK_SECRET: [z.string().optional(), 'webhook signing secret'],
-  UH_WEBHOOK_ATTEMPTS: [z.coerce.number().int().positive().default(5), 'webhook attempts'],
-  UH_WEBHOOK_BACKOFF_MS: [ms(500), 'webhook first backoff'],
-  UH_RETRY_MAX_ATTEMPTS: [z.coerce.number().int().positive().optional(), 'attempts per operation under the retry policy'],
+  REDIS_URL: v(() => z.string().url(), '--redis'),
+  UH_REDIS_CLUSTER: v(flagValue, 'Redis Cluster mode (REDIS_URL names a seed node)'),
+  UH_REDIS_PREFIX: v(() => z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ - only (no ":")'), 'Redis key prefix', 'uh'),
+  UH_QUEUE_LOCK_MS: v(ms, 'job lock duration', 120_000),
+  UH_QUEUE_STALLED_INTERVAL_MS: v(ms, 'stalled-job check interval', 60_000),
+  UH_QUEUE_MAX_STALLED: v(count, 'stalls before a job fails', 1),
+  UH_WORKER_GRACE_MS: v(count, 'shutdown grace period', 30_000),
+  UH_HEARTBEAT_MS: v(ms, 'worker heartbeat interval', 5_000),
+  UH_ARTIFACT_CAP_BYTES: v(ms, 'artifact size cap', 2 * 1024 * 1024),
+  UH_WEBHOOK_URL: v(() => z.string().url(), 'completion webhook'),
+  UH_WEBHOOK_SECRET: v(text, 'webhook signing secret'),
+  UH_WEBHOOK_ATTEMPTS: v(() => z.coerce.number().int().positive(), 'webhook attempts', 5),
+  UH_WEBHOOK_BACKOFF_MS: v(ms, 'webhook first backoff', 500),
+  UH_RETRY_MAX_ATTEMPTS: v(() => z.coerce.number().int().positive(), 'attempts per operation under the retry policy'),
   // receipts
-  UH_RECEIPT_KEY: [z.string().min(32, 'at least 32 characters').optional(), 'receipt signing key'],
-  UH_RECEIPT_KEY_FILE: [z.string().optional(), 'receipt signing key file'],
+  UH_RECEIPT_KEY: v(() => z.string().min(32, 'at least 32 characters'), 'receipt signing key'),
+  UH_RECEIPT_KEY_FILE: v(text, 'receipt signing key file'),
   // fleet: disk bounds (workers/sandbox/gc.ts)
-  UH_GC_INTERVAL_MS: [ms(10 * 60_000), 'retention sweep interval'],
-  UH_MIRROR_IDLE_DAYS: [z.coerce.number().nonnegative().default(14), 'mirror idle days before removal'],
-  UH_OPERATION_RETENTION_DAYS: [z.coerce.number().nonnegative().default(30), 'operation dir and record retention (days)'],
-  UH_CACHE_CAP_BYTES: [z.coerce.number().int().nonnegative().default(0), 'cache size cap (0 = none)'],
-  UH_MIN_FREE_BYTES: [z.coerce.number().int().nonnegative().default(1024 * 1024 * 1024), 'free-disk floor below which a worker stops claiming'],
+  UH_GC_INTERVAL_MS: v(ms, 'retention sweep interval', 10 * 60_000),
+  UH_MIRROR_IDLE_DAYS: v(days, 'mirror idle days before removal', 14),
+  UH_OPERATION_RETENTION_DAYS: v(days, 'operation dir and record retention (days)', 30),
+  UH_CACHE_CAP_BYTES: v(count, 'cache size cap (0 = none)', 0),
+  UH_MIN_FREE_BYTES: v(count, 'free-disk floor below which a worker stops claiming', 1024 * 1024 * 1024),
   // api
-  UH_API_TOKEN: [z.string().optional(), 'API bearer token'],
+  UH_API_TOKEN: v(text, 'API bearer token'),
   // ci
-  GITHUB_OUTPUT: [z.string().optional(), 'GitHub Actions step outputs file'],
-  GITHUB_STEP_SUMMARY: [z.string().optional(), 'GitHub Actions step summary file (Markdown)'],
-  GITHUB_ACTIONS: [z.string().optional(), 'set to true by GitHub Actions: print ::error annotations'],
+  GITHUB_OUTPUT: v(text, 'GitHub Actions step outputs file'),
+  GITHUB_STEP_SUMMARY: v(text, 'GitHub Actions step summary file (Markdown)'),
+  GITHUB_ACTIONS: v(text, 'set to true by GitHub Actions: print ::error annotations'),
 } as const;
 
 type Key = keyof typeof VARIABLES;
-const EnvSchema = z.object(Object.fromEntries(Object.entries(VARIABLES).map(([k, [schema]]) => [k, schema])) as { [K in Key]: (typeof VARIABLES)[K][0] });
+type Parsed = { [K in Key]: (typeof VARIABLES)[K] extends Variable<infer T> ? T : never };
 
 export interface QueueConfig {
   /** `REDIS_URL`, or null when unset (a queue command then uses `redisUrlFor`'s default). */
@@ -138,17 +159,22 @@ export interface UhConfig {
   childEnv: Env;
 }
 
-function parseEnv(env: Env) {
-  const set = Object.fromEntries(Object.keys(VARIABLES).filter((k) => env[k] !== undefined && env[k] !== '').map((k) => [k, env[k]]));
-  const result = EnvSchema.safeParse(set);
-  if (!result.success) {
-    const details = result.error.issues.map((i) => {
-      const key = String(i.path[0]) as Key;
-      return `${VARIABLES[key]?.[1] ?? key} (environment ${key}): ${i.message}`;
-    });
-    throw invalidInput('invalid configuration in the environment', details, 'fix or unset the variable; every variable is listed in docs/configuration.md');
+/** Every set variable through its schema, every unset one its fallback; all problems reported at once. */
+function parseEnv(env: Env): Parsed {
+  const out: Record<string, unknown> = {};
+  const details: string[] = [];
+  for (const [key, variable] of Object.entries(VARIABLES) as Array<[Key, Variable<unknown>]>) {
+    const raw = env[key];
+    if (raw === undefined || raw === '') {
+      out[key] = variable.fallback;
+      continue;
+    }
+    const result = variable.schema().safeParse(raw);
+    if (result.success) out[key] = result.data;
+    else details.push(...result.error.issues.map((i) => `${variable.option} (environment ${key}): ${i.message}`));
   }
-  return result.data;
+  if (details.length > 0) throw invalidInput('invalid configuration in the environment', details, 'fix or unset the variable; every variable is listed in docs/configuration.md');
+  return out as Parsed;
 }
 
 const flag = (v: string | undefined): boolean | undefined => (v === undefined ? undefined : v === '1' || v === 'true');
@@ -203,7 +229,8 @@ export function loadConfig(env: Env = process.env): UhConfig {
 }
 
 function parsePrices(inline: string | undefined, file: string | undefined): PriceTable {
-  const [name, source] = inline !== undefined ? ['UH_PRICES', () => inline] : file !== undefined ? ['UH_PRICES_FILE', () => readFileSync(file, 'utf8')] : [null, () => '{}'];
+  if (inline === undefined && file === undefined) return {};
+  const [name, source] = inline !== undefined ? ['UH_PRICES', () => inline] : ['UH_PRICES_FILE', () => readFileSync(file as string, 'utf8')];
   const fail = (why: string) => invalidInput('invalid configuration in the environment', [`price table (environment ${name}): ${why}`], 'e.g. UH_PRICES=\'{"codex":{"input_per_mtok":1.25,"output_per_mtok":10}}\'');
   let json: unknown;
   try {
@@ -211,7 +238,7 @@ function parsePrices(inline: string | undefined, file: string | undefined): Pric
   } catch (error) {
     throw fail((error as Error).message);
   }
-  const parsed = PriceTableSchema.safeParse(json);
+  const parsed = priceTableSchema().safeParse(json);
   if (!parsed.success) throw fail(parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '));
   return parsed.data;
 }
