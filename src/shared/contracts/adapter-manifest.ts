@@ -7,16 +7,17 @@ import { CapabilitySchema } from './mission.js';
  * implementation; `id` may differ (`my-codex` of kind `codex`). `runtime_config` is re-parsed by
  * the adapter's own strict schema.
  */
-export const AdapterManifestSchema = z.strictObject({
-  schema_version: z.literal('uh.adapter.v0'),
-  id: IdSchema,
-  name: z.string().min(1),
-  version: z.string().min(1).default('0.1.0'),
-  runtime_kind: IdSchema,
-  capabilities: z.partialRecord(CapabilitySchema, z.boolean()).default({}),
-  supported_sandbox_backends: z.array(z.literal('git-worktree')).default(['git-worktree']),
-  input_formats: z.array(z.literal('uh.mission.v0')).default(['uh.mission.v0']),
-  output_formats: z.array(z.literal('uh.runtime-result.v0')).default(['uh.runtime-result.v0']),
-  runtime_config: z.record(z.string(), z.unknown()).default({}),
-});
+export const AdapterManifestSchema = z.lazy(() =>
+  z.strictObject({
+    schema_version: z.literal('uh.adapter.v0'),
+    id: IdSchema,
+    name: z.string().min(1),
+    version: z.string().min(1).default('0.1.0'),
+    runtime_kind: IdSchema,
+    capabilities: z.partialRecord(CapabilitySchema, z.boolean()).default({}),
+    supported_sandbox_backends: z.array(z.literal('git-worktree')).default(['git-worktree']),
+    input_formats: z.array(z.literal('uh.mission.v0')).default(['uh.mission.v0']),
+    output_formats: z.array(z.literal('uh.runtime-result.v0')).default(['uh.runtime-result.v0']),
+    runtime_config: z.record(z.string(), z.unknown()).default({}),
+  }));
 export type AdapterManifest = z.infer<typeof AdapterManifestSchema>;

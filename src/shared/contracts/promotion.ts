@@ -60,34 +60,35 @@ export function automaticPromotion(setting: MissionPromotion): { branch: string;
   return { branch: setting.branch, push: setting.push, remote: setting.remote };
 }
 
-const PersonSchema = z.strictObject({ name: z.string(), email: z.string() });
+const PersonSchema = z.lazy(() => z.strictObject({ name: z.string(), email: z.string() }));
 export type Person = z.infer<typeof PersonSchema>;
 
-export const PromotionRecordSchema = z.strictObject({
-  schema_version: z.literal('uh.promotion.v0'),
-  operation_id: z.string(),
-  /** `promoted`, or `refused` when an automatic promotion could not be made (the reason says why). */
-  decision: z.enum(['promoted', 'refused']),
-  reason: z.string().nullable(),
-  verdict: z.string(),
-  /** The branch name (without `refs/heads/`). */
-  branch: z.string(),
-  commit: z.string().nullable(),
-  tree: z.string().nullable(),
-  base_commit: z.string().nullable(),
-  receipt_digest: z.string(),
-  /** True when the receipt recorded the sandbox's final tree and the commit's tree equals it. */
-  tree_verified: z.boolean(),
-  /** Where the commit was made: the user's repository (`local`) or the mirror of a remote one. Userinfo scrubbed. */
-  repository: z.strictObject({ url: z.string(), kind: z.enum(['local', 'mirror']) }),
-  pushed: z.strictObject({ remote: z.string(), ref: z.string(), at: z.string() }).nullable(),
-  promoted_by: z.strictObject({ user: z.string(), host: z.string(), via: z.enum(['cli', 'inline', 'results-worker', 'api']) }),
-  promoted_at: z.string(),
-  author: PersonSchema,
-  committer: PersonSchema,
-  /** Whether the commit still merges cleanly into the mission ref's current head (`git merge-tree`). */
-  mergeable: z
-    .strictObject({ into: z.string(), head: z.string(), clean: z.boolean(), conflicts: z.array(z.string()) })
-    .nullable(),
-});
+export const PromotionRecordSchema = z.lazy(() =>
+  z.strictObject({
+    schema_version: z.literal('uh.promotion.v0'),
+    operation_id: z.string(),
+    /** `promoted`, or `refused` when an automatic promotion could not be made (the reason says why). */
+    decision: z.enum(['promoted', 'refused']),
+    reason: z.string().nullable(),
+    verdict: z.string(),
+    /** The branch name (without `refs/heads/`). */
+    branch: z.string(),
+    commit: z.string().nullable(),
+    tree: z.string().nullable(),
+    base_commit: z.string().nullable(),
+    receipt_digest: z.string(),
+    /** True when the receipt recorded the sandbox's final tree and the commit's tree equals it. */
+    tree_verified: z.boolean(),
+    /** Where the commit was made: the user's repository (`local`) or the mirror of a remote one. Userinfo scrubbed. */
+    repository: z.strictObject({ url: z.string(), kind: z.enum(['local', 'mirror']) }),
+    pushed: z.strictObject({ remote: z.string(), ref: z.string(), at: z.string() }).nullable(),
+    promoted_by: z.strictObject({ user: z.string(), host: z.string(), via: z.enum(['cli', 'inline', 'results-worker', 'api']) }),
+    promoted_at: z.string(),
+    author: PersonSchema,
+    committer: PersonSchema,
+    /** Whether the commit still merges cleanly into the mission ref's current head (`git merge-tree`). */
+    mergeable: z
+      .strictObject({ into: z.string(), head: z.string(), clean: z.boolean(), conflicts: z.array(z.string()) })
+      .nullable(),
+  }));
 export type PromotionRecord = z.infer<typeof PromotionRecordSchema>;

@@ -2,88 +2,93 @@ import { z } from 'zod';
 import { OutcomeSchema, RuntimeIdentitySchema, UsageSchema } from './runtime-result.js';
 import { RuntimeStatusSchema, VerdictSchema } from './status.js';
 
-export const CheckResultSchema = z.strictObject({
-  name: z.string(),
-  argv: z.array(z.string()),
-  exit_code: z.number().int().nullable(),
-  signal: z.string().nullable(),
-  duration_ms: z.number().int().nonnegative(),
-  timed_out: z.boolean(),
-  passed: z.boolean(),
-  output_bytes: z.number().int().nonnegative(),
-  output_truncated: z.boolean(),
-  /** Digest of the captured (capped) output. */
-  output_digest: z.string(),
-  /** Path of the full (capped) log on the host that ran the check; `collect` brings a copy back. */
-  log: z.string(),
-  /** The first few KiB of the output, secrets scrubbed, so a CI host sees why without the log. */
-  output_head: z.string().default(''),
-  /** The last few KiB of the output (empty when the head already holds all of it), secrets scrubbed. */
-  output_tail: z.string().default(''),
-});
+export const CheckResultSchema = z.lazy(() =>
+  z.strictObject({
+    name: z.string(),
+    argv: z.array(z.string()),
+    exit_code: z.number().int().nullable(),
+    signal: z.string().nullable(),
+    duration_ms: z.number().int().nonnegative(),
+    timed_out: z.boolean(),
+    passed: z.boolean(),
+    output_bytes: z.number().int().nonnegative(),
+    output_truncated: z.boolean(),
+    /** Digest of the captured (capped) output. */
+    output_digest: z.string(),
+    /** Path of the full (capped) log on the host that ran the check; `collect` brings a copy back. */
+    log: z.string(),
+    /** The first few KiB of the output, secrets scrubbed, so a CI host sees why without the log. */
+    output_head: z.string().default(''),
+    /** The last few KiB of the output (empty when the head already holds all of it), secrets scrubbed. */
+    output_tail: z.string().default(''),
+  }));
 export type CheckResult = z.infer<typeof CheckResultSchema>;
 
-export const ChangedFileSchema = z.strictObject({
-  path: z.string(),
-  status: z.enum(['added', 'modified', 'deleted', 'renamed', 'type_changed', 'copied']),
-  /** For renames and copies: the path before. */
-  from: z.string().optional(),
-});
+export const ChangedFileSchema = z.lazy(() =>
+  z.strictObject({
+    path: z.string(),
+    status: z.enum(['added', 'modified', 'deleted', 'renamed', 'type_changed', 'copied']),
+    /** For renames and copies: the path before. */
+    from: z.string().optional(),
+  }));
 export type ChangedFile = z.infer<typeof ChangedFileSchema>;
 
-export const ScopeViolationSchema = z.strictObject({
-  path: z.string(),
-  reason: z.enum(['outside_allowed', 'forbidden', 'nested_repository', 'symlink_outside_worktree']),
-  glob: z.string().optional(),
-});
+export const ScopeViolationSchema = z.lazy(() =>
+  z.strictObject({
+    path: z.string(),
+    reason: z.enum(['outside_allowed', 'forbidden', 'nested_repository', 'symlink_outside_worktree']),
+    glob: z.string().optional(),
+  }));
 
-export const PhaseTimingsSchema = z.record(z.string(), z.number().int().nonnegative());
+export const PhaseTimingsSchema = z.lazy(() => z.record(z.string(), z.number().int().nonnegative()));
 
 /** `uh.receipt.v0`: the immutable record of one operation, written for every terminal state. */
-export const ReceiptSignatureSchema = z.strictObject({
-  alg: z.literal('hmac-sha256'),
-  /** The first 16 hex digits of sha256(key): which key signed, never the key. */
-  key_id: z.string().regex(/^[0-9a-f]{16}$/),
-  value: z.string().regex(/^[0-9a-f]{64}$/),
-});
+export const ReceiptSignatureSchema = z.lazy(() =>
+  z.strictObject({
+    alg: z.literal('hmac-sha256'),
+    /** The first 16 hex digits of sha256(key): which key signed, never the key. */
+    key_id: z.string().regex(/^[0-9a-f]{16}$/),
+    value: z.string().regex(/^[0-9a-f]{64}$/),
+  }));
 export type ReceiptSignature = z.infer<typeof ReceiptSignatureSchema>;
 
-export const ReceiptSchema = z.strictObject({
-  schema_version: z.literal('uh.receipt.v0'),
-  operation_id: z.string(),
-  mission_id: z.string(),
-  title: z.string(),
-  contract_digest: z.string(),
-  prompt_digest: z.string(),
-  repository: z.strictObject({ url: z.string(), ref: z.string(), base_commit: z.string().nullable() }),
-  head_commit: z.string().nullable(),
-  /** The git tree of the sandbox's final state (tracked + untracked, ignored excepted): the tree a promotion must reproduce. */
-  final_tree: z.string().nullable().optional(),
-  runtime: RuntimeIdentitySchema,
-  attempt: z.number().int().positive(),
-  worker: z.strictObject({ host: z.string(), pid: z.number().int(), mode: z.enum(['inline', 'queue']) }),
-  started_at: z.string(),
-  finished_at: z.string(),
-  timings_ms: PhaseTimingsSchema,
-  status: RuntimeStatusSchema,
-  outcome: OutcomeSchema,
-  verdict: VerdictSchema,
-  changed_files: z.array(ChangedFileSchema),
-  diff_digest: z.string(),
-  diff_bytes: z.number().int().nonnegative(),
-  scope: z.strictObject({ ok: z.boolean(), violations: z.array(ScopeViolationSchema) }),
-  checks: z.array(CheckResultSchema),
-  usage: UsageSchema,
-  final_message: z.string(),
-  final_message_source: z.enum(['sentinel', 'native', 'none']),
-  exit_code: z.number().int(),
-  sandbox: z.strictObject({ path: z.string().nullable(), retained: z.boolean() }),
-  /** How the runtime and checks were isolated (`none` + reason when bwrap was unavailable or off). */
-  isolation: z
-    .strictObject({ kind: z.enum(['bwrap', 'none']), reason: z.string().nullable(), network: z.enum(['on', 'none']) })
-    .optional(),
-  labels: z.record(z.string(), z.string()),
-  /** HMAC-SHA256 over the canonical JSON of every other field (src/operation/receipt-signature.ts). */
-  signature: ReceiptSignatureSchema.optional(),
-});
+export const ReceiptSchema = z.lazy(() =>
+  z.strictObject({
+    schema_version: z.literal('uh.receipt.v0'),
+    operation_id: z.string(),
+    mission_id: z.string(),
+    title: z.string(),
+    contract_digest: z.string(),
+    prompt_digest: z.string(),
+    repository: z.strictObject({ url: z.string(), ref: z.string(), base_commit: z.string().nullable() }),
+    head_commit: z.string().nullable(),
+    /** The git tree of the sandbox's final state (tracked + untracked, ignored excepted): the tree a promotion must reproduce. */
+    final_tree: z.string().nullable().optional(),
+    runtime: RuntimeIdentitySchema,
+    attempt: z.number().int().positive(),
+    worker: z.strictObject({ host: z.string(), pid: z.number().int(), mode: z.enum(['inline', 'queue']) }),
+    started_at: z.string(),
+    finished_at: z.string(),
+    timings_ms: PhaseTimingsSchema,
+    status: RuntimeStatusSchema,
+    outcome: OutcomeSchema,
+    verdict: VerdictSchema,
+    changed_files: z.array(ChangedFileSchema),
+    diff_digest: z.string(),
+    diff_bytes: z.number().int().nonnegative(),
+    scope: z.strictObject({ ok: z.boolean(), violations: z.array(ScopeViolationSchema) }),
+    checks: z.array(CheckResultSchema),
+    usage: UsageSchema,
+    final_message: z.string(),
+    final_message_source: z.enum(['sentinel', 'native', 'none']),
+    exit_code: z.number().int(),
+    sandbox: z.strictObject({ path: z.string().nullable(), retained: z.boolean() }),
+    /** How the runtime and checks were isolated (`none` + reason when bwrap was unavailable or off). */
+    isolation: z
+      .strictObject({ kind: z.enum(['bwrap', 'none']), reason: z.string().nullable(), network: z.enum(['on', 'none']) })
+      .optional(),
+    labels: z.record(z.string(), z.string()),
+    /** HMAC-SHA256 over the canonical JSON of every other field (src/operation/receipt-signature.ts). */
+    signature: ReceiptSignatureSchema.optional(),
+  }));
 export type Receipt = z.infer<typeof ReceiptSchema>;
