@@ -66,7 +66,9 @@ const source = readFileSync(bundle, 'latin1');
 // The file is the CommonJS wrapper function itself (scripts/bundle.mjs).
 const script = new Script(source, { filename: bundle, cachedData });
 const bundled = { exports: {} };
-script.runInThisContext().call(bundled.exports, bundled.exports, require('node:module').createRequire(bundle), bundled, bundle, dirname(bundle));
+// bin/ and dist/bundle/ resolve packages from the same node_modules: this file's own require serves
+// (node:module's createRequire would load one more module on every run).
+script.runInThisContext().call(bundled.exports, bundled.exports, require, bundled, bundle, dirname(bundle));
 bundled.exports.runCli().then(() => {
   if (where && (cachedData === undefined || script.cachedDataRejected)) writeCache(where, script.createCachedData());
 });
