@@ -11,7 +11,8 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { invalidInput } from './errors.js';
-import { priceTableSchema, type PriceTable } from './prices.js';
+import { PriceTableSchema, type PriceTable } from './prices.js';
+import { DEFAULT_TMPFS_BYTES } from './process/bwrap-argv.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -58,7 +59,7 @@ const VARIABLES = {
   UH_PRICES: v(text, 'price table (JSON)'),
   UH_PRICES_FILE: v(text, 'price table file (JSON)'),
   UH_ISOLATION: v(() => z.enum(['auto', 'require', 'off']), 'OS isolation of runtimes and checks (bubblewrap)', 'auto'),
-  UH_ISOLATION_TMPFS_BYTES: v(() => z.coerce.number().int().min(1024 * 1024, 'at least 1048576 (1 MiB)').max(Number.MAX_SAFE_INTEGER), 'size cap of an isolated private /tmp and home (bytes)', 1024 ** 3),
+  UH_ISOLATION_TMPFS_BYTES: v(() => z.coerce.number().int().min(1024 * 1024, 'at least 1048576 (1 MiB)').max(Number.MAX_SAFE_INTEGER), 'size cap of an isolated private /tmp and home (bytes)', DEFAULT_TMPFS_BYTES),
   // queue
   REDIS_URL: v(() => z.string().url(), '--redis'),
   UH_REDIS_CLUSTER: v(flagValue, 'Redis Cluster mode (REDIS_URL names a seed node)'),
@@ -238,7 +239,7 @@ function parsePrices(inline: string | undefined, file: string | undefined): Pric
   } catch (error) {
     throw fail((error as Error).message);
   }
-  const parsed = priceTableSchema().safeParse(json);
+  const parsed = PriceTableSchema.safeParse(json);
   if (!parsed.success) throw fail(parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '));
   return parsed.data;
 }

@@ -6,25 +6,18 @@
 import { z } from 'zod';
 import type { Usage } from './contracts/runtime-result.js';
 
-/** One price; built on first use (only a run with a price table needs it). */
-function priceSchema() {
+/** Built on first use, as the other contracts: only a run with a price table parses one. */
+export const PriceTableSchema = z.lazy(() => {
   const per = z.number().nonnegative();
-  return z.strictObject({
+  const price = z.strictObject({
     input_per_mtok: per,
     output_per_mtok: per,
     /** Cached input tokens, when cheaper; else they cost as input. */
     cached_input_per_mtok: per.optional(),
   });
-}
-export type Price = z.infer<ReturnType<typeof priceSchema>>;
-export type PriceTable = Record<string, Price>;
-
-let table: z.ZodType<PriceTable> | undefined;
-/** The price table's schema (built once, on first use). */
-export function priceTableSchema(): z.ZodType<PriceTable> {
-  table ??= z.record(z.string().min(1), priceSchema());
-  return table;
-}
+  return z.record(z.string().min(1), price);
+});
+export type PriceTable = z.infer<typeof PriceTableSchema>;
 
 /** USD of one run, or null when unknown. `keys` are tried in order (runtime id, then model). */
 export function costOf(usage: Usage, prices: PriceTable, keys: readonly string[]): number | null {

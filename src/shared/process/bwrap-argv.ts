@@ -29,6 +29,9 @@ export interface BwrapPlan {
   cwd: string;
 }
 
+/** `UH_ISOLATION_TMPFS_BYTES` unset: each private /tmp and home holds at most 1 GiB. */
+export const DEFAULT_TMPFS_BYTES = 1024 ** 3;
+
 const byDepth = (paths: readonly string[]): string[] =>
   [...new Set(paths)].sort((a, b) => a.split('/').length - b.split('/').length || byCodeUnit(a, b));
 

@@ -12,7 +12,7 @@ export interface ConnectOptions {
 }
 
 /** How long a command on a Redis Cluster retries through MOVED, CLUSTERDOWN, TRYAGAIN and a closed connection. */
-export const FAILOVER_PATIENCE = { maxRedirections: 60, retryDelayOnFailover: 250, retryDelayOnClusterDown: 250, retryDelayOnTryAgain: 250 } as const;
+const FAILOVER_PATIENCE = { maxRedirections: 60, retryDelayOnFailover: 250, retryDelayOnClusterDown: 250, retryDelayOnTryAgain: 250 } as const;
 
 /**
  * A client for `url`: a plain ioredis client, or with `cluster` an ioredis `Cluster` seeded from

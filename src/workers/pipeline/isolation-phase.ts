@@ -5,7 +5,8 @@
  * remove). Unisolated, `run.spawn` as is.
  */
 import type { SpawnGroup } from '../../shared/process/spawn-group.js';
-import { DEFAULT_TMPFS_BYTES, isolatedSpawn, isolationPlan, localRepositoryPath } from '../sandbox/isolation.js';
+import { DEFAULT_TMPFS_BYTES } from '../../shared/process/bwrap-argv.js';
+import { isolatedSpawn, isolationPlan, localRepositoryPath } from '../sandbox/isolation.js';
 import type { Sandbox } from '../sandbox/worktree.js';
 import type { OperationRun } from './operation-run.js';
 

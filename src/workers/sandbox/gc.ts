@@ -23,6 +23,7 @@ import { mirrorLockDir } from './mirror-cache.js';
 import { sweepSandboxes } from './retention.js';
 import { discardSandbox } from './sandbox-pool.js';
 import { readRecords, type SandboxRecord } from './worktree.js';
+import { baseFactsDir } from '../verification/base-ignore.js';
 
 export type GcKind = 'sandbox_expired' | 'sandbox_settled' | 'sandbox_cap' | 'mirror_idle' | 'mirror_cap' | 'operation_dir' | 'facts_idle';
 export interface GcItem {
@@ -140,7 +141,7 @@ export async function planGc(cacheDir: string, stateDir: string | null, policy: 
 
 /** Base-commit facts files written before the mirrors' idle limit (their mtime: they are written once). */
 function factsItems(cacheDir: string, policy: GcPolicy): GcItem[] {
-  const dir = join(cacheDir, 'derived', 'base-facts');
+  const dir = baseFactsDir(cacheDir);
   const before = policy.now.getTime() - policy.mirrorIdleDays * DAY;
   const items: GcItem[] = [];
   let names: string[] = [];

@@ -52,9 +52,6 @@ export function decideIsolation(mode: IsolationMode, mission: MissionIsolation, 
   return { use: null, status };
 }
 
-/** `UH_ISOLATION_TMPFS_BYTES` unset: each private /tmp and home holds at most 1 GiB. */
-export const DEFAULT_TMPFS_BYTES = 1024 ** 3;
-
 /** What one phase's processes may see, beyond the read-only host. */
 export interface IsolationScope {
   bwrap: string;

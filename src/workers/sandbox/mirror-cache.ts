@@ -271,10 +271,15 @@ async function resolveUncached(cacheDir: string, url: string, ref: string, call:
     assertNotOption(ref, 'repository.ref');
     // Read from its files when that is certain to be git's answer (no process), else asked of git.
     // A commit the mirror is known to hold needs no reading of the source's object (uh's mirror
-    // vouches that id is a commit: git resolved it there as one).
-    const wanted = readLocalRef(url, ref, (id) => knownInMirror(mirror.path, id)) ?? (await sourceCommit(url, ref, call));
+    // vouches that id is a commit: git resolved it there as one). Its stamp is read once per id.
+    const seen = new Map<string, boolean>();
+    const known = (id: string): boolean => {
+      if (!seen.has(id)) seen.set(id, knownInMirror(mirror.path, id));
+      return seen.get(id) === true;
+    };
+    const wanted = readLocalRef(url, ref, known) ?? (await sourceCommit(url, ref, call));
     // The common case takes no lock: the mirror exists and already has the commit.
-    if ((await mirrorSound(mirror, call)) && (knownInMirror(mirror.path, wanted) || (await hasCommit(mirror, wanted, call)))) return { mirror, commit: wanted };
+    if ((await mirrorSound(mirror, call)) && (known(wanted) || (await hasCommit(mirror, wanted, call)))) return { mirror, commit: wanted };
     return withFileLock(mirror.lockDir, async () => {
       await ensureMirror(mirror, call);
       if (!(await hasCommit(mirror, wanted, call))) await fetchMirror(mirror, call);

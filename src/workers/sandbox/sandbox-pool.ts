@@ -241,15 +241,15 @@ function park(cacheDir: string, sandbox: Sandbox, operationId: string, settings:
   return null;
 }
 
-/**
- * After a mission that keeps nothing: clean the sandbox and park it in the pool. Returns null when
- * pooled; else why not (pool off or full, a doubt, an error), and the caller removes the sandbox.
- */
 /** What the run already knows of the worktree: `trackedChanged`, a tracked file changed (the diff listed it). */
 export interface ReleaseHints {
   trackedChanged?: boolean;
 }
 
+/**
+ * After a mission that keeps nothing: clean the sandbox and park it in the pool. Returns null when
+ * pooled; else why not (pool off or full, a doubt, an error), and the caller removes the sandbox.
+ */
 export async function releaseToPool(cacheDir: string, sandbox: Sandbox, operationId: string, settings: PoolSettings, now: Date, call: GitCallOptions = {}, hints: ReleaseHints = {}): Promise<string | null> {
   if (settings.size <= 0) return 'the pool is off';
   if (markers(markerDir(cacheDir, sandbox.mirror.path)).length >= settings.size) return 'the pool is full';

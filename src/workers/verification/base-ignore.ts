@@ -50,6 +50,11 @@ export function anchorIgnoreFiles(files: ReadonlyArray<{ path: string; text: str
   return out.length > 0 ? `${out.join('\n')}\n` : '';
 }
 
+/** Where uh keeps base-commit facts in its cache dir (masked from every sandbox by isolation). */
+export function baseFactsDir(cacheDir: string): string {
+  return join(cacheDir, 'derived', 'base-facts');
+}
+
 /** What the diff needs of the base commit: its root tree and its ignore rules (`anchorIgnoreFiles`). */
 export interface BaseFacts {
   tree: string;
@@ -104,18 +109,39 @@ function readCachedFacts(file: string, baseCommit: string): BaseFacts | null {
   }
 }
 
-/** Written whole then renamed: a concurrent reader sees the old entry or the new one. */
+/** Written whole then renamed: a concurrent reader sees the old file or the new one. False when it cannot be written. */
+function writeWhole(dir: string, name: string, text: string): boolean {
+  try {
+    mkdirSync(dir, { recursive: true });
+    const tmp = join(dir, `.${name}.${randomBytes(4).toString('hex')}`);
+    writeFileSync(tmp, text);
+    renameSync(tmp, join(dir, name));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A cache that cannot be written costs two git processes next time, nothing else. */
 function writeCachedFacts(cacheDir: string, baseCommit: string, facts: BaseFacts): void {
   const text = `${CACHE_HEADER} ${baseCommit} ${facts.tree}\n${facts.excludes}`;
-  if (Buffer.byteLength(text) > MAX_CACHED_BYTES) return;
+  if (Buffer.byteLength(text) <= MAX_CACHED_BYTES) writeWhole(cacheDir, baseCommit, text);
+}
+
+/**
+ * The base commit's ignore rules as a file of their own for `ls-files --exclude-from`, kept beside
+ * its facts (a commit's rules never change, so no file is written and removed per diff): its path,
+ * rewritten when missing or not exactly `rules`; null when it cannot be kept.
+ */
+export function keptExcludesFile(cacheDir: string, baseCommit: string, rules: string): string | null {
+  if (!HEX.test(baseCommit)) return null;
+  const kept = join(cacheDir, `${baseCommit}.exclude`);
   try {
-    mkdirSync(cacheDir, { recursive: true });
-    const tmp = join(cacheDir, `.${baseCommit}.${randomBytes(4).toString('hex')}`);
-    writeFileSync(tmp, text);
-    renameSync(tmp, join(cacheDir, baseCommit));
+    if (readFileSync(kept, 'utf8') === rules) return kept;
   } catch {
-    // A cache that cannot be written costs two git processes next time, nothing else.
+    // not there yet
   }
+  return writeWhole(cacheDir, `${baseCommit}.exclude`, rules) ? kept : null;
 }
 
 /** The objects named by `names` (raw bytes, one per name, null when missing), by one `git cat-file --batch`. */

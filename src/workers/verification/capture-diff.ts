@@ -18,7 +18,7 @@
  * (renames detected) and the patch together. The base commit's tree and ignore rules come from
  * uh's cache (`baseFactsDir`), or two more git processes the first time.
  */
-import { copyFileSync, existsSync, lstatSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, utimesSync, writeFileSync, createWriteStream } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, readlinkSync, realpathSync, rmSync, statSync, utimesSync, writeFileSync, createWriteStream } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
@@ -27,7 +27,7 @@ import { spawnGroup } from '../../shared/process/spawn-group.js';
 import { UhError } from '../../shared/errors.js';
 import { git, gitArgv, gitEnv, GIT_TIMEOUTS_MS, type GitCallOptions } from '../sandbox/git.js';
 import { sandboxPaths } from '../sandbox/worktree.js';
-import { readBaseFacts } from './base-ignore.js';
+import { keptExcludesFile, readBaseFacts } from './base-ignore.js';
 import { readAgentHead } from './agent-head.js';
 import { RawPatchSplit } from './raw-patch-split.js';
 import type { ScopeViolation } from './scope-check.js';
@@ -53,10 +53,7 @@ export interface DiffCallOptions extends GitCallOptions {
   baseFactsDir?: string;
 }
 
-/** Where uh keeps base-commit facts in its cache dir (masked from every sandbox by isolation). */
-export function baseFactsDir(cacheDir: string): string {
-  return join(cacheDir, 'derived', 'base-facts');
-}
+export { baseFactsDir } from './base-ignore.js';
 
 interface DiffGit {
   call: GitCallOptions;
@@ -144,28 +141,12 @@ async function listChanges(run: (args: string[]) => Promise<{ stdout: string }>,
 
 /**
  * The file of the base commit's ignore rules for `ls-files --exclude-from`, or null when it has
- * none (no file at all: nothing to write and remove per diff). Kept beside the base facts, one per
- * commit (its rules never change), rewritten when missing or not exactly the rules; a scratch
- * file when there is no cache dir or it cannot be written.
+ * none (no file at all): the one kept beside the base facts, else a scratch file.
  */
 function excludesFile(rules: string, baseCommit: string, factsDir: string | null, scratch: string): string | null {
   if (rules === '') return null;
-  if (factsDir && /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(baseCommit)) {
-    const kept = join(factsDir, `${baseCommit}.exclude`);
-    try {
-      if (readFileSync(kept, 'utf8') === rules) return kept;
-    } catch {
-      // not there yet
-    }
-    try {
-      const tmp = `${kept}.${process.pid}.tmp`;
-      writeFileSync(tmp, rules);
-      renameSync(tmp, kept);
-      return kept;
-    } catch {
-      // fall back to a scratch file
-    }
-  }
+  const kept = factsDir ? keptExcludesFile(factsDir, baseCommit, rules) : null;
+  if (kept !== null) return kept;
   writeFileSync(scratch, rules);
   return scratch;
 }
