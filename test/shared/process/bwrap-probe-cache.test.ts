@@ -12,73 +12,71 @@ import { removeDir, tempDir } from '../../support/temp.js';
 const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
 
+/**
+ * A fake `bwrap` on a PATH of its own that counts its runs, then runs `body`; `probe(now)` probes
+ * as a new process would (a PATH spelling not seen before), against one cache file.
+ */
+function fakeBwrap(body: string) {
+  const root = tempDir('uh-probe-');
+  dirs.push(root);
+  const bin = join(root, 'bin');
+  mkdirSync(bin);
+  const counter = join(root, 'count');
+  writeFileSync(counter, '');
+  const fake = join(bin, 'bwrap');
+  const write = (text: string) => {
+    writeFileSync(fake, `#!/bin/sh\necho x >> ${counter}\n${text}`);
+    chmodSync(fake, 0o755);
+  };
+  write(body);
+  const cacheFile = join(root, 'bwrap-probe.json');
+  let n = 0;
+  return {
+    fake,
+    cacheFile,
+    write,
+    probes: () => readFileSync(counter, 'utf8').split('\n').filter(Boolean).length,
+    probe: (now?: number) => probeBwrap(`${bin}${':'.repeat(++n)}/usr/bin:/bin`, { cacheFile, ...(now === undefined ? {} : { now: () => now }) }),
+  };
+}
+
 describe('probeBwrap across processes', () => {
   it('probes once, then trusts the stamp until bwrap changes or the stamp expires', () => {
-    const root = tempDir('uh-probe-');
-    dirs.push(root);
-    const bin = join(root, 'bin');
-    mkdirSync(bin);
-    const counter = join(root, 'count');
-    writeFileSync(counter, '');
-    const fake = join(bin, 'bwrap');
-    const script = (extra: string) => `#!/bin/sh\necho x >> ${counter}\n${extra}exit 0\n`;
-    writeFileSync(fake, script(''));
-    chmodSync(fake, 0o755);
-    const cacheFile = join(root, 'bwrap-probe.json');
-    const probes = () => readFileSync(counter, 'utf8').split('\n').filter(Boolean).length;
-    let n = 0;
-    const asNewProcess = (now: number) => probeBwrap(`${bin}${':'.repeat(++n)}/usr/bin:/bin`, { cacheFile, now: () => now });
-
+    const b = fakeBwrap('exit 0\n');
     const t0 = 1_000_000;
-    expect(asNewProcess(t0)).toEqual({ ok: true, path: fake, tmpfsSize: true });
-    expect(probes()).toBe(1);
-    expect(asNewProcess(t0 + 1000)).toEqual({ ok: true, path: fake, tmpfsSize: true });
-    expect(probes()).toBe(1); // remembered: no process
+    expect(b.probe(t0)).toEqual({ ok: true, path: b.fake, tmpfsSize: true });
+    expect(b.probes()).toBe(1);
+    expect(b.probe(t0 + 1000)).toEqual({ ok: true, path: b.fake, tmpfsSize: true });
+    expect(b.probes()).toBe(1); // remembered: no process
 
-    writeFileSync(fake, script('# upgraded\n')); // another binary: size and mtime differ
-    expect(asNewProcess(t0 + 2000).ok).toBe(true);
-    expect(probes()).toBe(2);
+    b.write('# upgraded\nexit 0\n'); // another binary: size and mtime differ
+    expect(b.probe(t0 + 2000).ok).toBe(true);
+    expect(b.probes()).toBe(2);
 
-    expect(asNewProcess(t0 + 2000 + PROBE_TTL_MS).ok).toBe(true); // expired
-    expect(probes()).toBe(3);
+    expect(b.probe(t0 + 2000 + PROBE_TTL_MS).ok).toBe(true); // expired
+    expect(b.probes()).toBe(3);
 
-    writeFileSync(fake, script('exit 1\n')); // bwrap that cannot set up: never trusted from the stamp
-    expect(asNewProcess(t0 + 2000 + PROBE_TTL_MS + 1).ok).toBe(false);
-    expect(asNewProcess(t0 + 2000 + PROBE_TTL_MS + 2).ok).toBe(false);
-    expect(probes()).toBe(5);
+    b.write('exit 1\n'); // bwrap that cannot set up: never trusted from the stamp
+    expect(b.probe(t0 + 2000 + PROBE_TTL_MS + 1).ok).toBe(false);
+    expect(b.probe(t0 + 2000 + PROBE_TTL_MS + 2).ok).toBe(false);
+    expect(b.probes()).toBe(5);
   });
 
   it('a bwrap without --size (before 0.7) still isolates, its tmpfs uncapped; remembered as such', () => {
-    const root = tempDir('uh-probe-old-');
-    dirs.push(root);
-    const bin = join(root, 'bin');
-    mkdirSync(bin);
-    const fake = join(bin, 'bwrap');
     // bubblewrap 0.6's answer to an option it does not know.
-    writeFileSync(fake, '#!/bin/sh\nfor a; do [ "$a" = --size ] && { echo "bwrap: Unknown option --size" >&2; exit 1; }; done\nexit 0\n');
-    chmodSync(fake, 0o755);
-    const cacheFile = join(root, 'bwrap-probe.json');
-    expect(probeBwrap(`${bin}:/usr/bin:/bin`, { cacheFile })).toEqual({ ok: true, path: fake, tmpfsSize: false });
-    expect(JSON.parse(readFileSync(cacheFile, 'utf8'))).toMatchObject({ tmpfsSize: false });
-    expect(probeBwrap(`${bin}::/usr/bin:/bin`, { cacheFile })).toEqual({ ok: true, path: fake, tmpfsSize: false });
+    const b = fakeBwrap('for a; do [ "$a" = --size ] && { echo "bwrap: Unknown option --size" >&2; exit 1; }; done\nexit 0\n');
+    expect(b.probe()).toEqual({ ok: true, path: b.fake, tmpfsSize: false });
+    expect(JSON.parse(readFileSync(b.cacheFile, 'utf8'))).toMatchObject({ tmpfsSize: false });
+    expect(b.probe()).toEqual({ ok: true, path: b.fake, tmpfsSize: false });
   });
 
   it('a stamp from before the size probe is not trusted: probed again', () => {
-    const root = tempDir('uh-probe-stamp-');
-    dirs.push(root);
-    const bin = join(root, 'bin');
-    mkdirSync(bin);
-    const counter = join(root, 'count');
-    writeFileSync(counter, '');
-    const fake = join(bin, 'bwrap');
-    writeFileSync(fake, `#!/bin/sh\necho x >> ${counter}\nexit 0\n`);
-    chmodSync(fake, 0o755);
-    const cacheFile = join(root, 'bwrap-probe.json');
-    expect(probeBwrap(`${bin}:/usr/bin:/bin`, { cacheFile, now: () => 5000 }).ok).toBe(true);
-    const stamp = JSON.parse(readFileSync(cacheFile, 'utf8')) as Record<string, unknown>;
+    const b = fakeBwrap('exit 0\n');
+    expect(b.probe(5000).ok).toBe(true);
+    const stamp = JSON.parse(readFileSync(b.cacheFile, 'utf8')) as Record<string, unknown>;
     delete stamp.tmpfsSize;
-    writeFileSync(cacheFile, JSON.stringify(stamp));
-    expect(probeBwrap(`${bin}::/usr/bin:/bin`, { cacheFile, now: () => 6000 })).toEqual({ ok: true, path: fake, tmpfsSize: true });
-    expect(readFileSync(counter, 'utf8').split('\n').filter(Boolean)).toHaveLength(2);
+    writeFileSync(b.cacheFile, JSON.stringify(stamp));
+    expect(b.probe(6000)).toEqual({ ok: true, path: b.fake, tmpfsSize: true });
+    expect(b.probes()).toBe(2);
   });
 });
