@@ -14,7 +14,9 @@
  *
  * Processes: one `ls-files` lists every modified, deleted and untracked path; when it lists none
  * the final tree is the base tree and nothing else runs. Otherwise one `add` stages exactly those
- * paths, given on its stdin (deleted ones leave by `rm --cached` first, one more process), `write-tree` names the final tree and one `diff-tree --patch-with-raw` gives the names
+ * paths, given on its stdin (deleted ones leave by `rm --cached` first, one more process); the
+ * final tree is built from the staged index in process (`index-tree.ts`; `write-tree` when that
+ * reader cannot vouch for the index), and one `diff-tree --patch-with-raw` gives the names
  * (renames detected) and the patch together. The base commit's tree and ignore rules come from
  * uh's cache (`baseFactsDir`), or two more git processes the first time.
  */
@@ -28,6 +30,7 @@ import { UhError } from '../../shared/errors.js';
 import { git, gitArgv, gitEnv, GIT_TIMEOUTS_MS, type GitCallOptions } from '../sandbox/git.js';
 import { sandboxPaths } from '../sandbox/worktree.js';
 import { keptExcludesFile, readBaseFacts } from './base-ignore.js';
+import { writeIndexTree } from './index-tree.js';
 import { readAgentHead } from './agent-head.js';
 import { RawPatchSplit } from './raw-patch-split.js';
 import type { ScopeViolation } from './scope-check.js';
@@ -87,9 +90,7 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
     if (listed.paths.length === 0) writeFileSync(patchPath, '');
     else {
       await stage(run, listed);
-      // The final tree is what a promotion must reproduce; if git cannot write it, promotion checks the diff digest only.
-      const written = (await run(['write-tree'], { okCodes: [1, 128] })).stdout.trim();
-      const tree = TREE.test(written) ? written : null;
+      const tree = await finalTree(run, index, paths.gitDir, baseCommit);
       if (tree === base.tree) writeFileSync(patchPath, '');
       else result = { ...(await diffAndPatch(g, baseCommit, tree, patchPath)), tree };
     }
@@ -106,6 +107,18 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
   } finally {
     for (const file of [index, scratchExcludes]) rmSync(file, { force: true });
   }
+}
+
+/**
+ * The tree of the staged index: built in process (`index-tree.ts`), else by `git write-tree`
+ * when that reader cannot vouch for the index. The final tree is what a promotion must
+ * reproduce; if git cannot write it either, promotion checks the diff digest only (null).
+ */
+async function finalTree(run: (args: string[], extra: { okCodes: number[] }) => Promise<{ stdout: string }>, index: string, gitDir: string, baseCommit: string): Promise<string | null> {
+  const built = writeIndexTree(index, join(gitDir, 'objects'), baseCommit.length === 64 ? 32 : 20);
+  if (built !== null) return built;
+  const written = (await run(['write-tree'], { okCodes: [1, 128] })).stdout.trim();
+  return TREE.test(written) ? written : null;
 }
 
 /**

@@ -1,0 +1,190 @@
+/**
+ * `git write-tree` in process, for the diff capture: the tree of uh's scratch index right after
+ * `git add` staged the changes, built from the index's entries and its cache-tree extension, and
+ * written as loose objects into the sandbox's private object store. It saves the diff one git
+ * process. The blobs are git's own (`add` hashed them, filters and attributes applied); only the
+ * tree objects, a pure function of the entries, are made here.
+ *
+ * Like git, a subtree the cache-tree extension still holds as valid over exactly its entries is
+ * taken as it is (`add` invalidated every directory it changed); every other tree is built.
+ *
+ * The reader vouches only for what it fully understands. Anything else is null, and the caller
+ * runs `git write-tree`: an index version other than 2 or 3, an entry with extended flags
+ * (intent to add, skip-worktree), an unmerged entry, a mode git does not store in a tree (a
+ * sparse directory entry among them), a file and a directory of one name, a split index, or a
+ * checksum that does not match the file.
+ *
+ * Index format (gitformat-index): "DIRC", version, entry count; each entry 40 bytes of stat data,
+ * the object id, 16 bits of flags (stage, name length), the path, NUL-padded to a multiple of 8;
+ * then extensions (4-byte signature, 4-byte size) and the checksum of all that precedes it.
+ */
+import { createHash } from 'node:crypto';
+import { lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { deflateSync } from 'node:zlib';
+
+interface Entry {
+  /** The path as bytes (latin1 keeps every byte as one char). */
+  path: string;
+  mode: number;
+  id: Buffer;
+}
+
+interface CachedTree {
+  /** How many index entries the subtree covers. */
+  entries: number;
+  id: Buffer;
+}
+
+interface TreeBuild {
+  entries: Entry[];
+  cached: Map<string, CachedTree>;
+  hash: 'sha1' | 'sha256';
+  objectsDir: string;
+}
+
+const SIGNATURE = 'DIRC';
+const STAT_BYTES = 40;
+const FLAG_EXTENDED = 0x4000;
+const NAME_MASK = 0xfff;
+/** The entry modes a tree holds, as write-tree spells them. */
+const TREE_MODES = new Map<number, string>([
+  [0o100644, '100644'],
+  [0o100755, '100755'],
+  [0o120000, '120000'],
+  [0o160000, '160000'],
+]);
+
+/** Thrown inside the reader for anything it cannot vouch for; never leaves this module. */
+class Unvouched extends Error {}
+
+/**
+ * The id of the index's tree, its tree objects written to `objectsDir`; null when the reader
+ * cannot vouch for the index (the caller then asks git). `hashBytes`: 20 (SHA-1) or 32 (SHA-256).
+ */
+export function writeIndexTree(indexPath: string, objectsDir: string, hashBytes: 20 | 32): string | null {
+  try {
+    const file = readFileSync(indexPath);
+    const hash = hashBytes === 32 ? 'sha256' : 'sha1';
+    const { entries, cached } = readIndex(file, hashBytes, hash);
+    return buildTree({ entries, cached, hash, objectsDir }, 0, entries.length, '').toString('hex');
+  } catch (error) {
+    if (error instanceof Unvouched || (error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+}
+
+function unvouched(why: string): never {
+  throw new Unvouched(why);
+}
+
+/** The entries and the valid cache-tree nodes of an index file (v2 or v3, one stage, no split). */
+function readIndex(file: Buffer, hashBytes: number, hash: 'sha1' | 'sha256'): { entries: Entry[]; cached: Map<string, CachedTree> } {
+  if (file.length < 12 + hashBytes || file.toString('latin1', 0, 4) !== SIGNATURE) unvouched('not an index');
+  const version = file.readUInt32BE(4);
+  if (version !== 2 && version !== 3) unvouched(`index version ${version}`);
+  const body = file.subarray(0, file.length - hashBytes);
+  if (!createHash(hash).update(body).digest().equals(file.subarray(body.length))) unvouched('checksum');
+  const count = file.readUInt32BE(8);
+  const entries: Entry[] = [];
+  let at = 12;
+  for (let n = 0; n < count; n++) {
+    const fixed = STAT_BYTES + hashBytes + 2;
+    if (at + fixed > body.length) unvouched('truncated entry');
+    const mode = file.readUInt32BE(at + 24);
+    const flags = file.readUInt16BE(at + STAT_BYTES + hashBytes);
+    if (flags & FLAG_EXTENDED) unvouched('extended flags');
+    if ((flags >> 12) & 3) unvouched('unmerged entry');
+    if (!TREE_MODES.has(mode)) unvouched(`mode ${mode.toString(8)}`);
+    const nameStart = at + fixed;
+    const nameEnd = body.indexOf(0, nameStart);
+    // The flags hold the name's length, or NAME_MASK for a name that long or longer.
+    const length = flags & NAME_MASK;
+    if (nameEnd < 0 || (length < NAME_MASK ? nameEnd - nameStart !== length : nameEnd - nameStart < NAME_MASK)) unvouched('bad name');
+    entries.push({ path: file.toString('latin1', nameStart, nameEnd), mode, id: file.subarray(at + STAT_BYTES, at + STAT_BYTES + hashBytes) });
+    at += (fixed + (nameEnd - nameStart) + 8) & ~7;
+  }
+  return { entries, cached: readExtensions(body, at, hashBytes) };
+}
+
+/** The valid nodes of the TREE extension by directory path ('' the root); other extensions skipped, a split index refused. */
+function readExtensions(body: Buffer, from: number, hashBytes: number): Map<string, CachedTree> {
+  const cached = new Map<string, CachedTree>();
+  for (let at = from; at < body.length; ) {
+    if (at + 8 > body.length) unvouched('truncated extension');
+    const signature = body.toString('latin1', at, at + 4);
+    const size = body.readUInt32BE(at + 4);
+    const end = at + 8 + size;
+    if (end > body.length) unvouched('truncated extension');
+    if (signature === 'link' || signature === 'sdir') unvouched(`extension ${signature}`);
+    if (signature === 'TREE') readCacheTree(body.subarray(at + 8, end), 0, null, hashBytes, cached);
+    at = end;
+  }
+  return cached;
+}
+
+/** One cache-tree node and its subtrees, depth first: "name\0<entries> <subtrees>\n[id]". Returns the offset after it. */
+function readCacheTree(data: Buffer, at: number, parent: string | null, hashBytes: number, out: Map<string, CachedTree>): number {
+  const nul = data.indexOf(0, at);
+  const lf = nul < 0 ? -1 : data.indexOf(0x0a, nul);
+  if (lf < 0) unvouched('bad cache tree');
+  const name = data.toString('latin1', at, nul);
+  const counts = /^(-1|\d+) (\d+)$/.exec(data.toString('latin1', nul + 1, lf));
+  if (!counts) unvouched('bad cache tree');
+  const path = parent === null ? '' : parent === '' ? name : `${parent}/${name}`;
+  let next = lf + 1;
+  const entries = Number(counts[1]);
+  if (entries >= 0) {
+    if (next + hashBytes > data.length) unvouched('bad cache tree');
+    out.set(path, { entries, id: data.subarray(next, next + hashBytes) });
+    next += hashBytes;
+  }
+  for (let n = Number(counts[2]); n > 0; n--) next = readCacheTree(data, next, path, hashBytes, out);
+  return next;
+}
+
+/**
+ * The tree of entries [from, to), all under `dir` ('' the root), in index order, which is tree
+ * order: a directory's entries all begin "<name>/", so it sorts where git sorts "<name>/".
+ */
+function buildTree(build: TreeBuild, from: number, to: number, dir: string): Buffer {
+  const valid = build.cached.get(dir);
+  if (valid && valid.entries === to - from) return valid.id;
+  const prefix = dir === '' ? 0 : dir.length + 1;
+  const parts: Buffer[] = [];
+  const names = new Set<string>();
+  for (let i = from; i < to; ) {
+    const rest = build.entries[i]!.path.slice(prefix);
+    const slash = rest.indexOf('/');
+    const name = slash < 0 ? rest : rest.slice(0, slash);
+    if (name === '' || names.has(name)) unvouched(`empty or repeated name in ${dir || 'the root'}`);
+    names.add(name);
+    if (slash < 0) {
+      const entry = build.entries[i++]!;
+      parts.push(Buffer.from(`${TREE_MODES.get(entry.mode)} ${name}\0`, 'latin1'), entry.id);
+      continue;
+    }
+    const sub = dir === '' ? name : `${dir}/${name}`;
+    let end = i + 1;
+    while (end < to && build.entries[end]!.path.startsWith(`${sub}/`)) end++;
+    parts.push(Buffer.from(`40000 ${name}\0`, 'latin1'), buildTree(build, i, end, sub));
+    i = end;
+  }
+  return writeTreeObject(build, Buffer.concat(parts));
+}
+
+/** A tree object written loose, as git writes one (read-only, renamed into place); its id. */
+function writeTreeObject(build: TreeBuild, body: Buffer): Buffer {
+  const object = Buffer.concat([Buffer.from(`tree ${body.length}\0`, 'latin1'), body]);
+  const id = createHash(build.hash).update(object).digest();
+  const hex = id.toString('hex');
+  const dir = join(build.objectsDir, hex.slice(0, 2));
+  const path = join(dir, hex.slice(2));
+  if (lstatSync(path, { throwIfNoEntry: false }) === undefined) {
+    mkdirSync(dir, { recursive: true });
+    const tmp = join(dir, `tmp_obj_${process.pid}_${hex.slice(2, 10)}`);
+    writeFileSync(tmp, deflateSync(object), { mode: 0o444 });
+    renameSync(tmp, path);
+  }
+  return id;
+}
