@@ -14,10 +14,11 @@
  *
  * Processes: one `ls-files` lists every modified, deleted and untracked path; when it lists none
  * the final tree is the base tree and nothing else runs. Otherwise one `add` stages exactly those
- * paths, given on its stdin (deleted ones leave by `rm --cached` first, one more process); the
- * final tree is built from the staged index in process (`index-tree.ts`; `write-tree` when that
- * reader cannot vouch for the index), and one `diff-tree --patch-with-raw` gives the names
- * (renames detected) and the patch together. The base commit's tree and ignore rules come from
+ * paths, given on its stdin (deleted ones leave by `rm --cached` first, one more process), and
+ * the final tree is built from the index it wrote (`index-tree.ts`; `write-tree` when that reader
+ * cannot vouch for it); a plain change (no attributes, plain names, small files:
+ * `stage-in-process.ts`) is staged and its tree built in process, with no git process at all.
+ * Then one `diff-tree --patch-with-raw` gives the names (renames detected) and the patch together. The base commit's tree and ignore rules come from
  * uh's cache (`baseFactsDir`), or two more git processes the first time.
  */
 import { copyFileSync, existsSync, lstatSync, readlinkSync, realpathSync, rmSync, statSync, utimesSync, writeFileSync, createWriteStream } from 'node:fs';
@@ -30,7 +31,8 @@ import { UhError } from '../../shared/errors.js';
 import { git, gitArgv, gitEnv, GIT_TIMEOUTS_MS, type GitCallOptions } from '../sandbox/git.js';
 import { sandboxPaths } from '../sandbox/worktree.js';
 import { keptExcludesFile, readBaseFacts } from './base-ignore.js';
-import { writeIndexTree } from './index-tree.js';
+import { readIndexState, writeIndexTree, writeStateTree } from './index-tree.js';
+import { stageInProcess } from './stage-in-process.js';
 import { readAgentHead } from './agent-head.js';
 import { RawPatchSplit } from './raw-patch-split.js';
 import type { ScopeViolation } from './scope-check.js';
@@ -89,8 +91,7 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
     let result: { changed: ChangedFile[]; bytes: number; digest: string; tree: string | null } = { changed: [], bytes: 0, digest: EMPTY_DIGEST, tree: base.tree };
     if (listed.paths.length === 0) writeFileSync(patchPath, '');
     else {
-      await stage(run, listed);
-      const tree = await finalTree(run, index, paths.gitDir, baseCommit);
+      const tree = await stageAndTree(run, { workDir, index, gitDir: paths.gitDir, baseCommit }, listed);
       if (tree === base.tree) writeFileSync(patchPath, '');
       else result = { ...(await diffAndPatch(g, baseCommit, tree, patchPath)), tree };
     }
@@ -109,13 +110,25 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
   }
 }
 
+type GitRun = (args: string[], extra?: { okCodes?: number[]; input?: string }) => Promise<{ stdout: string }>;
+
 /**
- * The tree of the staged index: built in process (`index-tree.ts`), else by `git write-tree`
- * when that reader cannot vouch for the index. The final tree is what a promotion must
- * reproduce; if git cannot write it either, promotion checks the diff digest only (null).
+ * Stage the listed paths and name the final tree. A plain change is staged and its tree built in
+ * process (`stage-in-process.ts`, `index-tree.ts`); else `add` stages it and the tree is built
+ * from the index `add` wrote, or by `git write-tree` when that reader cannot vouch for it. The
+ * final tree is what a promotion must reproduce; if git cannot write it either, promotion checks
+ * the diff digest only (null).
  */
-async function finalTree(run: (args: string[], extra: { okCodes: number[] }) => Promise<{ stdout: string }>, index: string, gitDir: string, baseCommit: string): Promise<string | null> {
-  const built = writeIndexTree(index, join(gitDir, 'objects'), baseCommit.length === 64 ? 32 : 20);
+async function stageAndTree(run: GitRun, at: { workDir: string; index: string; gitDir: string; baseCommit: string }, listed: { paths: string[]; deleted: string[] }): Promise<string | null> {
+  const hashBytes = at.baseCommit.length === 64 ? 32 : 20;
+  const objectsDir = join(at.gitDir, 'objects');
+  const state = readIndexState(at.index, hashBytes);
+  if (state && stageInProcess({ state, workDir: at.workDir, gitDir: at.gitDir, baseCommit: at.baseCommit, listed })) {
+    const tree = writeStateTree(state, objectsDir);
+    if (tree !== null) return tree;
+  }
+  await stage(run, listed);
+  const built = writeIndexTree(at.index, objectsDir, hashBytes);
   if (built !== null) return built;
   const written = (await run(['write-tree'], { okCodes: [1, 128] })).stdout.trim();
   return TREE.test(written) ? written : null;
@@ -126,7 +139,7 @@ async function finalTree(run: (args: string[], extra: { okCodes: number[] }) => 
  * refuses a pathspec "beyond a symbolic link" (a tracked directory the agent replaced by a
  * link), which `rm --cached` matches against the index alone. One process without deletions.
  */
-async function stage(run: (args: string[], extra: { input: string }) => Promise<unknown>, listed: { paths: string[]; deleted: string[] }): Promise<void> {
+async function stage(run: GitRun, listed: { paths: string[]; deleted: string[] }): Promise<void> {
   const gone = new Set(listed.deleted);
   const rest = listed.paths.filter((path) => !gone.has(path));
   if (gone.size > 0) await run(['rm', '--cached', '--quiet', '--ignore-unmatch', '--pathspec-from-file=-', '--pathspec-file-nul'], { input: `${listed.deleted.join('\0')}\0` });

@@ -23,8 +23,8 @@ import { lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 
-interface Entry {
-  /** The path as bytes (latin1 keeps every byte as one char). */
+export interface IndexEntry {
+  /** The path as bytes (latin1 keeps every byte as one char, and orders them as git does). */
   path: string;
   mode: number;
   id: Buffer;
@@ -36,10 +36,16 @@ interface CachedTree {
   id: Buffer;
 }
 
-interface TreeBuild {
-  entries: Entry[];
+/** An index as this reader understands it; `stage-in-process.ts` changes it as `git add` would. */
+export interface IndexState {
+  /** In index order (by path bytes). */
+  entries: IndexEntry[];
+  /** The cache tree's valid subtrees by directory path ('' the root); a change must drop its ancestors'. */
   cached: Map<string, CachedTree>;
   hash: 'sha1' | 'sha256';
+}
+
+interface TreeBuild extends IndexState {
   objectsDir: string;
 }
 
@@ -63,11 +69,26 @@ class Unvouched extends Error {}
  * cannot vouch for the index (the caller then asks git). `hashBytes`: 20 (SHA-1) or 32 (SHA-256).
  */
 export function writeIndexTree(indexPath: string, objectsDir: string, hashBytes: 20 | 32): string | null {
-  try {
-    const file = readFileSync(indexPath);
+  const state = readIndexState(indexPath, hashBytes);
+  return state && writeStateTree(state, objectsDir);
+}
+
+/** The index at `indexPath`, or null when this reader cannot vouch for it (or there is none). */
+export function readIndexState(indexPath: string, hashBytes: 20 | 32): IndexState | null {
+  return vouched(() => {
     const hash = hashBytes === 32 ? 'sha256' : 'sha1';
-    const { entries, cached } = readIndex(file, hashBytes, hash);
-    return buildTree({ entries, cached, hash, objectsDir }, 0, entries.length, '').toString('hex');
+    return { ...readIndex(readFileSync(indexPath), hashBytes, hash), hash };
+  });
+}
+
+/** The tree of `state`, its tree objects written to `objectsDir`; null for a file and a directory of one name. */
+export function writeStateTree(state: IndexState, objectsDir: string): string | null {
+  return vouched(() => buildTree({ ...state, objectsDir }, 0, state.entries.length, '').toString('hex'));
+}
+
+function vouched<T>(read: () => T): T | null {
+  try {
+    return read();
   } catch (error) {
     if (error instanceof Unvouched || (error as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw error;
@@ -79,14 +100,14 @@ function unvouched(why: string): never {
 }
 
 /** The entries and the valid cache-tree nodes of an index file (v2 or v3, one stage, no split). */
-function readIndex(file: Buffer, hashBytes: number, hash: 'sha1' | 'sha256'): { entries: Entry[]; cached: Map<string, CachedTree> } {
+function readIndex(file: Buffer, hashBytes: number, hash: 'sha1' | 'sha256'): { entries: IndexEntry[]; cached: Map<string, CachedTree> } {
   if (file.length < 12 + hashBytes || file.toString('latin1', 0, 4) !== SIGNATURE) unvouched('not an index');
   const version = file.readUInt32BE(4);
   if (version !== 2 && version !== 3) unvouched(`index version ${version}`);
   const body = file.subarray(0, file.length - hashBytes);
   if (!createHash(hash).update(body).digest().equals(file.subarray(body.length))) unvouched('checksum');
   const count = file.readUInt32BE(8);
-  const entries: Entry[] = [];
+  const entries: IndexEntry[] = [];
   let at = 12;
   for (let n = 0; n < count; n++) {
     const fixed = STAT_BYTES + hashBytes + 2;
@@ -170,15 +191,15 @@ function buildTree(build: TreeBuild, from: number, to: number, dir: string): Buf
     parts.push(Buffer.from(`40000 ${name}\0`, 'latin1'), buildTree(build, i, end, sub));
     i = end;
   }
-  return writeTreeObject(build, Buffer.concat(parts));
+  return writeLooseObject(build.objectsDir, build.hash, 'tree', Buffer.concat(parts));
 }
 
-/** A tree object written loose, as git writes one (read-only, renamed into place); its id. */
-function writeTreeObject(build: TreeBuild, body: Buffer): Buffer {
-  const object = Buffer.concat([Buffer.from(`tree ${body.length}\0`, 'latin1'), body]);
-  const id = createHash(build.hash).update(object).digest();
+/** An object written loose, as git writes one (read-only, renamed into place) unless it is there; its id. */
+export function writeLooseObject(objectsDir: string, hash: 'sha1' | 'sha256', type: 'blob' | 'tree', body: Buffer): Buffer {
+  const object = Buffer.concat([Buffer.from(`${type} ${body.length}\0`, 'latin1'), body]);
+  const id = createHash(hash).update(object).digest();
   const hex = id.toString('hex');
-  const dir = join(build.objectsDir, hex.slice(0, 2));
+  const dir = join(objectsDir, hex.slice(0, 2));
   const path = join(dir, hex.slice(2));
   if (lstatSync(path, { throwIfNoEntry: false }) === undefined) {
     mkdirSync(dir, { recursive: true });

@@ -1,8 +1,9 @@
 /**
  * What one diff capture costs: with the base facts cached, an untouched sandbox costs one git
- * process (the listing) and a changed one three (listing, add, one diff-tree for names and patch
- * together; the final tree is built in process), four when a tracked file was deleted
- * (`rm --cached` first); the patch is the one `git diff --cached --binary -M` would print.
+ * process (the listing). A plain change costs two (the listing, one diff-tree for names and
+ * patch together: staged and its tree built in process); one git must stage (a repository with
+ * `.gitattributes`) three, four when a tracked file was deleted (`rm --cached` first). The patch
+ * is the one `git diff --cached --binary -M` would print, either way.
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -31,8 +32,11 @@ async function sandboxOf(files: Record<string, string>, id: string) {
 }
 
 describe('captureDiff processes', () => {
-  it('1 git process when nothing changed, 4 when files changed and one was deleted, names and patch consistent', async () => {
-    const { sandbox, commit, scratch, baseFactsDir, patch } = await sandboxOf({ 'README.md': '# one\n', '.gitignore': '*.log\n', 'a.txt': 'a\nb\nc\nd\ne\nf\ng\n' }, 'op-diffproc');
+  it.each([
+    ['a plain change: staged in process', {}, 2],
+    ['with .gitattributes: staged by git', { '.gitattributes': '*.bin binary\n' }, 4],
+  ])('1 git process when nothing changed; %s (%s), names and patch consistent', async (_name, extra: Record<string, string>, processes) => {
+    const { sandbox, commit, scratch, baseFactsDir, patch } = await sandboxOf({ 'README.md': '# one\n', '.gitignore': '*.log\n', 'a.txt': 'a\nb\nc\nd\ne\nf\ng\n', ...extra }, `op-diffproc-${processes}`);
 
     const first = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir }); // computes and caches the base facts
     expect(first.changed).toEqual([]);
@@ -49,7 +53,7 @@ describe('captureDiff processes', () => {
     writeFileSync(join(sandbox.path, 'new', 'file.txt'), 'n\n');
     before = gitProcesses();
     const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
-    expect(gitProcesses() - before).toBe(4);
+    expect(gitProcesses() - before).toBe(processes);
     // git's byte order, whatever the locale: upper case before lower case.
     expect(changed.changed).toEqual([
       { path: 'README.md', status: 'modified' },
@@ -114,14 +118,17 @@ describe('captureDiff processes', () => {
     expect(readdirSync(baseFactsDir).filter((n) => n.endsWith('.exclude'))).toEqual([]);
   });
 
-  it('a tracked directory replaced by a symlink: its files deleted, the link added (add alone refuses paths beyond a link)', async () => {
-    const { sandbox, commit, scratch, baseFactsDir, patch } = await sandboxOf({ 'README.md': '# one\n', 'docs/guide.md': 'guide\n', 'src/app.txt': 'app\n' }, 'op-diffsym');
+  it.each([
+    ['in process', {}, 4], // 2 for the base facts, listing, diff-tree
+    ['by git', { '.gitattributes': '*.bin binary\n' }, 6], // 2 for the base facts, listing, rm --cached, add, diff-tree
+  ])('a tracked directory replaced by a symlink, staged %s: its files deleted, the link added (add alone refuses paths beyond a link)', async (_name, extra: Record<string, string>, processes) => {
+    const { sandbox, commit, scratch, baseFactsDir, patch } = await sandboxOf({ 'README.md': '# one\n', 'docs/guide.md': 'guide\n', 'src/app.txt': 'app\n', ...extra }, `op-diffsym-${processes}`);
     rmSync(join(sandbox.path, 'docs'), { recursive: true });
     symlinkSync('src', join(sandbox.path, 'docs'));
     writeFileSync(join(sandbox.path, 'README.md'), '# two\n');
     const before = gitProcesses();
     const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
-    expect(gitProcesses() - before).toBe(6); // 2 for the base facts, listing, rm --cached, add, diff-tree
+    expect(gitProcesses() - before).toBe(processes);
     expect(changed.changed).toEqual([
       { path: 'README.md', status: 'modified' },
       { path: 'docs', status: 'added' },

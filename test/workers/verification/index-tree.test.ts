@@ -134,7 +134,7 @@ describe('writeIndexTree', () => {
     const repo = checkout({ 'README.md': '# one\n' });
     const index = join(repo, '.git/index');
     const bytes = readFileSync(index);
-    bytes[bytes.length - 1] ^= 0xff;
+    bytes[bytes.length - 1] = bytes[bytes.length - 1]! ^ 0xff;
     writeFileSync(index, bytes);
     expect(writeIndexTree(index, tempDir('uh-index-tree-sum-'), 20)).toBeNull();
     expect(writeIndexTree(join(repo, 'absent'), tempDir('uh-index-tree-none-'), 20)).toBeNull();

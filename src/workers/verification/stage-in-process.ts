@@ -1,0 +1,153 @@
+/**
+ * `git add --all --force` of the diff capture's listed paths, in process, for a plain change: the
+ * blobs hashed and written loose into the sandbox's private object store, the index state
+ * (`index-tree.ts`) changed as `add` changes it, the cache tree's entries for every changed
+ * directory dropped. With the tree built in process too, a changed sandbox's diff costs two git
+ * processes (the listing, the diff) instead of four.
+ *
+ * A plain change is one where git stores a file's bytes as they are and no path rule applies, so
+ * hashing them is all `add` does. Anything else is refused (false) and git stages as before:
+ * - any `.gitattributes` (in the index, listed, or in a directory of a listed path: text, eol and
+ *   filter attributes change what git stores), or a private git dir whose config is not exactly
+ *   the one uh wrote (`core.autocrlf`, `core.filemode`…), or one with an `info/` dir;
+ * - a path component outside a conservative set (ASCII letters, digits and `._+@=,-`, not
+ *   starting with `.git`, not ending with a dot), so git's own path checks never differ;
+ * - a parent that is not a plain directory (a symlink on the way), a listed path that is gone or
+ *   is neither a regular file nor a symlink;
+ * - more than MAX_PATHS paths, a file over MAX_FILE_BYTES, or MAX_TOTAL_BYTES in all.
+ *
+ * Safer than git in one way: a file is opened with O_NOFOLLOW and judged by fstat of what was
+ * opened, so a file swapped for a symlink after the listing cannot pull a host file into a blob.
+ */
+import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { gitDirConfig } from '../sandbox/git-dir.js';
+import { writeLooseObject, type IndexEntry, type IndexState } from './index-tree.js';
+
+const MAX_PATHS = 200;
+const MAX_FILE_BYTES = 1024 * 1024;
+const MAX_TOTAL_BYTES = 8 * 1024 * 1024;
+/** One path component git stores as is on every platform, with no rule of its own. */
+const PLAIN_COMPONENT = /^[A-Za-z0-9_+@=,-][A-Za-z0-9._+@=,-]*$/;
+
+export interface StageInput {
+  state: IndexState;
+  workDir: string;
+  /** uh's private git dir of the sandbox (`sandboxPaths().gitDir`). */
+  gitDir: string;
+  baseCommit: string;
+  /** The listing: every path to stage, and which of them are deleted (`parseListing`). */
+  listed: { paths: readonly string[]; deleted: readonly string[] };
+}
+
+/**
+ * Stage the listed paths into `input.state`; false (the state untouched) when the change is not
+ * plain or a file cannot be read (git then stages, and says what is wrong).
+ */
+export function stageInProcess(input: StageInput): boolean {
+  const { state, workDir, gitDir, baseCommit, listed } = input;
+  if (listed.paths.length > MAX_PATHS || !plainGitDir(gitDir, baseCommit)) return false;
+  if (state.entries.some((e) => isAttributesPath(e.path)) || !listed.paths.every(plainPath)) return false;
+  let changes: Map<string, IndexEntry | null> | null;
+  try {
+    changes = readChanges(input);
+  } catch {
+    return false;
+  }
+  if (changes === null) return false;
+  apply(state, changes);
+  return true;
+}
+
+/** Each listed path's new entry (null: deleted), its blob written; null when one is not plain. */
+function readChanges({ state, workDir, gitDir, listed }: StageInput): Map<string, IndexEntry | null> | null {
+  const gone = new Set(listed.deleted);
+  const changes = new Map<string, IndexEntry | null>();
+  const dirs = new Map<string, boolean>();
+  let total = 0;
+  for (const path of listed.paths) {
+    const key = Buffer.from(path, 'utf8').toString('latin1');
+    if (gone.has(path)) {
+      changes.set(key, null);
+      continue;
+    }
+    if (!parentsArePlain(workDir, path, dirs)) return null;
+    const read = readStaged(join(workDir, path));
+    if (read === null || (total += read.body.length) > MAX_TOTAL_BYTES) return null;
+    changes.set(key, { path: key, mode: read.mode, id: writeLooseObject(join(gitDir, 'objects'), state.hash, 'blob', read.body) });
+  }
+  return changes;
+}
+
+/** The private git dir is as uh wrote it in the ways that change what `add` stores. */
+function plainGitDir(gitDir: string, baseCommit: string): boolean {
+  try {
+    if (lstatSync(join(gitDir, 'info'), { throwIfNoEntry: false }) !== undefined) return false;
+    return readFileSync(join(gitDir, 'config'), 'utf8') === gitDirConfig({ bare: true, commit: baseCommit });
+  } catch {
+    return false;
+  }
+}
+
+function isAttributesPath(path: string): boolean {
+  return path === '.gitattributes' || path.endsWith('/.gitattributes');
+}
+
+function plainPath(path: string): boolean {
+  return path.split('/').every((c) => PLAIN_COMPONENT.test(c) && !c.endsWith('.') && !c.toLowerCase().startsWith('.git'));
+}
+
+/** Every directory on the way to `path` is a real directory (no symlink) with no `.gitattributes`; memoised per dir. */
+function parentsArePlain(workDir: string, path: string, dirs: Map<string, boolean>): boolean {
+  const parts = path.split('/');
+  for (let n = 0; n < parts.length; n++) {
+    const dir = parts.slice(0, n).join('/');
+    let plain = dirs.get(dir);
+    if (plain === undefined) {
+      const full = join(workDir, dir);
+      plain = (n === 0 || lstatSync(full, { throwIfNoEntry: false })?.isDirectory() === true) && lstatSync(join(full, '.gitattributes'), { throwIfNoEntry: false }) === undefined;
+      dirs.set(dir, plain);
+    }
+    if (!plain) return false;
+  }
+  return true;
+}
+
+/** What `add` stores for the path: a symlink's target, or a regular file's bytes with its exec bit. Null for anything else. */
+function readStaged(full: string): { mode: number; body: Buffer } | null {
+  const st = lstatSync(full, { throwIfNoEntry: false });
+  if (st?.isSymbolicLink()) return { mode: 0o120000, body: readlinkSync(full, { encoding: 'buffer' }) };
+  if (!st?.isFile()) return null;
+  let fd: number;
+  try {
+    fd = openSync(full, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch {
+    return null;
+  }
+  try {
+    const opened = fstatSync(fd);
+    if (!opened.isFile() || opened.size > MAX_FILE_BYTES) return null;
+    const body = readFileSync(fd);
+    return { mode: opened.mode & 0o100 ? 0o100755 : 0o100644, body };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The changes into the state, entries kept in index order; the cache tree loses every changed directory. */
+function apply(state: IndexState, changes: Map<string, IndexEntry | null>): void {
+  const added = [...changes.values()].filter((e): e is IndexEntry => e !== null).sort((a, b) => (a.path < b.path ? -1 : 1));
+  const kept = state.entries.filter((e) => !changes.has(e.path));
+  const merged: IndexEntry[] = [];
+  let k = 0;
+  for (const entry of added) {
+    while (k < kept.length && kept[k]!.path < entry.path) merged.push(kept[k++]!);
+    merged.push(entry);
+  }
+  while (k < kept.length) merged.push(kept[k++]!);
+  state.entries = merged;
+  for (const path of changes.keys()) {
+    const parts = path.split('/');
+    for (let n = 0; n < parts.length; n++) state.cached.delete(parts.slice(0, n).join('/'));
+  }
+}
