@@ -73,6 +73,9 @@ async function ensureMirror(mirror: Mirror, call: GitCallOptions): Promise<void>
   await git(['config', '--remove-section', 'remote.origin'], { ...options, okCodes: [1, 5, 128] });
   // Sandboxes borrow the mirror's objects by alternates; keep git from pruning under a running mission.
   await git(['config', 'gc.auto', '0'], options);
+  // Stamped now, while the clone's config is fresh: the next mission on this mirror starts no git
+  // process to read it, and the commit this one resolves is remembered in the stamp.
+  await checkedMirrorConfig(mirror.path, call);
 }
 
 /** The mirror's config as `key=value` lines (read by git, nothing run), or null when unreadable. */

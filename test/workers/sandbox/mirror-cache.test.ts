@@ -2,7 +2,7 @@
  * Ref resolution for a queue producer: concurrent submissions of one repository and ref share
  * one resolution, yet a ref moved afterwards resolves to its new commit (nothing stale kept).
  */
-import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { mirrorFor, resolveInMirror } from '../../../src/workers/sandbox/mirror-cache.js';
@@ -24,9 +24,16 @@ describe('resolveInMirror', () => {
     const first = await resolveInMirror(cacheDir, repo, 'main'); // clones the mirror
     expect(first.commit).toBe(git(repo, 'rev-parse', 'main').trim());
 
-    // One shared resolution runs one git process: the mirror's config check (`main` itself is read
-    // from the source's files, local-ref.ts). Fifty separate ones would run fifty.
-    const before = gitSpawns();
+    // The clone stamped the mirror: the next resolution starts no git process (`main` itself is
+    // read from the source's files, local-ref.ts; the commit is in the stamp).
+    let before = gitSpawns();
+    await resolveInMirror(cacheDir, repo, 'main');
+    expect(gitSpawns() - before).toBe(0);
+
+    // Without the stamp, one shared resolution runs one git process: the mirror's config check.
+    // Fifty separate ones would run fifty.
+    rmSync(mirrorFor(cacheDir, repo).path.replace(/\.git$/, '.verified.json'));
+    before = gitSpawns();
     const all = await Promise.all(Array.from({ length: 50 }, () => resolveInMirror(cacheDir, repo, 'main')));
     expect(new Set(all.map((r) => r.commit))).toEqual(new Set([first.commit]));
     expect(gitSpawns() - before).toBe(1);
@@ -49,8 +56,7 @@ describe('resolveInMirror', () => {
     dirs.push(repo, cacheDir);
     const configReads = () => spawnCounts()['git config'] ?? 0;
     const clones = () => spawnCounts()['git clone'] ?? 0;
-    await resolveInMirror(cacheDir, repo, 'main'); // clones
-    await resolveInMirror(cacheDir, repo, 'main', { signal: new AbortController().signal }); // parses the config, stamps it
+    await resolveInMirror(cacheDir, repo, 'main'); // clones, parses the config, stamps it
     const quiet = configReads();
     await resolveInMirror(cacheDir, repo, 'main', { signal: new AbortController().signal });
     expect(configReads()).toBe(quiet);
