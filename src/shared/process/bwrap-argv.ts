@@ -1,7 +1,7 @@
 /**
  * The bubblewrap command line that wraps one child: pure, no I/O. The host's root is mounted
  * read-only; `masked` paths are hidden behind an empty tmpfs (the cache dir, the state dir, the
- * user's checkout, the real home); then a private /tmp and a private home, each a fresh tmpfs
+ * user's checkout, the real home; none that a later tmpfs hides anyway); then a private /tmp and a private home, each a fresh tmpfs
  * capped at `tmpfsBytes`, `readable` paths read-only and `writable` paths read-write, in that
  * order, so a path bound later shows through a mask laid earlier. Nothing of the private /tmp
  * and home touches the host's disk: they vanish with the child's mount namespace. The child gets
@@ -35,9 +35,20 @@ export const DEFAULT_TMPFS_BYTES = 1024 ** 3;
 const byDepth = (paths: readonly string[]): string[] =>
   [...new Set(paths)].sort((a, b) => a.split('/').length - b.split('/').length || byCodeUnit(a, b));
 
+const within = (path: string, dir: string): boolean => path.startsWith(dir.endsWith('/') ? dir : `${dir}/`);
+
+/**
+ * The masks worth a mount: one inside another mask, or inside the private /tmp or home (laid
+ * after the masks), is hidden by that tmpfs anyway (a state dir under /tmp, a cache under home).
+ */
+function neededMasks(plan: BwrapPlan): string[] {
+  const covers = [...plan.masked, '/tmp', ...(plan.home === null ? [] : [plan.home])];
+  return byDepth(plan.masked).filter((path) => !covers.some((dir) => dir !== path && within(path, dir)));
+}
+
 export function bwrapArgv(plan: BwrapPlan, argv: readonly string[]): string[] {
   const out = [plan.bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
-  for (const path of byDepth(plan.masked)) out.push('--tmpfs', path);
+  for (const path of neededMasks(plan)) out.push('--tmpfs', path);
   const size = plan.tmpfsBytes === null ? [] : ['--size', String(plan.tmpfsBytes)];
   for (const path of plan.home === null ? ['/tmp'] : ['/tmp', plan.home]) out.push(...size, '--tmpfs', path);
   for (const path of byDepth(plan.readable)) out.push('--ro-bind-try', path, path);

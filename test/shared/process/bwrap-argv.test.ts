@@ -15,11 +15,11 @@ const plan = {
 
 describe('bwrapArgv', () => {
   it('masks first (shallow before deep), then private tmp and home, then read-only, then writable binds; env explicit', () => {
-    const argv = bwrapArgv({ ...plan, masked: ['/home/u/.cache/uh', '/srv/state'] }, ['sh', '-c', 'echo hi']);
+    const argv = bwrapArgv({ ...plan, masked: ['/srv/cache/uh', '/srv/state'] }, ['sh', '-c', 'echo hi']);
     const at = (x: string) => argv.indexOf(x);
     expect(argv.slice(0, 8)).toEqual(['/usr/bin/bwrap', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc']);
-    expect(at('/srv/state')).toBeLessThan(at('/home/u/.cache/uh'));
-    expect(at('/tmp')).toBeGreaterThan(at('/home/u/.cache/uh'));
+    expect(at('/srv/state')).toBeLessThan(at('/srv/cache/uh'));
+    expect(at('/tmp')).toBeGreaterThan(at('/srv/cache/uh'));
     expect(at('/home/u')).toBeGreaterThan(at('/tmp'));
     expect(at('/home/u/.cache/uh/mirrors/r.git')).toBeLessThan(at('/home/u/.cache/uh/mirrors/r.git/worktrees/op-1'));
     expect(argv).toEqual(expect.arrayContaining(['--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session', '--clearenv']));
@@ -38,8 +38,15 @@ describe('bwrapArgv', () => {
   it('without --size support the tmpfs mounts are uncapped; without a home only /tmp is private', () => {
     const argv = bwrapArgv({ ...plan, tmpfsBytes: null, home: null }, ['true']);
     expect(argv).not.toContain('--size');
-    expect(argv.filter((a) => a === '--tmpfs')).toHaveLength(plan.masked.length + 1);
+    expect(argv.filter((a) => a === '--tmpfs')).toHaveLength(2); // /home/u (its cache inside needs no mount of its own) and /tmp
+    expect(argv[argv.indexOf('/home/u') - 1]).toBe('--tmpfs');
     expect(argv[argv.indexOf('/tmp') - 1]).toBe('--tmpfs');
+  });
+
+  it('a mask inside another mask, the private /tmp or the home costs no mount: the later tmpfs hides it', () => {
+    const argv = bwrapArgv({ ...plan, masked: ['/tmp/run/cache', '/tmp/run/state', '/home/u/.cache/uh', '/srv/repo', '/srv/repo/sub', '/tmpx/state'] }, ['true']);
+    const tmpfs = argv.flatMap((a, i) => (a === '--tmpfs' ? [argv[i + 1]] : []));
+    expect(tmpfs).toEqual(['/srv/repo', '/tmpx/state', '/tmp', '/home/u']);
   });
 
   it('network none unshares the network', () => {
