@@ -138,7 +138,9 @@ export async function runCodexVsUh09(): Promise<void> {
     };
     // One untimed warm-up each (module caches, git mirror of ours).
     for (const fn of Object.values(contenders)) await fn();
-    const names = Object.keys(contenders);
+    // Ours and uh-0.9.0 in place run next to each other in every round, whichever way round, so a
+    // round's pair shares the machine's state (this host's speed drifts by 20 % within a minute).
+    const names = ['ours', 'uh-0.9.0 in place', 'uh-0.9.0 sandbox'];
     const times: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? names : [...names].reverse();
@@ -159,7 +161,9 @@ export async function runCodexVsUh09(): Promise<void> {
     ]);
     const inPlaceRatio = ours / median(times['uh-0.9.0 in place']!);
     const sandboxed = ours / median(times['uh-0.9.0 sandbox']!);
-    console.log(`\nratio ours / uh-0.9.0 in place (issue 16): ${inPlaceRatio.toFixed(2)} (target ≤ 0.50: ${inPlaceRatio <= 0.5 ? 'met' : 'NOT met'})`);
+    const paired = times.ours!.map((t, i) => t / times['uh-0.9.0 in place']![i]!);
+    console.log(`\nratio ours / uh-0.9.0 in place (issue 16): ${inPlaceRatio.toFixed(3)} (target ≤ 0.50: ${inPlaceRatio <= 0.5 ? 'met' : 'NOT met'})`);
+    console.log(`  the same, round by round (each round's pair run back to back): median ${median(paired).toFixed(3)}, ${Math.min(...paired).toFixed(2)}–${Math.max(...paired).toFixed(2)}`);
     console.log(`ratio ours / uh-0.9.0 sandbox flow (both with worktree sandboxes): ${sandboxed.toFixed(2)} (target ≤ 0.50: ${sandboxed <= 0.5 ? 'met' : 'NOT met'})`);
   } finally {
     rmSync(work, { recursive: true, force: true });
