@@ -2,10 +2,10 @@
  * Diff capture against the base commit: tracked and untracked files, including anything the
  * runtime committed, computed by uh's PRIVATE git dir over the worktree (`sandboxPaths`), never
  * by the agent's `.git`:
- * - the index is a scratch copy of uh's own index written at checkout (its mtime kept, so git's
- *   racy-entry check still compares content), so no assume-unchanged/skip-worktree bit the agent
- *   set (in its own index) can hide a change, and no config the agent wrote (filters, fsmonitor,
- *   hooks) is read;
+ * - the index is uh's own, written at checkout: the listing reads it as it is (read-only), and
+ *   git stages into a scratch copy of it (its mtime kept, so git's racy-entry check still
+ *   compares content); so no assume-unchanged/skip-worktree bit the agent set (in its own index)
+ *   can hide a change, and no config the agent wrote (filters, fsmonitor, hooks) is read;
  * - untracked files are listed with ONLY the base commit's ignore rules (`base-ignore.ts`):
  *   a `.gitignore` the agent added or changed, or its `.git/info/exclude`, hides nothing;
  * - a nested repository (a gitlink) and a symlink whose target leaves the worktree are flagged
@@ -60,6 +60,8 @@ export interface DiffCallOptions extends GitCallOptions {
 
 export { baseFactsDir } from './base-ignore.js';
 
+type GitRun = (args: string[], extra?: { okCodes?: number[]; input?: string }) => Promise<{ stdout: string }>;
+
 interface DiffGit {
   call: GitCallOptions;
   cwd: string;
@@ -82,16 +84,16 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
   const { baseFactsDir, ...call } = options;
   const index = join(scratchDir, 'diff.index');
   const scratchExcludes = join(scratchDir, 'base-excludes');
-  copyIndex(paths.index, index);
   const g: DiffGit = { call, cwd: workDir, gitDir: paths.gitDir, workTree: workDir, env: { GIT_INDEX_FILE: index, GIT_LITERAL_PATHSPECS: '1' } };
-  const run = (args: string[], extra: { okCodes?: number[]; input?: string } = {}) => git(args, { ...call, ...extra, cwd: g.cwd, gitDir: g.gitDir, workTree: g.workTree, env: g.env });
+  const on = (indexFile: string): GitRun => (args, extra = {}) => git(args, { ...call, ...extra, cwd: g.cwd, gitDir: g.gitDir, workTree: g.workTree, env: { ...g.env, GIT_INDEX_FILE: indexFile } });
   try {
     const base = await readBaseFacts(paths.gitDir, baseCommit, baseFactsDir ?? null, call);
-    const listed = parseListing(await listChanges(run, base.excludes, baseCommit, baseFactsDir ?? null, scratchExcludes));
+    // ls-files writes no index (and GIT_OPTIONAL_LOCKS=0 forbids a refresh): uh's own serves.
+    const listed = parseListing(await listChanges(on(paths.index), base.excludes, baseCommit, baseFactsDir ?? null, scratchExcludes));
     let result: { changed: ChangedFile[]; bytes: number; digest: string; tree: string | null } = { changed: [], bytes: 0, digest: EMPTY_DIGEST, tree: base.tree };
     if (listed.paths.length === 0) writeFileSync(patchPath, '');
     else {
-      const tree = await stageAndTree(run, { workDir, index, gitDir: paths.gitDir, baseCommit }, listed);
+      const tree = await stageAndTree(on(index), { workDir, uhIndex: paths.index, index, gitDir: paths.gitDir, baseCommit }, listed);
       if (tree === base.tree) writeFileSync(patchPath, '');
       else result = { ...(await diffAndPatch(g, baseCommit, tree, patchPath)), tree };
     }
@@ -110,8 +112,6 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
   }
 }
 
-type GitRun = (args: string[], extra?: { okCodes?: number[]; input?: string }) => Promise<{ stdout: string }>;
-
 /**
  * Stage the listed paths and name the final tree. A plain change is staged and its tree built in
  * process (`stage-in-process.ts`, `index-tree.ts`); else `add` stages it and the tree is built
@@ -119,14 +119,16 @@ type GitRun = (args: string[], extra?: { okCodes?: number[]; input?: string }) =
  * final tree is what a promotion must reproduce; if git cannot write it either, promotion checks
  * the diff digest only (null).
  */
-async function stageAndTree(run: GitRun, at: { workDir: string; index: string; gitDir: string; baseCommit: string }, listed: { paths: string[]; deleted: string[] }): Promise<string | null> {
+async function stageAndTree(run: GitRun, at: { workDir: string; uhIndex: string; index: string; gitDir: string; baseCommit: string }, listed: { paths: string[]; deleted: string[] }): Promise<string | null> {
   const hashBytes = at.baseCommit.length === 64 ? 32 : 20;
   const objectsDir = join(at.gitDir, 'objects');
-  const state = readIndexState(at.index, hashBytes);
+  // uh's index is read, never written: the in-process staging changes a copy in memory.
+  const state = readIndexState(at.uhIndex, hashBytes);
   if (state && stageInProcess({ state, workDir: at.workDir, gitDir: at.gitDir, baseCommit: at.baseCommit, listed })) {
     const tree = writeStateTree(state, objectsDir);
     if (tree !== null) return tree;
   }
+  copyIndex(at.uhIndex, at.index);
   await stage(run, listed);
   const built = writeIndexTree(at.index, objectsDir, hashBytes);
   if (built !== null) return built;

@@ -6,10 +6,10 @@
  * is the one `git diff --cached --binary -M` would print, either way.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createSandbox } from '../../../src/workers/sandbox/worktree.js';
+import { createSandbox, sandboxPaths } from '../../../src/workers/sandbox/worktree.js';
 import { resolveInMirror } from '../../../src/workers/sandbox/mirror-cache.js';
 import { captureDiff } from '../../../src/workers/verification/capture-diff.js';
 import { spawnCounts } from '../../../src/shared/process/spawn-group.js';
@@ -51,9 +51,13 @@ describe('captureDiff processes', () => {
     writeFileSync(join(sandbox.path, 'x.log'), 'ignored by the base\n');
     mkdirSync(join(sandbox.path, 'new'));
     writeFileSync(join(sandbox.path, 'new', 'file.txt'), 'n\n');
+    const uhIndex = sandboxPaths(sandbox.path).index;
+    const indexBefore = { bytes: readFileSync(uhIndex), mtimeMs: statSync(uhIndex).mtimeMs };
     before = gitProcesses();
     const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
     expect(gitProcesses() - before).toBe(processes);
+    // uh's own index is read, never written (the pool's release checks it is as uh wrote it).
+    expect({ bytes: readFileSync(uhIndex), mtimeMs: statSync(uhIndex).mtimeMs }).toEqual(indexBefore);
     // git's byte order, whatever the locale: upper case before lower case.
     expect(changed.changed).toEqual([
       { path: 'README.md', status: 'modified' },
