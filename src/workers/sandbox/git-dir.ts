@@ -21,6 +21,11 @@ export function objectFormatOf(commit: string): 'sha1' | 'sha256' {
   return commit.length === 64 ? 'sha256' : 'sha1';
 }
 
+/** The bytes of an object id in the repository of `commit`: 20 (SHA-1) or 32 (SHA-256). Pure. */
+export function objectIdBytes(commit: string): 20 | 32 {
+  return objectFormatOf(commit) === 'sha256' ? 32 : 20;
+}
+
 /** The config `git init` would write for this spec. Pure. */
 export function gitDirConfig(spec: Pick<GitDirSpec, 'bare' | 'commit'>): string {
   const sha256 = objectFormatOf(spec.commit) === 'sha256';

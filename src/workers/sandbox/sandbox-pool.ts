@@ -28,7 +28,7 @@ import { chmodSync, copyFileSync, existsSync, lstatSync, mkdirSync, readdirSync,
 import { dirname, join } from 'node:path';
 import { errorMessage } from '../../shared/errors.js';
 import { withFileLock } from './file-lock.js';
-import { agentGitDirDoubt, dropLooseObjects, objectFormatOf, privateGitDirDoubt, setHead } from './git-dir.js';
+import { agentGitDirDoubt, dropLooseObjects, objectFormatOf, objectIdBytes, privateGitDirDoubt, setHead } from './git-dir.js';
 import { git, type GitCallOptions } from './git.js';
 import { readIndexEntries } from './index-file.js';
 import type { Mirror } from './mirror-cache.js';
@@ -84,7 +84,6 @@ function recordOf(cacheDir: string, name: string): SandboxRecord | null {
   }
 }
 
-const hashBytes = (commit: string) => (objectFormatOf(commit) === 'sha256' ? 32 : 20);
 
 /** What a sandbox at rest must not see change: its top dirs, the agent's git files, uh's index and dirs. */
 function restStamps(paths: SandboxPaths): Record<string, string> {
@@ -189,7 +188,7 @@ async function cleanForPool(sandbox: Sandbox, call: GitCallOptions, hints: Relea
   // nothing to remove and write again. Any change to it, and it is made anew.
   const agentDirKept = agentGitDirDoubt(paths.agentGitDir, gitDirSpec(sandbox.mirror, sandbox.commit, false), paths.index) === null;
   if (!agentDirKept) rmSync(paths.agentGitDir, { recursive: true, force: true });
-  const before = readIndexEntries(paths.index, hashBytes(sandbox.commit));
+  const before = readIndexEntries(paths.index, objectIdBytes(sandbox.commit));
   if (before === null) return "uh's index cannot be read";
   scrubWorktree(paths.path, before);
   // No tracked file changed (a no-op mission, or one that only added files): no git process at all.
@@ -199,7 +198,7 @@ async function cleanForPool(sandbox: Sandbox, call: GitCallOptions, hints: Relea
   if (hints.trackedChanged === true || worktreeDoubt(paths.path, paths.index, before, sandbox.dirMode, objectFormatOf(sandbox.commit)) !== null) {
     await git(['read-tree', '--reset', '-u', sandbox.commit], { ...call, cwd: paths.path, gitDir: paths.gitDir, workTree: paths.path, env: { GIT_INDEX_FILE: paths.index } });
     reset = true;
-    const after = readIndexEntries(paths.index, hashBytes(sandbox.commit));
+    const after = readIndexEntries(paths.index, objectIdBytes(sandbox.commit));
     if (after === null) return "uh's index cannot be read after the reset";
     const doubt = worktreeDoubt(paths.path, paths.index, after, sandbox.dirMode, objectFormatOf(sandbox.commit));
     if (doubt !== null) return `not clean after the reset: ${doubt}`;

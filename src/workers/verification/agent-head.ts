@@ -7,8 +7,9 @@
  * `commondir`, reftable, an odd name or content) gives null: the head commit is a fact the
  * receipt reports, never something the diff or the scope check relies on.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, realpathSync } from 'node:fs';
+import { lstatSync, realpathSync } from 'node:fs';
 import { join, sep } from 'node:path';
+import { readRegularFile } from './read-regular.js';
 
 const SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 /** A ref name we follow: `refs/` then plain components (git allows more; those give null). */
@@ -54,25 +55,12 @@ function packedRef(root: string, name: string): string | null {
 
 /** A regular file under `root` (its real path inside `root`), at most `max` bytes, as text; else null. */
 function readSmallFile(root: string, name: string, max: number): string | null {
-  const path = join(root, name);
-  let fd: number;
+  let real: string;
   try {
-    const real = realpathSync(path);
-    if (!real.startsWith(root + sep)) return null;
-    fd = openSync(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    real = realpathSync(join(root, name));
   } catch {
     return null;
   }
-  try {
-    const st = fstatSync(fd);
-    if (!st.isFile() || st.size > max) return null;
-    const buffer = Buffer.alloc(Math.min(st.size, max) + 1);
-    let length = 0;
-    for (let n = 1; n > 0 && length < buffer.length; length += n) n = readSync(fd, buffer, length, buffer.length - length, null);
-    return length > max ? null : buffer.subarray(0, length).toString('utf8');
-  } catch {
-    return null;
-  } finally {
-    closeSync(fd);
-  }
+  if (!real.startsWith(root + sep)) return null;
+  return readRegularFile(real, max)?.body.toString('utf8') ?? null;
 }

@@ -30,6 +30,7 @@ import { spawnGroup } from '../../shared/process/spawn-group.js';
 import { UhError } from '../../shared/errors.js';
 import { git, gitArgv, gitEnv, GIT_TIMEOUTS_MS, type GitCallOptions } from '../sandbox/git.js';
 import { sandboxPaths } from '../sandbox/worktree.js';
+import { objectIdBytes } from '../sandbox/git-dir.js';
 import { keptExcludesFile, readBaseFacts } from './base-ignore.js';
 import { readIndexState, writeIndexTree, writeStateTree } from './index-tree.js';
 import { stageInProcess } from './stage-in-process.js';
@@ -120,7 +121,7 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
  * the diff digest only (null).
  */
 async function stageAndTree(run: GitRun, at: { workDir: string; uhIndex: string; index: string; gitDir: string; baseCommit: string }, listed: { paths: string[]; deleted: string[] }): Promise<string | null> {
-  const hashBytes = at.baseCommit.length === 64 ? 32 : 20;
+  const hashBytes = objectIdBytes(at.baseCommit);
   const objectsDir = join(at.gitDir, 'objects');
   // uh's index is read, never written: the in-process staging changes a copy in memory.
   const state = readIndexState(at.uhIndex, hashBytes);

@@ -14,14 +14,14 @@
  * sparse directory entry among them), a file and a directory of one name, a split index, or a
  * checksum that does not match the file.
  *
- * Index format (gitformat-index): "DIRC", version, entry count; each entry 40 bytes of stat data,
- * the object id, 16 bits of flags (stage, name length), the path, NUL-padded to a multiple of 8;
- * then extensions (4-byte signature, 4-byte size) and the checksum of all that precedes it.
+ * Index format (gitformat-index): the entries as `sandbox/index-file.ts` reads them, then
+ * extensions (4-byte signature, 4-byte size) and the checksum of all that precedes it.
  */
 import { createHash } from 'node:crypto';
 import { lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
+import { parseIndex } from '../sandbox/index-file.js';
 
 export interface IndexEntry {
   /** The path as bytes (latin1 keeps every byte as one char, and orders them as git does). */
@@ -49,17 +49,9 @@ interface TreeBuild extends IndexState {
   objectsDir: string;
 }
 
-const SIGNATURE = 'DIRC';
 const STAT_BYTES = 40;
 const FLAG_EXTENDED = 0x4000;
 const NAME_MASK = 0xfff;
-/** The entry modes a tree holds, as write-tree spells them. */
-const TREE_MODES = new Map<number, string>([
-  [0o100644, '100644'],
-  [0o100755, '100755'],
-  [0o120000, '120000'],
-  [0o160000, '160000'],
-]);
 
 /** Thrown inside the reader for anything it cannot vouch for; never leaves this module. */
 class Unvouched extends Error {}
@@ -99,33 +91,21 @@ function unvouched(why: string): never {
   throw new Unvouched(why);
 }
 
-/** The entries and the valid cache-tree nodes of an index file (v2 or v3, one stage, no split). */
+/** The entries and the valid cache-tree nodes of an index file (v2 or v3, one stage, no split: `parseIndex`). */
 function readIndex(file: Buffer, hashBytes: number, hash: 'sha1' | 'sha256'): { entries: IndexEntry[]; cached: Map<string, CachedTree> } {
-  if (file.length < 12 + hashBytes || file.toString('latin1', 0, 4) !== SIGNATURE) unvouched('not an index');
-  const version = file.readUInt32BE(4);
-  if (version !== 2 && version !== 3) unvouched(`index version ${version}`);
+  if (file.length < 12 + hashBytes) unvouched('not an index');
   const body = file.subarray(0, file.length - hashBytes);
   if (!createHash(hash).update(body).digest().equals(file.subarray(body.length))) unvouched('checksum');
-  const count = file.readUInt32BE(8);
-  const entries: IndexEntry[] = [];
-  let at = 12;
-  for (let n = 0; n < count; n++) {
-    const fixed = STAT_BYTES + hashBytes + 2;
-    if (at + fixed > body.length) unvouched('truncated entry');
-    const mode = file.readUInt32BE(at + 24);
-    const flags = file.readUInt16BE(at + STAT_BYTES + hashBytes);
-    if (flags & FLAG_EXTENDED) unvouched('extended flags');
-    if ((flags >> 12) & 3) unvouched('unmerged entry');
-    if (!TREE_MODES.has(mode)) unvouched(`mode ${mode.toString(8)}`);
-    const nameStart = at + fixed;
-    const nameEnd = body.indexOf(0, nameStart);
+  const parsed = parseIndex(body, hashBytes) ?? unvouched('not an index git write-tree would take as is');
+  const entries = parsed.entries.map((raw): IndexEntry => {
+    if (raw.flags & FLAG_EXTENDED) unvouched('extended flags');
     // The flags hold the name's length, or NAME_MASK for a name that long or longer.
-    const length = flags & NAME_MASK;
-    if (nameEnd < 0 || (length < NAME_MASK ? nameEnd - nameStart !== length : nameEnd - nameStart < NAME_MASK)) unvouched('bad name');
-    entries.push({ path: file.toString('latin1', nameStart, nameEnd), mode, id: file.subarray(at + STAT_BYTES, at + STAT_BYTES + hashBytes) });
-    at += (fixed + (nameEnd - nameStart) + 8) & ~7;
-  }
-  return { entries, cached: readExtensions(body, at, hashBytes) };
+    const length = raw.flags & NAME_MASK;
+    const found = raw.pathEnd - raw.pathStart;
+    if (length < NAME_MASK ? found !== length : found < NAME_MASK) unvouched('bad name');
+    return { path: file.toString('latin1', raw.pathStart, raw.pathEnd), mode: raw.mode, id: file.subarray(raw.at + STAT_BYTES, raw.at + STAT_BYTES + hashBytes) };
+  });
+  return { entries, cached: readExtensions(body, parsed.end, hashBytes) };
 }
 
 /** The valid nodes of the TREE extension by directory path ('' the root); other extensions skipped, a split index refused. */
@@ -182,7 +162,8 @@ function buildTree(build: TreeBuild, from: number, to: number, dir: string): Buf
     names.add(name);
     if (slash < 0) {
       const entry = build.entries[i++]!;
-      parts.push(Buffer.from(`${TREE_MODES.get(entry.mode)} ${name}\0`, 'latin1'), entry.id);
+      // A tree spells an entry's mode in octal, as the index holds it (`parseIndex` admits only the four tree modes).
+      parts.push(Buffer.from(`${entry.mode.toString(8)} ${name}\0`, 'latin1'), entry.id);
       continue;
     }
     const sub = dir === '' ? name : `${dir}/${name}`;

@@ -16,13 +16,16 @@
  *   is neither a regular file nor a symlink;
  * - more than MAX_PATHS paths, a file over MAX_FILE_BYTES, or MAX_TOTAL_BYTES in all.
  *
- * Safer than git in one way: a file is opened with O_NOFOLLOW and judged by fstat of what was
- * opened, so a file swapped for a symlink after the listing cannot pull a host file into a blob.
+ * Safer than git in one way: a file is read by `readRegularFile` (O_NOFOLLOW, judged by fstat of
+ * what was opened), so a file swapped for a symlink after the listing cannot pull a host file
+ * into a blob, and one that grows under the read is staged by git instead.
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, readlinkSync } from 'node:fs';
+import { lstatSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { gitDirConfig } from '../sandbox/git-dir.js';
+import { MODE_EXEC, MODE_FILE, MODE_SYMLINK } from '../sandbox/index-file.js';
 import { writeLooseObject, type IndexEntry, type IndexState } from './index-tree.js';
+import { readRegularFile } from './read-regular.js';
 
 const MAX_PATHS = 200;
 const MAX_FILE_BYTES = 1024 * 1024;
@@ -116,22 +119,10 @@ function parentsArePlain(workDir: string, path: string, dirs: Map<string, boolea
 /** What `add` stores for the path: a symlink's target, or a regular file's bytes with its exec bit. Null for anything else. */
 function readStaged(full: string): { mode: number; body: Buffer } | null {
   const st = lstatSync(full, { throwIfNoEntry: false });
-  if (st?.isSymbolicLink()) return { mode: 0o120000, body: readlinkSync(full, { encoding: 'buffer' }) };
+  if (st?.isSymbolicLink()) return { mode: MODE_SYMLINK, body: readlinkSync(full, { encoding: 'buffer' }) };
   if (!st?.isFile()) return null;
-  let fd: number;
-  try {
-    fd = openSync(full, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-  } catch {
-    return null;
-  }
-  try {
-    const opened = fstatSync(fd);
-    if (!opened.isFile() || opened.size > MAX_FILE_BYTES) return null;
-    const body = readFileSync(fd);
-    return { mode: opened.mode & 0o100 ? 0o100755 : 0o100644, body };
-  } finally {
-    closeSync(fd);
-  }
+  const read = readRegularFile(full, MAX_FILE_BYTES);
+  return read && { mode: read.mode & 0o100 ? MODE_EXEC : MODE_FILE, body: read.body };
 }
 
 /** The changes into the state, entries kept in index order; the cache tree loses every changed directory. */
