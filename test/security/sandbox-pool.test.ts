@@ -20,7 +20,7 @@ import { sweepSandboxes } from '../../src/workers/sandbox/retention.js';
 import { planGc } from '../../src/workers/sandbox/gc.js';
 import { createSandbox, readRecords, sandboxPaths } from '../../src/workers/sandbox/worktree.js';
 import { spawnCounts } from '../../src/shared/process/spawn-group.js';
-import { runCli } from '../support/cli.js';
+import { FAKE_AGENT, runCli } from '../support/cli.js';
 import { git, makeRepo } from '../support/git-repo.js';
 import { writeMission } from '../support/mission-file.js';
 import { removeDir, tempDir } from '../support/temp.js';
@@ -164,8 +164,12 @@ describe('warm sandboxes: nothing of one mission reaches the next', () => {
     const first = writeMission(repo, ['noop']);
     expect((await runCli(['mission', 'run', first.path, '--json', '--state-dir', fresh('uh-pool-st-')], { cwd: repo, env })).code).toBe(0);
     expect(pooledRecords(cache)).toHaveLength(1);
+    // Each run's agent waits until both have started (a file each in `barrier`): both sandboxes
+    // were taken before either goes back to the pool, however slowly the second process starts.
+    const barrier = fresh('uh-pool-barrier-');
+    const wait = `touch "${barrier}/$$"; i=0; while [ "$(ls "${barrier}" | wc -l)" -lt 2 ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; exec "$0" "$@"`;
     const runs = await Promise.all([1, 2].map(async () => {
-      const m = writeMission(repo, ['edit', 'src/x.txt', 'x']);
+      const m = writeMission(repo, [], { runtime_config_overrides: { command: { argv: ['sh', '-c', wait, process.execPath, FAKE_AGENT, 'edit', 'src/x.txt', 'x'], kill_grace_ms: 500 } } });
       const stateDir = fresh('uh-pool-st-');
       const r = await runCli(['mission', 'run', m.path, '--json', '--state-dir', stateDir], { cwd: repo, env });
       expect(r.code).toBe(0);
