@@ -15,6 +15,10 @@
  *   file whose stat data is not what uh's index recorded and whose content does not hash to the
  *   recorded object. Permission bits of tracked files and directories are set back (a mode is
  *   not content, and git leaves a directory's alone).
+ * - `worktreeUnchanged` (the diff's first question, read-only): true only when git's listing
+ *   would come to nothing that changes the tree: every tracked path there with its kind, its
+ *   owner x bit and its content, and nothing else. Any doubt (an extra entry, a submodule, a
+ *   racy entry it may not hash) is false, and git answers.
  */
 import { createHash } from 'node:crypto';
 import { chmodSync, lstatSync, readdirSync, readFileSync, readlinkSync, rmSync, type BigIntStats } from 'node:fs';
@@ -115,6 +119,49 @@ function fileDoubt(abs: string, e: IndexEntry, dirMode: number, algorithm: 'sha1
 function dirModeRepaired(abs: string, dirMode: number): null {
   if ((lstatSync(abs).mode & 0o7777) !== dirMode) chmodSync(abs, dirMode);
   return null;
+}
+
+/** Bounds of `worktreeUnchanged`: past them git's own listing is the faster (or the only) judge. */
+export interface UnchangedBounds {
+  /** Tracked paths at most. */
+  maxEntries: number;
+  /** Bytes hashed at most (racy entries, and any whose stat data moved). */
+  maxHashBytes: number;
+}
+
+/**
+ * True when the worktree (its top-level `.git` aside) holds exactly the tracked entries of the
+ * index file `indexFile`, each of its kind, with its recorded x bit and content, and nothing else:
+ * what `ls-files --modified --deleted --others` would list then stages to the base tree. Changes
+ * nothing on disk. False on any doubt, the caller asks git: an extra entry (ignored or not), a
+ * submodule, a changed mode, content that must be hashed past `bounds` or where attributes could
+ * convert it (a tracked `.gitattributes`).
+ */
+export function worktreeUnchanged(root: string, indexFile: string, entries: readonly IndexEntry[], algorithm: 'sha1' | 'sha256', bounds: UnchangedBounds): boolean {
+  if (entries.length > bounds.maxEntries) return false;
+  if (entries.some((e) => e.mode === MODE_GITLINK)) return false;
+  let budget = entries.some((e) => e.path === '.gitattributes' || e.path.endsWith('/.gitattributes')) ? 0 : bounds.maxHashBytes;
+  const racyFromNs = lstatSync(indexFile, { bigint: true }).mtimeNs;
+  const t = tracked(entries);
+  let same = true;
+  let seen = 0;
+  const fileSame = (abs: string, e: IndexEntry): boolean => {
+    const st = lstatSync(abs, { bigint: true });
+    const symlink = e.mode === MODE_SYMLINK;
+    if (symlink ? !st.isSymbolicLink() : !st.isFile() || (e.mode === MODE_EXEC) !== ((st.mode & 0o100n) !== 0n)) return false;
+    if (statMatches(e, st, racyFromNs)) return true;
+    budget -= Number(st.size);
+    return budget >= 0 && blobId(abs, symlink, algorithm) === e.oid;
+  };
+  walk(root, t, (rel, abs, kind, isDir, isFileOrLink) => {
+    if (!same) return false; // the walk finishes the directory it is in
+    if (kind === 'file') {
+      seen += 1;
+      same = isFileOrLink && fileSame(abs, t.files.get(rel) as IndexEntry);
+    } else same = kind === 'dir' && isDir;
+    return same;
+  }, () => !same);
+  return same && seen === t.files.size;
 }
 
 /**
