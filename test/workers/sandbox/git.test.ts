@@ -4,7 +4,7 @@
  * free again. Real git against a silent TCP server on 127.0.0.1:0.
  */
 import { createServer, type Server, type Socket } from 'node:net';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GitError, git } from '../../../src/workers/sandbox/git.js';
 import { mirrorFor, resolveInMirror } from '../../../src/workers/sandbox/mirror-cache.js';
@@ -60,13 +60,16 @@ function cache(): string {
   return dir;
 }
 
+/** The lock dir holds a held token (file-lock.ts): someone is inside. */
+const lockHeld = (lockDir: string) => existsSync(lockDir) && readdirSync(lockDir).some((n) => n.startsWith('held.'));
+
 describe('git runner', () => {
   it('a clone from a silent remote times out within its bound and frees the mirror lock', async () => {
     const cacheDir = cache();
     const lockDir = mirrorFor(cacheDir, url).lockDir;
     const started = Date.now();
     const pending = failure(resolveInMirror(cacheDir, url, 'main', { timeoutMs: 1500 }));
-    await until(() => sockets.size > 0 && existsSync(lockDir), 'git to connect while holding the lock');
+    await until(() => sockets.size > 0 && lockHeld(lockDir), 'git to connect while holding the lock');
     const error = await pending;
     const elapsed = Date.now() - started;
     expect(error.failure).toBe('timeout');
@@ -74,7 +77,7 @@ describe('git runner', () => {
     expect(error.repository).toBe(url);
     expect(error.message).toContain(`git clone timed out after 2 s in ${url}`);
     expect(elapsed).toBeLessThan(1500 + 2000 + 3000); // bound + kill grace + slack on a loaded host
-    expect(existsSync(lockDir)).toBe(false);
+    expect(readdirSync(lockDir)).toEqual(['free']);
   });
 
   it('an abort reaches a hanging clone promptly and frees the mirror lock', async () => {
@@ -83,14 +86,14 @@ describe('git runner', () => {
     const controller = new AbortController();
     const connectedBefore = sockets.size;
     const pending = failure(resolveInMirror(cacheDir, url, 'main', { signal: controller.signal }));
-    await until(() => sockets.size > connectedBefore && existsSync(lockDir), 'git to connect while holding the lock');
+    await until(() => sockets.size > connectedBefore && lockHeld(lockDir), 'git to connect while holding the lock');
     const aborted = Date.now();
     controller.abort({ kind: 'cancel', message: 'cancelled' });
     const error = await pending;
     expect(Date.now() - aborted).toBeLessThan(3000);
     expect(error.failure).toBe('aborted');
     expect(error.message).toContain(`git clone was aborted in ${url}`);
-    expect(existsSync(lockDir)).toBe(false);
+    expect(readdirSync(lockDir)).toEqual(['free']);
   });
 
   it('a failing command is a GitError naming the command, the repository and what git said', async () => {
