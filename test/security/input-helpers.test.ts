@@ -67,4 +67,17 @@ describe('runtime log cap', () => {
     expect(text.startsWith('x'.repeat(1024 * 1024))).toBe(true);
     expect(text.slice(1024 * 1024)).toBe('\n[uh: log capped at 1048576 bytes; the rest was dropped]\n');
   });
+
+  it('the marker follows even when the cap falls exactly on the end of a chunk (the next chunk is the one dropped)', async () => {
+    const file = join(dir, 'runtime.aligned.log');
+    const child = spawnGroup({
+      // Two writes apart in time reach us as two chunks (as one, the same file must result).
+      argv: [process.execPath, '-e', "process.stdout.write('a'); setTimeout(() => process.stdout.write('b'), 100)"],
+      cwd: dir,
+      env: process.env,
+      stdout: { file, maxBytes: 1 },
+    });
+    expect((await child.result).exitCode).toBe(0);
+    expect(readFileSync(file, 'utf8')).toBe('a\n[uh: log capped at 1 bytes; the rest was dropped]\n');
+  });
 });

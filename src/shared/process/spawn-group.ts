@@ -23,15 +23,25 @@ export type OutputSpec =
  */
 function cappedCopy(stream: Readable, file: Writable, maxBytes: number, tap?: (chunk: Buffer) => void, secrets: readonly string[] = []): void {
   let written = 0;
+  let marked = false;
   const scrub = byteRedactor(secrets);
+  // Once, when the first byte past the cap arrives: in this chunk, or in the next one when the
+  // cap fell exactly on a chunk's end.
+  const mark = () => {
+    marked = true;
+    return file.write(`\n[uh: log capped at ${maxBytes} bytes; the rest was dropped]\n`);
+  };
   stream.on('data', (raw: Buffer) => {
     tap?.(raw);
-    if (written >= maxBytes) return;
+    if (written >= maxBytes) {
+      if (!marked && raw.length > 0) mark();
+      return;
+    }
     const chunk = scrub.active ? scrub.push(raw) : raw;
     const room = maxBytes - written;
     written += Math.min(room, chunk.length);
     let ok = file.write(chunk.length <= room ? chunk : chunk.subarray(0, room));
-    if (chunk.length > room) ok = file.write(`\n[uh: log capped at ${maxBytes} bytes; the rest was dropped]\n`);
+    if (chunk.length > room) ok = mark();
     if (!ok) {
       stream.pause();
       file.once('drain', () => stream.resume());
