@@ -82,14 +82,19 @@ export function parseIndex(buf: Buffer, hashBytes: number): { entries: RawIndexE
   return { entries, end: off };
 }
 
-/** The entries of the index at `file` (`hashBytes` 20 for sha1, 32 for sha256), or null when it is not one we can vouch for. */
-export function readIndexEntries(file: string, hashBytes: number): IndexEntry[] | null {
+/**
+ * The entries of the index at `file` (`hashBytes` 20 for sha1, 32 for sha256), or null when it is
+ * not one we can vouch for, or holds more than `maxEntries` (judged by its header, before any
+ * entry is decoded).
+ */
+export function readIndexEntries(file: string, hashBytes: number, maxEntries = Number.POSITIVE_INFINITY): IndexEntry[] | null {
   let buf: Buffer;
   try {
     buf = readFileSync(file);
   } catch {
     return null;
   }
+  if (buf.length >= 12 && buf.readUInt32BE(8) > maxEntries) return null;
   const parsed = parseIndex(buf, hashBytes);
   if (parsed === null) return null;
   const entries: IndexEntry[] = [];

@@ -15,12 +15,13 @@
  * Processes: none when nothing changed: a small worktree is first compared with uh's index in
  * process (`worktreeUnchanged`: stat data, else content) and, exactly as checked out, gives the
  * base tree and an empty patch. Otherwise one `ls-files` lists every modified, deleted and
- * untracked path; when it lists none the final tree is the base tree and nothing else runs. Otherwise one `add` stages exactly those
- * paths, given on its stdin (deleted ones leave by `rm --cached` first, one more process), and
- * the final tree is built from the index it wrote (`index-tree.ts`; `write-tree` when that reader
- * cannot vouch for it); a plain change (no attributes, plain names, small files:
- * `stage-in-process.ts`) is staged and its tree built in process, with no git process at all.
- * Then one `diff-tree --patch-with-raw` gives the names (renames detected) and the patch together. The base commit's tree and ignore rules come from
+ * untracked path; when it lists none the final tree is the base tree and nothing else runs.
+ * Otherwise one `add` stages exactly those paths, given on its stdin (deleted ones leave by
+ * `rm --cached` first, one more process), and the final tree is built from the index it wrote
+ * (`index-tree.ts`; `write-tree` when that reader cannot vouch for it); a plain change (no
+ * attributes, plain names, small files: `stage-in-process.ts`) is staged and its tree built in
+ * process, with no git process at all. Then one `diff-tree --patch-with-raw` gives the names
+ * (renames detected) and the patch together. The base commit's tree and ignore rules come from
  * uh's cache (`baseFactsDir`), or two more git processes the first time.
  */
 import { copyFileSync, existsSync, lstatSync, readlinkSync, realpathSync, rmSync, statSync, utimesSync, writeFileSync, createWriteStream } from 'node:fs';
@@ -134,7 +135,8 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
  */
 function unchanged(workDir: string, uhIndex: string, baseCommit: string): boolean {
   try {
-    const entries = readIndexEntries(uhIndex, objectIdBytes(baseCommit));
+    // A large index is not decoded only to be refused by the bound.
+    const entries = readIndexEntries(uhIndex, objectIdBytes(baseCommit), UNCHANGED_BOUNDS.maxEntries);
     return entries !== null && worktreeUnchanged(workDir, uhIndex, entries, objectFormatOf(baseCommit), UNCHANGED_BOUNDS);
   } catch {
     return false;

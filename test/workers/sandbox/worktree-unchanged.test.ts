@@ -7,14 +7,13 @@
 import { chmodSync, lstatSync, mkdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createSandbox, sandboxPaths } from '../../../src/workers/sandbox/worktree.js';
-import { resolveInMirror } from '../../../src/workers/sandbox/mirror-cache.js';
+import { sandboxPaths } from '../../../src/workers/sandbox/worktree.js';
 import { readIndexEntries } from '../../../src/workers/sandbox/index-file.js';
 import { worktreeUnchanged } from '../../../src/workers/sandbox/worktree-scrub.js';
 import { captureDiff } from '../../../src/workers/verification/capture-diff.js';
 import { spawnCounts } from '../../../src/shared/process/spawn-group.js';
-import { makeRepo } from '../../support/git-repo.js';
-import { removeDir, tempDir } from '../../support/temp.js';
+import { freshSandbox } from '../../support/sandbox.js';
+import { removeDir } from '../../support/temp.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
@@ -23,19 +22,14 @@ const BOUNDS = { maxEntries: 2_000, maxHashBytes: 4 * 1024 * 1024 };
 const FILES = { 'README.md': '# one\n', '.gitignore': '*.log\n', 'src/app.sh': 'echo app\n', 'docs/guide.md': 'guide\n' };
 
 async function sandboxOf(files: Record<string, string>, id: string) {
-  const repo = makeRepo(files);
-  const cacheDir = tempDir('uh-unchanged-');
-  const scratch = tempDir('uh-unchanged-scratch-');
-  dirs.push(repo, cacheDir, scratch);
-  const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD');
-  const sandbox = await createSandbox(cacheDir, mirror, commit, id, new Date());
+  const { sandbox, commit, scratch, baseFactsDir, patch } = await freshSandbox(files, id, dirs, 'uh-unchanged-');
   const paths = sandboxPaths(sandbox.path);
   const check = (bounds = BOUNDS) => worktreeUnchanged(sandbox.path, paths.index, readIndexEntries(paths.index, 20) ?? [], 'sha1', bounds);
-  const diff = () => captureDiff(sandbox.path, commit, join(scratch, 'diff.patch'), scratch, { baseFactsDir: join(cacheDir, 'base-facts') });
+  const diff = () => captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
   // Every entry as new as the index or newer (racy), as a checkout within the index's clock tick
   // leaves them: stat data proves nothing then, the content must.
   const makeRacy = () => utimesSync(paths.index, new Date('2001-01-01'), new Date('2001-01-01'));
-  return { root: sandbox.path, check, diff, makeRacy };
+  return { root: sandbox.path, index: paths.index, check, diff, makeRacy };
 }
 
 /** Rewrite a file with new content of the same size and put its mtime back: only ctime (and the bytes) tell. */
@@ -76,6 +70,9 @@ describe('worktreeUnchanged', () => {
   it('past its bounds (more tracked paths, or more bytes to hash than allowed): false, git answers', async () => {
     const s = await sandboxOf(FILES, 'op-unch-bounds');
     expect(s.check({ maxEntries: 3, maxHashBytes: BOUNDS.maxHashBytes })).toBe(false);
+    // The diff's reader refuses a larger index by its header, before decoding an entry.
+    expect(readIndexEntries(s.index, 20, 3)).toBeNull();
+    expect(readIndexEntries(s.index, 20, 4)).toHaveLength(4);
     s.makeRacy(); // each entry is hashed then, within the budget only
     expect(s.check({ maxEntries: 100, maxHashBytes: 1 })).toBe(false);
     expect(s.check()).toBe(true);

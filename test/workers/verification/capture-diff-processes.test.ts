@@ -10,27 +10,17 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createSandbox, sandboxPaths } from '../../../src/workers/sandbox/worktree.js';
-import { resolveInMirror } from '../../../src/workers/sandbox/mirror-cache.js';
+import { sandboxPaths } from '../../../src/workers/sandbox/worktree.js';
 import { captureDiff } from '../../../src/workers/verification/capture-diff.js';
 import { spawnCounts } from '../../../src/shared/process/spawn-group.js';
-import { makeRepo } from '../../support/git-repo.js';
+import { freshSandbox } from '../../support/sandbox.js';
 import { removeDir, tempDir } from '../../support/temp.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
 const gitProcesses = () => Object.entries(spawnCounts()).filter(([k]) => k.startsWith('git ')).reduce((n, [, v]) => n + v, 0);
 
-/** A fresh sandbox of a new repository holding `files`, with its cache and scratch dirs. */
-async function sandboxOf(files: Record<string, string>, id: string) {
-  const repo = makeRepo(files);
-  const cacheDir = tempDir('uh-diffproc-');
-  const scratch = tempDir('uh-diffproc-scratch-');
-  dirs.push(repo, cacheDir, scratch);
-  const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD');
-  const sandbox = await createSandbox(cacheDir, mirror, commit, id, new Date());
-  return { sandbox, commit, scratch, baseFactsDir: join(cacheDir, 'derived', 'base-facts'), patch: join(scratch, 'diff.patch') };
-}
+const sandboxOf = (files: Record<string, string>, id: string) => freshSandbox(files, id, dirs, 'uh-diffproc-');
 
 describe('captureDiff processes', () => {
   it.each([
