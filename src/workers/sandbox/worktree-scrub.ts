@@ -18,7 +18,8 @@
  * - `worktreeUnchanged` (the diff's first question, read-only): true only when git's listing
  *   would come to nothing that changes the tree: every tracked path there with its kind, its
  *   owner x bit and its content, and nothing else. Any doubt (an extra entry, a submodule, a
- *   racy entry it may not hash) is false, and git answers.
+ *   racy entry it may not hash) is false, and git answers. `worktreeAdditions` is the same
+ *   walk listing the new regular files too, for a base commit with no ignore rule.
  */
 import { createHash } from 'node:crypto';
 import { chmodSync, lstatSync, readdirSync, readFileSync, readlinkSync, rmSync, type BigIntStats } from 'node:fs';
@@ -129,6 +130,14 @@ export interface UnchangedBounds {
   maxHashBytes: number;
 }
 
+/** Bounds of `worktreeAdditions`, besides those of `worktreeUnchanged`. */
+export interface AdditionBounds extends UnchangedBounds {
+  /** New files listed at most. */
+  maxAdded: number;
+  /** A new entry's name uh's in-process staging takes as it is (anything else: git lists). */
+  plainName: (name: string) => boolean;
+}
+
 /**
  * True when the worktree (its top-level `.git` aside) holds exactly the tracked entries of the
  * index file `indexFile`, each of its kind, with its recorded x bit and content, and nothing else:
@@ -138,11 +147,25 @@ export interface UnchangedBounds {
  * convert it (a tracked `.gitattributes`).
  */
 export function worktreeUnchanged(root: string, indexFile: string, entries: readonly IndexEntry[], algorithm: 'sha1' | 'sha256', bounds: UnchangedBounds): boolean {
-  if (entries.length > bounds.maxEntries) return false;
-  if (entries.some((e) => e.mode === MODE_GITLINK)) return false;
+  return worktreeAdditions(root, indexFile, entries, algorithm, { ...bounds, maxAdded: 0, plainName: () => false })?.length === 0;
+}
+
+/**
+ * The new files of a worktree whose tracked entries are all exactly as `worktreeUnchanged` wants
+ * them: their paths, sorted as git sorts them; what `ls-files --others` lists with no ignore rule
+ * (the caller applies none only when the base commit has none). Read-only. Null on any doubt, the
+ * caller asks git: a tracked entry changed or not provable (as in `worktreeUnchanged`), a new
+ * entry that is not a regular file or a directory holding some, a `.git` anywhere below the top
+ * (a nested repository), an empty new directory, a name outside `bounds.plainName`, more than
+ * `bounds.maxAdded` new files.
+ */
+export function worktreeAdditions(root: string, indexFile: string, entries: readonly IndexEntry[], algorithm: 'sha1' | 'sha256', bounds: AdditionBounds): string[] | null {
+  if (entries.length > bounds.maxEntries) return null;
+  if (entries.some((e) => e.mode === MODE_GITLINK)) return null;
   let budget = entries.some((e) => e.path === '.gitattributes' || e.path.endsWith('/.gitattributes')) ? 0 : bounds.maxHashBytes;
   const racyFromNs = lstatSync(indexFile, { bigint: true }).mtimeNs;
   const t = tracked(entries);
+  const added: string[] = [];
   let same = true;
   let seen = 0;
   const fileSame = (abs: string, e: IndexEntry): boolean => {
@@ -158,10 +181,25 @@ export function worktreeUnchanged(root: string, indexFile: string, entries: read
     if (kind === 'file') {
       seen += 1;
       same = isFileOrLink && fileSame(abs, t.files.get(rel) as IndexEntry);
-    } else same = kind === 'dir' && isDir;
+    } else if (kind === 'dir') same = isDir;
+    else same = newEntries(rel, abs, isDir, added, bounds);
     return same;
   }, () => !same);
-  return same && seen === t.files.size;
+  return same && seen === t.files.size ? added.sort() : null;
+}
+
+/** A new entry's regular files pushed to `added`; false when it is anything `worktreeAdditions` leaves to git. */
+function newEntries(rel: string, abs: string, isDir: boolean, added: string[], bounds: AdditionBounds): boolean {
+  const name = rel.slice(rel.lastIndexOf('/') + 1);
+  if (name === '.git' || !bounds.plainName(name)) return false;
+  if (!isDir) {
+    if (!lstatSync(abs).isFile()) return false;
+    added.push(rel);
+    return added.length <= bounds.maxAdded;
+  }
+  const inside = readdirSync(abs, { withFileTypes: true });
+  if (inside.length === 0) return false;
+  return inside.every((d) => newEntries(`${rel}/${d.name}`, join(abs, d.name), d.isDirectory(), added, bounds));
 }
 
 /**

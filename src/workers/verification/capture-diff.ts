@@ -14,14 +14,17 @@
  *
  * Processes: none when nothing changed: a small worktree is first compared with uh's index in
  * process (`worktreeUnchanged`: stat data, else content) and, exactly as checked out, gives the
- * base tree and an empty patch. Otherwise one `ls-files` lists every modified, deleted and
- * untracked path; when it lists none the final tree is the base tree and nothing else runs.
+ * base tree and an empty patch; none either when it only gained new files and the base commit
+ * has no ignore rule (`worktreeAdditions` lists them). Otherwise one `ls-files` lists every
+ * modified, deleted and untracked path; when it lists none the final tree is the base tree and
+ * nothing else runs.
  * Otherwise one `add` stages exactly those paths, given on its stdin (deleted ones leave by
  * `rm --cached` first, one more process), and the final tree is built from the index it wrote
  * (`index-tree.ts`; `write-tree` when that reader cannot vouch for it); a plain change (no
  * attributes, plain names, small files: `stage-in-process.ts`) is staged and its tree built in
  * process, with no git process at all. Then one `diff-tree --patch-with-raw` gives the names
- * (renames detected) and the patch together. The base commit's tree and ignore rules come from
+ * (renames detected) and the patch together; for new text files staged in process, the patch is
+ * written in process instead (`added-patch.ts`, git's bytes). The base commit's tree and ignore rules come from
  * uh's cache (`baseFactsDir`), or two more git processes the first time.
  */
 import { copyFileSync, existsSync, lstatSync, readlinkSync, realpathSync, rmSync, statSync, utimesSync, writeFileSync, createWriteStream } from 'node:fs';
@@ -35,10 +38,11 @@ import { git, gitArgv, gitEnv, GIT_TIMEOUTS_MS, type GitCallOptions } from '../s
 import { sandboxPaths } from '../sandbox/worktree.js';
 import { objectFormatOf, objectIdBytes } from '../sandbox/git-dir.js';
 import { readIndexEntries } from '../sandbox/index-file.js';
-import { worktreeUnchanged, type UnchangedBounds } from '../sandbox/worktree-scrub.js';
+import { worktreeAdditions, worktreeUnchanged, type UnchangedBounds } from '../sandbox/worktree-scrub.js';
+import { addedFilesPatch, type AddedFile } from './added-patch.js';
 import { keptExcludesFile, readBaseFacts } from './base-ignore.js';
 import { readIndexState, writeIndexTree, writeStateTree } from './index-tree.js';
-import { stageInProcess } from './stage-in-process.js';
+import { plainComponent, stageInProcess, type StagedFile } from './stage-in-process.js';
 import { readAgentHead } from './agent-head.js';
 import { RawPatchSplit } from './raw-patch-split.js';
 import type { ScopeViolation } from './scope-check.js';
@@ -83,6 +87,9 @@ interface DiffGit {
  */
 const UNCHANGED_BOUNDS: UnchangedBounds = { maxEntries: 500, maxHashBytes: 2 * 1024 * 1024 };
 
+/** New files the in-process listing names at most (the in-process staging takes 200). */
+const MAX_ADDED_LISTED = 200;
+
 const EMPTY_DIGEST = `sha256:${createHash('sha256').digest('hex')}`;
 const TREE = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
@@ -101,18 +108,19 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
   const on = (indexFile: string): GitRun => (args, extra = {}) => git(args, { ...call, ...extra, cwd: g.cwd, gitDir: g.gitDir, workTree: g.workTree, env: { ...g.env, GIT_INDEX_FILE: indexFile } });
   try {
     const base = await readBaseFacts(paths.gitDir, baseCommit, baseFactsDir ?? null, call);
-    if (unchanged(workDir, paths.index, baseCommit)) {
+    const additions = listedInProcess(workDir, paths.index, baseCommit, base.excludes);
+    if (additions?.length === 0) {
       writeFileSync(patchPath, '');
       return { changed: [], patchPath, bytes: 0, digest: EMPTY_DIGEST, headCommit: readAgentHead(paths.agentGitDir), tree: base.tree, flagged: [] };
     }
     // ls-files writes no index (and GIT_OPTIONAL_LOCKS=0 forbids a refresh): uh's own serves.
-    const listed = parseListing(await listChanges(on(paths.index), base.excludes, baseCommit, baseFactsDir ?? null, scratchExcludes));
+    const listed = additions ? { paths: additions, deleted: [], nested: [], onlyAdded: true } : parseListing(await listChanges(on(paths.index), base.excludes, baseCommit, baseFactsDir ?? null, scratchExcludes));
     let result: { changed: ChangedFile[]; bytes: number; digest: string; tree: string | null } = { changed: [], bytes: 0, digest: EMPTY_DIGEST, tree: base.tree };
     if (listed.paths.length === 0) writeFileSync(patchPath, '');
     else {
-      const tree = await stageAndTree(on(index), { workDir, uhIndex: paths.index, index, gitDir: paths.gitDir, baseCommit }, listed);
+      const { tree, staged } = await stageAndTree(on(index), { workDir, uhIndex: paths.index, index, gitDir: paths.gitDir, baseCommit }, listed);
       if (tree === base.tree) writeFileSync(patchPath, '');
-      else result = { ...(await diffAndPatch(g, baseCommit, tree, patchPath)), tree };
+      else result = { ...(addedOnlyPatch(listed, staged, patchPath) ?? (await diffAndPatch(g, baseCommit, tree, patchPath))), tree };
     }
     const changed = [...result.changed, ...listed.nested.map((path): ChangedFile => ({ path, status: 'added' }))].sort((a, b) => byCodeUnit(a.path, b.path));
     return {
@@ -130,17 +138,40 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
 }
 
 /**
- * The worktree is exactly the base commit as uh checked it out (`worktreeUnchanged`); false on any
- * doubt, an entry it cannot read included (a directory the agent made unreadable): git answers.
+ * The listing without git, for a small worktree: [] when it is exactly the base commit as uh
+ * checked it out (`worktreeUnchanged`), else the new files when nothing else changed
+ * (`worktreeAdditions`) and the base commit has no ignore rule that could hide one. Null on any
+ * doubt, an entry it cannot read included (a directory the agent made unreadable): git lists.
  */
-function unchanged(workDir: string, uhIndex: string, baseCommit: string): boolean {
+function listedInProcess(workDir: string, uhIndex: string, baseCommit: string, ignoreRules: string): string[] | null {
   try {
     // A large index is not decoded only to be refused by the bound.
     const entries = readIndexEntries(uhIndex, objectIdBytes(baseCommit), UNCHANGED_BOUNDS.maxEntries);
-    return entries !== null && worktreeUnchanged(workDir, uhIndex, entries, objectFormatOf(baseCommit), UNCHANGED_BOUNDS);
+    if (entries === null) return null;
+    const format = objectFormatOf(baseCommit);
+    if (ignoreRules !== '') return worktreeUnchanged(workDir, uhIndex, entries, format, UNCHANGED_BOUNDS) ? [] : null;
+    return worktreeAdditions(workDir, uhIndex, entries, format, { ...UNCHANGED_BOUNDS, maxAdded: MAX_ADDED_LISTED, plainName: plainComponent });
   } catch {
-    return false;
+    return null;
   }
+}
+
+/**
+ * A change of new text files only, staged in process: its patch written without git
+ * (`added-patch.ts`, git's bytes). Null when it is anything else: `diff-tree` writes it.
+ */
+function addedOnlyPatch(listed: { paths: string[]; onlyAdded: boolean }, staged: Map<string, StagedFile> | null, patchPath: string): { changed: ChangedFile[]; bytes: number; digest: string } | null {
+  if (!listed.onlyAdded || staged === null) return null;
+  const files: AddedFile[] = [];
+  for (const path of [...listed.paths].sort(byCodeUnit)) {
+    const file = staged.get(Buffer.from(path, 'utf8').toString('latin1'));
+    if (!file) return null;
+    files.push({ path, mode: file.mode, id: file.id, body: file.body });
+  }
+  const patch = addedFilesPatch(files);
+  if (patch === null) return null;
+  writeFileSync(patchPath, patch);
+  return { changed: files.map(({ path }): ChangedFile => ({ path, status: 'added' })), bytes: patch.length, digest: `sha256:${createHash('sha256').update(patch).digest('hex')}` };
 }
 
 /**
@@ -150,21 +181,22 @@ function unchanged(workDir: string, uhIndex: string, baseCommit: string): boolea
  * final tree is what a promotion must reproduce; if git cannot write it either, promotion checks
  * the diff digest only (null).
  */
-async function stageAndTree(run: GitRun, at: { workDir: string; uhIndex: string; index: string; gitDir: string; baseCommit: string }, listed: { paths: string[]; deleted: string[] }): Promise<string | null> {
+async function stageAndTree(run: GitRun, at: { workDir: string; uhIndex: string; index: string; gitDir: string; baseCommit: string }, listed: { paths: string[]; deleted: string[] }): Promise<{ tree: string | null; staged: Map<string, StagedFile> | null }> {
   const hashBytes = objectIdBytes(at.baseCommit);
   const objectsDir = join(at.gitDir, 'objects');
   // uh's index is read, never written: the in-process staging changes a copy in memory.
   const state = readIndexState(at.uhIndex, hashBytes);
-  if (state && stageInProcess({ state, workDir: at.workDir, gitDir: at.gitDir, baseCommit: at.baseCommit, listed })) {
+  const staged = state && stageInProcess({ state, workDir: at.workDir, gitDir: at.gitDir, baseCommit: at.baseCommit, listed });
+  if (state && staged) {
     const tree = writeStateTree(state, objectsDir);
-    if (tree !== null) return tree;
+    if (tree !== null) return { tree, staged };
   }
   copyIndex(at.uhIndex, at.index);
   await stage(run, listed);
   const built = writeIndexTree(at.index, objectsDir, hashBytes);
-  if (built !== null) return built;
+  if (built !== null) return { tree: built, staged: null };
   const written = (await run(['write-tree'], { okCodes: [1, 128] })).stdout.trim();
-  return TREE.test(written) ? written : null;
+  return { tree: TREE.test(written) ? written : null, staged: null };
 }
 
 /**
@@ -222,18 +254,20 @@ function copyIndex(from: string, to: string): void {
  * nested repositories (an untracked directory listed with a trailing slash: its files would hide
  * in a gitlink). Pure.
  */
-export function parseListing(output: string): { paths: string[]; deleted: string[]; nested: string[] } {
+export function parseListing(output: string): { paths: string[]; deleted: string[]; nested: string[]; onlyAdded: boolean } {
   const paths = new Set<string>();
   const deleted = new Set<string>();
   const nested: string[] = [];
+  let onlyAdded = true;
   for (const entry of output.split('\0')) {
     if (entry.length < 3 || entry[1] !== ' ') continue;
     const path = entry.slice(2);
     if (entry[0] === '?' && path.endsWith('/')) nested.push(path.slice(0, -1));
     else paths.add(path);
     if (entry[0] === 'R') deleted.add(path);
+    if (entry[0] !== '?') onlyAdded = false;
   }
-  return { paths: [...paths], deleted: [...deleted], nested };
+  return { paths: [...paths], deleted: [...deleted], nested, onlyAdded };
 }
 
 /**
@@ -241,7 +275,8 @@ export function parseListing(output: string): { paths: string[]; deleted: string
  * when no tree could be written, `diff --cached` against the scratch index.
  */
 async function diffAndPatch(g: DiffGit, baseCommit: string, tree: string | null, patchPath: string): Promise<{ changed: ChangedFile[]; bytes: number; digest: string }> {
-  const options = ['--no-ext-diff', '--no-textconv', '--binary', '-M', '--patch-with-raw', '-z'];
+  // --full-index: whole object ids, so the patch is the same whatever else the store holds.
+  const options = ['--no-ext-diff', '--no-textconv', '--binary', '--full-index', '-M', '--patch-with-raw', '-z'];
   const args = tree ? ['diff-tree', '-r', ...options, baseCommit, tree] : ['diff', '--cached', ...options, baseCommit];
   const child = spawnGroup({
     argv: gitArgv([`--git-dir=${g.gitDir}`, `--work-tree=${g.workTree}`, ...args]),

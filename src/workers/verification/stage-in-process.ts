@@ -43,29 +43,33 @@ export interface StageInput {
   listed: { paths: readonly string[]; deleted: readonly string[] };
 }
 
+/** One staged path: its new entry and the bytes its blob holds (null: deleted). */
+export type StagedFile = (IndexEntry & { body: Buffer }) | null;
+
 /**
- * Stage the listed paths into `input.state`; false (the state untouched) when the change is not
- * plain or a file cannot be read (git then stages, and says what is wrong).
+ * Stage the listed paths into `input.state`, and give what was staged, by path (latin1, as the
+ * state's entries); null (the state untouched) when the change is not plain or a file cannot be
+ * read (git then stages, and says what is wrong).
  */
-export function stageInProcess(input: StageInput): boolean {
+export function stageInProcess(input: StageInput): Map<string, StagedFile> | null {
   const { state, workDir, gitDir, baseCommit, listed } = input;
-  if (listed.paths.length > MAX_PATHS || !plainGitDir(gitDir, baseCommit)) return false;
-  if (state.entries.some((e) => isAttributesPath(e.path)) || !listed.paths.every(plainPath)) return false;
-  let changes: Map<string, IndexEntry | null> | null;
+  if (listed.paths.length > MAX_PATHS || !plainGitDir(gitDir, baseCommit)) return null;
+  if (state.entries.some((e) => isAttributesPath(e.path)) || !listed.paths.every(plainPath)) return null;
+  let changes: Map<string, StagedFile> | null;
   try {
     changes = readChanges(input);
   } catch {
-    return false;
+    return null;
   }
-  if (changes === null) return false;
+  if (changes === null) return null;
   apply(state, changes);
-  return true;
+  return changes;
 }
 
 /** Each listed path's new entry (null: deleted), its blob written; null when one is not plain. */
-function readChanges({ state, workDir, gitDir, listed }: StageInput): Map<string, IndexEntry | null> | null {
+function readChanges({ state, workDir, gitDir, listed }: StageInput): Map<string, StagedFile> | null {
   const gone = new Set(listed.deleted);
-  const changes = new Map<string, IndexEntry | null>();
+  const changes = new Map<string, StagedFile>();
   const dirs = new Map<string, boolean>();
   let total = 0;
   for (const path of listed.paths) {
@@ -77,7 +81,7 @@ function readChanges({ state, workDir, gitDir, listed }: StageInput): Map<string
     if (!parentsArePlain(workDir, path, dirs)) return null;
     const read = readStaged(join(workDir, path));
     if (read === null || (total += read.body.length) > MAX_TOTAL_BYTES) return null;
-    changes.set(key, { path: key, mode: read.mode, id: writeLooseObject(join(gitDir, 'objects'), state.hash, 'blob', read.body) });
+    changes.set(key, { path: key, mode: read.mode, id: writeLooseObject(join(gitDir, 'objects'), state.hash, 'blob', read.body), body: read.body });
   }
   return changes;
 }
@@ -96,8 +100,13 @@ function isAttributesPath(path: string): boolean {
   return path === '.gitattributes' || path.endsWith('/.gitattributes');
 }
 
+/** One path component this module stages (see the module comment). */
+export function plainComponent(name: string): boolean {
+  return PLAIN_COMPONENT.test(name) && !name.endsWith('.') && !name.toLowerCase().startsWith('.git');
+}
+
 function plainPath(path: string): boolean {
-  return path.split('/').every((c) => PLAIN_COMPONENT.test(c) && !c.endsWith('.') && !c.toLowerCase().startsWith('.git'));
+  return path.split('/').every(plainComponent);
 }
 
 /** Every directory on the way to `path` is a real directory (no symlink) with no `.gitattributes`; memoised per dir. */
@@ -126,8 +135,8 @@ function readStaged(full: string): { mode: number; body: Buffer } | null {
 }
 
 /** The changes into the state, entries kept in index order; the cache tree loses every changed directory. */
-function apply(state: IndexState, changes: Map<string, IndexEntry | null>): void {
-  const added = [...changes.values()].filter((e): e is IndexEntry => e !== null).sort((a, b) => (a.path < b.path ? -1 : 1));
+function apply(state: IndexState, changes: Map<string, StagedFile>): void {
+  const added = [...changes.values()].filter((e): e is IndexEntry & { body: Buffer } => e !== null).map(({ path, mode, id }): IndexEntry => ({ path, mode, id })).sort((a, b) => (a.path < b.path ? -1 : 1));
   const kept = state.entries.filter((e) => !changes.has(e.path));
   const merged: IndexEntry[] = [];
   let k = 0;

@@ -4,7 +4,8 @@
  * hashed and attributes could convert it). A plain change costs two (the listing, one diff-tree for names and
  * patch together: staged and its tree built in process); one git must stage (a repository with
  * `.gitattributes`) three, four when a tracked file was deleted (`rm --cached` first). The patch
- * is the one `git diff --cached --binary -M` would print, either way.
+ * is the one `git diff --cached --binary -M` would print, either way. (New files alone cost
+ * less: test/workers/verification/added-patch.test.ts.)
  */
 import { execFileSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';

@@ -57,7 +57,7 @@ function bothWays(box: Sandbox): { staged: boolean; ours: string | null; gits: s
   copyFileSync(box.index, copy);
   const state = readIndexState(copy, 20);
   expect(state).not.toBeNull();
-  const staged = stageInProcess({ state: state!, workDir: box.work, gitDir: box.gitDir, baseCommit: box.commit, listed });
+  const staged = null !== stageInProcess({ state: state!, workDir: box.work, gitDir: box.gitDir, baseCommit: box.commit, listed });
   const ours = staged ? writeStateTree(state!, join(box.gitDir, 'objects')) : null;
   const gone = listed.paths.filter((p) => listed.deleted.includes(p));
   const rest = listed.paths.filter((p) => !listed.deleted.includes(p));
@@ -134,7 +134,7 @@ describe('stageInProcess', () => {
     expect(listed.paths.length).toBeGreaterThan(0);
     const state = readIndexState(box.index, 20)!;
     const before = state.entries.map((e) => e.path);
-    expect(stageInProcess({ state, workDir: box.work, gitDir: box.gitDir, baseCommit: box.commit, listed })).toBe(false);
+    expect(stageInProcess({ state, workDir: box.work, gitDir: box.gitDir, baseCommit: box.commit, listed })).toBeNull();
     expect(state.entries.map((e) => e.path)).toEqual(before);
   });
 
@@ -145,7 +145,7 @@ describe('stageInProcess', () => {
     put(box, 'sub/.gitattributes', '* text\n');
     put(box, 'sub/new.txt', 'x\n');
     const state = readIndexState(box.index, 20)!;
-    const stage = (paths: string[]) => stageInProcess({ state, workDir: box.work, gitDir: box.gitDir, baseCommit: box.commit, listed: { paths, deleted: [] } });
+    const stage = (paths: string[]) => stageInProcess({ state, workDir: box.work, gitDir: box.gitDir, baseCommit: box.commit, listed: { paths, deleted: [] } }) !== null;
     expect(stage(['alias/k.txt'])).toBe(false);
     expect(stage(['sub/new.txt'])).toBe(false);
     expect(stage(['vanished.txt'])).toBe(false);

@@ -1,0 +1,127 @@
+/**
+ * A change that only adds text files: listed without git when the base has no ignore rule
+ * (`worktreeAdditions`), staged in process, and its patch written in process (`added-patch.ts`).
+ * The patch must be git's, byte for byte: each case is checked against `git diff-tree` of the same
+ * two trees, and applied with `git apply` to a clone of the base, where it must give the tree the
+ * receipt names. Anything else (binary content, a symlink, a modified file) goes to git as before.
+ */
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { sandboxPaths } from '../../../src/workers/sandbox/worktree.js';
+import { readIndexEntries } from '../../../src/workers/sandbox/index-file.js';
+import { worktreeAdditions } from '../../../src/workers/sandbox/worktree-scrub.js';
+import { captureDiff } from '../../../src/workers/verification/capture-diff.js';
+import { plainComponent } from '../../../src/workers/verification/stage-in-process.js';
+import { spawnCounts } from '../../../src/shared/process/spawn-group.js';
+import { freshSandbox } from '../../support/sandbox.js';
+import { removeDir, tempDir } from '../../support/temp.js';
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach(removeDir));
+const gitProcesses = () => Object.entries(spawnCounts()).filter(([k]) => k.startsWith('git ')).reduce((n, [, v]) => n + v, 0);
+const git = (args: string[], cwd?: string) => execFileSync('git', args, { cwd, env: { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null' }, maxBuffer: 64 * 1024 * 1024, stdio: 'pipe' });
+
+/** A small deterministic generator (the cases are the same on every run). */
+function lcg(seed: number): () => number {
+  let x = seed >>> 0;
+  return () => {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    return x / 2 ** 32;
+  };
+}
+
+const PIECES = ['a', 'line', ' ', '\t', '\n', '\n', '\r\n', 'é', '日本', '+', '-', '@@ -1 +1 @@', '\\ No newline', 'diff --git', '\u00ff'];
+
+/** Random new text files: empty ones, ones with and without a final newline, blank lines, CRLF, UTF-8, the x bit. */
+function randomFiles(seed: number): Array<{ path: string; content: string; exec: boolean }> {
+  const rnd = lcg(seed);
+  const names = ['a.txt', 'b', 'src/new.ts', 'src/deep/x.md', 'z-last', 'A.txt', 'a-b', 'a.b/c', 'docs2/n'];
+  const count = 1 + Math.floor(rnd() * 5);
+  const chosen = new Set<string>();
+  while (chosen.size < count) chosen.add(names[Math.floor(rnd() * names.length)]!);
+  return [...chosen].map((path) => {
+    const pieces = Math.floor(rnd() * 4) === 0 ? 0 : Math.floor(rnd() * 60);
+    const content = Array.from({ length: pieces }, () => PIECES[Math.floor(rnd() * PIECES.length)]).join('');
+    return { path, content, exec: rnd() < 0.2 };
+  });
+}
+
+async function sandboxWith(base: Record<string, string>, id: string) {
+  const s = await freshSandbox(base, id, dirs, 'uh-added-');
+  await captureDiff(s.sandbox.path, s.commit, s.patch, s.scratch, { baseFactsDir: s.baseFactsDir }); // caches the base facts
+  return s;
+}
+
+describe('a change that only adds text files', () => {
+  it.each([
+    ['a base with no ignore rule: listed, staged and its patch written with no git process', { 'README.md': '# one\n', 'src/keep.ts': 'k\n' }, 0],
+    ['a base with ignore rules: git lists (one process), the patch is still written in process', { 'README.md': '# one\n', '.gitignore': '*.log\n', 'src/keep.ts': 'k\n' }, 1],
+  ])('%s; the patch is git diff-tree\'s and applies to the base', async (_name, base, processes) => {
+    for (let seed = 1; seed <= 12; seed++) {
+      const s = await sandboxWith(base, `op-added-${processes}-${seed}`);
+      const files = randomFiles(seed * 7919 + processes);
+      for (const file of files) {
+        const abs = join(s.sandbox.path, file.path);
+        mkdirSync(dirname(abs), { recursive: true });
+        writeFileSync(abs, file.content);
+        if (file.exec) chmodSync(abs, 0o755);
+      }
+      const before = gitProcesses();
+      const got = await captureDiff(s.sandbox.path, s.commit, s.patch, s.scratch, { baseFactsDir: s.baseFactsDir });
+      expect(gitProcesses() - before, `seed ${seed}`).toBe(processes);
+      expect(got.changed).toEqual([...files].map((f) => ({ path: f.path, status: 'added' })).sort((a, b) => (a.path < b.path ? -1 : 1)));
+      const ours = readFileSync(s.patch);
+      const gits = git([`--git-dir=${sandboxPaths(s.sandbox.path).gitDir}`, 'diff-tree', '-r', '--no-ext-diff', '--no-textconv', '--binary', '--full-index', '-M', '--patch', s.commit, got.tree!]);
+      expect(ours.toString('latin1'), `seed ${seed}`).toBe(gits.toString('latin1'));
+      expect(got.bytes).toBe(ours.length);
+
+      const clone = tempDir('uh-added-apply-');
+      dirs.push(clone);
+      git(['clone', '-q', s.sandbox.path, clone]);
+      git(['checkout', '-q', s.commit], clone);
+      git(['apply', '--index', s.patch], clone);
+      expect(git(['write-tree'], clone).toString().trim(), `seed ${seed}`).toBe(got.tree);
+    }
+  });
+
+  it('binary content, a new symlink or a modified file as well: git writes the patch (diff-tree), as before', async () => {
+    const cases: Array<[string, (root: string) => void, string]> = [
+      ['binary', (r) => writeFileSync(join(r, 'blob.bin'), Buffer.from([0x61, 0, 0x62])), 'GIT binary patch'],
+      ['modified too', (r) => { writeFileSync(join(r, 'new.txt'), 'n\n'); writeFileSync(join(r, 'README.md'), '# two\n'); }, '+# two'],
+    ];
+    for (const [name, change, marker] of cases) {
+      const s = await sandboxWith({ 'README.md': '# one\n' }, `op-added-git-${name.replace(/ /g, '-')}`);
+      change(s.sandbox.path);
+      const before = gitProcesses();
+      const got = await captureDiff(s.sandbox.path, s.commit, s.patch, s.scratch, { baseFactsDir: s.baseFactsDir });
+      expect(spawnCounts()['git diff-tree'] ?? 0).toBeGreaterThan(0);
+      expect(gitProcesses() - before, name).toBeGreaterThanOrEqual(1);
+      expect(readFileSync(s.patch, 'utf8'), name).toContain(marker);
+      const gits = git([`--git-dir=${sandboxPaths(s.sandbox.path).gitDir}`, 'diff-tree', '-r', '--no-ext-diff', '--no-textconv', '--binary', '--full-index', '-M', '--patch', s.commit, got.tree!]);
+      expect(readFileSync(s.patch).equals(gits), name).toBe(true);
+    }
+  });
+});
+
+describe('worktreeAdditions', () => {
+  const BOUNDS = { maxEntries: 500, maxHashBytes: 1024 * 1024, maxAdded: 3, plainName: plainComponent };
+
+  it.each<[string, (root: string) => void, string[] | null]>([
+    ['nothing changed', () => {}, []],
+    ['two new files, one in a new directory', (r) => { writeFileSync(join(r, 'n.txt'), 'n'); mkdirSync(join(r, 'd')); writeFileSync(join(r, 'd/x'), 'x'); }, ['d/x', 'n.txt']],
+    ['a new file beside a modified one', (r) => { writeFileSync(join(r, 'n.txt'), 'n'); writeFileSync(join(r, 'README.md'), '# changed\n'); }, null],
+    ['a new directory holding a .git (a nested repository)', (r) => { mkdirSync(join(r, 'd/.git'), { recursive: true }); writeFileSync(join(r, 'd/f'), 'f'); }, null],
+    ['a .git file in a tracked directory', (r) => writeFileSync(join(r, 'src/.git'), 'gitdir: /elsewhere\n'), null],
+    ['an empty new directory', (r) => mkdirSync(join(r, 'empty')), null],
+    ['a new symlink', (r) => symlinkSync('README.md', join(r, 'link')), null],
+    ['a name git would quote', (r) => writeFileSync(join(r, 'na me'), 'x'), null],
+    ['more new files than the bound', (r) => ['a', 'b', 'c', 'd'].forEach((n) => writeFileSync(join(r, n), n)), null],
+  ])('%s', async (_name, change, expected) => {
+    const s = await freshSandbox({ 'README.md': '# one\n', 'src/app.ts': 'a\n' }, `op-additions-${Math.random().toString(16).slice(2, 8)}`, dirs, 'uh-additions-');
+    change(s.sandbox.path);
+    const index = sandboxPaths(s.sandbox.path).index;
+    expect(worktreeAdditions(s.sandbox.path, index, readIndexEntries(index, 20) ?? [], 'sha1', BOUNDS)).toEqual(expected);
+  });
+});
