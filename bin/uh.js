@@ -38,10 +38,25 @@ function cacheFile() {
   return { dir: join(dir, 'code-cache'), prefix: `uh-${digest}-`, name: `uh-${digest}-${process.version}-${process.arch}-${command}.bin` };
 }
 
+/**
+ * `mkdir -p` without node's recursive walk, which never returns when a parent exists but cannot
+ * hold the child (a dangling symlink, /proc): here that throws (src/shared/fs/make-dir.ts).
+ */
+function makeDir(dir) {
+  try {
+    mkdirSync(dir);
+  } catch (error) {
+    if (error.code === 'EEXIST') return;
+    if (error.code !== 'ENOENT' || dirname(dir) === dir) throw error;
+    makeDir(dirname(dir));
+    mkdirSync(dir);
+  }
+}
+
 /** Atomically (re)writes the cache; drops other builds' caches unused for a week. Never throws. */
 function writeCache(where, data) {
   try {
-    mkdirSync(where.dir, { recursive: true });
+    makeDir(where.dir);
     const tmp = join(where.dir, `.${where.name}.${process.pid}.tmp`);
     writeFileSync(tmp, data);
     renameSync(tmp, join(where.dir, where.name));

@@ -19,6 +19,7 @@ import { z } from 'zod';
 import { OperationStateSchema } from '../shared/contracts/status.js';
 import { ReceiptSchema, type Receipt } from '../shared/contracts/receipt.js';
 import { UhError } from '../shared/errors.js';
+import { makeDir } from '../shared/fs/make-dir.js';
 
 export const OperationRecordSchema = z.object({
   schema_version: z.literal('uh.operation.v0'),
@@ -73,7 +74,7 @@ export function operationDir(stateDir: string, operationId: string): string {
 
 /** Make the state dir, ignored by git from inside (`.gitignore` of `*`), so the user's status stays clean. */
 export function ensureStateDir(stateDir: string): void {
-  mkdirSync(operationsRoot(stateDir), { recursive: true });
+  makeDir(operationsRoot(stateDir));
   const ignore = join(stateDir, '.gitignore');
   if (!existsSync(ignore)) writeFileSync(ignore, '# uh state: never committed\n*\n');
 }

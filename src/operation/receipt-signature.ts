@@ -11,6 +11,7 @@ import { dirname } from 'node:path';
 import type { Receipt, ReceiptSignature } from '../shared/contracts/receipt.js';
 import { UhError } from '../shared/errors.js';
 import { byCodeUnit } from '../shared/compare.js';
+import { makeDir } from '../shared/fs/make-dir.js';
 
 export interface ReceiptKey {
   /** First 16 hex digits of sha256(key). */
@@ -45,7 +46,7 @@ export function loadReceiptKey(source: ReceiptKeySource, create: boolean): Recei
   if (source.key !== undefined) return keyFrom(Buffer.from(source.key, 'utf8'));
   if (!existsSync(source.keyFile)) {
     if (!create) return null;
-    mkdirSync(dirname(source.keyFile), { recursive: true, mode: 0o700 });
+    makeDir(dirname(source.keyFile), 0o700);
     try {
       writeFileSync(source.keyFile, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
     } catch (error) {

@@ -3,6 +3,7 @@ import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } 
 import { join } from 'node:path';
 import { UhError } from '../shared/errors.js';
 import { assertSameBatch, BatchRecordSchema, type BatchRecord } from '../shared/batch/record.js';
+import { makeDir } from '../shared/fs/make-dir.js';
 
 export function batchPath(stateDir: string, batchId: string): string {
   return join(stateDir, 'batches', `${batchId}.json`);
@@ -14,7 +15,7 @@ export function batchPath(stateDir: string, batchId: string): string {
  * `conflict` when another batch has the id.
  */
 export function createBatchRecord(stateDir: string, record: BatchRecord): { kind: 'created' | 'attached'; record: BatchRecord } {
-  mkdirSync(join(stateDir, 'batches'), { recursive: true });
+  makeDir(join(stateDir, 'batches'));
   const path = batchPath(stateDir, record.batch_id);
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, `${JSON.stringify(record, null, 2)}\n`);

@@ -11,6 +11,7 @@ import type { Receipt } from '../../shared/contracts/receipt.js';
 import { writeGithubOutput } from '../queue/github-output.js';
 import { githubAnnotations, githubStepSummary } from './github-report.js';
 import { receiptJunit } from './junit.js';
+import { makeDir } from '../../shared/fs/make-dir.js';
 
 export interface CiReportOptions {
   /** Where the receipt and its artifacts are on this host. */
@@ -33,7 +34,7 @@ export function receiptOutputs(receipt: Receipt, dir: string): Record<string, st
 
 export function writeJunit(path: string, receipt: Receipt): void {
   const full = resolve(path);
-  mkdirSync(dirname(full), { recursive: true });
+  makeDir(dirname(full));
   writeFileSync(full, receiptJunit(receipt));
 }
 

@@ -10,6 +10,7 @@ import { ReceiptSchema, type Receipt } from '../../shared/contracts/receipt.js';
 import { UhError, type UhErrorKind } from '../../shared/errors.js';
 import { readSseBatches } from '../../shared/transport/sse.js';
 import type { OperationView, Settled, UhClient, WaitOptions } from './client-types.js';
+import { makeDir } from '../../shared/fs/make-dir.js';
 
 interface RecordJson {
   operation_id: string;
@@ -106,7 +107,7 @@ export function httpClient(options: { apiUrl: string; token?: string }): UhClien
     async collect(id, dir) {
       const r = await receipt(id);
       if (!r) throw new UhError('not_found', `operation ${id} has no receipt yet`, { hint: 'wait for it first' });
-      mkdirSync(dir, { recursive: true });
+      makeDir(dir);
       const files: string[] = [];
       for (const [path, file] of [['receipt', 'receipt.json'], ['diff', 'diff.patch'], ['final-message', 'runtime-final.txt']] as const) {
         const res = await call(http, 'GET', `/v1/operations/${encodeURIComponent(id)}/${path}`).catch((e: unknown) => (UhError.isInstance(e) && e.kind === 'not_found' ? null : Promise.reject(e)));

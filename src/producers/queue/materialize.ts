@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { ReceiptSchema, type Receipt } from '../../shared/contracts/receipt.js';
 import type { OperationStore } from '../../shared/queue/operation-store.js';
 import { ARTIFACT_FILES, CHECK_LOG_ARTIFACT, checkLogFile } from '../../operation/operation-files.js';
+import { makeDir } from '../../shared/fs/make-dir.js';
 
 export interface Materialized {
   dir: string;
@@ -26,7 +27,7 @@ export async function readReceiptWithText(store: OperationStore, operationId: st
 }
 
 export async function materialize(store: OperationStore, operationId: string, dir: string): Promise<Materialized> {
-  mkdirSync(dir, { recursive: true });
+  makeDir(dir);
   const artifacts = await store.artifacts(operationId);
   const files: string[] = [];
   for (const [name, file] of Object.entries(ARTIFACT_FILES)) {

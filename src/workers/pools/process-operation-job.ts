@@ -31,6 +31,7 @@ import type { EventLog } from '../state/event-log.js';
 import { eventPublisher } from './event-publisher.js';
 import { settleFromRuntime } from './owner-watch.js';
 import { loadReceiptKey, signReceipt, type ReceiptKeySource } from '../../operation/receipt-signature.js';
+import { makeDir } from '../../shared/fs/make-dir.js';
 
 export interface PoolContext {
   store: OperationStore;
@@ -68,7 +69,7 @@ export interface JobSummary {
 function freshDir(stateDir: string, operationId: string): void {
   if (claimOperationDir(stateDir, operationId)) return;
   const aside = join(operationsRoot(stateDir), '.attempts');
-  mkdirSync(aside, { recursive: true });
+  makeDir(aside);
   renameSync(operationDir(stateDir, operationId), join(aside, `${operationId}.${Date.now()}`));
   if (!claimOperationDir(stateDir, operationId)) throw new UhError('internal', `cannot claim ${operationDir(stateDir, operationId)}`);
 }

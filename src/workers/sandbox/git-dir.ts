@@ -7,6 +7,7 @@
  */
 import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { makeDir } from '../../shared/fs/make-dir.js';
 
 export interface GitDirSpec {
   /** uh's private dir is bare (its work tree is always given with `--work-tree`); the agent's is not. */
@@ -37,9 +38,9 @@ export function gitDirConfig(spec: Pick<GitDirSpec, 'bare' | 'commit'>): string 
 
 /** Write a fresh git dir at `gitDir` (which must not exist yet, or be empty). */
 export function writeGitDir(gitDir: string, spec: GitDirSpec): void {
-  mkdirSync(join(gitDir, 'objects', 'info'), { recursive: true });
+  makeDir(join(gitDir, 'objects', 'info'));
   mkdirSync(join(gitDir, 'objects', 'pack'));
-  mkdirSync(join(gitDir, 'refs', 'heads'), { recursive: true });
+  makeDir(join(gitDir, 'refs', 'heads'));
   mkdirSync(join(gitDir, 'refs', 'tags'));
   writeFileSync(join(gitDir, 'config'), gitDirConfig(spec));
   writeFileSync(join(gitDir, 'HEAD'), `${spec.commit}\n`);

@@ -14,6 +14,7 @@ import { isRemoteUrl } from '../../shared/contracts/load-mission.js';
 import { git, GitError, type GitCallOptions } from './git.js';
 import { withFileLock } from './file-lock.js';
 import { readLocalRef } from './local-ref.js';
+import { makeDir } from '../../shared/fs/make-dir.js';
 
 export interface Mirror {
   path: string;
@@ -66,7 +67,7 @@ async function ensureMirror(mirror: Mirror, call: GitCallOptions): Promise<void>
   if (existsSync(mirror.path) && mirrorDoubts(mirror.path, await checkedMirrorConfig(mirror.path, call)).length > 0) discardMirror(mirror.path);
   if (existsSync(join(mirror.path, 'HEAD'))) return;
   assertNotOption(mirror.url, 'repository.url');
-  mkdirSync(join(mirror.path, '..'), { recursive: true });
+  makeDir(join(mirror.path, '..'));
   const options = { ...call, cwd: mirror.path, repository: mirror.url };
   const clone = ['clone', '--quiet', '--bare', '--no-local', '--template=', '--', mirror.url, mirror.path];
   await unreachableAsBlocked(mirror.url, git(clone, { ...options, cwd: join(mirror.path, '..'), network: true }));
@@ -268,7 +269,7 @@ async function resolveUncached(cacheDir: string, url: string, ref: string, call:
     throw new UhError('invalid_input', `repository.url: no such directory: ${url}`, { hint: 'give a git URL or a path to a local repository' });
   }
   const mirror = mirrorFor(cacheDir, url);
-  mkdirSync(join(mirror.lockDir, '..'), { recursive: true });
+  makeDir(join(mirror.lockDir, '..'));
   if (!isRemoteUrl(url)) {
     // A local ref resolves in the source itself (read-only): `HEAD` is the user's current commit.
     assertNotOption(ref, 'repository.ref');

@@ -51,6 +51,7 @@ import {
   type SandboxRecord,
 } from './worktree.js';
 import { byCodeUnit } from '../../shared/compare.js';
+import { makeDir } from '../../shared/fs/make-dir.js';
 
 /** `UH_SANDBOX_POOL_SIZE` and `UH_SANDBOX_POOL_IDLE_MINUTES`. */
 export interface PoolSettings {
@@ -234,7 +235,7 @@ function park(cacheDir: string, sandbox: Sandbox, operationId: string, settings:
     throw error;
   }
   writeRecord(cacheDir, { ...record, stamps: restStamps(to) });
-  mkdirSync(dir, { recursive: true });
+  makeDir(dir);
   writeFileSync(join(dir, name), '');
   rmSync(metaPath(cacheDir, sandbox.name), { force: true });
   return null;

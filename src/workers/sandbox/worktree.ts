@@ -24,6 +24,7 @@ import { UhError } from '../../shared/errors.js';
 import { git, type GitCallOptions } from './git.js';
 import { writeGitDir, type GitDirSpec } from './git-dir.js';
 import type { Mirror } from './mirror-cache.js';
+import { makeDir } from '../../shared/fs/make-dir.js';
 
 export const SandboxRecordSchema = z.object({
   name: z.string(),
@@ -66,7 +67,7 @@ export function metaPath(cacheDir: string, name: string): string {
 
 export function writeRecord(cacheDir: string, record: SandboxRecord): void {
   const path = metaPath(cacheDir, record.name);
-  mkdirSync(dirname(path), { recursive: true });
+  makeDir(dirname(path));
   writeFileSync(`${path}.tmp`, JSON.stringify(record, null, 2));
   renameSync(`${path}.tmp`, path);
 }
@@ -144,10 +145,10 @@ export function sandboxName(owner: string): string {
  */
 export async function createSandbox(cacheDir: string, mirror: Mirror, commit: string, operationId: string, now: Date, call: GitCallOptions = {}): Promise<Sandbox> {
   const root = sandboxesRoot(cacheDir);
-  mkdirSync(root, { recursive: true });
+  makeDir(root);
   const name = sandboxName(operationId);
   const paths = sandboxPaths(join(realpathSync(root), name));
-  mkdirSync(paths.path, { recursive: true });
+  makeDir(paths.path);
   const dirMode = lstatSync(paths.path).mode & 0o7777;
   writeRecord(cacheDir, {
     name,

@@ -11,6 +11,7 @@ import { join, posix } from 'node:path';
 import { UhError } from '../../shared/errors.js';
 import { spawnGroup } from '../../shared/process/spawn-group.js';
 import { git, gitArgv, gitEnv, GIT_TIMEOUTS_MS, type GitCallOptions } from '../sandbox/git.js';
+import { makeDir } from '../../shared/fs/make-dir.js';
 
 /** At most this many `.gitignore` files of the base tree are read (more is not a real repository). */
 const MAX_IGNORE_FILES = 2000;
@@ -112,7 +113,7 @@ function readCachedFacts(file: string, baseCommit: string): BaseFacts | null {
 /** Written whole then renamed: a concurrent reader sees the old file or the new one. False when it cannot be written. */
 function writeWhole(dir: string, name: string, text: string): boolean {
   try {
-    mkdirSync(dir, { recursive: true });
+    makeDir(dir);
     const tmp = join(dir, `.${name}.${randomBytes(4).toString('hex')}`);
     writeFileSync(tmp, text);
     renameSync(tmp, join(dir, name));

@@ -12,6 +12,7 @@ import { RUNTIME_CATALOG } from '../../../workers/operation-ports.js';
 import { defaultManifest, loadManifest, manifestPath, mergeConfig } from '../../../operation/resolve-runtime.js';
 import { parseOrThrow } from '../../../shared/contracts/zod-issues.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import { makeDir } from '../../../shared/fs/make-dir.js';
 
 const LIST: CommandSpec = {
   usage: 'uh adapter list [--json] [--state-dir dir]',
@@ -96,7 +97,7 @@ export async function adapterAdd(argv: string[], config: UhConfig): Promise<numb
   };
   // The template must parse strictly, or the user starts from something broken.
   parseOrThrow(adapter.configSchema, manifest.runtime_config, `${kind} template`);
-  mkdirSync(dirname(path), { recursive: true });
+  makeDir(dirname(path));
   writeFileSync(path, `# uh adapter manifest (uh.adapter.v0). Docs: docs/runtimes/${kind}.md\n${toYaml(manifest)}`);
   if (values.json) writeJson({ path, manifest });
   else process.stdout.write(`wrote ${path}\nnext: edit runtime_config, then: uh adapter check ${id}\n`);

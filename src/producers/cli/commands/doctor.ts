@@ -14,6 +14,7 @@ import { spawnGroup } from '../../../shared/process/spawn-group.js';
 import { loadAllRuntimeAdapters } from '../../../workers/runtimes/registry.js';
 import { mergeConfig } from '../../../operation/resolve-runtime.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import { makeDir } from '../../../shared/fs/make-dir.js';
 
 const DOCTOR: CommandSpec = {
   usage: 'uh doctor [--json] [--redis url] [--state-dir dir]',
@@ -42,7 +43,7 @@ function versionAtLeast(version: string, min: number[]): boolean {
 
 function writable(dir: string): string | null {
   try {
-    mkdirSync(dir, { recursive: true });
+    makeDir(dir);
     accessSync(dir, constants.W_OK);
     return null;
   } catch (error) {

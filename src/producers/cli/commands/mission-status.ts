@@ -8,6 +8,7 @@ import { CHECK_LOG_FILE, operationDir, operationsRoot, readReceipt, readRecord }
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 import { checkReceiptText, reportSignature } from '../receipt-check.js';
+import { makeDir } from '../../../shared/fs/make-dir.js';
 
 const STATUS: CommandSpec = {
   usage: 'uh mission status <operation_id> [--json] [--state-dir dir]',
@@ -73,7 +74,7 @@ export async function missionCollect(argv: string[], config: UhConfig): Promise<
   const receipt = readReceipt(got.stateDir, got.id);
   if (!receipt) throw new UhError('not_found', `operation ${got.id} has no receipt yet (state ${got.record.state})`, { hint: `uh mission status ${got.id}` });
   const dir = operationDir(got.stateDir, got.id);
-  mkdirSync(resolve(out), { recursive: true });
+  makeDir(resolve(out));
   const copied: string[] = [];
   for (const name of [...ARTIFACTS, ...readdirSync(dir).filter((f) => CHECK_LOG_FILE.test(f))]) {
     if (!existsSync(join(dir, name))) continue;

@@ -8,6 +8,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { isAbsolute, join, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { SECRET_KEY, secretEnvValues } from '../../../shared/redact.js';
+import { makeDir } from '../../../shared/fs/make-dir.js';
 
 /** A `-c key=value` override value; serialised to TOML by `tomlValue`. */
 const CodexOverrideValue = z.union([z.string(), z.number(), z.boolean(), z.array(z.union([z.string(), z.number(), z.boolean()]))]);
@@ -66,7 +67,7 @@ export function codexChildEnv(config: CodexCommonSettings, base: Readonly<Record
   if (home && existsSync(home) && (resolve(home) === temp || resolve(home).startsWith(`${temp}${sep}`))) {
     const own = join(home, 'tmp');
     try {
-      mkdirSync(own, { recursive: true, mode: 0o700 });
+      makeDir(own, 0o700);
       env.TMPDIR = own;
     } catch {
       // CODEX_HOME unwritable: codex reports that itself.
