@@ -41,7 +41,7 @@ import { readIndexEntries } from '../sandbox/index-file.js';
 import { worktreeAdditions, worktreeUnchanged, type UnchangedBounds } from '../sandbox/worktree-scrub.js';
 import { addedFilesPatch, type AddedFile } from './added-patch.js';
 import { keptExcludesFile, readBaseFacts } from './base-ignore.js';
-import { readIndexState, writeIndexTree, writeStateTree } from './index-tree.js';
+import { readIndexState, writeIndexTree, writeLooseObject, writeStateTree } from './index-tree.js';
 import { plainComponent, stageInProcess, type StagedFile } from './stage-in-process.js';
 import { readAgentHead } from './agent-head.js';
 import { RawPatchSplit } from './raw-patch-split.js';
@@ -118,9 +118,9 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
     let result: { changed: ChangedFile[]; bytes: number; digest: string; tree: string | null } = { changed: [], bytes: 0, digest: EMPTY_DIGEST, tree: base.tree };
     if (listed.paths.length === 0) writeFileSync(patchPath, '');
     else {
-      const { tree, staged } = await stageAndTree(on(index), { workDir, uhIndex: paths.index, index, gitDir: paths.gitDir, baseCommit }, listed);
+      const { tree, added } = await stageAndTree(on(index), { workDir, uhIndex: paths.index, index, gitDir: paths.gitDir, baseCommit }, listed);
       if (tree === base.tree) writeFileSync(patchPath, '');
-      else result = { ...(addedOnlyPatch(listed, staged, patchPath) ?? (await diffAndPatch(g, baseCommit, tree, patchPath))), tree };
+      else result = { ...(added ? writeAddedPatch(added, patchPath) : await diffAndPatch(g, baseCommit, tree, patchPath)), tree };
     }
     const changed = [...result.changed, ...listed.nested.map((path): ChangedFile => ({ path, status: 'added' }))].sort((a, b) => byCodeUnit(a.path, b.path));
     return {
@@ -157,11 +157,11 @@ function listedInProcess(workDir: string, uhIndex: string, baseCommit: string, i
 }
 
 /**
- * A change of new text files only, staged in process: its patch written without git
- * (`added-patch.ts`, git's bytes). Null when it is anything else: `diff-tree` writes it.
+ * A change of new text files only, staged in process: the files, in git's order, and their patch
+ * as git prints it (`added-patch.ts`). Null when it is anything else: `diff-tree` writes it.
  */
-function addedOnlyPatch(listed: { paths: string[]; onlyAdded: boolean }, staged: Map<string, StagedFile> | null, patchPath: string): { changed: ChangedFile[]; bytes: number; digest: string } | null {
-  if (!listed.onlyAdded || staged === null) return null;
+function addedOnly(listed: { paths: string[]; onlyAdded: boolean }, staged: Map<string, StagedFile>): AddedChange | null {
+  if (!listed.onlyAdded) return null;
   const files: AddedFile[] = [];
   for (const path of [...listed.paths].sort(byCodeUnit)) {
     const file = staged.get(Buffer.from(path, 'utf8').toString('latin1'));
@@ -169,9 +169,17 @@ function addedOnlyPatch(listed: { paths: string[]; onlyAdded: boolean }, staged:
     files.push({ path, mode: file.mode, id: file.id, body: file.body });
   }
   const patch = addedFilesPatch(files);
-  if (patch === null) return null;
-  writeFileSync(patchPath, patch);
-  return { changed: files.map(({ path }): ChangedFile => ({ path, status: 'added' })), bytes: patch.length, digest: `sha256:${createHash('sha256').update(patch).digest('hex')}` };
+  return patch && { paths: files.map((f) => f.path), patch };
+}
+
+interface AddedChange {
+  paths: string[];
+  patch: Buffer;
+}
+
+function writeAddedPatch(added: AddedChange, patchPath: string): { changed: ChangedFile[]; bytes: number; digest: string } {
+  writeFileSync(patchPath, added.patch);
+  return { changed: added.paths.map((path): ChangedFile => ({ path, status: 'added' })), bytes: added.patch.length, digest: `sha256:${createHash('sha256').update(added.patch).digest('hex')}` };
 }
 
 /**
@@ -179,24 +187,30 @@ function addedOnlyPatch(listed: { paths: string[]; onlyAdded: boolean }, staged:
  * process (`stage-in-process.ts`, `index-tree.ts`); else `add` stages it and the tree is built
  * from the index `add` wrote, or by `git write-tree` when that reader cannot vouch for it. The
  * final tree is what a promotion must reproduce; if git cannot write it either, promotion checks
- * the diff digest only (null).
+ * the diff digest only (null). New text files alone (`added`, their patch made here) need no git
+ * process after this one, so their objects are never written: only their ids are computed.
  */
-async function stageAndTree(run: GitRun, at: { workDir: string; uhIndex: string; index: string; gitDir: string; baseCommit: string }, listed: { paths: string[]; deleted: string[] }): Promise<{ tree: string | null; staged: Map<string, StagedFile> | null }> {
+async function stageAndTree(run: GitRun, at: { workDir: string; uhIndex: string; index: string; gitDir: string; baseCommit: string }, listed: { paths: string[]; deleted: string[]; onlyAdded: boolean }): Promise<{ tree: string | null; added: AddedChange | null }> {
   const hashBytes = objectIdBytes(at.baseCommit);
   const objectsDir = join(at.gitDir, 'objects');
   // uh's index is read, never written: the in-process staging changes a copy in memory.
   const state = readIndexState(at.uhIndex, hashBytes);
-  const staged = state && stageInProcess({ state, workDir: at.workDir, gitDir: at.gitDir, baseCommit: at.baseCommit, listed });
+  const staged = state && stageInProcess({ state, workDir: at.workDir, gitDir: at.gitDir, baseCommit: at.baseCommit, listed, hashOnly: true });
   if (state && staged) {
-    const tree = writeStateTree(state, objectsDir);
-    if (tree !== null) return { tree, staged };
+    const added = addedOnly(listed, staged);
+    const tree = added && writeStateTree(state, null);
+    if (tree) return { tree, added };
+    // diff-tree reads them: the blobs and trees are written now.
+    for (const file of staged.values()) if (file) writeLooseObject(objectsDir, state.hash, 'blob', file.body);
+    const written = writeStateTree(state, objectsDir);
+    if (written !== null) return { tree: written, added: null };
   }
   copyIndex(at.uhIndex, at.index);
   await stage(run, listed);
   const built = writeIndexTree(at.index, objectsDir, hashBytes);
-  if (built !== null) return { tree: built, staged: null };
+  if (built !== null) return { tree: built, added: null };
   const written = (await run(['write-tree'], { okCodes: [1, 128] })).stdout.trim();
-  return { tree: TREE.test(written) ? written : null, staged: null };
+  return { tree: TREE.test(written) ? written : null, added: null };
 }
 
 /**

@@ -22,6 +22,7 @@ import { lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { parseIndex } from '../sandbox/index-file.js';
+import { makeDir } from '../../shared/fs/make-dir.js';
 
 export interface IndexEntry {
   /** The path as bytes (latin1 keeps every byte as one char, and orders them as git does). */
@@ -46,7 +47,8 @@ export interface IndexState {
 }
 
 interface TreeBuild extends IndexState {
-  objectsDir: string;
+  /** Null: the ids only, nothing written. */
+  objectsDir: string | null;
 }
 
 const STAT_BYTES = 40;
@@ -73,8 +75,11 @@ export function readIndexState(indexPath: string, hashBytes: 20 | 32): IndexStat
   });
 }
 
-/** The tree of `state`, its tree objects written to `objectsDir`; null for a file and a directory of one name. */
-export function writeStateTree(state: IndexState, objectsDir: string): string | null {
+/**
+ * The tree of `state`, its tree objects written to `objectsDir` (null: the id only, for a caller
+ * no git process will read them for); null for a file and a directory of one name.
+ */
+export function writeStateTree(state: IndexState, objectsDir: string | null): string | null {
   return vouched(() => buildTree({ ...state, objectsDir }, 0, state.entries.length, '').toString('hex'));
 }
 
@@ -175,15 +180,16 @@ function buildTree(build: TreeBuild, from: number, to: number, dir: string): Buf
   return writeLooseObject(build.objectsDir, build.hash, 'tree', Buffer.concat(parts));
 }
 
-/** An object written loose, as git writes one (read-only, renamed into place) unless it is there; its id. */
-export function writeLooseObject(objectsDir: string, hash: 'sha1' | 'sha256', type: 'blob' | 'tree', body: Buffer): Buffer {
+/** An object written loose, as git writes one (read-only, renamed into place) unless it is there (or `objectsDir` is null); its id. */
+export function writeLooseObject(objectsDir: string | null, hash: 'sha1' | 'sha256', type: 'blob' | 'tree', body: Buffer): Buffer {
   const object = Buffer.concat([Buffer.from(`${type} ${body.length}\0`, 'latin1'), body]);
   const id = createHash(hash).update(object).digest();
+  if (objectsDir === null) return id;
   const hex = id.toString('hex');
   const dir = join(objectsDir, hex.slice(0, 2));
   const path = join(dir, hex.slice(2));
   if (lstatSync(path, { throwIfNoEntry: false }) === undefined) {
-    mkdirSync(dir, { recursive: true });
+    makeDir(dir);
     const tmp = join(dir, `tmp_obj_${process.pid}_${hex.slice(2, 10)}`);
     writeFileSync(tmp, deflateSync(object), { mode: 0o444 });
     renameSync(tmp, path);

@@ -41,6 +41,8 @@ export interface StageInput {
   baseCommit: string;
   /** The listing: every path to stage, and which of them are deleted (`parseListing`). */
   listed: { paths: readonly string[]; deleted: readonly string[] };
+  /** The blobs' ids only, none written (the caller writes them, from what is returned, if git needs them). */
+  hashOnly?: boolean;
 }
 
 /** One staged path: its new entry and the bytes its blob holds (null: deleted). */
@@ -67,7 +69,7 @@ export function stageInProcess(input: StageInput): Map<string, StagedFile> | nul
 }
 
 /** Each listed path's new entry (null: deleted), its blob written; null when one is not plain. */
-function readChanges({ state, workDir, gitDir, listed }: StageInput): Map<string, StagedFile> | null {
+function readChanges({ state, workDir, gitDir, listed, hashOnly }: StageInput): Map<string, StagedFile> | null {
   const gone = new Set(listed.deleted);
   const changes = new Map<string, StagedFile>();
   const dirs = new Map<string, boolean>();
@@ -81,7 +83,7 @@ function readChanges({ state, workDir, gitDir, listed }: StageInput): Map<string
     if (!parentsArePlain(workDir, path, dirs)) return null;
     const read = readStaged(join(workDir, path));
     if (read === null || (total += read.body.length) > MAX_TOTAL_BYTES) return null;
-    changes.set(key, { path: key, mode: read.mode, id: writeLooseObject(join(gitDir, 'objects'), state.hash, 'blob', read.body), body: read.body });
+    changes.set(key, { path: key, mode: read.mode, id: writeLooseObject(hashOnly ? null : join(gitDir, 'objects'), state.hash, 'blob', read.body), body: read.body });
   }
   return changes;
 }

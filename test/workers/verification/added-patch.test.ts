@@ -1,12 +1,12 @@
 /**
  * A change that only adds text files: listed without git when the base has no ignore rule
  * (`worktreeAdditions`), staged in process, and its patch written in process (`added-patch.ts`).
- * The patch must be git's, byte for byte: each case is checked against `git diff-tree` of the same
- * two trees, and applied with `git apply` to a clone of the base, where it must give the tree the
- * receipt names. Anything else (binary content, a symlink, a modified file) goes to git as before.
+ * The patch must be git's, byte for byte: each case is checked against git's own staging (its
+ * tree must be the one the capture named) and `git diff-tree`, and applied with `git apply` to a
+ * clone of the base, where it must give that tree again. No object is written for it. Anything else (binary content, a symlink, a modified file) goes to git as before.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sandboxPaths } from '../../../src/workers/sandbox/worktree.js';
@@ -48,6 +48,28 @@ function randomFiles(seed: number): Array<{ path: string; content: string; exec:
   });
 }
 
+/** The loose objects of the sandbox's private store. */
+function looseObjects(work: string): string[] {
+  const objects = join(sandboxPaths(work).gitDir, 'objects');
+  return readdirSync(objects).filter((d) => /^[0-9a-f]{2}$/.test(d)).flatMap((d) => readdirSync(join(objects, d)).map((f) => d + f)).sort();
+}
+
+/**
+ * git's own staging and patch of the worktree, on a scratch copy of uh's index: its tree must be
+ * the one the capture named, and its diff-tree patch is returned.
+ */
+function gitsPatch(work: string, base: string, tree: string): Buffer {
+  const paths = sandboxPaths(work);
+  const index = join(tempDir('uh-added-index-'), 'index');
+  dirs.push(dirname(index));
+  copyFileSync(paths.index, index);
+  const env = { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_INDEX_FILE: index };
+  const run = (args: string[]) => execFileSync('git', [`--git-dir=${paths.gitDir}`, `--work-tree=${work}`, ...args], { cwd: work, env, stdio: 'pipe', maxBuffer: 64 * 1024 * 1024 });
+  run(['add', '--all', '--force', '.']);
+  expect(run(['write-tree']).toString().trim()).toBe(tree);
+  return run(['diff-tree', '-r', '--no-ext-diff', '--no-textconv', '--binary', '--full-index', '-M', '--patch', base, tree]);
+}
+
 async function sandboxWith(base: Record<string, string>, id: string) {
   const s = await freshSandbox(base, id, dirs, 'uh-added-');
   await captureDiff(s.sandbox.path, s.commit, s.patch, s.scratch, { baseFactsDir: s.baseFactsDir }); // caches the base facts
@@ -68,12 +90,15 @@ describe('a change that only adds text files', () => {
         writeFileSync(abs, file.content);
         if (file.exec) chmodSync(abs, 0o755);
       }
+      const objectsBefore = looseObjects(s.sandbox.path);
       const before = gitProcesses();
       const got = await captureDiff(s.sandbox.path, s.commit, s.patch, s.scratch, { baseFactsDir: s.baseFactsDir });
       expect(gitProcesses() - before, `seed ${seed}`).toBe(processes);
       expect(got.changed).toEqual([...files].map((f) => ({ path: f.path, status: 'added' })).sort((a, b) => (a.path < b.path ? -1 : 1)));
+      // Only the ids were computed: no object was written for git to read.
+      expect(looseObjects(s.sandbox.path), `seed ${seed}`).toEqual(objectsBefore);
       const ours = readFileSync(s.patch);
-      const gits = git([`--git-dir=${sandboxPaths(s.sandbox.path).gitDir}`, 'diff-tree', '-r', '--no-ext-diff', '--no-textconv', '--binary', '--full-index', '-M', '--patch', s.commit, got.tree!]);
+      const gits = gitsPatch(s.sandbox.path, s.commit, got.tree!);
       expect(ours.toString('latin1'), `seed ${seed}`).toBe(gits.toString('latin1'));
       expect(got.bytes).toBe(ours.length);
 
@@ -99,8 +124,7 @@ describe('a change that only adds text files', () => {
       expect(spawnCounts()['git diff-tree'] ?? 0).toBeGreaterThan(0);
       expect(gitProcesses() - before, name).toBeGreaterThanOrEqual(1);
       expect(readFileSync(s.patch, 'utf8'), name).toContain(marker);
-      const gits = git([`--git-dir=${sandboxPaths(s.sandbox.path).gitDir}`, 'diff-tree', '-r', '--no-ext-diff', '--no-textconv', '--binary', '--full-index', '-M', '--patch', s.commit, got.tree!]);
-      expect(readFileSync(s.patch).equals(gits), name).toBe(true);
+      expect(readFileSync(s.patch).equals(gitsPatch(s.sandbox.path, s.commit, got.tree!)), name).toBe(true);
     }
   });
 });
