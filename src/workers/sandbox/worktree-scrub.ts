@@ -19,7 +19,7 @@
  *   would come to nothing that changes the tree: every tracked path there with its kind, its
  *   owner x bit and its content, and nothing else. Any doubt (an extra entry, a submodule, a
  *   racy entry it may not hash) is false, and git answers. `worktreeAdditions` is the same
- *   walk listing the new regular files too, for a base commit with no ignore rule.
+ *   walk listing the new regular files too, under the base commit's ignore rules.
  */
 import { createHash } from 'node:crypto';
 import { chmodSync, lstatSync, readdirSync, readFileSync, readlinkSync, rmSync, type BigIntStats } from 'node:fs';
@@ -136,7 +136,12 @@ export interface AdditionBounds extends UnchangedBounds {
   maxAdded: number;
   /** A new entry's name uh's in-process staging takes as it is (anything else: git lists). */
   plainName: (name: string) => boolean;
+  /** The base commit's ignore rules: an ignored new entry is left out, and all it holds. */
+  ignored: (path: string, isDir: boolean) => boolean;
 }
+
+/** A name the ignore rules are matched against as git matches them (one byte, one character). */
+const ASCII_NAME = /^[\x20-\x7e]+$/;
 
 /**
  * True when the worktree (its top-level `.git` aside) holds exactly the tracked entries of the
@@ -147,17 +152,18 @@ export interface AdditionBounds extends UnchangedBounds {
  * convert it (a tracked `.gitattributes`).
  */
 export function worktreeUnchanged(root: string, indexFile: string, entries: readonly IndexEntry[], algorithm: 'sha1' | 'sha256', bounds: UnchangedBounds): boolean {
-  return worktreeAdditions(root, indexFile, entries, algorithm, { ...bounds, maxAdded: 0, plainName: () => false })?.length === 0;
+  return worktreeAdditions(root, indexFile, entries, algorithm, { ...bounds, maxAdded: 0, plainName: () => false, ignored: () => false })?.length === 0;
 }
 
 /**
  * The new files of a worktree whose tracked entries are all exactly as `worktreeUnchanged` wants
- * them: their paths, sorted as git sorts them; what `ls-files --others` lists with no ignore rule
- * (the caller applies none only when the base commit has none). Read-only. Null on any doubt, the
- * caller asks git: a tracked entry changed or not provable (as in `worktreeUnchanged`), a new
- * entry that is not a regular file or a directory holding some, a `.git` anywhere below the top
- * (a nested repository), an empty new directory, a name outside `bounds.plainName`, more than
- * `bounds.maxAdded` new files.
+ * them: their paths, sorted as git sorts them; what `ls-files --others` lists under the ignore
+ * rules `bounds.ignored` (an ignored entry is skipped whole, whatever it is). Read-only. Null on
+ * any doubt, the caller asks git: a tracked entry changed or not provable (as in
+ * `worktreeUnchanged`), a new entry that is not a regular file or a directory holding some, a
+ * `.git` anywhere below the top (a nested repository), an empty new directory, a name outside
+ * printable ASCII or, unless ignored, outside `bounds.plainName`, more than `bounds.maxAdded` new
+ * files.
  */
 export function worktreeAdditions(root: string, indexFile: string, entries: readonly IndexEntry[], algorithm: 'sha1' | 'sha256', bounds: AdditionBounds): string[] | null {
   if (entries.length > bounds.maxEntries) return null;
@@ -191,7 +197,9 @@ export function worktreeAdditions(root: string, indexFile: string, entries: read
 /** A new entry's regular files pushed to `added`; false when it is anything `worktreeAdditions` leaves to git. */
 function newEntries(rel: string, abs: string, isDir: boolean, added: string[], bounds: AdditionBounds): boolean {
   const name = rel.slice(rel.lastIndexOf('/') + 1);
-  if (name === '.git' || !bounds.plainName(name)) return false;
+  if (name === '.git' || !ASCII_NAME.test(name)) return false;
+  if (bounds.ignored(rel, isDir)) return true;
+  if (!bounds.plainName(name)) return false;
   if (!isDir) {
     if (!lstatSync(abs).isFile()) return false;
     added.push(rel);

@@ -14,18 +14,18 @@
  *
  * Processes: none when nothing changed: a small worktree is first compared with uh's index in
  * process (`worktreeUnchanged`: stat data, else content) and, exactly as checked out, gives the
- * base tree and an empty patch; none either when it only gained new files and the base commit
- * has no ignore rule (`worktreeAdditions` lists them). Otherwise one `ls-files` lists every
- * modified, deleted and untracked path; when it lists none the final tree is the base tree and
- * nothing else runs.
+ * base tree and an empty patch; none either when it only gained new files (`worktreeAdditions`
+ * lists them, under the base's ignore rules when `ignore-rules.ts` takes them). Otherwise one
+ * `ls-files` lists every modified, deleted and untracked path; when it lists none the final tree
+ * is the base tree and nothing else runs.
  * Otherwise one `add` stages exactly those paths, given on its stdin (deleted ones leave by
  * `rm --cached` first, one more process), and the final tree is built from the index it wrote
  * (`index-tree.ts`; `write-tree` when that reader cannot vouch for it); a plain change (no
  * attributes, plain names, small files: `stage-in-process.ts`) is staged and its tree built in
  * process, with no git process at all. Then one `diff-tree --patch-with-raw` gives the names
  * (renames detected) and the patch together; for new text files staged in process, the patch is
- * written in process instead (`added-patch.ts`, git's bytes). The base commit's tree and ignore rules come from
- * uh's cache (`baseFactsDir`), or two more git processes the first time.
+ * written in process instead (`added-patch.ts`, git's bytes). The base commit's tree and ignore
+ * rules come from uh's cache (`baseFactsDir`), or two more git processes the first time.
  */
 import { copyFileSync, existsSync, lstatSync, readlinkSync, realpathSync, rmSync, statSync, utimesSync, writeFileSync, createWriteStream } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -41,6 +41,7 @@ import { readIndexEntries } from '../sandbox/index-file.js';
 import { worktreeAdditions, worktreeUnchanged, type UnchangedBounds } from '../sandbox/worktree-scrub.js';
 import { addedFilesPatch, type AddedFile } from './added-patch.js';
 import { keptExcludesFile, readBaseFacts } from './base-ignore.js';
+import { compileIgnoreRules } from './ignore-rules.js';
 import { readIndexState, writeIndexTree, writeLooseObject, writeStateTree } from './index-tree.js';
 import { plainComponent, stageInProcess, type StagedFile } from './stage-in-process.js';
 import { readAgentHead } from './agent-head.js';
@@ -138,10 +139,11 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
 }
 
 /**
- * The listing without git, for a small worktree: [] when it is exactly the base commit as uh
- * checked it out (`worktreeUnchanged`), else the new files when nothing else changed
- * (`worktreeAdditions`) and the base commit has no ignore rule that could hide one. Null on any
- * doubt, an entry it cannot read included (a directory the agent made unreadable): git lists.
+ * The listing without git, for a small worktree: the new files when nothing else changed
+ * (`worktreeAdditions`, [] when it is exactly the base commit as uh checked it out), under the
+ * base commit's ignore rules when `ignore-rules.ts` takes them; else only the unchanged case
+ * (`worktreeUnchanged`, where any new entry is a doubt). Null on any doubt, an entry it cannot
+ * read included (a directory the agent made unreadable): git lists.
  */
 function listedInProcess(workDir: string, uhIndex: string, baseCommit: string, ignoreRules: string): string[] | null {
   try {
@@ -149,8 +151,9 @@ function listedInProcess(workDir: string, uhIndex: string, baseCommit: string, i
     const entries = readIndexEntries(uhIndex, objectIdBytes(baseCommit), UNCHANGED_BOUNDS.maxEntries);
     if (entries === null) return null;
     const format = objectFormatOf(baseCommit);
-    if (ignoreRules !== '') return worktreeUnchanged(workDir, uhIndex, entries, format, UNCHANGED_BOUNDS) ? [] : null;
-    return worktreeAdditions(workDir, uhIndex, entries, format, { ...UNCHANGED_BOUNDS, maxAdded: MAX_ADDED_LISTED, plainName: plainComponent });
+    const ignored = ignoreRules === '' ? () => false : compileIgnoreRules(ignoreRules);
+    if (ignored === null) return worktreeUnchanged(workDir, uhIndex, entries, format, UNCHANGED_BOUNDS) ? [] : null;
+    return worktreeAdditions(workDir, uhIndex, entries, format, { ...UNCHANGED_BOUNDS, maxAdded: MAX_ADDED_LISTED, plainName: plainComponent, ignored });
   } catch {
     return null;
   }

@@ -1,6 +1,7 @@
 /**
- * A change that only adds text files: listed without git when the base has no ignore rule
- * (`worktreeAdditions`), staged in process, and its patch written in process (`added-patch.ts`).
+ * A change that only adds text files: listed without git under the base's ignore rules
+ * (`worktreeAdditions`, `ignore-rules.ts`), staged in process, and its patch written in process
+ * (`added-patch.ts`). The listing must be git's `ls-files --others --exclude-from` of the rules.
  * The patch must be git's, byte for byte: each case is checked against git's own staging (its
  * tree must be the one the capture named) and `git diff-tree`, and applied with `git apply` to a
  * clone of the base, where it must give that tree again. No object is written for it. Anything else (binary content, a symlink, a modified file) goes to git as before.
@@ -58,16 +59,19 @@ function looseObjects(work: string): string[] {
  * git's own staging and patch of the worktree, on a scratch copy of uh's index: its tree must be
  * the one the capture named, and its diff-tree patch is returned.
  */
-function gitsPatch(work: string, base: string, tree: string): Buffer {
+function gitsPatch(work: string, base: string, tree: string, rules = ''): { patch: Buffer; listed: string[] } {
   const paths = sandboxPaths(work);
-  const index = join(tempDir('uh-added-index-'), 'index');
-  dirs.push(dirname(index));
+  const scratch = tempDir('uh-added-index-');
+  dirs.push(scratch);
+  const index = join(scratch, 'index');
   copyFileSync(paths.index, index);
+  writeFileSync(join(scratch, 'rules'), rules);
   const env = { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_INDEX_FILE: index };
-  const run = (args: string[]) => execFileSync('git', [`--git-dir=${paths.gitDir}`, `--work-tree=${work}`, ...args], { cwd: work, env, stdio: 'pipe', maxBuffer: 64 * 1024 * 1024 });
-  run(['add', '--all', '--force', '.']);
+  const run = (args: string[], input?: string) => execFileSync('git', [`--git-dir=${paths.gitDir}`, `--work-tree=${work}`, ...args], { cwd: work, env, input, stdio: 'pipe', maxBuffer: 64 * 1024 * 1024 });
+  const listed = run(['ls-files', '-z', '--others', '--modified', `--exclude-from=${join(scratch, 'rules')}`]).toString().split('\0').filter(Boolean).sort();
+  if (listed.length > 0) run(['add', '--force', '--pathspec-from-file=-', '--pathspec-file-nul'], `${listed.join('\0')}\0`);
   expect(run(['write-tree']).toString().trim()).toBe(tree);
-  return run(['diff-tree', '-r', '--no-ext-diff', '--no-textconv', '--binary', '--full-index', '-M', '--patch', base, tree]);
+  return { patch: run(['diff-tree', '-r', '--no-ext-diff', '--no-textconv', '--binary', '--full-index', '-M', '--patch', base, tree]), listed };
 }
 
 async function sandboxWith(base: Record<string, string>, id: string) {
@@ -77,13 +81,15 @@ async function sandboxWith(base: Record<string, string>, id: string) {
 }
 
 describe('a change that only adds text files', () => {
+  const RULES = 'z-*\n/A.txt\nsrc/deep/\n*.b\n';
   it.each([
-    ['a base with no ignore rule: listed, staged and its patch written with no git process', { 'README.md': '# one\n', 'src/keep.ts': 'k\n' }, 0],
-    ['a base with ignore rules: git lists (one process), the patch is still written in process', { 'README.md': '# one\n', '.gitignore': '*.log\n', 'src/keep.ts': 'k\n' }, 1],
-  ])('%s; the patch is git diff-tree\'s and applies to the base', async (_name, base, processes) => {
+    ['a base with no ignore rule', { 'README.md': '# one\n', 'src/keep.ts': 'k\n' }, '', 0],
+    ['a base with ignore rules ignore-rules.ts takes (some new files ignored)', { 'README.md': '# one\n', '.gitignore': RULES, 'src/keep.ts': 'k\n' }, RULES, 0],
+    ['a base with a negated rule: git lists (one process)', { 'README.md': '# one\n', '.gitignore': `${RULES}!z-last\n`, 'src/keep.ts': 'k\n' }, `${RULES}!z-last\n`, 1],
+  ])('%s: listed as git lists, staged and patched in process; the patch is git diff-tree\'s and applies to the base', async (_name, base, rules, processes) => {
     for (let seed = 1; seed <= 12; seed++) {
-      const s = await sandboxWith(base, `op-added-${processes}-${seed}`);
-      const files = randomFiles(seed * 7919 + processes);
+      const s = await sandboxWith(base, `op-added-${processes}-${rules.length}-${seed}`);
+      const files = randomFiles(seed * 7919 + rules.length);
       for (const file of files) {
         const abs = join(s.sandbox.path, file.path);
         mkdirSync(dirname(abs), { recursive: true });
@@ -94,19 +100,20 @@ describe('a change that only adds text files', () => {
       const before = gitProcesses();
       const got = await captureDiff(s.sandbox.path, s.commit, s.patch, s.scratch, { baseFactsDir: s.baseFactsDir });
       expect(gitProcesses() - before, `seed ${seed}`).toBe(processes);
-      expect(got.changed).toEqual([...files].map((f) => ({ path: f.path, status: 'added' })).sort((a, b) => (a.path < b.path ? -1 : 1)));
       // Only the ids were computed: no object was written for git to read.
       expect(looseObjects(s.sandbox.path), `seed ${seed}`).toEqual(objectsBefore);
+      const gits = gitsPatch(s.sandbox.path, s.commit, got.tree!, rules);
+      expect(got.changed.map((c) => c.path), `seed ${seed}`).toEqual(gits.listed);
+      expect(got.changed.every((c) => c.status === 'added')).toBe(true);
       const ours = readFileSync(s.patch);
-      const gits = gitsPatch(s.sandbox.path, s.commit, got.tree!);
-      expect(ours.toString('latin1'), `seed ${seed}`).toBe(gits.toString('latin1'));
+      expect(ours.toString('latin1'), `seed ${seed}`).toBe(gits.patch.toString('latin1'));
       expect(got.bytes).toBe(ours.length);
 
       const clone = tempDir('uh-added-apply-');
       dirs.push(clone);
       git(['clone', '-q', s.sandbox.path, clone]);
       git(['checkout', '-q', s.commit], clone);
-      git(['apply', '--index', s.patch], clone);
+      if (got.bytes > 0) git(['apply', '--index', s.patch], clone);
       expect(git(['write-tree'], clone).toString().trim(), `seed ${seed}`).toBe(got.tree);
     }
   });
@@ -124,13 +131,13 @@ describe('a change that only adds text files', () => {
       expect(spawnCounts()['git diff-tree'] ?? 0).toBeGreaterThan(0);
       expect(gitProcesses() - before, name).toBeGreaterThanOrEqual(1);
       expect(readFileSync(s.patch, 'utf8'), name).toContain(marker);
-      expect(readFileSync(s.patch).equals(gitsPatch(s.sandbox.path, s.commit, got.tree!)), name).toBe(true);
+      expect(readFileSync(s.patch).equals(gitsPatch(s.sandbox.path, s.commit, got.tree!).patch), name).toBe(true);
     }
   });
 });
 
 describe('worktreeAdditions', () => {
-  const BOUNDS = { maxEntries: 500, maxHashBytes: 1024 * 1024, maxAdded: 3, plainName: plainComponent };
+  const BOUNDS = { maxEntries: 500, maxHashBytes: 1024 * 1024, maxAdded: 3, plainName: plainComponent, ignored: (path: string) => path.startsWith('ign') };
 
   it.each<[string, (root: string) => void, string[] | null]>([
     ['nothing changed', () => {}, []],
@@ -142,6 +149,8 @@ describe('worktreeAdditions', () => {
     ['a new symlink', (r) => symlinkSync('README.md', join(r, 'link')), null],
     ['a name git would quote', (r) => writeFileSync(join(r, 'na me'), 'x'), null],
     ['more new files than the bound', (r) => ['a', 'b', 'c', 'd'].forEach((n) => writeFileSync(join(r, n), n)), null],
+    ['ignored entries of any kind, left out whole', (r) => { mkdirSync(join(r, 'ign-dir/.git'), { recursive: true }); symlinkSync('README.md', join(r, 'ign-link')); mkdirSync(join(r, 'ign-empty')); writeFileSync(join(r, 'n.txt'), 'n'); }, ['n.txt']],
+    ['a name outside printable ASCII, even one the rules would ignore', (r) => writeFileSync(join(r, 'ign-é'), 'x'), null],
   ])('%s', async (_name, change, expected) => {
     const s = await freshSandbox({ 'README.md': '# one\n', 'src/app.ts': 'a\n' }, `op-additions-${Math.random().toString(16).slice(2, 8)}`, dirs, 'uh-additions-');
     change(s.sandbox.path);

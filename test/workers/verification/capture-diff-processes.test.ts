@@ -77,8 +77,13 @@ describe('captureDiff processes', () => {
     writeFileSync(kept, '*\n');
     writeFileSync(join(sandbox.path, 'new.txt'), 'seen\n');
     writeFileSync(join(sandbox.path, 'x.log'), 'ignored by the base\n');
+    // New files alone are listed in process from the base facts (the kept file is never read):
+    // a tracked change too makes git list, with the kept file.
+    const inProcess = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+    expect(inProcess.changed).toEqual([{ path: 'new.txt', status: 'added' }]);
+    writeFileSync(join(sandbox.path, 'README.md'), '# two\n');
     const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
-    expect(changed.changed).toEqual([{ path: 'new.txt', status: 'added' }]);
+    expect(changed.changed).toEqual([{ path: 'new.txt', status: 'added' }, { path: 'README.md', status: 'modified' }].sort((a, b) => (a.path < b.path ? -1 : 1)));
     expect(readFileSync(kept, 'utf8')).not.toBe('*\n');
   });
 
@@ -93,11 +98,12 @@ describe('captureDiff processes', () => {
     chmodSync(join(bin, 'git'), 0o755);
     writeFileSync(join(sandbox.path, 'new.txt'), 'seen\n');
     writeFileSync(join(sandbox.path, 'x.log'), 'ignored by the base\n');
+    writeFileSync(join(sandbox.path, 'README.md'), '# two\n'); // a tracked change: git lists
     const path = process.env.PATH;
     process.env.PATH = `${bin}:${path}`;
     try {
       const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
-      expect(changed.changed).toEqual([{ path: 'new.txt', status: 'added' }]);
+      expect(changed.changed).toEqual([{ path: 'README.md', status: 'modified' }, { path: 'new.txt', status: 'added' }]);
     } finally {
       process.env.PATH = path;
     }
