@@ -1,0 +1,63 @@
+/**
+ * What a whole inline run costs in processes, once its repository is known (mirror, base facts,
+ * a pooled sandbox): the runtime alone. A mission that adds files to a repository with an
+ * ordinary `.gitignore`, and leaves ignored output behind, runs no git process from the ref's
+ * resolution to the sandbox's return to the pool; its receipt names the new file only and its
+ * patch is git's. Guards the per-mission figures of docs/benchmarks.md (issue 16).
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { MissionSchema } from '../../src/shared/contracts/mission.js';
+import { spawnCounts } from '../../src/shared/process/spawn-group.js';
+import { runInline } from '../../src/workers/inline/run-inline.js';
+import { makeRepo } from '../support/git-repo.js';
+import { removeDir, tempDir } from '../support/temp.js';
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach(removeDir));
+let n = 0;
+
+function counts(): { git: number; all: number } {
+  const c = Object.entries(spawnCounts());
+  return { git: c.filter(([k]) => k.startsWith('git ')).reduce((s, [, v]) => s + v, 0), all: c.reduce((s, [, v]) => s + v, 0) };
+}
+
+async function run(repo: string, cacheDir: string, stateDir: string, script: string) {
+  const mission = MissionSchema.parse({
+    schema_version: 'uh.mission.v0',
+    mission_id: 'm-processes',
+    operation_id: `processes-${process.pid}-${++n}`,
+    title: 'processes',
+    objective: 'add a file',
+    repository: { url: repo, ref: 'main' },
+    runtime: 'command',
+    runtime_config_overrides: { command: { argv: ['sh', '-c', script] } },
+    scope: { allowed_change_globs: ['hello.txt'] },
+    timeout_seconds: 60,
+  });
+  const out = await runInline(mission, { stateDir, cacheDir, isolation: 'off', sandboxPool: { size: 2, idleMs: 3_600_000 } });
+  if (out.kind !== 'ran') throw new Error(`not run: ${out.kind}`);
+  return out;
+}
+
+describe('an inline run on a known repository', () => {
+  it('adding a file, with ignored output left behind: one process (the runtime), no git at all', async () => {
+    const repo = makeRepo({ 'README.md': '# demo\n', '.gitignore': '*.log\nnode_modules/\n/dist\n', 'src/app.ts': 'export {};\n' });
+    const cacheDir = tempDir('uh-inline-proc-cache-');
+    const stateDir = tempDir('uh-inline-proc-state-');
+    dirs.push(repo, cacheDir, stateDir);
+    const script = 'printf "hello\\n" > hello.txt; echo log > run.log; mkdir -p node_modules/x dist && echo y > node_modules/x/i.js && echo z > dist/out.js';
+    await run(repo, cacheDir, stateDir, script); // the mirror, the base facts, the first sandbox
+    await run(repo, cacheDir, stateDir, script); // a pooled sandbox, cleaned and pooled again
+
+    const before = counts();
+    const out = await run(repo, cacheDir, stateDir, script);
+    const after = counts();
+    expect({ git: after.git - before.git, all: after.all - before.all }).toEqual({ git: 0, all: 1 });
+    expect(out.receipt).toMatchObject({ status: 'completed', changed_files: [{ path: 'hello.txt', status: 'added' }], scope: { ok: true } });
+    const patch = readFileSync(join(out.dir, 'diff.patch'), 'utf8');
+    expect(patch).toBe(`diff --git a/hello.txt b/hello.txt\nnew file mode 100644\nindex ${'0'.repeat(40)}..${execFileSync('git', ['hash-object', '--stdin'], { input: 'hello\n' }).toString().trim()}\n--- /dev/null\n+++ b/hello.txt\n@@ -0,0 +1 @@\n+hello\n`);
+  });
+});
