@@ -6,7 +6,7 @@
  * bytes the first time a receipt is signed). A fleet shares one key through `UH_RECEIPT_KEY`.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Receipt, ReceiptSignature } from '../shared/contracts/receipt.js';
 import { UhError } from '../shared/errors.js';

@@ -1,5 +1,5 @@
 /** Inline batches: the create-once batch record file `<state>/batches/<batch>.json`. */
-import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { UhError } from '../shared/errors.js';
 import { assertSameBatch, BatchRecordSchema, type BatchRecord } from '../shared/batch/record.js';

@@ -4,7 +4,7 @@
  * (`$GITHUB_OUTPUT`), the step summary (`$GITHUB_STEP_SUMMARY`) and `::error` annotations
  * (`GITHUB_ACTIONS=true`; on stderr when stdout carries --json).
  */
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { UhConfig } from '../../shared/config.js';
 import type { Receipt } from '../../shared/contracts/receipt.js';

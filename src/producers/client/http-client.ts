@@ -2,7 +2,7 @@
  * The client over the HTTP API (`uh api start`, docs/http-api.md): the documented `/v1` paths,
  * bearer token, `{error: {kind, message, details, hint}}` answers turned back into `UhError`.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EXIT } from '../../shared/contracts/exit-codes.js';
 import { EventSchema, type UhEvent } from '../../shared/contracts/event.js';

@@ -3,7 +3,7 @@
  * `--wait`, or `collect --out`): receipt.json, diff.patch, runtime-final.txt,
  * runtime-result.yaml, mission.json, check-<name>.log for each check, events.jsonl. Works on any host that reaches Redis.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ReceiptSchema, type Receipt } from '../../shared/contracts/receipt.js';
 import type { OperationStore } from '../../shared/queue/operation-store.js';

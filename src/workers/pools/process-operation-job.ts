@@ -12,7 +12,7 @@
  */
 import type { PriceTable } from '../../shared/prices.js';
 import type { PoolSettings } from '../sandbox/sandbox-pool.js';
-import { mkdirSync, renameSync } from 'node:fs';
+import { renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Job, Queue } from 'bullmq';
 import type { Outcome } from '../../shared/contracts/runtime-result.js';

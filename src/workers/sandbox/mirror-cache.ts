@@ -4,7 +4,7 @@
  * before each use (`mirrorDoubts`) and cloned again on any doubt. Refs resolve to commits before anything runs. Concurrent
  * missions on the same repository serialise on a per-mirror lock for clone and fetch only.
  */
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
 import { z } from 'zod';
 import { basename, join } from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';

@@ -16,7 +16,7 @@
  * Removal deletes the two dirs behind a path guard; the mirror keeps no trace of a sandbox.
  * A sandbox that ended well may instead go back, clean, to the warm pool (`sandbox-pool.ts`).
  */
-import { copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync, renameSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync, renameSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join, relative, sep } from 'node:path';
 import { z } from 'zod';

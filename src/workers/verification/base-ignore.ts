@@ -5,7 +5,7 @@
  * agent may have added or changed them), `.git/info/exclude` and `core.excludesFile` are never
  * read: no ignore file the agent wrote can hide a change.
  */
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, posix } from 'node:path';
 import { UhError } from '../../shared/errors.js';

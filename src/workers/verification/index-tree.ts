@@ -18,7 +18,7 @@
  * extensions (4-byte signature, 4-byte size) and the checksum of all that precedes it.
  */
 import { createHash } from 'node:crypto';
-import { lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { lstatSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { parseIndex } from '../sandbox/index-file.js';

@@ -54,7 +54,7 @@ export type StagedFile = (IndexEntry & { body: Buffer }) | null;
  * read (git then stages, and says what is wrong).
  */
 export function stageInProcess(input: StageInput): Map<string, StagedFile> | null {
-  const { state, workDir, gitDir, baseCommit, listed } = input;
+  const { state, gitDir, baseCommit, listed } = input;
   if (listed.paths.length > MAX_PATHS || !plainGitDir(gitDir, baseCommit)) return null;
   if (state.entries.some((e) => isAttributesPath(e.path)) || !listed.paths.every(plainPath)) return null;
   let changes: Map<string, StagedFile> | null;

@@ -1,6 +1,6 @@
 import type { UhConfig } from '../../../shared/config.js';
 import { runtimeFetch } from '../../../shared/transport/http-fetch.js';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import { ID_PATTERN } from '../../../shared/contracts/ids.js';

@@ -6,7 +6,7 @@
 import { probeBwrap, type BwrapProbe } from '../../../shared/process/bwrap-probe.js';
 import { runtimeFetch } from '../../../shared/transport/http-fetch.js';
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants, mkdirSync } from 'node:fs';
+import { accessSync, constants } from 'node:fs';
 import { redisUrlFor, type UhConfig } from '../../../shared/config.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { errorMessage } from '../../../shared/errors.js';

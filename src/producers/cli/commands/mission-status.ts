@@ -1,5 +1,5 @@
 import type { UhConfig } from '../../../shared/config.js';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { EXIT, OperationStateSchema } from '../../../shared/contracts/status.js';
 import { writeJunit } from '../../ci/ci-report.js';

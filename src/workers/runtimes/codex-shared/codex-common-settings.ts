@@ -4,7 +4,7 @@
  * sandbox, `-c key=value` overrides, the child's extra environment and the kill grace; and the
  * rules derived from them (TOML values, the child's env, which values are secrets).
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { isAbsolute, join, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { SECRET_KEY, secretEnvValues } from '../../../shared/redact.js';
