@@ -14,7 +14,7 @@
  */
 import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { hostname } from 'node:os';
+import { processAlive } from '../shared/process/process-alive.js';
 import { z } from 'zod';
 import { OperationStateSchema } from '../shared/contracts/status.js';
 import { ReceiptSchema, type Receipt } from '../shared/contracts/receipt.js';
@@ -133,11 +133,5 @@ export function readReceipt(stateDir: string, operationId: string): Receipt | nu
 
 /** Is the process that owns this record still running? (Another host's process: assume so.) */
 export function workerAlive(record: OperationRecord): boolean {
-  if (!record.worker || record.worker.host !== hostname()) return true;
-  try {
-    process.kill(record.worker.pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
+  return !record.worker || processAlive(record.worker.host, record.worker.pid);
 }

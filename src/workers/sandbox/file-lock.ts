@@ -22,6 +22,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { UhError } from '../../shared/errors.js';
+import { processAlive } from '../../shared/process/process-alive.js';
 
 /** A breaker lock older than this was left by a process that died within the break: remove it. */
 const BREAKER_STALE_MS = 10_000;
@@ -31,17 +32,6 @@ const FREE = 'free';
 const HELD = 'held.';
 
 const codeOf = (error: unknown) => (error as NodeJS.ErrnoException).code;
-
-/** A live owner on this host, or one we cannot judge (another host): not to be broken. */
-function ownerAlive(host: string, pid: number): boolean {
-  if (host !== hostname()) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return codeOf(error) === 'EPERM';
-  }
-}
 
 /** `held.<pid>.<random>.<host>` → its owner. */
 function heldOwner(name: string): { host: string; pid: number } {
@@ -83,7 +73,7 @@ function breakIfStale(lockDir: string): boolean {
   if (names.includes(FREE)) return true;
   if (held !== undefined) {
     const owner = heldOwner(held);
-    if (ownerAlive(owner.host, owner.pid)) return false;
+    if (processAlive(owner.host, owner.pid)) return false;
     try {
       renameSync(join(lockDir, held), join(lockDir, FREE));
     } catch {
@@ -115,7 +105,7 @@ function breakOldLock(lockDir: string): boolean {
     return false;
   }
   const [host, pid] = owner.split(' ');
-  if (ownerAlive(host ?? '', Number(pid))) return false;
+  if (processAlive(host ?? '', Number(pid))) return false;
   const breaker = `${lockDir}.break`;
   try {
     mkdirSync(breaker);
