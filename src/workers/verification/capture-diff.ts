@@ -39,7 +39,7 @@ import { sandboxPaths } from '../sandbox/worktree.js';
 import { objectFormatOf, objectIdBytes } from '../sandbox/git-dir.js';
 import { readIndexEntries } from '../sandbox/index-file.js';
 import { worktreeAdditions, worktreeUnchanged, type UnchangedBounds } from '../sandbox/worktree-scrub.js';
-import { addedFilesPatch, type AddedFile } from './added-patch.js';
+import { addedFilesPatch } from './added-patch.js';
 import { keptExcludesFile, readBaseFacts } from './base-ignore.js';
 import { compileIgnoreRules } from './ignore-rules.js';
 import { readIndexState, writeIndexTree, writeLooseObject, writeStateTree } from './index-tree.js';
@@ -163,14 +163,11 @@ function listedInProcess(workDir: string, uhIndex: string, baseCommit: string, i
  * A change of new text files only, staged in process: the files, in git's order, and their patch
  * as git prints it (`added-patch.ts`). Null when it is anything else: `diff-tree` writes it.
  */
-function addedOnly(listed: { paths: string[]; onlyAdded: boolean }, staged: Map<string, StagedFile>): AddedChange | null {
+function addedOnly(listed: { onlyAdded: boolean }, staged: Map<string, StagedFile>): AddedChange | null {
   if (!listed.onlyAdded) return null;
-  const files: AddedFile[] = [];
-  for (const path of [...listed.paths].sort(byCodeUnit)) {
-    const file = staged.get(Buffer.from(path, 'utf8').toString('latin1'));
-    if (!file) return null;
-    files.push({ path, mode: file.mode, id: file.id, body: file.body });
-  }
+  // Every listed path was staged; a deletion among them (null) is no addition.
+  const files = [...staged.values()].filter((f): f is NonNullable<StagedFile> => f !== null).sort((a, b) => byCodeUnit(a.path, b.path));
+  if (files.length !== staged.size) return null;
   const patch = addedFilesPatch(files);
   return patch && { paths: files.map((f) => f.path), patch };
 }

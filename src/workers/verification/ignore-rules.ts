@@ -66,8 +66,8 @@ function compileLine(line: string): Rule | null {
     else if (name.includes('**')) return null;
     else parts.push(globName(name));
   }
-  if (!anchored && parts[0] === GLOBSTAR) return { anchored: true, dirOnly, parts };
-  return { anchored, dirOnly, parts };
+  // A lone `**` has no slash but is no name glob: as a path, it matches every one.
+  return { anchored: anchored || parts[0] === GLOBSTAR, dirOnly, parts };
 }
 
 /** One path component's glob: `*` any run of characters, `?` one, the rest literal. */
