@@ -10,19 +10,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MissionSchema } from '../../src/shared/contracts/mission.js';
-import { spawnCounts } from '../../src/shared/process/spawn-group.js';
 import { runInline } from '../../src/workers/inline/run-inline.js';
 import { makeRepo } from '../support/git-repo.js';
+import { spawned } from '../support/spawned.js';
 import { removeDir, tempDir } from '../support/temp.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
 let n = 0;
-
-function counts(): { git: number; all: number } {
-  const c = Object.entries(spawnCounts());
-  return { git: c.filter(([k]) => k.startsWith('git ')).reduce((s, [, v]) => s + v, 0), all: c.reduce((s, [, v]) => s + v, 0) };
-}
 
 async function run(repo: string, cacheDir: string, stateDir: string, script: string) {
   const mission = MissionSchema.parse({
@@ -52,9 +47,9 @@ describe('an inline run on a known repository', () => {
     await run(repo, cacheDir, stateDir, script); // the mirror, the base facts, the first sandbox
     await run(repo, cacheDir, stateDir, script); // a pooled sandbox, cleaned and pooled again
 
-    const before = counts();
+    const before = spawned();
     const out = await run(repo, cacheDir, stateDir, script);
-    const after = counts();
+    const after = spawned();
     expect({ git: after.git - before.git, all: after.all - before.all }).toEqual({ git: 0, all: 1 });
     expect(out.receipt).toMatchObject({ status: 'completed', changed_files: [{ path: 'hello.txt', status: 'added' }], scope: { ok: true } });
     const patch = readFileSync(join(out.dir, 'diff.patch'), 'utf8');

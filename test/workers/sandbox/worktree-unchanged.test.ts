@@ -11,13 +11,12 @@ import { sandboxPaths } from '../../../src/workers/sandbox/worktree.js';
 import { readIndexEntries } from '../../../src/workers/sandbox/index-file.js';
 import { worktreeUnchanged } from '../../../src/workers/sandbox/worktree-scrub.js';
 import { captureDiff } from '../../../src/workers/verification/capture-diff.js';
-import { spawnCounts } from '../../../src/shared/process/spawn-group.js';
 import { freshSandbox } from '../../support/sandbox.js';
 import { removeDir } from '../../support/temp.js';
+import { gitProcesses } from '../../support/spawned.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
-const gitProcesses = () => Object.entries(spawnCounts()).filter(([k]) => k.startsWith('git ')).reduce((n, [, v]) => n + v, 0);
 const BOUNDS = { maxEntries: 2_000, maxHashBytes: 4 * 1024 * 1024 };
 const FILES = { 'README.md': '# one\n', '.gitignore': '*.log\n', 'src/app.sh': 'echo app\n', 'docs/guide.md': 'guide\n' };
 

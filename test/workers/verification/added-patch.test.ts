@@ -18,26 +18,17 @@ import { plainComponent } from '../../../src/workers/verification/stage-in-proce
 import { spawnCounts } from '../../../src/shared/process/spawn-group.js';
 import { freshSandbox } from '../../support/sandbox.js';
 import { removeDir, tempDir } from '../../support/temp.js';
+import { gitProcesses, seeded } from '../../support/spawned.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
-const gitProcesses = () => Object.entries(spawnCounts()).filter(([k]) => k.startsWith('git ')).reduce((n, [, v]) => n + v, 0);
 const git = (args: string[], cwd?: string) => execFileSync('git', args, { cwd, env: { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null' }, maxBuffer: 64 * 1024 * 1024, stdio: 'pipe' });
-
-/** A small deterministic generator (the cases are the same on every run). */
-function lcg(seed: number): () => number {
-  let x = seed >>> 0;
-  return () => {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    return x / 2 ** 32;
-  };
-}
 
 const PIECES = ['a', 'line', ' ', '\t', '\n', '\n', '\r\n', 'é', '日本', '+', '-', '@@ -1 +1 @@', '\\ No newline', 'diff --git', '\u00ff'];
 
 /** Random new text files: empty ones, ones with and without a final newline, blank lines, CRLF, UTF-8, the x bit. */
 function randomFiles(seed: number): Array<{ path: string; content: string; exec: boolean }> {
-  const rnd = lcg(seed);
+  const rnd = seeded(seed);
   const names = ['a.txt', 'b', 'src/new.ts', 'src/deep/x.md', 'z-last', 'A.txt', 'a-b', 'a.b/c', 'docs2/n'];
   const count = 1 + Math.floor(rnd() * 5);
   const chosen = new Set<string>();

@@ -13,13 +13,12 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sandboxPaths } from '../../../src/workers/sandbox/worktree.js';
 import { captureDiff } from '../../../src/workers/verification/capture-diff.js';
-import { spawnCounts } from '../../../src/shared/process/spawn-group.js';
 import { freshSandbox } from '../../support/sandbox.js';
 import { removeDir, tempDir } from '../../support/temp.js';
+import { gitProcesses } from '../../support/spawned.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
-const gitProcesses = () => Object.entries(spawnCounts()).filter(([k]) => k.startsWith('git ')).reduce((n, [, v]) => n + v, 0);
 
 const sandboxOf = (files: Record<string, string>, id: string) => freshSandbox(files, id, dirs, 'uh-diffproc-');
 

@@ -11,17 +11,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { compileIgnoreRules } from '../../../src/workers/verification/ignore-rules.js';
 import { makeRepo } from '../../support/git-repo.js';
 import { removeDir, tempDir } from '../../support/temp.js';
+import { seeded } from '../../support/spawned.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
-
-function lcg(seed: number): () => number {
-  let x = seed >>> 0;
-  return () => {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    return x / 2 ** 32;
-  };
-}
 
 const PATTERNS = ['*.log', 'build/', '/build', 'out', '/src/gen/', 'src/*.tmp', 'docs/**/draft*', '**/cache', 'a?c', 'tmp/**', '/lib/**/x', 'node_modules/', '*.o', 'keep/', '/top*', '.env', '.cache/', '*~', 'src/**', 'z*/y'];
 const NAMES = ['a.log', 'abc', 'axc', 'build', 'out', 'src', 'gen', 'x', 'y', 'z1', 'docs', 'draft1', 'draft', 'cache', 'tmp', 'lib', 'deep', 'node_modules', 'm.o', 'keep', 'top1', 'topper', '.env', '.cache', 'f~', 'f.tmp', 'plain.txt'];
@@ -42,7 +35,7 @@ function randomTree(rnd: () => number): string[] {
 
 describe('compileIgnoreRules', () => {
   it('leaves in exactly what git ls-files --others --exclude-from lists, over 150 generated cases', () => {
-    const rnd = lcg(20261202);
+    const rnd = seeded(20261202);
     for (let round = 0; round < 150; round++) {
       const rules = PATTERNS.filter(() => rnd() < 0.25).join('\n') + '\n';
       const tracked = { 'README.md': '#\n', 'src/keep.ts': 'k\n', 'build/tracked.txt': 't\n', 'docs/guide/a.md': 'a\n' };
