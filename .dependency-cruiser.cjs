@@ -10,15 +10,15 @@
  */
 /** The only worker modules a producer may import: what it runs or composes, nothing internal. */
 const PRODUCER_ENTRY_POINTS = [
-  // `uh mission run` / `uh batch run` / `uh mission recover` run the inline executor in-process.
+  // `uh mission run` / `uh batch run` run the inline executor in-process.
   '^src/workers/inline/run-inline\\.ts$',
-  '^src/workers/inline/recover-inline\\.ts$',
-  // `uh worker start` starts the pools and the results consumer.
+  // `uh mission recover`: the inline and the queued half.
+  '^src/workers/recover/recover-inline\\.ts$',
+  '^src/workers/recover/recover-queued\\.ts$',
+  // `uh worker start` starts the runtime pool and the results worker.
   '^src/workers/pools/runtime-pool\\.ts$',
-  '^src/workers/results/completion-consumer\\.ts$',
-  '^src/workers/results/batch-worker\\.ts$',
-  // `uh worker start --results` runs the dead-owner watch too; `uh gc` applies the retention policy.
-  '^src/workers/pools/owner-watch\\.ts$',
+  '^src/workers/results/results-worker\\.ts$',
+  // `uh gc` applies the retention policy.
   '^src/workers/sandbox/gc\\.ts$',
   // The runtime catalog, injected into src/operation (runtime_config schemas, manifests, checks).
   '^src/workers/runtimes/registry\\.ts$',

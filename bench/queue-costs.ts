@@ -93,14 +93,14 @@ export async function measureMissionCosts(ctx: CostContext, rounds = 5): Promise
   const { OperationStore } = await import('../src/shared/queue/operation-store.js');
   const { startRuntimePool } = await import('../src/workers/pools/runtime-pool.js');
   const { spawnCounts } = await import('../src/shared/process/spawn-group.js');
-  const { silentLogger } = await import('../src/shared/logger.js');
+  const { compileSettings } = await import('../src/operation/settings.js');
   const { Queue, Worker, QueueEvents } = await import('bullmq');
   const config = { ...loadConfig().queue, prefix: ctx.prefix };
   const client = await QueueClient.open(config, ctx.redisUrl);
   const tailRedis = client.redis.duplicate();
   const tailStore = new OperationStore(tailRedis, ctx.prefix);
   const side = client.redis.duplicate();
-  const pool = await startRuntimePool({ redisUrl: ctx.redisUrl, config, runtimes: ['command'], concurrency: 1, stateDir: ctx.stateDir, cacheDir: ctx.cacheDir, logger: silentLogger, sandboxKeepHours: 0, keepSandbox: false });
+  const pool = await startRuntimePool({ settings: compileSettings(loadConfig({ ...process.env, UH_CACHE_DIR: ctx.cacheDir, UH_SANDBOX_KEEP_HOURS: '0', UH_SANDBOX_POOL_SIZE: '0' }), { stateDir: ctx.stateDir }), redisUrl: ctx.redisUrl, config, runtimes: ['command'], concurrency: 1 });
   const rawPrefix = `${ctx.prefix}:rawcost`;
   const raw = new Queue('raw', { connection: client.redis, prefix: rawPrefix });
   const rawWorker = new Worker('raw', async () => 'ok', { connection: client.redis.duplicate(), prefix: rawPrefix, concurrency: 1 });

@@ -15,6 +15,8 @@ export interface ReceiptInput {
   /** Price table: `usage.cost_usd` from the tokens when both are known (docs/batch.md, Cost). */
   prices?: PriceTable;
   attempt: number;
+  /** The worker that ran it (default: this process). */
+  worker?: { host: string; pid: number };
   mode: 'inline' | 'queue';
   startedAt: Date;
   finishedAt: Date;
@@ -35,7 +37,6 @@ export interface ReceiptInput {
   secrets: readonly string[];
 }
 
-/** The receipt of a finished operation: the exit code follows from status and verdict, secrets redacted. */
 /** Token usage priced by the table (runtime id, then adapter id); unknown stays absent, never 0. */
 function withCost(usage: Usage, prices: PriceTable, keys: readonly string[]): Usage {
   if (usage.cost_usd !== undefined) return usage;
@@ -43,6 +44,7 @@ function withCost(usage: Usage, prices: PriceTable, keys: readonly string[]): Us
   return cost === null ? usage : { ...usage, cost_usd: cost };
 }
 
+/** The receipt of an operation, on every path: the exit code follows from status and verdict, secrets redacted. */
 export function buildReceipt(input: ReceiptInput): Receipt {
   const { mission, verdict } = input;
   return redact(
@@ -58,7 +60,7 @@ export function buildReceipt(input: ReceiptInput): Receipt {
       final_tree: input.diff?.tree ?? null,
       runtime: input.runtime,
       attempt: input.attempt,
-      worker: { host: hostname(), pid: process.pid, mode: input.mode },
+      worker: { host: input.worker?.host ?? hostname(), pid: input.worker?.pid ?? process.pid, mode: input.mode },
       started_at: input.startedAt.toISOString(),
       finished_at: input.finishedAt.toISOString(),
       timings_ms: input.timings,
@@ -76,7 +78,7 @@ export function buildReceipt(input: ReceiptInput): Receipt {
       exit_code: exitCodeFor(input.outcome.status, verdict),
       sandbox: input.sandbox,
       ...(input.isolation ? { isolation: input.isolation } : {}),
-      labels: mission.labels,
+      labels: mission.labels ?? {},
     },
     input.secrets,
   );

@@ -12,11 +12,8 @@ import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MissionSchema, type Mission } from '../shared/contracts/mission.js';
-import { ReceiptSchema, type Receipt } from '../shared/contracts/receipt.js';
 import type { QueueRecord } from '../shared/queue/operation-store.js';
-import type { RuntimeFinishedData } from '../shared/runtime/v1/runtime-event.js';
 import type { RuntimeJournalV1 } from '../shared/runtime/v1/runtime-context.js';
-import { synthesizeReceipt } from './synthesize-receipt.js';
 import { invalidInput } from '../shared/errors.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import { spawnGroup } from '../shared/process/spawn-group.js';
@@ -107,20 +104,4 @@ export async function recoverQueuedRuntime(
     },
     options,
   );
-}
-
-/** A receipt for an unknown queued operation that recovery settled from the runtime's own records. */
-export function receiptFromRecovery(record: QueueRecord, finished: RuntimeFinishedData, now = new Date()): Receipt {
-  const ids = {
-    session_id: finished.session_id ?? record.session_id,
-    thread_id: finished.thread_id ?? record.thread_id,
-    turn_id: finished.turn_id ?? record.turn_id,
-  };
-  const base = synthesizeReceipt({ ...record, ...ids }, finished.outcome, now);
-  return ReceiptSchema.parse({
-    ...base,
-    final_message: finished.final_message,
-    final_message_source: finished.final_message_source,
-    usage: finished.usage ?? {},
-  });
 }

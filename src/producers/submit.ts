@@ -19,12 +19,8 @@ import { prepareOperation, type PreparedOperation } from '../operation/prepare-o
 import { OPERATION_PORTS } from '../workers/operation-ports.js';
 import type { QueueClient } from './queue/queue-client.js';
 
-/** Jobs are bookkeeping only (our record is the truth): keep them a day for dashboards. */
-export const JOB_OPTIONS = {
-  attempts: 1,
-  removeOnComplete: { age: 24 * 3600, count: 10_000 },
-  removeOnFail: { age: 7 * 24 * 3600 },
-} as const;
+import { JOB_OPTIONS } from '../shared/queue/topology.js';
+export { JOB_OPTIONS };
 
 export interface SubmitResult {
   kind: 'created' | 'attached';

@@ -16,6 +16,9 @@ import { DEFAULT_TMPFS_BYTES } from './process/bwrap-argv.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
+/** `UH_ISOLATION`: bubblewrap for runtimes and checks where it works, required, or off. */
+export type IsolationMode = 'auto' | 'require' | 'off';
+
 /** Where a queue command connects when neither `--redis` nor `REDIS_URL` says (as BullMQ does). */
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
@@ -143,7 +146,7 @@ export interface UhConfig {
     /** USD per million tokens by runtime id or model (`UH_PRICES`, else `UH_PRICES_FILE`); {} when unset. */
     prices: PriceTable;
     /** bubblewrap for runtimes and checks: auto (where it works), require (refuse without), off. */
-    isolation: 'auto' | 'require' | 'off';
+    isolation: IsolationMode;
     /** The size cap of each isolated phase's private /tmp and home (tmpfs), in bytes. */
     isolationTmpfsBytes: number;
   };

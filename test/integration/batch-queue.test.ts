@@ -169,7 +169,7 @@ describe('uh batch submit (queue)', () => {
 
     // The same batch over HTTP: the view and the self-contained HTML report.
     const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
-    const app = await buildApiServer({ client, config: readApiConfig({}, '127.0.0.1'), stateDir: producer, cacheDir: producer, baseDir: producer, repositoryPolicy: { allowLocal: true, allowHttp: false }, prices: {}, promotionIdentity: { author: { name: 'T', email: 't@localhost' }, committer: { name: 'T', email: 't@localhost' } } });
+    const app = await buildApiServer({ client, config: readApiConfig({}, '127.0.0.1'), stateDir: producer, cacheDir: producer, baseDir: producer, repositoryPolicy: { allowLocal: true, allowHttp: false }, prices: {}, receiptKey: { key: 'k'.repeat(32), keyFile: '/nonexistent/receipt.key' }, promotionIdentity: { author: { name: 'T', email: 't@localhost' }, committer: { name: 'T', email: 't@localhost' } } });
     try {
       const view = await app.inject({ method: 'GET', url: '/v1/batches/bq-001' });
       expect(view.statusCode).toBe(200);

@@ -38,7 +38,7 @@ let idleClient: QueueClient;
 async function openOn(prefix: string, env: Record<string, string>): Promise<{ url: string; client: QueueClient }> {
   const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
   const config = readApiConfig({ UH_API_TOKEN: TOKEN, ...env }, '127.0.0.1');
-  const app = await buildApiServer({ client, config, stateDir: dirs[1] as string, cacheDir: dirs[2] as string, baseDir: repo, repositoryPolicy: { allowLocal: true, allowHttp: false }, prices: {}, promotionIdentity: { author: { name: 'T', email: 't@localhost' }, committer: { name: 'T', email: 't@localhost' } } });
+  const app = await buildApiServer({ client, config, stateDir: dirs[1] as string, cacheDir: dirs[2] as string, baseDir: repo, repositoryPolicy: { allowLocal: true, allowHttp: false }, prices: {}, receiptKey: { key: 'k'.repeat(32), keyFile: '/nonexistent/receipt.key' }, promotionIdentity: { author: { name: 'T', email: 't@localhost' }, committer: { name: 'T', email: 't@localhost' } } });
   servers.push({ app, client });
   return { url: await app.listen({ port: 0, host: '127.0.0.1' }), client };
 }

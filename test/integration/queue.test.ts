@@ -75,6 +75,15 @@ function uh(prefix: string, args: string[], extra: Record<string, string> = {}, 
   return runCli(args, { cwd: repo, env: fleetEnv(prefix, extra), ...(onSpawn ? { onSpawn } : {}) });
 }
 
+/** `uh receipt verify` of the receipt an operation ended with, as stored in Redis. */
+async function verifyCollected(prefix: string, operationId: string): Promise<unknown> {
+  const file = join(tempDir('uh-verify-'), 'receipt.json');
+  writeFileSync(file, (await redis.redis.hget(`{${prefix}}:op:${operationId}:artifacts`, 'receipt')) as string);
+  const verified = await uh(prefix, ['receipt', 'verify', file, '--json']);
+  expect(verified.code).toBe(0);
+  return JSON.parse(verified.stdout);
+}
+
 async function worker(prefix: string, args: string[], extra: Record<string, string> = {}): Promise<WorkerProcess> {
   const w = await startWorker(['--state-dir', state(), ...args], { cwd: repo, env: { ...fleetEnv(prefix, extra), UH_LOG_LEVEL: 'warn' } });
   workers.push(w);
@@ -338,6 +347,8 @@ describe('a worker killed with -9 mid-run', () => {
     expect(receipt.outcome).toMatchObject({ status: 'failed', raw: 'unknown' });
     expect(receipt.outcome.hint).toContain('new operation_id');
     expect(lines(countFile)).toHaveLength(1);
+    // Settled by recover through the one finishing module: signed like every receipt.
+    expect(await verifyCollected(prefix, operationId)).toMatchObject({ state: 'valid' });
   });
 });
 
@@ -360,6 +371,13 @@ describe('rate limits', () => {
     expect((await record(prefix, operationId)).job_id).toBe(`op.${operationId}@2`);
     const events = (await redis.redis.xrange(`{${prefix}}:op:${operationId}:events`, '-', '+')).flatMap(([, f]) => (f[0] === 'event' ? [JSON.parse(f[1] as string)] : []));
     expect(events.find((e) => e.type === 'operation.queued' && e.data.attempt === 2)?.data).toMatchObject({ delay_ms: 7000, reason: 'rate_limit' });
+    // The retry is decided before any final event: one operation.completed, the last attempt's, after the requeue.
+    const completed = events.flatMap((e, i) => (e.type === 'operation.completed' ? [i] : []));
+    expect(completed).toHaveLength(1);
+    expect(completed[0]).toBeGreaterThan(events.findIndex((e) => e.type === 'operation.queued' && e.data.attempt === 2));
+    expect(events[completed[0] as number]?.data).toMatchObject({ status: 'blocked', exit_code: 3 });
+    // The first attempt's receipt, kept in the attempt list, is signed like every receipt.
+    expect(attempts[0].signature?.key_id).toMatch(/^[0-9a-f]{16}$/);
   });
 });
 
@@ -394,6 +412,7 @@ describe('completion outbox', () => {
     expect(json(cancel)).toMatchObject({ outcome: 'cancelled (was waiting)', state: 'finished', status: 'cancelled' });
     expect(await redis.redis.llen(`{${prefix}}:bull:runtime.command:wait`)).toBe(0);
     expect((await uh(prefix, ['mission', 'status', waitingOp.operationId, '--state-dir', state()])).code).toBe(4);
+    expect(await verifyCollected(prefix, waitingOp.operationId)).toMatchObject({ state: 'valid' }); // signed too
 
     const w = await worker(prefix, ['--runtime', 'command', '--concurrency', '3']);
     const ops = [writeMission(repo, ['noop']), writeMission(repo, ['exit', '1']), writeMission(repo, ['noop'])];

@@ -55,6 +55,10 @@ describe('uh mission recover (inline state)', () => {
     expect(await waitFor(() => processGone(grandchild))).toBe(true);
     const receipt = JSON.parse(readFileSync(join(stateDir, 'operations', operationId, 'receipt.json'), 'utf8'));
     expect(receipt.outcome).toMatchObject({ status: 'failed', raw: 'unknown' });
+    // Recover ends the operation through the one finishing module: its receipt is signed like any other.
+    const verified = await runCli(['receipt', 'verify', join(stateDir, 'operations', operationId, 'receipt.json'), '--json'], { cwd: repo, env });
+    expect(verified.code).toBe(0);
+    expect(JSON.parse(verified.stdout)).toMatchObject({ state: 'valid' });
 
     // Recover again: nothing to do. Run again: attaches to the receipt, never re-runs.
     const again = await runCli(['mission', 'recover', operationId, '--state-dir', stateDir], { cwd: repo, env });

@@ -14,6 +14,7 @@ import { OPERATION_PORTS } from '../../src/workers/operation-ports.js';
 import { claimOperationDir, readReceipt, readRecord } from '../../src/operation/operation-files.js';
 import { makeRepo } from '../support/git-repo.js';
 import { removeDir, tempDir } from '../support/temp.js';
+import { testSettings } from '../support/settings.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
@@ -53,7 +54,7 @@ describe('a terminal event with dispatch unknown', () => {
     };
     prepared.runtime = { ...prepared.runtime, adapter: lostReply };
     expect(claimOperationDir(stateDir, 'op-unknown')).toBe(true);
-    const result = await executeOperation({ prepared, stateDir, cacheDir, mode: 'inline' });
+    const result = await executeOperation({ prepared, settings: testSettings({ stateDir, cacheDir }), mode: 'inline' });
 
     expect(result.state).toBe('unknown');
     expect(launches).toBe(1);

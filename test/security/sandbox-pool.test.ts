@@ -24,6 +24,7 @@ import { FAKE_AGENT, runCli } from '../support/cli.js';
 import { git, makeRepo } from '../support/git-repo.js';
 import { writeMission } from '../support/mission-file.js';
 import { removeDir, tempDir } from '../support/temp.js';
+import { testSettings } from '../support/settings.js';
 
 const POOL: PoolSettings = { size: 2, idleMs: 3_600_000 };
 const dirs: string[] = [];
@@ -94,7 +95,8 @@ async function mission(cacheDir: string, script: string, options: { pool?: PoolS
     runtime_config_overrides: { command: { argv: ['sh', '-c', script] } },
     timeout_seconds: 60,
   });
-  const out = await runInline(parsed, { stateDir, cacheDir, logger, isolation: options.isolation ?? 'off', ...(options.pool === undefined ? { sandboxPool: POOL } : options.pool.size > 0 ? { sandboxPool: options.pool } : {}) });
+  const settings = testSettings({ stateDir, cacheDir, logger, isolation: options.isolation ?? 'off', poolSize: (options.pool ?? POOL).size });
+  const out = await runInline(parsed, { settings });
   if (out.kind !== 'ran') throw new Error(`not run: ${out.kind}`);
   const events = readFileSync(join(out.dir, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   return { receipt: out.receipt as unknown as Ran['receipt'], events };

@@ -14,6 +14,7 @@ import { runInline } from '../../src/workers/inline/run-inline.js';
 import { makeRepo } from '../support/git-repo.js';
 import { spawned } from '../support/spawned.js';
 import { removeDir, tempDir } from '../support/temp.js';
+import { testSettings } from '../support/settings.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
@@ -32,7 +33,7 @@ async function run(repo: string, cacheDir: string, stateDir: string, script: str
     scope: { allowed_change_globs: ['hello.txt'] },
     timeout_seconds: 60,
   });
-  const out = await runInline(mission, { stateDir, cacheDir, isolation: 'off', sandboxPool: { size: 2, idleMs: 3_600_000 } });
+  const out = await runInline(mission, { settings: testSettings({ stateDir, cacheDir, isolation: 'off', poolSize: 2 }) });
   if (out.kind !== 'ran') throw new Error(`not run: ${out.kind}`);
   return out;
 }

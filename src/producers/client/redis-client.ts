@@ -54,7 +54,7 @@ export async function redisClient(options: { redisUrl: string; prefix?: string; 
         wake = null;
       }
     },
-    cancel: async (id, reason = 'cancelled by a client') => cancelOperation(client, await record(id), reason),
+    cancel: async (id, reason = 'cancelled by a client') => cancelOperation(client, await record(id), reason, config.receipts),
     async collect(id, dir) {
       const r = await record(id);
       if (r.state !== 'finished') throw new UhError('not_found', `operation ${id} has no receipt yet (state ${r.state})`, { hint: 'wait for it first' });

@@ -7,6 +7,7 @@ import { UhError } from '../../shared/errors.js';
 import type { QueueRecord } from '../../shared/queue/operation-store.js';
 import type { QueueClient } from '../queue/queue-client.js';
 import type { ApiConfig } from './api-config.js';
+import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
 import type { EventHub } from './event-hub.js';
 import type { ApiMetrics } from './metrics.js';
 import { parseOrThrow } from '../../shared/contracts/zod-issues.js';
@@ -23,6 +24,8 @@ export interface ApiOptions {
   repositoryPolicy: RepositoryPolicy;
   /** The price table for batch reports (config `UH_PRICES`); {} when unset. */
   prices: PriceTable;
+  /** Where the key comes from that signs the receipt of an operation cancelled while queued. */
+  receiptKey: ReceiptKeySource;
   /** Author and committer of promotions made through the API (UH_PROMOTION_AUTHOR / _COMMITTER of the server). */
   promotionIdentity: { author: Person; committer: Person };
 }

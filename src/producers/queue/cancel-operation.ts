@@ -6,31 +6,26 @@
  * Shared by the CLI and the HTTP API.
  */
 import type { QueueRecord } from '../../shared/queue/operation-store.js';
+import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
 import type { QueueClient } from './queue-client.js';
 
 /** What happened, in one phrase: `already finished`, `cancelled (was waiting)`, or `cancel sent …`. */
-export async function cancelOperation(client: QueueClient, record: QueueRecord, reason: string): Promise<string> {
+export async function cancelOperation(client: QueueClient, record: QueueRecord, reason: string, keySource: ReceiptKeySource): Promise<string> {
   const request = await client.store.requestCancel(record.operation_id, reason);
   if (request.kind === 'settled') return `already ${request.state}`;
   const { eventJson } = await import('../../shared/queue/operation-store.js');
   await client.store.appendEvent(record.operation_id, eventJson(record.operation_id, 'operation.cancel_requested', { reason }));
-  if (request.state === 'queued' && (await cancelWaiting(client, record, reason))) return 'cancelled (was waiting)';
+  if (request.state === 'queued' && (await cancelWaiting(client, record, reason, keySource))) return 'cancelled (was waiting)';
   return 'cancel sent to the worker running it';
 }
 
-async function cancelWaiting(client: QueueClient, record: QueueRecord, reason: string): Promise<boolean> {
+/** A job still waiting: removed, and the operation ended as cancelled (finishOperation signs its receipt). */
+async function cancelWaiting(client: QueueClient, record: QueueRecord, reason: string, keySource: ReceiptKeySource): Promise<boolean> {
   const queue = await client.queue(record.runtime);
   await queue.remove(record.job_id).catch(() => 0); // 0 when a worker holds it: then its claim sees the flag
   const { synthesizeReceipt } = await import('../../operation/synthesize-receipt.js');
-  const { completionOf, eventJson } = await import('../../shared/queue/operation-store.js');
+  const { finishOperation } = await import('../../operation/finish-operation.js');
   const receipt = synthesizeReceipt(record, { status: 'cancelled', raw: 'cancel', message: `cancelled while waiting: ${reason}`, timed_out: false });
-  return client.store.settle(record.operation_id, {
-    owner: null,
-    allowedStates: ['queued'],
-    record: { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code },
-    artifacts: { receipt: `${JSON.stringify(receipt, null, 2)}\n` },
-    event: eventJson(record.operation_id, 'operation.completed', { status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
-    completion: completionOf(record, { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
-  });
+  const target = { kind: 'queue', store: client.store, record, owner: null, allowedStates: ['queued'] } as const;
+  return (await finishOperation(target, { receipt, keySource })).settled;
 }
-

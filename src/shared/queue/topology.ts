@@ -66,3 +66,10 @@ export function keysFor(plain: string) {
   };
 }
 export type QueueKeys = ReturnType<typeof keysFor>;
+
+/** Jobs are bookkeeping only (our record is the truth): keep them a day for dashboards. */
+export const JOB_OPTIONS = {
+  attempts: 1,
+  removeOnComplete: { age: 24 * 3600, count: 10_000 },
+  removeOnFail: { age: 7 * 24 * 3600 },
+} as const;

@@ -5,7 +5,6 @@
  * remove). Unisolated, `run.spawn` as is.
  */
 import type { SpawnGroup } from '../../shared/process/spawn-group.js';
-import { DEFAULT_TMPFS_BYTES } from '../../shared/process/bwrap-argv.js';
 import { isolatedSpawn, isolationPlan, localRepositoryPath } from '../sandbox/isolation.js';
 import type { Sandbox } from '../sandbox/worktree.js';
 import type { OperationRun } from './operation-run.js';
@@ -21,11 +20,11 @@ export function phaseSpawn(run: OperationRun, sandbox: Sandbox, extra: { writabl
   const plan = isolationPlan({
     bwrap: use.path,
     worktree: sandbox.path,
-    cacheDir: run.options.cacheDir,
-    stateDir: run.options.stateDir,
+    cacheDir: run.settings.cacheDir,
+    stateDir: run.settings.stateDir,
     repositoryPath: localRepositoryPath(run.prepared.mission.repository.url),
     home: run.env.HOME,
-    tmpfsBytes: use.tmpfsSize ? (run.options.isolationTmpfsBytes ?? DEFAULT_TMPFS_BYTES) : null,
+    tmpfsBytes: use.tmpfsSize ? run.settings.isolation.tmpfsBytes : null,
     extra: { writable: extra.writable, readable: extra.readable ?? [] },
     path: run.env.PATH,
     network: status.network === 'on',

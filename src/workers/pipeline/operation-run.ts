@@ -5,74 +5,76 @@
  * `diff` and `violations` (diff), `checks` (checks); `failure` by whichever phase ends the run
  * early (a cancel, a pipeline error). `timings` gains one entry per timed phase.
  */
-import type { PriceTable } from '../../shared/prices.js';
 import { writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { CheckResult, Receipt } from '../../shared/contracts/receipt.js';
 import type { Outcome } from '../../shared/contracts/runtime-result.js';
 import type { OperationState } from '../../shared/contracts/status.js';
-import { errorMessage, UhError } from '../../shared/errors.js';
-import { silentLogger, type Logger } from '../../shared/logger.js';
+import { errorMessage } from '../../shared/errors.js';
+import type { Logger } from '../../shared/logger.js';
 import { spawnGroup, type SpawnGroup } from '../../shared/process/spawn-group.js';
 import { redact, secretEnvValues } from '../../shared/redact.js';
-import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
+import type { OperationSettings } from '../../operation/settings.js';
+import type { FilesTarget } from '../../operation/finish-operation.js';
+import { outcomeOfError } from '../../operation/outcome-of-error.js';
 import { buildRuntimeEnv, type RuntimeEnv } from '../../shared/process/runtime-env.js';
 import { initialFold, type FoldedRuntime } from '../../shared/runtime/fold-events.js';
 import type { AbortReasonV1, RuntimeJournalV1 } from '../../shared/runtime/v1/index.js';
 import { operationDir, writeRecord, type OperationRecord } from '../../operation/operation-files.js';
 import type { PreparedOperation } from '../../operation/prepare-operation.js';
-import { decideIsolation, probeBwrap, type IsolationDecision, type IsolationMode } from '../sandbox/isolation.js';
+import { decideIsolation, probeBwrap, type IsolationDecision } from '../sandbox/isolation.js';
 import type { Sandbox } from '../sandbox/worktree.js';
-import type { PoolSettings } from '../sandbox/sandbox-pool.js';
 import { EventLog } from '../state/event-log.js';
 import type { DiffCapture } from '../verification/capture-diff.js';
 import type { ScopeViolation } from '../verification/scope-check.js';
 import { monotonicMs } from '../../shared/clock.js';
 
-export interface ExecuteOptions {
-  prepared: PreparedOperation;
-  stateDir: string;
-  cacheDir: string;
-  mode: 'inline' | 'queue';
-  attempt?: number;
-  /** Abort with `{kind:'cancel', message}` to cancel the operation. */
-  signal?: AbortSignal;
-  sandboxKeepHours?: number;
-  keepSandbox?: boolean;
-  /** The warm pool (`UH_SANDBOX_POOL_*`); unset = no pool: every sandbox checked out and removed. */
-  sandboxPool?: PoolSettings;
-  now?: () => Date;
-  spawn?: SpawnGroup;
-  fetch?: typeof globalThis.fetch;
-  logger?: Logger;
-  /** Where the receipt signing key comes from (default: `<cacheDir>/receipt.key`, made on first use). */
-  receiptKey?: ReceiptKeySource;
-  /** The price table (`UH_PRICES`): token usage becomes `usage.cost_usd` in the receipt when both are known. */
-  prices?: PriceTable;
-  /** The worker's environment, filtered by the allowlist for the runtime and checks (defaults to this process's). */
-  env?: Record<string, string | undefined>;
+/**
+ * The pipeline's seams into the caller: the queue persists state and runtime start in Redis and
+ * publishes events; inline needs none of them.
+ */
+export interface PipelineHooks {
   /** Subscribe live publishers to the event log before anything is appended. */
   onEventLog?: (log: EventLog) => void;
   /** Called right before the runtime starts (queue mode persists "runtime started" here). */
   beforeRuntime?: () => Promise<void>;
   /** Durable journal for the runtime (default: runtime-journal.json in the operation dir). */
   journal?: RuntimeJournalV1;
-  /** `UH_ISOLATION` (default auto): bwrap for the runtime and the checks where it works. */
-  isolation?: IsolationMode;
-  /** `UH_ISOLATION_TMPFS_BYTES`: the size cap of an isolated phase's private /tmp and home (default 1 GiB). */
-  isolationTmpfsBytes?: number;
-  /** Called on each state change, after operation.json is written. */
+  /** Called on each state change before the end, after operation.json is written. */
   onState?: (state: OperationState, record: OperationRecord) => Promise<void>;
+  /**
+   * How the operation ends once its receipt is built (default: finished in its files). The queue
+   * decides a retry here, before any receipt or final event exists, then finishes in Redis.
+   */
+  end?: (receipt: Receipt, local: FilesTarget) => Promise<ExecuteResult>;
+}
+
+export interface ExecuteOptions {
+  prepared: PreparedOperation;
+  /** The host's settings, compiled once (src/operation/settings.ts). */
+  settings: OperationSettings;
+  mode: 'inline' | 'queue';
+  attempt?: number;
+  /** Abort with `{kind:'cancel', message}` to cancel the operation. */
+  signal?: AbortSignal;
+  hooks?: PipelineHooks;
+  /** Seams for tests: the clock, the process spawner, the adapters' fetch. */
+  now?: () => Date;
+  spawn?: SpawnGroup;
+  fetch?: typeof globalThis.fetch;
 }
 
 export type ExecuteResult =
-  | { state: 'finished'; receipt: Receipt; receiptPath: string; dir: string }
+  | { state: 'finished'; receipt: Receipt; receiptPath: string | null; dir: string; settled: boolean }
+  /** The pool's retry policy ran the operation again as a new attempt: no receipt, no final event. */
+  | { state: 'retry'; attempt: number; dir: string }
   /** Dispatch could not be proven: no receipt, the sandbox kept, `uh mission recover` settles it. */
   | { state: 'unknown'; reason: string; hint: string | undefined; dir: string };
 
 export interface OperationRun {
   readonly options: ExecuteOptions;
+  readonly settings: OperationSettings;
   readonly prepared: PreparedOperation;
   readonly dir: string;
   readonly now: () => Date;
@@ -107,7 +109,7 @@ function sandboxEnv(options: ExecuteOptions): RuntimeEnv {
   const { mission, runtime } = options.prepared;
   const built = buildRuntimeEnv({
     // env passthrough: the worker's environment, filtered by the allowlist below
-    worker: options.env ?? process.env,
+    worker: options.settings.env,
     adapterNames: runtime.adapter.envPassthrough?.(runtime.config) ?? [],
     passthrough: mission.sandbox.env_passthrough ?? [],
     missionEnv: mission.sandbox.env,
@@ -128,7 +130,8 @@ export function bwrapProbeFile(cacheDir: string): string {
 
 function isolationFor(options: ExecuteOptions, env: Record<string, string | undefined>): IsolationDecision {
   const { sandbox } = options.prepared.mission;
-  return decideIsolation(options.isolation ?? 'auto', sandbox.isolation, sandbox.network, () => probeBwrap(env.PATH, { cacheFile: bwrapProbeFile(options.cacheDir) }));
+  const { isolation, cacheDir } = options.settings;
+  return decideIsolation(isolation.mode, sandbox.isolation, sandbox.network, () => probeBwrap(env.PATH, { cacheFile: bwrapProbeFile(cacheDir) }));
 }
 
 function newRecord(options: ExecuteOptions, startedAt: Date): OperationRecord {
@@ -161,7 +164,7 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
   const { prepared } = options;
   const { mission, runtime } = prepared;
   const now = options.now ?? (() => new Date());
-  const dir = operationDir(options.stateDir, mission.operation_id);
+  const dir = operationDir(options.settings.stateDir, mission.operation_id);
   const startedAt = now();
   const t0 = monotonicMs();
   const env = sandboxEnv(options);
@@ -169,14 +172,15 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
   writeFileSync(join(dir, 'mission.json'), `${JSON.stringify(redact(mission, secrets), null, 2)}\n`);
   const events = new EventLog(join(dir, 'events.jsonl'), mission.operation_id, now);
   events.secrets = secrets;
-  options.onEventLog?.(events);
+  options.hooks?.onEventLog?.(events);
   const run: OperationRun = {
     options,
+    settings: options.settings,
     prepared,
     dir,
     now,
     spawn: options.spawn ?? spawnGroup,
-    logger: (options.logger ?? silentLogger).child({ operation_id: mission.operation_id }),
+    logger: options.settings.logger.child({ operation_id: mission.operation_id }),
     env: env.runtime,
     checkEnv: env.checks,
     secrets,
@@ -210,8 +214,8 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
 /** Patch the record, write operation.json atomically, then tell the caller (queue mode mirrors it to Redis). */
 export async function setState(run: OperationRun, state: OperationState, patch: Partial<OperationRecord> = {}): Promise<void> {
   Object.assign(run.record, patch, { state, updated_at: run.now().toISOString() });
-  writeRecord(run.options.stateDir, run.record);
-  await run.options.onState?.(state, run.record);
+  writeRecord(run.settings.stateDir, run.record);
+  await run.options.hooks?.onState?.(state, run.record);
 }
 
 /** Run one phase's work, recording its duration as `<name>_ms`, failures included. */
@@ -235,11 +239,5 @@ export function cancelReason(run: OperationRun): AbortReasonV1 | null {
 /** Any phase that throws ends the run as `failed`; the receipt still gets written. */
 export function recordPipelineError(run: OperationRun, error: unknown): void {
   run.logger.error({ err: errorMessage(error) }, 'operation failed in the pipeline');
-  run.failure = {
-    status: 'failed',
-    raw: UhError.isInstance(error) ? `uh:${error.kind}` : 'internal',
-    message: errorMessage(error),
-    timed_out: false,
-    ...(UhError.isInstance(error) && error.hint ? { hint: error.hint } : {}),
-  };
+  run.failure = outcomeOfError(error);
 }

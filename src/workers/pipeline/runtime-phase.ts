@@ -21,7 +21,7 @@ import { bwrapProbeFile, cancelReason, setState, timed, type OperationRun } from
 import { reprobeBwrap } from '../../shared/process/bwrap-probe.js';
 
 export async function runtimePhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
-  if (!cancelReason(run)) await run.options.beforeRuntime?.();
+  if (!cancelReason(run)) await run.options.hooks?.beforeRuntime?.();
   // Checked again after beforeRuntime: a queue cancel can land while it persists "runtime started".
   const cancelled = cancelReason(run);
   const refused = run.isolation.use ? undefined : run.isolation.refuse;
@@ -87,7 +87,7 @@ function journallingSpawn(spawn: SpawnGroup, journal: RuntimeJournalV1): SpawnGr
 function runtimeContext(run: OperationRun, sandbox: Sandbox, signal: AbortSignal, phase: PhaseSpawn): RuntimeContextV1 {
   const { options } = run;
   const { mission } = run.prepared;
-  const journal = options.journal ?? fileJournal(join(run.dir, 'runtime-journal.json'));
+  const journal = options.hooks?.journal ?? fileJournal(join(run.dir, 'runtime-journal.json'));
   return {
     workDir: sandbox.path,
     logDir: run.dir,
@@ -145,7 +145,7 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
  * not failed by the agent.
  */
 function blockedByBwrap(run: OperationRun, folded: FoldedRuntime): void {
-  const probe = reprobeBwrap(run.env.PATH, bwrapProbeFile(run.options.cacheDir));
+  const probe = reprobeBwrap(run.env.PATH, bwrapProbeFile(run.settings.cacheDir));
   if (probe.ok) return;
   folded.outcome = {
     status: 'blocked',

@@ -10,13 +10,13 @@ import { createSandbox, removeSandbox, retainSandbox, type Sandbox } from '../sa
 import { setState, timed, type OperationRun } from './operation-run.js';
 
 export async function sandboxPhase(run: OperationRun): Promise<Sandbox> {
-  const { prepared, options } = run;
+  const { prepared, settings } = run;
   const id = prepared.mission.operation_id;
-  const pool = options.sandboxPool;
+  const pool = settings.sandbox.pool.size > 0 ? settings.sandbox.pool : null;
   const onDiscard = (path: string, reason: string) => run.logger.warn({ path, reason }, 'warm sandbox discarded');
   const sandbox = await timed(run, 'sandbox', async () => {
-    const warm = pool ? await acquirePooled(options.cacheDir, prepared.mirror, prepared.baseCommit, id, run.startedAt, pool, onDiscard) : null;
-    return warm ?? createSandbox(options.cacheDir, prepared.mirror, prepared.baseCommit, id, run.startedAt);
+    const warm = pool ? await acquirePooled(settings.cacheDir, prepared.mirror, prepared.baseCommit, id, run.startedAt, pool, onDiscard) : null;
+    return warm ?? createSandbox(settings.cacheDir, prepared.mirror, prepared.baseCommit, id, run.startedAt);
   });
   run.sandbox = sandbox;
   await setState(run, 'running', { sandbox_path: sandbox.path });
@@ -30,26 +30,27 @@ export async function sandboxPhase(run: OperationRun): Promise<Sandbox> {
  * or remove it now.
  */
 export async function retentionPhase(run: OperationRun, keep: boolean): Promise<void> {
-  const { sandbox, options } = run;
+  const { sandbox, settings } = run;
+  const { cacheDir } = settings;
   if (!sandbox) return;
   const id = run.prepared.mission.operation_id;
   if (keep) {
-    const until = new Date(run.now().getTime() + (options.sandboxKeepHours ?? 24) * 3600_000);
-    retainSandbox(options.cacheDir, sandbox, id, until, run.startedAt);
+    const until = new Date(run.now().getTime() + settings.sandbox.keepHours * 3600_000);
+    retainSandbox(cacheDir, sandbox, id, until, run.startedAt);
     run.events.append('sandbox.kept', { path: sandbox.path, until: until.toISOString() });
     return;
   }
-  if (options.sandboxPool) {
+  if (settings.sandbox.pool.size > 0) {
     // A tracked file the diff saw changed needs the reset anyway: no walk to find that out again.
     const trackedChanged = run.diff?.changed.some((f) => f.status !== 'added') ?? false;
-    const notPooled = await releaseToPool(options.cacheDir, sandbox, id, options.sandboxPool, run.now(), {}, { trackedChanged });
+    const notPooled = await releaseToPool(cacheDir, sandbox, id, settings.sandbox.pool, run.now(), {}, { trackedChanged });
     if (notPooled === null) {
       run.events.append('sandbox.removed', { path: sandbox.path, pooled: true });
       return;
     }
     run.logger.info({ path: sandbox.path, reason: notPooled }, 'sandbox not pooled; removing it');
   }
-  await removeSandbox(options.cacheDir, { name: sandbox.name, path: sandbox.path, mirror: sandbox.mirror.path }).catch((error) =>
+  await removeSandbox(cacheDir, { name: sandbox.name, path: sandbox.path, mirror: sandbox.mirror.path }).catch((error) =>
     run.logger.warn({ err: errorMessage(error) }, 'sandbox removal failed; the next sweep collects it'),
   );
   run.events.append('sandbox.removed', { path: sandbox.path, pooled: false });

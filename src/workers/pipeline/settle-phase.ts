@@ -1,16 +1,15 @@
 /**
  * How an operation ends. Finished: the verdict (decided once, src/workers/results/verdict.ts),
- * the receipt written once, `operation.completed`. Unknown (dispatch could not be proven): no
- * receipt, `operation.unknown` naming `uh mission recover`. Both then run the retention phase
- * and write the last state; the event log is closed last.
+ * the receipt built once, the retention phase, then the end: inline, `finishOperation` in the
+ * operation's files; queued, the pool's hook (a retry decided first, then `finishOperation` in
+ * Redis with the local copy). Unknown (dispatch could not be proven): no receipt,
+ * `operation.unknown` naming `uh mission recover`, the sandbox kept. The event log closes last.
  */
 import type { Outcome } from '../../shared/contracts/runtime-result.js';
 import type { Verdict } from '../../shared/contracts/status.js';
 import { buildReceipt } from '../../operation/build-receipt.js';
-import { writeReceiptOnce } from '../../operation/operation-files.js';
-import { join } from 'node:path';
-import { UhError } from '../../shared/errors.js';
-import { loadReceiptKey, signReceipt, type ReceiptKey } from '../../operation/receipt-signature.js';
+import type { Receipt } from '../../shared/contracts/receipt.js';
+import { finishOperation, type FilesTarget } from '../../operation/finish-operation.js';
 import { scrubOperationFiles } from '../results/scrub-files.js';
 import { decideVerdict } from '../results/verdict.js';
 import { retentionPhase } from './sandbox-phases.js';
@@ -21,32 +20,19 @@ import { monotonicMs } from '../../shared/clock.js';
 /** A sandbox is removed only after a completed run whose changes are verified or unverified (or when asked to keep it). */
 function keepSandbox(run: OperationRun, outcome: Outcome, verdict: Verdict): boolean {
   const succeeded = outcome.status === 'completed' && (verdict === 'verified' || verdict === 'unverified');
-  return run.options.keepSandbox === true || !succeeded;
+  return run.settings.sandbox.keepAll || !succeeded;
 }
 
-/** The key every receipt is signed with: the configured one, else `<cacheDir>/receipt.key` (made on first use). */
-function receiptKeyOf(run: OperationRun): ReceiptKey {
-  const source = run.options.receiptKey ?? { key: undefined, keyFile: join(run.options.cacheDir, 'receipt.key') };
-  const key = loadReceiptKey(source, true);
-  if (!key) throw new UhError('internal', 'no receipt key');
-  return key;
-}
-
-export async function settleFinished(run: OperationRun): Promise<ExecuteResult> {
-  const { prepared, folded, sandbox } = run;
-  const { mission } = prepared;
-  const outcome = run.failure ?? folded.outcome;
-  const verdict = decideVerdict({ scopeViolations: run.violations.length, checksDeclared: mission.verification.length, checks: run.checks });
-  const keep = keepSandbox(run, outcome, verdict);
-  run.timings.total_ms = Math.round(monotonicMs() - run.t0);
-  scrubOperationFiles(run.dir, run.secrets);
-  const unsigned = buildReceipt({
-    mission,
+/** The receipt's facts as the pipeline gathered them (built by the one builder, signed when the operation ends). */
+function receiptOf(run: OperationRun, outcome: Outcome, verdict: Verdict, keep: boolean): Receipt {
+  const { prepared, folded, sandbox, settings } = run;
+  return buildReceipt({
+    mission: prepared.mission,
     contractDigest: prepared.contractDigest,
     promptDigest: prepared.promptDigest,
     baseCommit: prepared.baseCommit,
     runtime: runtimeIdentity(run),
-    ...(run.options.prices ? { prices: run.options.prices } : {}),
+    prices: settings.prices,
     attempt: run.record.attempt,
     mode: run.options.mode,
     startedAt: run.startedAt,
@@ -64,13 +50,37 @@ export async function settleFinished(run: OperationRun): Promise<ExecuteResult> 
     isolation: run.isolation.status,
     secrets: run.secrets,
   });
-  const receipt = signReceipt(unsigned, receiptKeyOf(run));
-  const receiptPath = writeReceiptOnce(run.dir, receipt);
-  run.events.append('operation.completed', { status: outcome.status, verdict, exit_code: receipt.exit_code, receipt: receiptPath });
+}
+
+/** This host's files of the operation: where it ends inline, and its local copy in queue mode. */
+export function localTarget(run: OperationRun, publish: boolean): FilesTarget {
+  const { events } = run;
+  return {
+    kind: 'files',
+    stateDir: run.settings.stateDir,
+    dir: run.dir,
+    record: run.record,
+    events: { append: (type, data) => (publish ? events.append(type, data) : events.appendLocal(type, data)) },
+  };
+}
+
+export async function settleFinished(run: OperationRun): Promise<ExecuteResult> {
+  const { mission } = run.prepared;
+  const outcome = run.failure ?? run.folded.outcome;
+  const verdict = decideVerdict({ scopeViolations: run.violations.length, checksDeclared: mission.verification.length, checks: run.checks });
+  const keep = keepSandbox(run, outcome, verdict);
+  run.timings.total_ms = Math.round(monotonicMs() - run.t0);
+  scrubOperationFiles(run.dir, run.secrets);
+  const receipt = receiptOf(run, outcome, verdict, keep);
   await retentionPhase(run, keep);
-  await setState(run, 'finished', { status: outcome.status, verdict, exit_code: receipt.exit_code });
+  const end = run.options.hooks?.end;
+  const result = end
+    ? await end(receipt, localTarget(run, false))
+    : await finishOperation(localTarget(run, true), { receipt, keySource: run.settings.receiptKey }).then(
+        (ended): ExecuteResult => ({ state: 'finished', receipt: ended.receipt, receiptPath: ended.receiptPath, dir: run.dir, settled: true }),
+      );
   await run.events.close();
-  return { state: 'finished', receipt, receiptPath, dir: run.dir };
+  return result;
 }
 
 export async function settleUnknown(run: OperationRun): Promise<ExecuteResult> {

@@ -15,7 +15,7 @@ import { cancelReason, setState, timed, type OperationRun } from './operation-ru
 export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
   const { folded, prepared } = run;
   await setState(run, 'verifying', { session_id: folded.session_id, thread_id: folded.thread_id, turn_id: folded.turn_id });
-  const diff = await timed(run, 'diff', () => captureDiff(sandbox.path, prepared.baseCommit, join(run.dir, 'diff.patch'), run.dir, { baseFactsDir: baseFactsDir(run.options.cacheDir) }));
+  const diff = await timed(run, 'diff', () => captureDiff(sandbox.path, prepared.baseCommit, join(run.dir, 'diff.patch'), run.dir, { baseFactsDir: baseFactsDir(run.settings.cacheDir) }));
   run.diff = diff;
   run.events.append('diff.captured', { files: diff.changed.length, bytes: diff.bytes, digest: diff.digest, head_commit: diff.headCommit });
   run.violations = [...checkScope(diff.changed, prepared.mission.scope), ...diff.flagged];

@@ -13,20 +13,22 @@
  * does the same through `settleFromRuntime`.
  */
 import type { Redis } from 'ioredis';
-import type { Logger } from '../../shared/logger.js';
-import { completionOf, eventJson, type OperationStore, type QueueRecord } from '../../shared/queue/operation-store.js';
+import { completionOf, type OperationStore, type QueueRecord } from '../../shared/queue/operation-store.js';
 import { queueName } from '../../shared/queue/topology.js';
-import { receiptFromRecovery, recoverQueuedRuntime } from '../../operation/recover-runtime.js';
+import { recoverQueuedRuntime } from '../../operation/recover-runtime.js';
+import { receiptFromRecovery } from '../../operation/synthesize-receipt.js';
+import { finishOperation } from '../../operation/finish-operation.js';
+import type { OperationSettings } from '../../operation/settings.js';
 import { RUNTIME_CATALOG } from '../operation-ports.js';
 
 export interface OwnerWatchOptions {
   redis: Redis;
   store: OperationStore;
-  /** Runtime ids whose queues are watched (every registered runtime by default). */
+  /** Runtime ids whose queues are watched besides every registered runtime's (a worker's manifest runtimes). */
   runtimes?: string[];
   intervalMs: number;
-  stateDir: string;
-  logger: Logger;
+  /** The host's settings: state dir, logger, the receipt key a settled operation is signed with. */
+  settings: Pick<OperationSettings, 'stateDir' | 'logger' | 'receiptKey'>;
   /** Called for each operation this watch moved (tests, worker output). */
   onOrphan?: (operationId: string, state: string) => void;
   /**
@@ -47,7 +49,7 @@ export function operationOfJob(jobId: string): string | null {
 export async function watchOwnersOnce(options: OwnerWatchOptions): Promise<Map<string, string>> {
   const { redis, store } = options;
   const moved = new Map<string, string>();
-  const runtimes = options.runtimes ?? RUNTIME_CATALOG.ids;
+  const runtimes = [...new Set([...RUNTIME_CATALOG.ids, ...(options.runtimes ?? [])])];
   for (const runtime of runtimes) {
     const jobIds = await redis.lrange(`${store.keys.bullPrefix}:${queueName(runtime)}:active`, 0, -1);
     for (const jobId of jobIds) {
@@ -60,12 +62,18 @@ export async function watchOwnersOnce(options: OwnerWatchOptions): Promise<Map<s
   return moved;
 }
 
+/** The rule for a live owner, one for every caller: its worker's heartbeat key is present. */
+export async function ownerAlive(redis: Redis, store: OperationStore, record: QueueRecord): Promise<boolean> {
+  return record.worker !== null && record.worker !== undefined && (await redis.exists(store.keys.worker(record.worker.id))) === 1;
+}
+
 async function orphanIfOwnerDead(options: OwnerWatchOptions, id: string): Promise<string | null> {
-  const { redis, store, logger } = options;
+  const { redis, store } = options;
+  const { logger } = options.settings;
   const record = await store.get(id);
   if (!record || (record.state !== 'running' && record.state !== 'verifying') || !record.worker || !record.owner) return null;
   const suspects = options.suspects;
-  if ((await redis.exists(store.keys.worker(record.worker.id))) === 1) {
+  if (await ownerAlive(redis, store, record)) {
     suspects?.delete(record.worker.id);
     return null;
   }
@@ -89,26 +97,19 @@ async function orphanIfOwnerDead(options: OwnerWatchOptions, id: string): Promis
  * worker whose claim of a re-delivered job found its runtime started (the stalled checker came
  * first). 'finished' when settled; null when it stays unknown for an operator.
  */
-export async function settleFromRuntime(options: Pick<OwnerWatchOptions, 'store' | 'stateDir' | 'logger'>, id: string): Promise<string | null> {
-  const { store, logger } = options;
+export async function settleFromRuntime(options: Pick<OwnerWatchOptions, 'store' | 'settings'>, id: string): Promise<string | null> {
+  const { store, settings } = options;
   const record = (await store.get(id)) as QueueRecord;
   const adapter = await RUNTIME_CATALOG.load(record.runtime);
   if (!adapter?.recover) return null;
   try {
-    const got = await recoverQueuedRuntime(record, options.stateDir, RUNTIME_CATALOG);
+    const got = await recoverQueuedRuntime(record, settings.stateDir, RUNTIME_CATALOG);
     if (!got || got.recovery.state !== 'settled' || !got.recovery.finished) return null;
-    const receipt = receiptFromRecovery(record, got.recovery.finished);
-    const ok = await store.settle(id, {
-      owner: null,
-      allowedStates: ['unknown'],
-      record: { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code },
-      artifacts: { receipt: `${JSON.stringify(receipt, null, 2)}\n` },
-      event: eventJson(id, 'operation.completed', { status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code, recovered: true }),
-      completion: completionOf(record, { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
-    });
-    return ok ? 'finished' : null;
+    const target = { kind: 'queue', store, record, owner: null, allowedStates: ['unknown'] } as const;
+    const ended = await finishOperation(target, { receipt: receiptFromRecovery(record, got.recovery.finished), keySource: settings.receiptKey, event: { recovered: true } });
+    return ended.settled ? 'finished' : null;
   } catch (error) {
-    logger.warn({ operation_id: id, err: (error as Error).message }, 'runtime recovery of a dead owner failed: left unknown');
+    settings.logger.warn({ operation_id: id, err: (error as Error).message }, 'runtime recovery of a dead owner failed: left unknown');
     return null;
   }
 }
@@ -123,7 +124,7 @@ export function startOwnerWatch(watch: OwnerWatchOptions): () => void {
     try {
       await watchOwnersOnce(options);
     } catch (error) {
-      options.logger.warn({ err: (error as Error).message }, 'owner watch failed; retrying next interval');
+      options.settings.logger.warn({ err: (error as Error).message }, 'owner watch failed; retrying next interval');
     } finally {
       running = false;
     }

@@ -1,22 +1,23 @@
 /**
  * The processor of one operation job: claim the record, run the shared pipeline
- * (`executeOperation`) with queue hooks, settle the record. Order of writes:
+ * (`executeOperation`) with queue hooks, end the operation. Order of writes:
  *
  *   claim (queued → running, owner = this worker's token; a started runtime → unknown, stop)
- *   → prepare on this host → pipeline: events to the operation's stream as they happen;
- *     "runtime started" persisted atomically (owner-checked) right before launch
- *   → settle (record + artifacts + outbox entry, one script) or a NEW attempt per retry policy
+ *   → prepare on this host (a failure ends the operation: finishOperation)
+ *   → pipeline: events to the operation's stream as they happen; "runtime started" persisted
+ *     atomically (owner-checked) right before launch
+ *   → the end hook, once the receipt is built: a NEW attempt per retry policy (no receipt, no
+ *     final event), else finishOperation: the signed receipt, record, artifacts, the final event
+ *     and the outbox entry in one owner-checked script
  *
  * The job itself never fails for a mission's outcome (BullMQ must not retry it); it returns a
  * summary that BullMQ publishes as its `completed` event.
  */
-import type { PriceTable } from '../../shared/prices.js';
-import type { PoolSettings } from '../sandbox/sandbox-pool.js';
 import { renameSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Job, Queue } from 'bullmq';
-import type { Outcome } from '../../shared/contracts/runtime-result.js';
-import { errorMessage, UhError } from '../../shared/errors.js';
+import type { Receipt } from '../../shared/contracts/receipt.js';
+import { UhError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import { completionOf, eventJson, type OperationJob, type OperationStore } from '../../shared/queue/operation-store.js';
 import type { QueueRecord } from '../../shared/queue/queue-record.js';
@@ -30,25 +31,17 @@ import { claimOperationDir, operationDir, operationsRoot } from '../../operation
 import type { EventLog } from '../state/event-log.js';
 import { eventPublisher } from './event-publisher.js';
 import { settleFromRuntime } from './owner-watch.js';
-import { loadReceiptKey, signReceipt, type ReceiptKeySource } from '../../operation/receipt-signature.js';
+import { finishOperation, signedReceipt, type FilesTarget } from '../../operation/finish-operation.js';
+import { outcomeOfError } from '../../operation/outcome-of-error.js';
+import type { OperationSettings } from '../../operation/settings.js';
 import { makeDir } from '../../shared/fs/make-dir.js';
 
 export interface PoolContext {
+  /** The host's settings, compiled once (src/operation/settings.ts). */
+  settings: OperationSettings;
   store: OperationStore;
-  stateDir: string;
-  cacheDir: string;
   worker: { id: string; host: string; pid: number };
-  logger: Logger;
   artifactCapBytes: number;
-  sandboxKeepHours: number;
-  keepSandbox: boolean;
-  sandboxPool?: PoolSettings;
-  receiptKey?: ReceiptKeySource;
-  prices?: PriceTable;
-  /** `UH_ISOLATION` for the runtime and checks. */
-  isolation: 'auto' | 'require' | 'off';
-  /** `UH_ISOLATION_TMPFS_BYTES`; unset: 1 GiB. */
-  isolationTmpfsBytes?: number;
   /** Queues by runtime id, to enqueue a retry attempt. */
   queues: Map<string, Queue>;
   /** The abort controller of every operation this process runs (cancel and shutdown use them). */
@@ -88,12 +81,10 @@ interface JobRun {
 }
 
 type Prepared = Awaited<ReturnType<typeof import('./prepare-job.js').prepareJob>>;
-type Finished = Extract<ExecuteResult, { state: 'finished' }>;
-type Artifacts = Record<string, string>;
 
 export async function processOperationJob(ctx: PoolContext, job: Job<OperationJob>, token: string | undefined): Promise<JobSummary> {
   const id = job.data.operation_id;
-  const log = ctx.logger.child({ runtime: job.data.runtime, worker: ctx.worker.id });
+  const log = ctx.settings.logger.child({ runtime: job.data.runtime, worker: ctx.worker.id });
   const run: JobRun = { ctx, data: job.data, id, owner: `${ctx.worker.id}/${job.id}/${token ?? ''}`, controller: new AbortController(), log };
   const summary = await processClaimed(run, job);
   // One info line per settle (docs/observability.md): the job's outcome as bull-board shows it.
@@ -111,15 +102,14 @@ async function processClaimed(run: JobRun, job: Job<OperationJob>): Promise<JobS
     if (!record) return { operation_id: id, outcome: 'missing' };
     const prepared = await prepareOrSettle(run, record);
     if ('outcome' in prepared) return prepared;
-    freshDir(ctx.stateDir, id);
-    const result = await runPipeline(run, prepared);
+    freshDir(ctx.settings.stateDir, id);
+    const result = await runPipeline(run, prepared, record);
     if (result.state === 'unknown') {
       // The runtime could not prove whether its work was dispatched: never re-run, wait for recover.
       await ctx.store.orphaned(id, result.reason, completionOf(record, { state: 'unknown' }), run.owner);
       return { operation_id: id, outcome: 'unknown' };
     }
-    const artifacts = collectArtifacts(result.dir, ctx.artifactCapBytes);
-    return (await scheduleRetry(run, result, artifacts)) ?? (await settleFinished(run, record, result, artifacts));
+    return summaryOf(run, result);
   } finally {
     ctx.active.delete(id);
   }
@@ -130,7 +120,7 @@ async function claimJob(run: JobRun, jobId: string): Promise<JobSummary | null> 
   const { ctx, data, id } = run;
   const claim = await ctx.store.claim(id, run.owner, ctx.worker, jobId, completionOf({ operation_id: id, attempt: data.attempt, runtime: data.runtime }));
   if (claim.kind === 'unknown') {
-    ctx.logger.warn({ operation_id: id }, 'job re-delivered after its runtime started: operation is now unknown, not run again');
+    run.log.warn({ operation_id: id }, 'job re-delivered after its runtime started: operation is now unknown, not run again');
     // As the owner watch would have: a runtime with its own records settles it from them.
     if ((await settleFromRuntime(ctx, id)) === 'finished') return { operation_id: id, outcome: 'settled' };
   }
@@ -140,40 +130,22 @@ async function claimJob(run: JobRun, jobId: string): Promise<JobSummary | null> 
   return null;
 }
 
-/** Prepare on this host; a failure (or a cancel that stopped git) settles the record with its receipt. */
+/** Prepare on this host; a failure (or a cancel that stopped git) ends the operation with its receipt. */
 async function prepareOrSettle(run: JobRun, record: QueueRecord): Promise<Prepared | JobSummary> {
   const { ctx, id } = run;
   try {
     const { prepareJob } = await import('./prepare-job.js');
-    return await prepareJob(run.data, { ...ctx, signal: run.controller.signal });
+    return await prepareJob(run.data, { stateDir: ctx.settings.stateDir, cacheDir: ctx.settings.cacheDir, signal: run.controller.signal });
   } catch (error) {
-    const reason = run.controller.signal.aborted ? (run.controller.signal.reason as { message?: string } | undefined) : undefined;
-    const outcome: Outcome = reason
-      ? { status: 'cancelled', raw: 'cancel', message: reason.message ?? 'cancelled', timed_out: false }
-      : {
-          status: 'failed',
-          raw: UhError.isInstance(error) ? `uh:${error.kind}` : 'internal',
-          message: errorMessage(error),
-          timed_out: false,
-          ...(UhError.isInstance(error) && error.hint ? { hint: error.hint } : {}),
-        };
-    const key = loadReceiptKey(ctx.receiptKey ?? { key: undefined, keyFile: join(ctx.cacheDir, 'receipt.key') }, true);
-    const receipt = key ? signReceipt(synthesizeReceipt(record, outcome), key) : synthesizeReceipt(record, outcome);
-    const finished = { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code } as const;
-    await ctx.store.settle(id, {
-      owner: run.owner,
-      allowedStates: ['running'],
-      record: finished,
-      artifacts: { receipt: `${JSON.stringify(receipt, null, 2)}\n` },
-      event: eventJson(id, 'operation.completed', { status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
-      completion: completionOf(record, finished),
-    });
+    const receipt = synthesizeReceipt(record, outcomeOfError(error, run.controller.signal));
+    const target = { kind: 'queue', store: ctx.store, record, owner: run.owner, allowedStates: ['running'] } as const;
+    await finishOperation(target, { receipt, keySource: ctx.settings.receiptKey });
     return { operation_id: id, outcome: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code };
   }
 }
 
 /** The shared pipeline with the queue's hooks: events to Redis, owner-checked state writes. */
-async function runPipeline(run: JobRun, prepared: Prepared): Promise<ExecuteResult> {
+async function runPipeline(run: JobRun, prepared: Prepared, record: QueueRecord): Promise<ExecuteResult> {
   const { ctx, id, owner, controller } = run;
   const { store } = ctx;
   let eventLog: EventLog | null = null;
@@ -182,38 +154,37 @@ async function runPipeline(run: JobRun, prepared: Prepared): Promise<ExecuteResu
   let mirrored = JSON.stringify({ state: 'running', sandbox_path: null, session_id: null, thread_id: null, turn_id: null });
   const result = await executeOperation({
     prepared,
-    stateDir: ctx.stateDir,
-    cacheDir: ctx.cacheDir,
+    settings: ctx.settings,
     mode: 'queue',
     attempt: run.data.attempt,
     signal: controller.signal,
-    logger: run.log,
-    sandboxKeepHours: ctx.sandboxKeepHours,
-    keepSandbox: ctx.keepSandbox,
-    ...(ctx.sandboxPool ? { sandboxPool: ctx.sandboxPool } : {}),
-    ...(ctx.receiptKey ? { receiptKey: ctx.receiptKey } : {}),
-    ...(ctx.prices ? { prices: ctx.prices } : {}),
-    isolation: ctx.isolation,
-    ...(ctx.isolationTmpfsBytes ? { isolationTmpfsBytes: ctx.isolationTmpfsBytes } : {}),
-    journal: redisJournal(store, id, owner),
-    onEventLog: (log) => {
-      eventLog = log;
-      log.subscribe(publisher.publish);
-    },
-    beforeRuntime: async () => {
-      const gate = await store.markRuntimeStarted(id, owner);
-      if (gate === 'cancelled') controller.abort({ kind: 'cancel', message: 'cancelled before the runtime started' });
-      if (gate === 'lost') throw new UhError('conflict', `worker ${ctx.worker.id} no longer owns ${id}: the runtime is not started`);
-      run.log.info({ operation_id: id }, 'runtime start');
-    },
-    onState: async (state, rec) => {
-      // Settled in one script each: finished with its artifacts, unknown with its event.
-      if (state === 'finished' || state === 'unknown') return;
-      const patch = { state, sandbox_path: rec.sandbox_path, session_id: rec.session_id ?? null, thread_id: rec.thread_id ?? null, turn_id: rec.turn_id ?? null };
-      // The claim wrote `running`; the gate (beforeRuntime) wrote runtime_started: nothing new, no round trip.
-      if (JSON.stringify(patch) === mirrored) return;
-      mirrored = JSON.stringify(patch);
-      await store.updateIfOwner(id, owner, patch);
+    hooks: {
+      journal: redisJournal(store, id, owner),
+      onEventLog: (log) => {
+        eventLog = log;
+        log.subscribe(publisher.publish);
+      },
+      beforeRuntime: async () => {
+        const gate = await store.markRuntimeStarted(id, owner);
+        if (gate === 'cancelled') controller.abort({ kind: 'cancel', message: 'cancelled before the runtime started' });
+        if (gate === 'lost') throw new UhError('conflict', `worker ${ctx.worker.id} no longer owns ${id}: the runtime is not started`);
+        run.log.info({ operation_id: id }, 'runtime start');
+      },
+      onState: async (state, rec) => {
+        // Ended in one script each: finished with its artifacts, unknown with its event.
+        if (state === 'finished' || state === 'unknown') return;
+        const patch = { state, sandbox_path: rec.sandbox_path, session_id: rec.session_id ?? null, thread_id: rec.thread_id ?? null, turn_id: rec.turn_id ?? null };
+        // The claim wrote `running`; the gate (beforeRuntime) wrote runtime_started: nothing new, no round trip.
+        if (JSON.stringify(patch) === mirrored) return;
+        mirrored = JSON.stringify(patch);
+        await store.updateIfOwner(id, owner, patch);
+      },
+      end: async (receipt, local) => {
+        // Every event so far is in the stream before the end's own event.
+        await (eventLog as EventLog | null)?.flush();
+        await publisher.flush();
+        return (await scheduleRetry(run, receipt, local.dir)) ?? (await endInRedis(run, record, receipt, local));
+      },
     },
   });
   await (eventLog as EventLog | null)?.flush();
@@ -221,37 +192,39 @@ async function runPipeline(run: JobRun, prepared: Prepared): Promise<ExecuteResu
   return result;
 }
 
-/** A NEW attempt when the retry policy says so (and this worker still owns the record). */
-async function scheduleRetry(run: JobRun, result: Finished, artifacts: Artifacts): Promise<JobSummary | null> {
+/** A NEW attempt when the retry policy says so (and this worker still owns the record): no receipt, no final event. */
+async function scheduleRetry(run: JobRun, receipt: Receipt, dir: string): Promise<ExecuteResult | null> {
   const { ctx, data, id } = run;
-  const { receipt } = result;
   const decision = retryDecision(receipt.outcome, data.attempt, ctx.retryPolicy);
   if (!decision.retry) return null;
   const attempt = data.attempt + 1;
   const jobId = jobIdFor(id, attempt);
   const retryAt = new Date(Date.now() + decision.delayMs);
-  if (!(await ctx.store.nextAttempt(id, run.owner, attempt, jobId, artifacts.receipt ?? '', retryAt))) return null;
+  // The attempt's receipt is kept in the record's attempt list, signed like every receipt.
+  const previous = `${JSON.stringify(signedReceipt(receipt, ctx.settings.receiptKey), null, 2)}\n`;
+  if (!(await ctx.store.nextAttempt(id, run.owner, attempt, jobId, previous, retryAt))) return null;
   await ctx.store.appendEvent(id, eventJson(id, 'operation.queued', { attempt, delay_ms: decision.delayMs, reason: decision.rule }));
   const queue = ctx.queues.get(data.runtime);
   await queue?.add('operation', { ...data, attempt }, { jobId, delay: decision.delayMs });
-  return { operation_id: id, outcome: 'retry_scheduled', status: receipt.status };
+  return { state: 'retry', attempt, dir };
 }
 
-/** Record, artifacts and outbox entry in one owner-checked script. */
-async function settleFinished(run: JobRun, record: QueueRecord, result: Finished, artifacts: Artifacts): Promise<JobSummary> {
-  const { ctx, id } = run;
+/** The end of a queued operation: its local copy, then record, artifacts and outbox entry in one owner-checked script. */
+async function endInRedis(run: JobRun, record: QueueRecord, receipt: Receipt, local: FilesTarget): Promise<ExecuteResult> {
+  const { ctx } = run;
+  const artifacts = collectArtifacts(local.dir, ctx.artifactCapBytes);
+  const target = { kind: 'queue', store: ctx.store, record, owner: run.owner, allowedStates: ['running', 'verifying'], artifacts, local } as const;
+  const ended = await finishOperation(target, { receipt, keySource: ctx.settings.receiptKey });
+  return { state: 'finished', receipt: ended.receipt, receiptPath: ended.receiptPath, dir: local.dir, settled: ended.settled };
+}
+
+/** The job's summary, as BullMQ publishes it in its `completed` event. */
+function summaryOf(run: JobRun, result: Exclude<ExecuteResult, { state: 'unknown' }>): JobSummary {
+  const { id } = run;
+  if (result.state === 'retry') return { operation_id: id, outcome: 'retry_scheduled' };
   const { receipt } = result;
-  const finished = { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code } as const;
-  const settled = await ctx.store.settle(id, {
-    owner: run.owner,
-    allowedStates: ['running', 'verifying'],
-    record: finished,
-    artifacts,
-    event: null,
-    completion: completionOf(record, finished),
-  });
-  if (!settled) {
-    ctx.logger.warn({ operation_id: id }, 'the record moved on while this worker ran (lost ownership): receipt kept locally only');
+  if (!result.settled) {
+    run.log.warn({ operation_id: id }, 'the record moved on while this worker ran (lost ownership): receipt kept locally only');
     return { operation_id: id, outcome: 'lost', status: receipt.status };
   }
   return { operation_id: id, outcome: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code };

@@ -12,47 +12,31 @@
  * heartbeat key per worker (recover uses it to tell a dead owner from a slow one), and graceful
  * shutdown: stop taking jobs, grace period, then cancel what still runs (cancelled receipts).
  */
-import type { PriceTable } from '../../shared/prices.js';
-import type { PoolSettings } from '../sandbox/sandbox-pool.js';
+import type { OperationSettings } from '../../operation/settings.js';
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import type { Queue, Worker } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { Logger } from '../../shared/logger.js';
 import { completionOf, OperationStore, type OperationJob } from '../../shared/queue/operation-store.js';
 import type { GcConfig, QueueConfig } from '../../shared/config.js';
 import { connectRedis } from '../../shared/queue/redis-connection.js';
 import { queueName } from '../../shared/queue/topology.js';
 import { RETRY_POLICY, withMaxAttempts } from '../results/retry-policy.js';
 import { processOperationJob, type JobSummary, type PoolContext } from './process-operation-job.js';
-import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
 import { startOwnerWatch } from './owner-watch.js';
 import { startDiskGuard } from './disk-guard.js';
 
 export interface PoolOptions {
+  /** The host's settings, compiled once (src/operation/settings.ts). */
+  settings: OperationSettings;
   redisUrl: string;
   config: QueueConfig;
   runtimes: string[];
   concurrency: number;
   /** Across every worker of a runtime queue (BullMQ global concurrency); unset = no limit. */
   globalConcurrency?: number;
-  stateDir: string;
-  cacheDir: string;
-  logger: Logger;
-  sandboxKeepHours: number;
-  keepSandbox: boolean;
-  /** The warm pool (`UH_SANDBOX_POOL_*`); unset = none. */
-  sandboxPool?: PoolSettings;
-  /** Where the receipt signing key comes from (the fleet shares `UH_RECEIPT_KEY`). */
-  receiptKey?: ReceiptKeySource;
-  /** The price table: cost in receipts. */
-  prices?: PriceTable;
   /** Retention sweep + free-disk floor (disk-guard.ts); unset: none. */
   gc?: GcConfig;
-  /** `UH_ISOLATION`; default auto. */
-  isolation?: 'auto' | 'require' | 'off';
-  /** `UH_ISOLATION_TMPFS_BYTES`; default 1 GiB. */
-  isolationTmpfsBytes?: number;
 }
 
 export interface RuntimePool {
@@ -85,15 +69,17 @@ export async function startRuntimePool(options: PoolOptions): Promise<RuntimePoo
   const pool: Pool = { options, bull, redis, ctx: poolContext(options, redis, workerId), workers: [], connections: [] };
   const subscriber = await subscribeCancels(pool);
   const heartbeat = await startHeartbeat(pool);
-  const stopWatch = startOwnerWatch({ redis, store: pool.ctx.store, intervalMs: options.config.heartbeatMs, stateDir: options.stateDir, logger: options.logger });
+  const { settings } = options;
+  const { logger } = settings;
+  const stopWatch = startOwnerWatch({ redis, store: pool.ctx.store, runtimes: options.runtimes, intervalMs: options.config.heartbeatMs, settings });
   for (const runtime of options.runtimes) await startWorker(pool, runtime);
   await Promise.all(pool.workers.map((w) => w.waitUntilReady()));
-  const stopGuard = options.gc ? startDiskGuard({ gc: options.gc, cacheDir: options.cacheDir, stateDir: options.stateDir, store: pool.ctx.store, workers: pool.workers, logger: options.logger }) : () => undefined;
+  const stopGuard = options.gc ? startDiskGuard({ gc: options.gc, cacheDir: settings.cacheDir, stateDir: settings.stateDir, store: pool.ctx.store, workers: pool.workers, logger }) : () => undefined;
 
   const { active } = pool.ctx;
   const cancelAll = (message: string) => {
     for (const [id, controller] of active) {
-      options.logger.warn({ operation_id: id }, 'cancelling on shutdown');
+      logger.warn({ operation_id: id }, 'cancelling on shutdown');
       controller.abort({ kind: 'cancel', message });
     }
   };
@@ -114,19 +100,10 @@ export async function startRuntimePool(options: PoolOptions): Promise<RuntimePoo
 function poolContext(options: PoolOptions, redis: Redis, workerId: string): PoolContext {
   const { config } = options;
   return {
+    settings: options.settings,
     store: new OperationStore(redis, config.prefix),
-    stateDir: options.stateDir,
-    cacheDir: options.cacheDir,
     worker: { id: workerId, host: hostname(), pid: process.pid },
-    logger: options.logger,
     artifactCapBytes: config.artifactCapBytes,
-    sandboxKeepHours: options.sandboxKeepHours,
-    keepSandbox: options.keepSandbox,
-    ...(options.sandboxPool ? { sandboxPool: options.sandboxPool } : {}),
-    ...(options.receiptKey ? { receiptKey: options.receiptKey } : {}),
-    ...(options.prices ? { prices: options.prices } : {}),
-    isolation: options.isolation ?? 'auto',
-    ...(options.isolationTmpfsBytes ? { isolationTmpfsBytes: options.isolationTmpfsBytes } : {}),
     queues: new Map<string, Queue>(),
     active: new Map<string, AbortController>(),
     retryPolicy: withMaxAttempts(RETRY_POLICY, config.retryMaxAttempts),
@@ -138,7 +115,8 @@ function poolContext(options: PoolOptions, redis: Redis, workerId: string): Pool
  * message reaches the owner while it runs.
  */
 async function subscribeCancels(pool: Pool): Promise<Redis> {
-  const { store, active, logger } = pool.ctx;
+  const { store, active } = pool.ctx;
+  const { logger } = pool.ctx.settings;
   const subscriber: Redis = pool.redis.duplicate();
   subscriber.on('error', () => undefined);
   await subscriber.subscribe(store.keys.cancelChannel);
@@ -170,7 +148,8 @@ async function startHeartbeat(pool: Pool): Promise<NodeJS.Timeout> {
 /** The queue of one runtime and its BullMQ worker, every job through `processOperationJob`. */
 async function startWorker(pool: Pool, runtime: string): Promise<void> {
   const { options, ctx, bull } = pool;
-  const { config, logger } = options;
+  const { config } = options;
+  const { logger } = options.settings;
   const { store } = ctx;
   const queue = new bull.Queue(queueName(runtime), { connection: pool.redis, prefix: store.keys.bullPrefix });
   queue.on('error', () => undefined);
@@ -210,7 +189,7 @@ async function shutdown(
 ): Promise<void> {
   const { reason, graceMs } = stop;
   const { ctx, redis } = pool;
-  ctx.logger.info({ reason, active: [...ctx.active.keys()] }, 'shutting down: no new jobs');
+  ctx.settings.logger.info({ reason, active: [...ctx.active.keys()] }, 'shutting down: no new jobs');
   const closing = Promise.all(pool.workers.map((w) => w.close()));
   // graceMs Infinity (`--grace wait`): running missions end on their own (rolling deploys).
   const timer = Number.isFinite(graceMs) ? setTimeout(() => stop.cancelAll(`worker shutting down (${reason}); grace period of ${Math.round(graceMs / 1000)} s ended`), graceMs) : undefined;

@@ -18,7 +18,8 @@ export { probeBwrap, whichOnPath, type BwrapProbe };
 import type { SpawnGroup } from '../../shared/process/spawn-group.js';
 
 /** `UH_ISOLATION`: auto = bwrap where it works; require = refuse to run without; off = never. */
-export type IsolationMode = 'auto' | 'require' | 'off';
+export type { IsolationMode } from '../../shared/config.js';
+import type { IsolationMode } from '../../shared/config.js';
 /** The mission's `sandbox.isolation`: `required` refuses to run unisolated whatever the host's mode. */
 export type MissionIsolation = 'auto' | 'required' | 'off';
 

@@ -31,6 +31,16 @@ export class EventLog {
   }
 
   append(type: EventType, data: Record<string, unknown>): UhEvent {
+    const event = this.appendLocal(type, data);
+    for (const listener of this.listeners) {
+      // Listeners run in order; a failing publisher never loses the event (it is on disk).
+      this.pending = this.pending.then(() => listener(event)).catch(() => undefined);
+    }
+    return event;
+  }
+
+  /** Append to `events.jsonl` only: the caller publishes the event itself (the queue's settle script). */
+  appendLocal(type: EventType, data: Record<string, unknown>): UhEvent {
     const event: UhEvent = {
       seq: this.seq++,
       at: this.now().toISOString(),
@@ -39,10 +49,6 @@ export class EventLog {
       data: redact(data, this.secrets),
     };
     writeSync(this.fd, `${JSON.stringify(event)}\n`);
-    for (const listener of this.listeners) {
-      // Listeners run in order; a failing publisher never loses the event (it is on disk).
-      this.pending = this.pending.then(() => listener(event)).catch(() => undefined);
-    }
     return event;
   }
 

@@ -148,7 +148,7 @@ export async function batchCancel(argv: string[], config: UhConfig): Promise<num
     const results: Array<{ operation_id: string; result: string }> = [];
     for (const o of batch.record.operations) {
       const record = await client.store.get(o.operation_id);
-      results.push({ operation_id: o.operation_id, result: record ? await cancelOperation(client, record, `batch ${batch.record.batch_id} cancelled`) : 'missing' });
+      results.push({ operation_id: o.operation_id, result: record ? await cancelOperation(client, record, `batch ${batch.record.batch_id} cancelled`, config.receipts) : 'missing' });
     }
     if (values.json) writeJson({ batch_id: batch.record.batch_id, children: results });
     else process.stdout.write(results.map((r) => `${r.operation_id}: ${r.result}`).join('\n') + '\n');

@@ -88,12 +88,13 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
   const { runInline } = await import('../../../workers/inline/run-inline.js');
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort({ kind: 'cancel', message: 'cancelled by SIGINT' }));
-  const logger = createLogger(config.core.logLevel);
+  const { compileSettings } = await import('../../../operation/settings.js');
+  const settings = compileSettings(config, { stateDir, logger: createLogger(config.core.logLevel) });
   const queue = children.map((c) => c.mission);
   const worker = async () => {
     for (let m = queue.shift(); m !== undefined; m = queue.shift()) {
       if (format !== 'json') process.stderr.write(`uh: ${m.operation_id} on ${String(m.runtime)}…\n`);
-      await runInline(m, { stateDir, cacheDir: config.core.cacheDir, signal: controller.signal, logger, sandboxKeepHours: config.core.sandboxKeepHours, sandboxPool: config.core.sandboxPool, keepSandbox: config.core.keepSandbox, receiptKey: config.receipts, prices: config.core.prices, isolation: config.core.isolation, isolationTmpfsBytes: config.core.isolationTmpfsBytes });
+      await runInline(m, { settings, signal: controller.signal });
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, worker));

@@ -6,7 +6,6 @@ import type { UhEvent } from '../../../shared/contracts/event.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
 import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-store.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
-import type { Receipt } from '../../../shared/contracts/receipt.js';
 import { readRecord } from '../../../operation/operation-files.js';
 
 const REDIS = { redis: { type: 'string' as const } };
@@ -94,7 +93,7 @@ export async function missionCancel(argv: string[], config: UhConfig): Promise<n
   try {
     const reason = (values.reason as string | undefined) ?? 'uh mission cancel';
     const { cancelOperation } = await import('../../queue/cancel-operation.js');
-    const outcome = await cancelOperation(client, got.record, reason);
+    const outcome = await cancelOperation(client, got.record, reason, config.receipts);
     let record = (await client.store.get(id)) as QueueRecord;
     if (values.wait && record.state !== 'finished' && record.state !== 'unknown') {
       const { tailOperation } = await import('../../../shared/queue/event-stream.js');
@@ -108,101 +107,37 @@ export async function missionCancel(argv: string[], config: UhConfig): Promise<n
   }
 }
 
-/**
- * A runtime with `recover()` (codex-app-server) may settle an unknown operation exactly: the run's
- * own records (its journal, its thread) name the outcome. Null: settle by --settle.
- */
-async function recoverUnknownFromRuntime(record: QueueRecord, stateDir: string, steps: string[]): Promise<Receipt | null> {
-  try {
-    const { recoverQueuedRuntime, receiptFromRecovery } = await import('../../../operation/recover-runtime.js');
-    const { RUNTIME_CATALOG } = await import('../../../workers/operation-ports.js');
-    const got = await recoverQueuedRuntime(record, stateDir, RUNTIME_CATALOG);
-    if (!got) return null;
-    steps.push(`runtime ${got.runtime}: ${got.recovery.state}: ${got.recovery.reason}`);
-    return got.recovery.state === 'settled' && got.recovery.finished ? receiptFromRecovery(record, got.recovery.finished) : null;
-  } catch (error) {
-    steps.push(`runtime recovery failed: ${error instanceof Error ? error.message : String(error)}`);
-    return null;
-  }
-}
-
+/** Recover an operation: the local state dir's inline operation, else the queue's (workers/recover). */
 export async function missionRecover(argv: string[], config: UhConfig): Promise<number> {
+  const parsed = parseCommand(RECOVER, argv);
+  if (parsed.values.help) return void process.stdout.write(`${helpText(RECOVER)}\n`), EXIT.ok;
+  const settle = parsed.values.settle;
+  if (settle !== 'failed' && settle !== 'cancelled') throw invalidInput(`--settle: "${String(settle)}" must be failed or cancelled`);
+  const stateDir = resolveStateDir(parsed.values['state-dir'] as string | undefined, config);
+  const { compileSettings } = await import('../../../operation/settings.js');
+  const settings = compileSettings(config, { stateDir });
+  const localId = parsed.positionals[0];
   // An inline operation in the local state dir is recovered there, without Redis (a queue
   // worker's local copy is not: Redis holds that operation's truth).
-  const local = parseCommand(RECOVER, argv);
-  const localId = local.positionals[0];
-  const stateDir = resolveStateDir(local.values['state-dir'] as string | undefined, config);
-  if (!local.values.help && !local.values.redis && localId !== undefined && local.positionals.length === 1 && readRecord(stateDir, localId)?.mode === 'inline') {
-    const settle = local.values.settle;
-    if (settle !== 'failed' && settle !== 'cancelled') throw invalidInput(`--settle: "${String(settle)}" must be failed or cancelled`);
-    const { recoverInline } = await import('../../../workers/inline/recover-inline.js');
-    const { steps, record } = await recoverInline(stateDir, localId, settle);
-    if (local.values.json) writeJson({ operation_id: localId, steps, operation: record });
-    else process.stdout.write(`${localId}:\n${steps.map((s) => `  ${s}`).join('\n')}\n`);
+  if (!parsed.values.redis && localId !== undefined && parsed.positionals.length === 1 && readRecord(stateDir, localId)?.mode === 'inline') {
+    const { recoverInline } = await import('../../../workers/recover/recover-inline.js');
+    const { steps, record } = await recoverInline(settings, localId, settle);
+    printRecovery(localId, steps, record, parsed.values.json === true);
     return record.state === 'finished' ? (record.exit_code ?? EXIT.failed) : EXIT.unknown;
   }
   const got = await open(RECOVER, argv, config);
   if (!got) return void process.stdout.write(`${helpText(RECOVER)}\n`), EXIT.ok;
-  const { values, id, client } = got;
-  let record = got.record;
   try {
-    if (values.settle !== 'failed' && values.settle !== 'cancelled') throw invalidInput(`--settle: "${values.settle}" must be failed or cancelled`);
-    const { completionOf, eventJson } = await import('../../../shared/queue/operation-store.js');
-    const steps: string[] = [];
-    if (Object.keys(record.journal).length > 0) steps.push(`runtime journal (identity facts to inspect): ${JSON.stringify(record.journal)}`);
-    if ((record.state === 'running' || record.state === 'verifying') && record.worker) {
-      const alive = (await client.redis.exists(client.store.keys.worker(record.worker.id))) === 1;
-      if (alive) steps.push(`running on worker ${record.worker.id} (alive): nothing to recover`);
-      else {
-        const to = await client.store.orphaned(id, `owner worker ${record.worker.id} is gone (no heartbeat)`, completionOf(record), record.owner);
-        steps.push(`owner worker ${record.worker.id} is gone: ${to === 'unknown' ? 'runtime had started → unknown' : 'runtime never started → queued'}`);
-      }
-      record = (await client.store.get(id)) as QueueRecord;
-    }
-    if (record.state === 'queued') {
-      const queue = await client.queue(record.runtime);
-      const job = await queue.getJob(record.job_id);
-      const jobState = job ? await job.getState() : 'missing';
-      if (['waiting', 'delayed', 'active', 'prioritized', 'waiting-children'].includes(jobState)) {
-        steps.push(`queued, its job is ${jobState}: nothing to recover`);
-      } else {
-        // Failed or completed without settling the record (or gone): the runtime never started.
-        if (job) await job.remove().catch(() => undefined);
-        const { JOB_OPTIONS } = await import('../../submit.js');
-        await queue.add('operation', { ...record.job, attempt: record.attempt }, { ...JOB_OPTIONS, jobId: record.job_id });
-        steps.push(`its job was ${jobState}: enqueued again (its runtime never started)`);
-      }
-    }
-    if (record.state === 'unknown') {
-      const { killLeftoverGroups } = await import('../../../shared/process/leftover-groups.js');
-      const killed = killLeftoverGroups(record.journal);
-      if (killed.length > 0) steps.push(`killed the runtime's leftover process group(s) on this host: ${killed.join(', ')}`);
-      const { synthesizeReceipt } = await import('../../../operation/synthesize-receipt.js');
-      // First ask the runtime (if it can recover) what became of the run: an exact answer beats --settle.
-      const fromRuntime = await recoverUnknownFromRuntime(record, resolveStateDir(values['state-dir'] as string | undefined, config), steps);
-      const status = values.settle as 'failed' | 'cancelled';
-      const receipt = fromRuntime ?? synthesizeReceipt(record, {
-        status,
-        raw: 'unknown',
-        message: `dispatch could not be proven (${record.unknown_reason ?? 'unknown'}); settled by uh mission recover without running again`,
-        hint: `inspect ${record.sandbox_path ?? 'the worker'}${record.worker ? ` on ${record.worker.host}` : ''}; to run again, submit under a new operation_id`,
-        timed_out: false,
-      });
-      const ok = await client.store.settle(id, {
-        owner: null,
-        allowedStates: ['unknown'],
-        record: { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code },
-        artifacts: { receipt: `${JSON.stringify(receipt, null, 2)}\n` },
-        event: eventJson(id, 'operation.completed', { status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code, recovered: true }),
-        completion: completionOf(record, { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code }),
-      });
-      steps.push(ok ? `unknown → settled as ${receipt.status}${fromRuntime ? ' from the runtime' : ''} with a receipt (not re-run)` : 'changed while recovering: run recover again');
-      record = (await client.store.get(id)) as QueueRecord;
-    } else if (record.state === 'finished') steps.push(`finished (${record.status}, ${record.verdict}): nothing to recover`);
-    if (values.json) writeJson({ operation_id: id, steps, operation: publicRecord(record) });
-    else process.stdout.write(`${id}:\n${steps.map((s) => `  ${s}`).join('\n')}\n`);
+    const { recoverQueued } = await import('../../../workers/recover/recover-queued.js');
+    const { steps, record } = await recoverQueued(got.client, got.record, settle, settings);
+    printRecovery(got.id, steps, publicRecord(record), parsed.values.json === true);
     return settledCode(record);
   } finally {
-    await client.close();
+    await got.client.close();
   }
+}
+
+function printRecovery(id: string, steps: string[], operation: object, json: boolean): void {
+  if (json) writeJson({ operation_id: id, steps, operation });
+  else process.stdout.write(`${id}:\n${steps.map((s) => `  ${s}`).join('\n')}\n`);
 }

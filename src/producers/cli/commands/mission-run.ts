@@ -75,20 +75,9 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
   process.once('SIGINT', () => onSignal('SIGINT'));
   process.once('SIGTERM', () => onSignal('SIGTERM'));
   if (!values.json) process.stderr.write(`uh: running ${mission.operation_id} (${terminalText(mission.title, { oneLine: true })})…\n`);
-  const outcome = await runInline(mission, {
-    stateDir,
-    cacheDir: config.core.cacheDir,
-    signal: controller.signal,
-    keepSandbox: Boolean(values['keep-sandbox']) || config.core.keepSandbox,
-    sandboxKeepHours: config.core.sandboxKeepHours,
-    sandboxPool: config.core.sandboxPool,
-    receiptKey: config.receipts,
-    prices: config.core.prices,
-    isolation: config.core.isolation,
-    isolationTmpfsBytes: config.core.isolationTmpfsBytes,
-    logger: createLogger(config.core.logLevel),
-    ...(runtime ? { runtime } : {}),
-  });
+  const { compileSettings } = await import('../../../operation/settings.js');
+  const settings = compileSettings(config, { stateDir, logger: createLogger(config.core.logLevel), keepSandbox: Boolean(values['keep-sandbox']) });
+  const outcome = await runInline(mission, { settings, signal: controller.signal, ...(runtime ? { runtime } : {}) });
   if (outcome.kind === 'in_progress' || outcome.kind === 'unknown') {
     const message =
       outcome.kind === 'in_progress'

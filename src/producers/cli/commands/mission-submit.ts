@@ -171,7 +171,7 @@ async function onAbort(client: QueueClient, config: UhConfig, o: WaitOptions, si
   }
   const record = await client.store.get(o.id);
   const { cancelOperation } = await import('../../queue/cancel-operation.js');
-  const outcome = record ? await cancelOperation(client, record, `${signal} to uh mission submit --wait`) : 'not found';
+  const outcome = record ? await cancelOperation(client, record, `${signal} to uh mission submit --wait`, config.receipts) : 'not found';
   process.stderr.write(`uh: ${signal}: ${o.id}: ${outcome}\n`);
   const { tailOperation } = await import('../../../shared/queue/event-stream.js');
   const settled = await tailOperation(client.store, o.id, { from: 'now', timeoutMs: 5000 });

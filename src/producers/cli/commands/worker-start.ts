@@ -1,7 +1,7 @@
 import type { UhConfig } from '../../../shared/config.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
-import { createLogger, type Logger } from '../../../shared/logger.js';
+import { createLogger } from '../../../shared/logger.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 
 export const WORKER_START: CommandSpec = {
@@ -41,61 +41,6 @@ function positiveInt(name: string, value: unknown): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1) throw invalidInput(`--${name}: "${String(value)}" is not a positive integer`);
   return n;
-}
-
-/** Automatic promotion (mission `promotion: branch`) of a verified completion, reported on the worker's output. */
-async function promoteCompletion(
-  store: import('../../../shared/queue/operation-store.js').OperationStore,
-  completion: import('../../../shared/queue/operation-store.js').Completion,
-  context: { cacheDir: string; logger: import('../../../shared/logger.js').Logger; env: Readonly<Record<string, string | undefined>> },
-  say: (event: string, data: Record<string, unknown>) => void,
-): Promise<void> {
-  const { promoteAfterCompletion } = await import('../../../workers/promotion/auto-promote.js');
-  const record = await promoteAfterCompletion(store, completion, context).catch((error: unknown) => {
-    context.logger.warn({ operation_id: completion.operation_id, err: String(error) }, 'automatic promotion failed');
-    return null;
-  });
-  if (record) say('promotion', { operation_id: completion.operation_id, decision: record.decision, branch: record.branch, commit: record.commit ?? '-', reason: record.reason ?? '-' });
-}
-
-type Say = (event: string, data: Record<string, unknown>) => void;
-
-/** The results side: the completion consumer (outbox → webhook, batch settling) and the batch queue's worker. */
-async function startResults(config: UhConfig, redisUrl: string, o: { consumer: string | undefined; stateDir: string; logger: Logger }, signal: AbortSignal, say: Say): Promise<{ done: Promise<void> }> {
-  const queueConfig = config.queue;
-  const { logger } = o;
-  const { connectRedis } = await import('../../../shared/queue/redis-connection.js');
-  const { OperationStore } = await import('../../../shared/queue/operation-store.js');
-  const { runCompletionConsumer, ensureResultsGroup } = await import('../../../workers/results/completion-consumer.js');
-  const redis = await connectRedis(redisUrl, { name: 'uh-results', cluster: queueConfig.cluster });
-  const store = new OperationStore(redis, queueConfig.prefix);
-  await ensureResultsGroup(redis, store.keys.outbox);
-  // Dead workers noticed in seconds: operations whose owner's heartbeat expired become unknown.
-  const { startOwnerWatch } = await import('../../../workers/pools/owner-watch.js');
-  signal.addEventListener('abort', startOwnerWatch({ redis, store, intervalMs: queueConfig.heartbeatMs, stateDir: o.stateDir, logger }));
-  const consumer = o.consumer ?? (await import('node:os')).hostname();
-  const { startBatchWorker, settleBatchAfter } = await import('../../../workers/results/batch-worker.js');
-  const batchWorker = await startBatchWorker(store, config.core.prices, logger);
-  const settleBatch = settleBatchAfter(store, config.core.prices, logger);
-  const delivery = (d: { id: string; webhook: { ok: boolean; error: string | null } | null }) => ({ delivery: d.id, webhook: d.webhook ? (d.webhook.ok ? 'delivered' : `failed:${d.webhook.error}`) : 'off' });
-  say('results-ready', { consumer, webhook: queueConfig.webhook ? 'on' : 'off', pid: process.pid });
-  const done = runCompletionConsumer({
-    store,
-    consumer,
-    webhook: queueConfig.webhook,
-    logger,
-    signal,
-    onCompletion: (c, d) => say('completion', { operation_id: c.operation_id, state: c.state, status: c.status ?? '-', exit_code: c.exit_code, ...delivery(d) }),
-    afterCompletion: async (c) => {
-      await settleBatch(c);
-      await promoteCompletion(store, c, { cacheDir: config.core.cacheDir, logger, env: config.childEnv }, say);
-    },
-    onBatchSettled: (b, d) => say('batch-settled', { batch_id: b.batch_id, exit_code: b.exit_code, ...delivery(d) }),
-  }).finally(async () => {
-    await batchWorker.close().catch(() => undefined);
-    redis.disconnect();
-  });
-  return { done };
 }
 
 /** `--metrics-port`: the fleet's Prometheus metrics on this host (docs/observability.md). */
@@ -152,7 +97,8 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const candidates = asked.length > 0 ? asked : values.results ? [] : [...RUNTIME_IDS];
   const runtimes = await readyRuntimes(candidates, { explicit: asked.length > 0, allowUnready: values['allow-unready'] === true, stateDir, config });
-  const logger = createLogger(config.core.workerLogLevel);
+  const { compileSettings } = await import('../../../operation/settings.js');
+  const settings = compileSettings(config, { stateDir, logger: createLogger(config.core.workerLogLevel) });
   const say = (event: string, data: Record<string, unknown>) =>
     values.json ? writeJson({ event, ...data }) : process.stderr.write(`uh worker: ${event} ${Object.entries(data).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`).join(' ')}\n`);
 
@@ -162,26 +108,14 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
   let pool: Awaited<ReturnType<typeof import('../../../workers/pools/runtime-pool.js').startRuntimePool>> | null = null;
   if (runtimes.length > 0) {
     const { startRuntimePool } = await import('../../../workers/pools/runtime-pool.js');
-    pool = await startRuntimePool({
-      redisUrl,
-      config: queueConfig,
-      runtimes,
-      concurrency,
-      ...(globalConcurrency ? { globalConcurrency } : {}),
-      stateDir,
-      cacheDir: config.core.cacheDir,
-      logger,
-      sandboxKeepHours: config.core.sandboxKeepHours,
-      keepSandbox: config.core.keepSandbox,
-      sandboxPool: config.core.sandboxPool,
-      receiptKey: config.receipts,
-      prices: config.core.prices,
-      gc: config.gc,
-      isolation: config.core.isolation,
-      isolationTmpfsBytes: config.core.isolationTmpfsBytes,
-    });
+    pool = await startRuntimePool({ settings, redisUrl, config: queueConfig, runtimes, concurrency, ...(globalConcurrency ? { globalConcurrency } : {}), gc: config.gc });
   }
-  if (values.results) tasks.push((await startResults(config, redisUrl, { consumer: values.consumer as string | undefined, stateDir, logger }, stop.signal, say)).done);
+  if (values.results) {
+    const { startResultsWorker } = await import('../../../workers/results/results-worker.js');
+    const consumer = values.consumer as string | undefined;
+    const results = await startResultsWorker({ settings, queue: queueConfig, redisUrl, ...(consumer ? { consumer } : {}), signal: stop.signal, onEvent: say });
+    tasks.push(results.done);
+  }
 
   let signals = 0;
   const done = new Promise<void>((resolve) => {

@@ -56,7 +56,7 @@ export function operationRoutes(app: FastifyInstance, ctx: RouteContext): void {
   app.post('/v1/operations/:id/cancel', { schema: { summary: 'Cancel: 202 with what happened (cancelled while waiting, cancel sent, already finished)', tags: ['operations'], params: OperationParams } }, async (req, reply) => {
     const { id } = req.params as { id: string };
     const record = await operationOr404(ctx, id);
-    const outcome = await cancelOperation(ctx.client, record, 'cancelled through the HTTP API');
+    const outcome = await cancelOperation(ctx.client, record, 'cancelled through the HTTP API', ctx.receiptKey);
     return reply.code(202).send({ operation_id: id, outcome });
   });
 }

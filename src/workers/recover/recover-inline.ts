@@ -26,7 +26,9 @@ import { checkScope } from '../verification/scope-check.js';
 import { EventLog } from '../state/event-log.js';
 import { fileJournal } from '../../operation/file-journal.js';
 import { killLeftoverGroups } from '../../shared/process/leftover-groups.js';
-import { operationDir, readRecord, writeReceiptOnce, writeRecord, workerAlive, type OperationRecord } from '../../operation/operation-files.js';
+import { operationDir, readRecord, writeRecord, workerAlive, type OperationRecord } from '../../operation/operation-files.js';
+import { finishOperation } from '../../operation/finish-operation.js';
+import type { OperationSettings } from '../../operation/settings.js';
 
 export interface InlineRecovery {
   steps: string[];
@@ -34,7 +36,8 @@ export interface InlineRecovery {
   receipt: Receipt | null;
 }
 
-export async function recoverInline(stateDir: string, id: string, settle: 'failed' | 'cancelled'): Promise<InlineRecovery> {
+export async function recoverInline(settings: OperationSettings, id: string, settle: 'failed' | 'cancelled'): Promise<InlineRecovery> {
+  const { stateDir } = settings;
   const record = readRecord(stateDir, id);
   if (!record) throw new UhError('not_found', `no operation ${id} in ${stateDir}`);
   const steps: string[] = [];
@@ -50,7 +53,7 @@ export async function recoverInline(stateDir: string, id: string, settle: 'faile
     }
     if (!record.runtime_started) {
       steps.push(`pid ${record.worker?.pid} is gone before its runtime started: settled failed (run it again under a new operation_id)`);
-      return settleWith(stateDir, record, dir, steps, { status: 'failed', raw: 'not_started', message: 'the uh process died before the runtime started', timed_out: false });
+      return settleWith(settings, record, dir, steps, { status: 'failed', raw: 'not_started', message: 'the uh process died before the runtime started', timed_out: false });
     }
     record.state = 'unknown';
     record.updated_at = new Date().toISOString();
@@ -85,10 +88,10 @@ export async function recoverInline(stateDir: string, id: string, settle: 'faile
     hint: `inspect ${record.sandbox_path ?? dir}; to run again, use a new operation_id`,
     timed_out: false,
   };
-  return settleWith(stateDir, record, dir, steps, outcome, finished);
+  return settleWith(settings, record, dir, steps, outcome, finished);
 }
 
-async function settleWith(stateDir: string, record: OperationRecord, dir: string, steps: string[], outcome: Outcome, finished?: RuntimeFinishedData): Promise<InlineRecovery> {
+async function settleWith(settings: OperationSettings, record: OperationRecord, dir: string, steps: string[], outcome: Outcome, finished?: RuntimeFinishedData): Promise<InlineRecovery> {
   const mission = MissionSchema.parse(JSON.parse(readFileSync(join(dir, 'mission.json'), 'utf8')));
   let diff: DiffCapture | null = null;
   if (record.sandbox_path && existsSync(record.sandbox_path) && record.base_commit) {
@@ -125,13 +128,10 @@ async function settleWith(stateDir: string, record: OperationRecord, dir: string
     sandbox: { path: record.sandbox_path, retained: record.sandbox_path !== null },
     secrets: [],
   });
-  writeReceiptOnce(dir, receipt);
   const lines = existsSync(join(dir, 'events.jsonl')) ? readFileSync(join(dir, 'events.jsonl'), 'utf8').split('\n').filter(Boolean).length : 0;
   const events = new EventLog(join(dir, 'events.jsonl'), record.operation_id, () => now, lines);
-  events.append('operation.completed', { status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code, recovered: true });
-  await events.close();
-  Object.assign(record, { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code, updated_at: now.toISOString() });
-  writeRecord(stateDir, record);
+  const target = { kind: 'files', stateDir: settings.stateDir, dir, record, events } as const;
+  const ended = await finishOperation(target, { receipt, keySource: settings.receiptKey, event: { recovered: true } }).finally(() => events.close());
   steps.push(`settled as ${receipt.status} (${receipt.verdict}) with a receipt; not re-run`);
-  return { steps, record, receipt };
+  return { steps, record, receipt: ended.receipt };
 }

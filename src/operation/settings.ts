@@ -1,0 +1,60 @@
+/**
+ * The settings of every run on this host, compiled ONCE from the parsed configuration
+ * (src/shared/config.ts) and handed as one object to the inline executor, the runtime pool and
+ * the pipeline (graphile-worker's `CompiledSharedOptions` is the model). No field is copied from
+ * bag to bag: a caller that needs another value builds another settings object.
+ */
+import type { Env, IsolationMode, UhConfig } from '../shared/config.js';
+import { silentLogger, type Logger } from '../shared/logger.js';
+import type { PriceTable } from '../shared/prices.js';
+import type { ReceiptKeySource } from './receipt-signature.js';
+
+export interface OperationSettings {
+  /** Operation dirs (records, events, receipts) live under it. */
+  readonly stateDir: string;
+  /** Mirrors, sandboxes, the bwrap probe memo and, by default, the receipt key. */
+  readonly cacheDir: string;
+  readonly sandbox: {
+    /** How long a sandbox kept after a failure stays before the sweep removes it. */
+    readonly keepHours: number;
+    /** Keep every sandbox, whatever the outcome. */
+    readonly keepAll: boolean;
+    /** The warm pool; size 0 turns it off. */
+    readonly pool: { readonly size: number; readonly idleMs: number };
+  };
+  readonly isolation: {
+    /** `UH_ISOLATION`: the host's policy, which no mission can lower. */
+    readonly mode: IsolationMode;
+    /** The size cap of an isolated phase's private /tmp and home (bytes). */
+    readonly tmpfsBytes: number;
+  };
+  /** Where the receipt signing key comes from; never logged. */
+  readonly receiptKey: ReceiptKeySource;
+  /** Token usage priced into `usage.cost_usd` when both are known. */
+  readonly prices: PriceTable;
+  /** The worker's environment, filtered by the allowlist for the runtime and checks. */
+  readonly env: Env;
+  readonly logger: Logger;
+}
+
+/** What a caller may set beside the configuration: the state dir it resolved, its logger, flags. */
+export interface SettingsOverrides {
+  stateDir: string;
+  logger?: Logger;
+  /** `--keep-sandbox`: on top of `UH_KEEP_SANDBOX`. */
+  keepSandbox?: boolean;
+}
+
+export function compileSettings(config: UhConfig, overrides: SettingsOverrides): OperationSettings {
+  const { core } = config;
+  return Object.freeze({
+    stateDir: overrides.stateDir,
+    cacheDir: core.cacheDir,
+    sandbox: { keepHours: core.sandboxKeepHours, keepAll: core.keepSandbox || overrides.keepSandbox === true, pool: core.sandboxPool },
+    isolation: { mode: core.isolation, tmpfsBytes: core.isolationTmpfsBytes },
+    receiptKey: config.receipts,
+    prices: core.prices,
+    env: config.childEnv,
+    logger: overrides.logger ?? silentLogger,
+  });
+}

@@ -1,0 +1,79 @@
+/**
+ * The results worker (`uh worker start --results`): what happens after an operation has ended.
+ * The runtime worker ends every operation through finishOperation (the signed receipt, the final
+ * record, `operation.completed` and the outbox entry in one script); this worker reads the outbox
+ * and, per completion: the webhook, the batch it belongs to, automatic promotion. It also runs the
+ * batch queue's worker and the dead-owner watch (a dead owner's operation is declared and, when
+ * its runtime can say how it ended, finished through the same module).
+ */
+import { hostname } from 'node:os';
+import type { UhConfig } from '../../shared/config.js';
+import type { Logger } from '../../shared/logger.js';
+import { connectRedis } from '../../shared/queue/redis-connection.js';
+import { OperationStore, type Completion } from '../../shared/queue/operation-store.js';
+import type { OperationSettings } from '../../operation/settings.js';
+import { startOwnerWatch } from '../pools/owner-watch.js';
+import { promoteAfterCompletion } from '../promotion/auto-promote.js';
+import { startBatchWorker, settleBatchAfter } from './batch-worker.js';
+import { ensureResultsGroup, runCompletionConsumer } from './completion-consumer.js';
+
+/** One line of the worker's output (`uh worker: <event> k=v …`, or JSON with --json). */
+export type ResultsEvent = (event: string, data: Record<string, unknown>) => void;
+
+export interface ResultsWorkerOptions {
+  settings: OperationSettings;
+  queue: UhConfig['queue'];
+  redisUrl: string;
+  /** The consumer name in the outbox's group (default: this host's name). */
+  consumer?: string;
+  signal: AbortSignal;
+  onEvent: ResultsEvent;
+}
+
+export async function startResultsWorker(o: ResultsWorkerOptions): Promise<{ done: Promise<void> }> {
+  const { settings, queue, onEvent } = o;
+  const { logger } = settings;
+  const redis = await connectRedis(o.redisUrl, { name: 'uh-results', cluster: queue.cluster });
+  const store = new OperationStore(redis, queue.prefix);
+  await ensureResultsGroup(redis, store.keys.outbox);
+  // Dead workers noticed in seconds: operations whose owner's heartbeat expired become unknown.
+  o.signal.addEventListener('abort', startOwnerWatch({ redis, store, intervalMs: queue.heartbeatMs, settings }));
+  const consumer = o.consumer ?? hostname();
+  const batchWorker = await startBatchWorker(store, settings.prices, logger);
+  const settleBatch = settleBatchAfter(store, settings.prices, logger);
+  const delivery = (d: { id: string; webhook: { ok: boolean; error: string | null } | null }) => ({
+    delivery: d.id,
+    webhook: d.webhook ? (d.webhook.ok ? 'delivered' : `failed:${d.webhook.error}`) : 'off',
+  });
+  onEvent('results-ready', { consumer, webhook: queue.webhook ? 'on' : 'off', pid: process.pid });
+  const done = runCompletionConsumer({
+    store,
+    consumer,
+    webhook: queue.webhook,
+    logger,
+    signal: o.signal,
+    onCompletion: (c, d) => onEvent('completion', { operation_id: c.operation_id, state: c.state, status: c.status ?? '-', exit_code: c.exit_code, ...delivery(d) }),
+    afterCompletion: async (c) => {
+      await settleBatch(c);
+      await promoteCompletion(store, c, settings, onEvent);
+    },
+    onBatchSettled: (b, d) => onEvent('batch-settled', { batch_id: b.batch_id, exit_code: b.exit_code, ...delivery(d) }),
+  }).finally(async () => {
+    await batchWorker.close().catch(() => undefined);
+    redis.disconnect();
+  });
+  return { done };
+}
+
+/** Automatic promotion (mission `promotion: branch`) of a verified completion, reported on the worker's output. */
+async function promoteCompletion(store: OperationStore, completion: Completion, settings: OperationSettings, onEvent: ResultsEvent): Promise<void> {
+  const logger: Logger = settings.logger;
+  const context = { cacheDir: settings.cacheDir, logger, env: settings.env };
+  const record = await promoteAfterCompletion(store, completion, context).catch((error: unknown) => {
+    logger.warn({ operation_id: completion.operation_id, err: String(error) }, 'automatic promotion failed');
+    return null;
+  });
+  if (!record) return;
+  const { decision, branch } = record;
+  onEvent('promotion', { operation_id: completion.operation_id, decision, branch, commit: record.commit ?? '-', reason: record.reason ?? '-' });
+}

@@ -1,0 +1,26 @@
+/**
+ * Host settings for a test's in-process run: this process's environment with the test's own
+ * cache dir (and so its own receipt key), isolation mode and warm pool, compiled as the CLI does.
+ */
+import { loadConfig } from '../../src/shared/config.js';
+import type { IsolationMode } from '../../src/shared/config.js';
+import type { Logger } from '../../src/shared/logger.js';
+import { compileSettings, type OperationSettings } from '../../src/operation/settings.js';
+
+export interface TestSettings {
+  stateDir: string;
+  cacheDir: string;
+  isolation?: IsolationMode;
+  /** Warm sandboxes per mirror (0: no pool); the configuration's default when unset. */
+  poolSize?: number;
+  logger?: Logger;
+  keepSandbox?: boolean;
+}
+
+export function testSettings(o: TestSettings): OperationSettings {
+  const env: Record<string, string | undefined> = { ...process.env, UH_CACHE_DIR: o.cacheDir, UH_RECEIPT_KEY: undefined, UH_RECEIPT_KEY_FILE: undefined };
+  if (o.isolation) env.UH_ISOLATION = o.isolation;
+  if (o.poolSize !== undefined) env.UH_SANDBOX_POOL_SIZE = String(o.poolSize);
+  const overrides = { stateDir: o.stateDir, ...(o.logger ? { logger: o.logger } : {}), ...(o.keepSandbox ? { keepSandbox: true } : {}) };
+  return compileSettings(loadConfig(env), overrides);
+}
