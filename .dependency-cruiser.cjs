@@ -2,7 +2,9 @@
  * The layers of `uh` (docs/architecture.md), checked by test/architecture/layers.test.ts:
  *
  *   src/shared      contracts, the runtime port, transports, queue topology: imports nothing of ours above it
- *   src/operation   what producers and workers both need (resolve runtime, prepare, records, receipts)
+ *   src/operation   what producers and workers both need (resolve runtime, prepare, records, receipts,
+ *                   the settings, the one module that finishes an operation)
+ *   src/promotion   commits and branches made from a receipt: imports src/shared only
  *   src/producers   CLI, HTTP API, submit, batch
  *   src/workers     pools, runtime adapters, sandbox, verification, results, the pipeline
  *
@@ -44,6 +46,20 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/operation/' },
       to: { path: '^src/(producers|workers)/' },
+    },
+    {
+      name: 'promotion-imports-only-shared',
+      comment: 'src/promotion (commits and branches from receipts) is used by producers and workers: it imports src/shared only.',
+      severity: 'error',
+      from: { path: '^src/promotion/' },
+      to: { path: '^src/(operation|producers|workers)/' },
+    },
+    {
+      name: 'no-import-cycles',
+      comment: 'A module never reaches itself through its imports: the tree reads top to bottom.',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { circular: true },
     },
     {
       name: 'workers-never-import-producers',

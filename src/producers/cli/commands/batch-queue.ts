@@ -9,7 +9,7 @@ import { BatchStore, type StoredBatch } from '../../../shared/queue/batch-store.
 import { batchView } from '../../queue/batch-view.js';
 import type { QueueClient } from '../../queue/queue-client.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
-import { emit, parseFormat, renderReport } from './batch.js';
+import { emit, parseFormat, renderReport } from './batch-output.js';
 
 const REDIS = { redis: { type: 'string' } } as const;
 

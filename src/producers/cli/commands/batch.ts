@@ -1,12 +1,10 @@
 /** `uh batch run|report`: inline batches, and the report of any batch (local state or Redis). */
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { UhConfig } from '../../../shared/config.js';
 import { terminalText } from '../../../shared/terminal-text.js';
 import { batchRuntimes, newBatchRecord, parseTrials, batchMissions, type BatchRecord } from '../../../shared/batch/record.js';
 import { buildBatchReport, type BatchReport, type ChildInput } from '../../../shared/batch/report.js';
-import { renderHtml } from '../../../shared/batch/report-html.js';
-import { renderMarkdown, renderTable } from '../../../shared/batch/report-text.js';
 import { loadMissionFile, repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { invalidInput } from '../../../shared/errors.js';
@@ -14,6 +12,7 @@ import { createLogger } from '../../../shared/logger.js';
 import { operationDir, readReceipt, readRecord } from '../../../operation/operation-files.js';
 import { batchPath, createBatchRecord, readBatchRecord } from '../../batch.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, type CommandSpec } from '../cli-kit.js';
+import { emit, parseFormat, renderReport } from './batch-output.js';
 
 const RUN: CommandSpec = {
   usage: 'uh batch run <mission.yaml> [--runtimes a,b,c] [--trials N] [--concurrency N] [--format table|md|html|json] [--json] [--state-dir dir]',
@@ -32,28 +31,6 @@ const REPORT: CommandSpec = {
   details: ['A queued batch (uh batch submit) is read from Redis with --redis, or with $REDIS_URL when --state-dir has no record of the batch; else the inline record in --state-dir.', 'html is one self-contained file (no network): a sortable table, a chart, side-by-side diffs.'],
   examples: ['uh batch report fix-login-001', 'uh batch report fix-login-001 --format html --out report.html', 'uh batch report fix-login-001 --redis redis://queue:6379 --format md'],
 };
-
-const FORMATS = ['table', 'md', 'html', 'json'] as const;
-type Format = (typeof FORMATS)[number];
-
-export function parseFormat(value: unknown, json: unknown): Format {
-  if (value === undefined) return json ? 'json' : 'table';
-  if (!FORMATS.includes(value as Format)) throw invalidInput(`--format: "${String(value)}" must be one of ${FORMATS.join(', ')}`);
-  return value as Format;
-}
-
-export function renderReport(report: BatchReport, format: Format): string {
-  if (format === 'json') return `${JSON.stringify(report, null, 2)}\n`;
-  if (format === 'md') return renderMarkdown(report);
-  if (format === 'html') return renderHtml(report);
-  return renderTable(report);
-}
-
-/** Print to stdout, or write to --out. */
-export function emit(text: string, out: unknown): void {
-  if (typeof out === 'string') writeFileSync(out, text);
-  else process.stdout.write(text);
-}
 
 function readDiff(stateDir: string, operationId: string): string | null {
   try {
