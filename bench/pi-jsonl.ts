@@ -12,7 +12,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { spawnGroup } from '../src/shared/process/spawn-group.js';
-import { silentLogger } from '../src/shared/logger.js';
 import { fileJournal } from '../src/operation/file-journal.js';
 import { piAdapter } from '../src/workers/runtimes/pi/pi-adapter.js';
 import type { RuntimeContextV1 } from '../src/shared/runtime/v1/index.js';

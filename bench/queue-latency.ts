@@ -265,12 +265,11 @@ export async function runQueueLatency(): Promise<void> {
     };
     const rows: Array<Record<string, string | number>> = [];
     const cpuRows: Array<Record<string, string | number>> = [];
-    let api: { child: ChildProcess; base: string } | undefined;
     const viaCode = await settle('submitOperations (one batch, in-process producer)', 'thr', async (ids) => {
       const results = await submitOperations(client, ids.map(mission), opts);
       if (results.some((r) => r instanceof Error)) throw new Error('a submission conflicted');
     });
-    api = await startApi(env, join(root, 'api'), root);
+    const api = await startApi(env, join(root, 'api'), root);
     workers.push(api.child);
     const viaHttp = await settle('HTTP API (uh api start, 32 concurrent clients POST /v1/missions)', 'http', (ids) => postAll(api.base, ids.map(mission), 32));
     printTable(`Queue throughput: ${MISSIONS} trivial missions each way, 2 worker processes × concurrency 4`, rows);

@@ -5,7 +5,7 @@
  */
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PromotionRecordSchema, type PromotionRecord } from '../shared/contracts/promotion.js';
+import { PromotionRecordSchema } from '../shared/contracts/promotion.js';
 import type { OperationStore } from '../shared/queue/operation-store.js';
 import type { PromotionRecords } from './promote-operation.js';
 

@@ -11,8 +11,6 @@ import fastifySwagger from '@fastify/swagger';
 import { jsonSchemaTransform, serializerCompiler } from 'fastify-type-provider-zod';
 import { errorMessage } from '../../shared/errors.js';
 import { parseDocumentText } from '../../shared/contracts/load-file.js';
-import type { QueueClient } from '../queue/queue-client.js';
-import type { ApiConfig } from './api-config.js';
 import { zodValidatorCompiler, type ApiOptions, type RouteContext } from './context.js';
 import { EventHub } from './event-hub.js';
 import { registerGuards } from './guards.js';

@@ -13,6 +13,7 @@ export function branchNameProblem(name: string): string | null {
   if (name.length === 0) return 'must not be empty';
   if (name.length > 200) return 'must be at most 200 characters';
   if (name.startsWith('-')) return 'must not start with "-"';
+  // eslint-disable-next-line no-control-regex -- git refuses control characters in ref names
   if (/[\x00-\x20\x7f~^:?*[\\]/.test(name)) return 'must not contain spaces, control characters or any of ~ ^ : ? * [ \\';
   if (name.includes('..') || name.includes('@{') || name === '@') return 'must not contain ".." or "@{"';
   if (name.startsWith('/') || name.endsWith('/') || name.includes('//')) return 'must not start or end with "/" or contain "//"';

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { invalidInput, type UhError } from '../errors.js';
+import { invalidInput } from '../errors.js';
 
 /** `scope.allowed_change_globs[2]` from zod's path array. */
 export function formatPath(path: readonly PropertyKey[]): string {

@@ -144,7 +144,7 @@ function factsItems(cacheDir: string, policy: GcPolicy): GcItem[] {
   const dir = baseFactsDir(cacheDir);
   const before = policy.now.getTime() - policy.mirrorIdleDays * DAY;
   const items: GcItem[] = [];
-  let names: string[] = [];
+  let names: string[];
   try {
     names = readdirSync(dir);
   } catch {

@@ -31,7 +31,7 @@ const ROWS: ReadonlyArray<[string, string, 40 | 64 | null]> = [
   ['version 1, objectformat sha1', `${V1}[extensions]\n\tobjectformat = sha1\n`, 40],
   ['version 1, objectformat sha256', `${V1}[extensions]\n\tobjectFormat = sha256\n`, 64],
   ['comments, blank lines, CRLF, quoted values', `# mine\r\n${INIT}\n; more\n[remote "o"]\n\turl = "/a b#c" ; why\n\tpushurl = x\\ty # tab\n`, 40],
-  ['a user section and husky hooksPath', `${INIT}[user]\n\tname = A \"B\" C\n\temail = a@b.c\n[core]\n\thooksPath = .husky/_\n`, 40],
+  ['a user section and husky hooksPath', `${INIT}[user]\n\tname = A "B" C\n\temail = a@b.c\n[core]\n\thooksPath = .husky/_\n`, 40],
   ['sections rev-parse never reads, odd values', `${INIT}[pull]\n\trebase = maybe\n[alias]\n\tst\n[lfs "x"]\n\turl = ~nobody/x\n`, 40],
   ['real keys of every section rev-parse never reads, with values git would refuse', `${INIT}${IGNORED_KEYS}`, 40],
   ['reftable', `${V1}[extensions]\n\trefStorage = reftable\n`, null],

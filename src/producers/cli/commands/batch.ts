@@ -2,7 +2,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { UhConfig } from '../../../shared/config.js';
-import { terminalText } from '../../../shared/terminal-text.js';
 import { batchRuntimes, newBatchRecord, parseTrials, batchMissions, type BatchRecord } from '../../../shared/batch/record.js';
 import { buildBatchReport, type BatchReport, type ChildInput } from '../../../shared/batch/report.js';
 import { loadMissionFile, repositoryPolicy } from '../../../shared/contracts/load-mission.js';

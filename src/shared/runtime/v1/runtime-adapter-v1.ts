@@ -90,4 +90,5 @@ export interface RuntimeAdapterV1<Config = unknown> {
   isolation?(config: Config, ctx: { env: Readonly<Record<string, string | undefined>>; logDir: string }): { writable: string[]; readable?: string[] };
 }
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- a registry holds adapters of every config type
 export type AnyRuntimeAdapter = RuntimeAdapterV1<any>;

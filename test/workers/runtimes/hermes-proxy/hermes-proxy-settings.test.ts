@@ -1,6 +1,4 @@
-import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { AdapterManifestSchema } from '../../../../src/shared/contracts/adapter-manifest.js';
 import { parseOrThrow } from '../../../../src/shared/contracts/zod-issues.js';
 import { UhError } from '../../../../src/shared/errors.js';
 import { HermesProxySettingsSchema } from '../../../../src/workers/runtimes/hermes-proxy/hermes-proxy-settings.js';
