@@ -79,6 +79,7 @@ export function buildReceipt(input: ReceiptInput): Receipt {
       sandbox: input.sandbox,
       ...(input.isolation ? { isolation: input.isolation } : {}),
       labels: mission.labels ?? {},
+      ...(mission.promotion && mission.promotion !== 'none' ? { promotion: mission.promotion } : {}),
     },
     input.secrets,
   );

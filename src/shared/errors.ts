@@ -12,6 +12,7 @@ export type UhErrorKind =
   | 'not_found' // an operation, adapter or file that does not exist: exit 2
   | 'runtime_unavailable' // binary missing, endpoint unreachable: the operator must act
   | 'push_rejected' // a remote refused a promotion push (or could not be reached): exit 3
+  | 'untrusted_receipt' // a receipt that is unsigned, forged or signed by an unknown key: exit 6
   | 'sandbox' // git worktree or mirror failure
   | 'internal';
 

@@ -79,6 +79,8 @@ export function exitCodeForError(error: unknown): number {
       case 'runtime_unavailable':
       case 'push_rejected':
         return EXIT.blocked;
+      case 'untrusted_receipt':
+        return EXIT.tampered;
       default:
         return EXIT.failed;
     }

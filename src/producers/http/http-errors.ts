@@ -7,6 +7,8 @@ const STATUS_OF: Record<string, number> = {
   unsupported_capability: 400,
   not_found: 404,
   conflict: 409,
+  // A receipt that does not verify (unsigned, forged, unknown key): nothing acts on it.
+  untrusted_receipt: 422,
   push_rejected: 502,
   runtime_unavailable: 503,
 };

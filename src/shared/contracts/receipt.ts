@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { OutcomeSchema, RuntimeIdentitySchema, UsageSchema } from './runtime-result.js';
 import { RuntimeStatusSchema, VerdictSchema } from './status.js';
+import { MissionPromotionSchema } from './promotion.js';
 
 export const CheckResultSchema = z.lazy(() =>
   z.strictObject({
@@ -88,6 +89,12 @@ export const ReceiptSchema = z.lazy(() =>
       .strictObject({ kind: z.enum(['bwrap', 'none']), reason: z.string().nullable(), network: z.enum(['on', 'none']) })
       .optional(),
     labels: z.record(z.string(), z.string()),
+    /**
+     * The mission's automatic promotion, under the signature: the results worker promotes (and
+     * pushes) only what a verified receipt asks for, never what a record or artifact in Redis says.
+     * Absent for `none`.
+     */
+    promotion: MissionPromotionSchema.optional(),
     /** HMAC-SHA256 over the canonical JSON of every other field (src/operation/receipt-signature.ts). */
     signature: ReceiptSignatureSchema.optional(),
   }));

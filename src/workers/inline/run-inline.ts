@@ -47,7 +47,7 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
   const promotion =
     automaticPromotion(mission.promotion) === null
       ? null
-      : await (await import('../promotion/auto-promote.js')).promoteAfterRun({ setting: mission.promotion, receipt: result.receipt, stateDir, cacheDir, logger: settings.logger, env: settings.env });
+      : await (await import('../promotion/auto-promote.js')).promoteAfterRun({ setting: mission.promotion, receipt: result.receipt, stateDir, cacheDir, logger: settings.logger, env: settings.env, receiptKey: settings.receiptKey });
   return { kind: 'ran', prepared, promotion, ...result };
 }
 

@@ -6,12 +6,13 @@
  * operation's verdict: it is logged and recorded (`decision: refused` with the reason).
  */
 import { hostname, userInfo } from 'node:os';
-import { MissionPromotionSchema, automaticPromotion, type MissionPromotion, type PromotionRecord } from '../../shared/contracts/promotion.js';
+import { automaticPromotion, type MissionPromotion, type PromotionRecord } from '../../shared/contracts/promotion.js';
+import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
 import type { Receipt } from '../../shared/contracts/receipt.js';
 import { digestOf } from '../../shared/digest.js';
 import { errorMessage } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
-import type { Completion, OperationStore } from '../../shared/queue/operation-store.js';
+import type { OperationStore } from '../../shared/queue/operation-store.js';
 import type { PromoteResult, PromotionRecords } from '../../promotion/promote-operation.js';
 import { promotionIdentity } from '../../promotion/promotion-identity.js';
 import { fileRecords, redisRecords } from '../../promotion/promotion-records.js';
@@ -28,7 +29,7 @@ async function autoPromote(
   records: PromotionRecords,
   logger: Logger,
   identity: ReturnType<typeof promotionIdentity>,
-  run: (options: Omit<PromoteOptions, 'cacheDir'>) => Promise<PromoteResult>,
+  run: (options: Omit<PromoteOptions, 'cacheDir' | 'receiptKey'>) => Promise<PromoteResult>,
 ): Promise<PromotionRecord | null> {
   const wanted = automaticPromotion(setting);
   if (!wanted || receipt.status !== 'completed' || receipt.verdict !== 'verified') return null;
@@ -81,20 +82,34 @@ function refused(receipt: Pick<Receipt, 'operation_id' | 'verdict'> & Partial<Re
   };
 }
 
-/** Inline: right after `executeOperation` wrote the receipt. */
-/** `env` supplies UH_PROMOTION_AUTHOR / UH_PROMOTION_COMMITTER (the promoting process's configuration). */
-export async function promoteAfterRun(args: { setting: MissionPromotion; receipt: Receipt; stateDir: string; cacheDir: string; logger: Logger; env: Readonly<Record<string, string | undefined>> }): Promise<PromotionRecord | null> {
-  const records = fileRecords(operationDir(args.stateDir, args.receipt.operation_id));
-  return autoPromote(args.setting, args.receipt, 'inline', records, args.logger, promotionIdentity({}, args.env), (options) => promoteFromStateDir(args.stateDir, { ...options, cacheDir: args.cacheDir }));
+/** What the promoting process brings: its cache dir, logger, configuration and the key receipts verify with. */
+export interface AutoPromoteContext {
+  cacheDir: string;
+  logger: Logger;
+  /** Supplies UH_PROMOTION_AUTHOR / UH_PROMOTION_COMMITTER (the promoting process's configuration). */
+  env: Readonly<Record<string, string | undefined>>;
+  receiptKey: ReceiptKeySource;
 }
 
-/** Queue mode: the results worker, for each settled completion (the mission comes from the artifacts). */
-export async function promoteAfterCompletion(store: OperationStore, completion: Completion, args: { cacheDir: string; logger: Logger; env: Readonly<Record<string, string | undefined>> }): Promise<PromotionRecord | null> {
-  if (completion.state !== 'finished' || completion.verdict !== 'verified') return null;
-  const missionText = await store.redis.hget(store.keys.artifacts(completion.operation_id), 'mission');
-  const parsed = MissionPromotionSchema.safeParse(missionText ? (JSON.parse(missionText) as { promotion?: unknown }).promotion ?? 'none' : 'none');
-  if (!parsed.success || automaticPromotion(parsed.data) === null) return null;
-  const receipt = { operation_id: completion.operation_id, status: (completion.status ?? 'failed') as Receipt['status'], verdict: completion.verdict as Receipt['verdict'] };
-  const records = redisRecords(store, completion.operation_id);
-  return autoPromote(parsed.data, receipt, 'results-worker', records, args.logger, promotionIdentity({}, args.env), (options) => promoteFromStore(store, { ...options, cacheDir: args.cacheDir }));
+/** Inline: right after `executeOperation` wrote the receipt. */
+export async function promoteAfterRun(args: AutoPromoteContext & { setting: MissionPromotion; receipt: Receipt; stateDir: string }): Promise<PromotionRecord | null> {
+  const records = fileRecords(operationDir(args.stateDir, args.receipt.operation_id));
+  const identity = promotionIdentity({}, args.env);
+  return autoPromote(args.setting, args.receipt, 'inline', records, args.logger, identity, (options) =>
+    promoteFromStateDir(args.stateDir, { ...options, cacheDir: args.cacheDir, receiptKey: args.receiptKey }),
+  );
+}
+
+/**
+ * Queue mode: the results worker, for each completion whose receipt it has verified. What to
+ * promote comes from that signed receipt (`promotion`), never from a record or artifact in Redis.
+ */
+export async function promoteAfterCompletion(store: OperationStore, receipt: Receipt, args: AutoPromoteContext): Promise<PromotionRecord | null> {
+  const setting = receipt.promotion ?? 'none';
+  if (automaticPromotion(setting) === null) return null;
+  const records = redisRecords(store, receipt.operation_id);
+  const identity = promotionIdentity({}, args.env);
+  return autoPromote(setting, receipt, 'results-worker', records, args.logger, identity, (options) =>
+    promoteFromStore(store, { ...options, cacheDir: args.cacheDir, receiptKey: args.receiptKey }),
+  );
 }

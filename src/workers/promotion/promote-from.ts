@@ -4,17 +4,19 @@
  * materialised to a private temp file). Used by `uh mission promote`, the inline executor and
  * the results worker.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Person } from '../../shared/contracts/promotion.js';
-import { ReceiptSchema, type Receipt } from '../../shared/contracts/receipt.js';
+import type { Receipt } from '../../shared/contracts/receipt.js';
+import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
+import { requireTrustedReceipt } from '../../operation/trusted-receipt.js';
 import { UhError } from '../../shared/errors.js';
 import type { OperationStore } from '../../shared/queue/operation-store.js';
 import { promoteOperation, type PromoteRequest, type PromoteResult, type PromotionRecords } from '../../promotion/promote-operation.js';
 import { notFinishedRefusal, policyRefusal } from '../../promotion/promotion-policy.js';
 import { fileRecords, redisRecords } from '../../promotion/promotion-records.js';
-import { operationDir, readReceipt, readRecord } from '../../operation/operation-files.js';
+import { operationDir, readRecord } from '../../operation/operation-files.js';
 import { promotionTarget } from './promotion-target.js';
 
 export interface PromoteOptions {
@@ -26,6 +28,8 @@ export interface PromoteOptions {
   identity: { author: Person; committer: Person };
   via: PromoteRequest['via'];
   cacheDir: string;
+  /** The key the receipt must verify with: an unsigned or forged receipt is never promoted (exit 6). */
+  receiptKey: ReceiptKeySource;
 }
 
 async function promoteWith(receipt: Receipt, patchPath: string, records: PromotionRecords, options: PromoteOptions): Promise<PromoteResult> {
@@ -48,13 +52,14 @@ async function promoteWith(receipt: Receipt, patchPath: string, records: Promoti
 /** Promote an operation of a local state dir (its receipt, `diff.patch`, and `promotion.json` beside them). */
 export async function promoteFromStateDir(stateDir: string, options: PromoteOptions): Promise<PromoteResult> {
   const id = options.operationId;
-  const receipt = readReceipt(stateDir, id);
-  if (!receipt) {
+  const dir = operationDir(stateDir, id);
+  const path = join(dir, 'receipt.json');
+  if (!existsSync(path)) {
     const record = readRecord(stateDir, id);
     if (!record) throw new UhError('not_found', `no operation ${id} in ${stateDir}`, { hint: 'check the id (uh mission list), pass --state-dir, or --redis for queue mode' });
     throw notFinishedRefusal(id, record.state);
   }
-  const dir = operationDir(stateDir, id);
+  const receipt = requireTrustedReceipt(readFileSync(path, 'utf8'), options.receiptKey, id);
   return promoteWith(receipt, join(dir, 'diff.patch'), fileRecords(dir), options);
 }
 
@@ -65,7 +70,7 @@ export async function promoteFromStore(store: OperationStore, options: PromoteOp
   if (!record) throw new UhError('not_found', `no operation ${id} in Redis (prefix ${store.prefix})`, { hint: 'check the id (uh mission list --redis) and UH_REDIS_PREFIX' });
   const artifacts = await store.artifacts(id);
   if (record.state !== 'finished' || !artifacts.receipt) throw notFinishedRefusal(id, record.state);
-  const receipt = ReceiptSchema.parse(JSON.parse(artifacts.receipt));
+  const receipt = requireTrustedReceipt(artifacts.receipt, options.receiptKey, id);
   const scratch = mkdtempSync(join(tmpdir(), 'uh-promote-diff-'));
   try {
     const patchPath = join(scratch, 'diff.patch');

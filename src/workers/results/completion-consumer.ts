@@ -5,6 +5,12 @@
  * then XACKs it. A consumer that dies before its ACK gets its pending entries again on restart
  * (same consumer name), and entries idle in a dead consumer are claimed after `claimIdleMs`.
  * Delivery is at least once: receivers dedupe on the delivery id (the stream entry id).
+ *
+ * Trust: an entry names an operation; what the worker acts on is that operation's receipt, and
+ * only once its signature verifies (`verify`). A finished completion whose receipt is unsigned,
+ * forged or missing (an outbox entry written by anyone who reached Redis) gets no webhook, no
+ * batch settlement and no promotion: it goes to the dead-letter stream with the reason. Status,
+ * verdict and exit code come from the verified receipt, never from the entry's own fields.
  */
 import type { Redis } from 'ioredis';
 import type { Receipt } from '../../shared/contracts/receipt.js';
@@ -20,8 +26,10 @@ export interface ConsumerOptions {
   logger: Logger;
   signal: AbortSignal;
   onCompletion?: (completion: Completion, delivery: { id: string; webhook: DeliveryResult | null }) => void;
-  /** After each operation completion, before its ACK (e.g. settle the batch it belongs to). */
-  afterCompletion?: (completion: Completion) => Promise<void>;
+  /** After each operation completion, before its ACK (e.g. settle the batch it belongs to); the verified receipt when finished. */
+  afterCompletion?: (completion: Completion, receipt: Receipt | null) => Promise<void>;
+  /** The receipt check: its text → the verified receipt, or the reason it cannot be trusted. */
+  verify: (text: string | null) => { ok: true; receipt: Receipt } | { ok: false; reason: string };
   /** A settled batch's outbox entry, after its `batch.settled` webhook. */
   onBatchSettled?: (event: { batch_id: string; exit_code: number }, delivery: { id: string; webhook: DeliveryResult | null }) => void;
   claimIdleMs?: number;
@@ -38,6 +46,23 @@ export async function ensureResultsGroup(redis: Redis, outbox: string): Promise<
   }
 }
 
+type Trusted = { ok: true; completion: Completion; receipt: Receipt | null } | { ok: false; completion: Completion; reason: string };
+
+/**
+ * An entry as the worker may act on it. `finished`: its receipt verified, the entry's status,
+ * verdict and exit code replaced by the receipt's. Other states (`unknown`: no receipt exists)
+ * carry no verdict and pass as they are.
+ */
+async function trustedCompletion(options: ConsumerOptions, completion: Completion): Promise<Trusted> {
+  if (completion.state !== 'finished') return { ok: true, completion, receipt: null };
+  const text = await options.store.redis.hget(options.store.keys.artifacts(completion.operation_id), 'receipt');
+  const check = options.verify(text);
+  if (!check.ok) return { ok: false, completion, reason: check.reason };
+  const { receipt } = check;
+  if (receipt.operation_id !== completion.operation_id) return { ok: false, completion, reason: `the receipt is ${receipt.operation_id}'s` };
+  return { ok: true, receipt, completion: { ...completion, status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code } };
+}
+
 export async function runCompletionConsumer(options: ConsumerOptions): Promise<void> {
   const { store, logger, signal } = options;
   const outbox = store.keys.outbox;
@@ -48,11 +73,15 @@ export async function runCompletionConsumer(options: ConsumerOptions): Promise<v
     if (fields[0] === 'batch') return handleBatch(id, fields[1] ?? '{}');
     const raw = fields[fields.indexOf('completion') + 1];
     if (raw === undefined) return void (await store.redis.xack(outbox, RESULTS_GROUP, id));
-    const completion = JSON.parse(raw) as Completion;
+    const trusted = await trustedCompletion(options, JSON.parse(raw) as Completion);
+    if (!trusted.ok) {
+      logger.warn({ operation_id: trusted.completion.operation_id, reason: trusted.reason }, 'completion refused: its receipt does not verify; nothing acts on it');
+      await store.redis.xadd(store.keys.outboxDead, '*', 'completion', raw, 'delivery_id', id, 'error', `untrusted receipt: ${trusted.reason}`);
+      return void (await store.redis.xack(outbox, RESULTS_GROUP, id));
+    }
+    const { completion, receipt } = trusted;
     let webhook: DeliveryResult | null = null;
     if (options.webhook) {
-      const receiptText = await store.redis.hget(store.keys.artifacts(completion.operation_id), 'receipt');
-      const receipt = receiptText ? (JSON.parse(receiptText) as Receipt) : null;
       webhook = await deliverWebhook(options.webhook, id, { type: 'operation.settled', delivery_id: id, completion, receipt }, signal);
       if (signal.aborted && !webhook.ok) return; // not acked: delivered again after restart
       if (!webhook.ok) {
@@ -61,7 +90,7 @@ export async function runCompletionConsumer(options: ConsumerOptions): Promise<v
       }
     }
     options.onCompletion?.(completion, { id, webhook });
-    await options.afterCompletion?.(completion);
+    await options.afterCompletion?.(completion, receipt);
     await store.redis.xack(outbox, RESULTS_GROUP, id);
   };
   const handleBatch = async (id: string, raw: string) => {

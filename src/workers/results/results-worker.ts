@@ -4,13 +4,16 @@
  * record, `operation.completed` and the outbox entry in one script); this worker reads the outbox
  * and, per completion: the webhook, the batch it belongs to, automatic promotion. It also runs the
  * batch queue's worker and the dead-owner watch (a dead owner's operation is declared and, when
- * its runtime can say how it ended, finished through the same module).
+ * its runtime can say how it ended, finished through the same module). It acts only on receipts
+ * whose signature it has verified (completion-consumer.ts): an outbox entry or record alone is
+ * never enough to promote, push, deliver a webhook or settle a batch.
  */
 import { hostname } from 'node:os';
 import type { UhConfig } from '../../shared/config.js';
-import type { Logger } from '../../shared/logger.js';
+import type { Receipt } from '../../shared/contracts/receipt.js';
 import { connectRedis } from '../../shared/queue/redis-connection.js';
-import { OperationStore, type Completion } from '../../shared/queue/operation-store.js';
+import { OperationStore } from '../../shared/queue/operation-store.js';
+import { trustReceipt } from '../../operation/trusted-receipt.js';
 import type { OperationSettings } from '../../operation/settings.js';
 import { startOwnerWatch } from '../pools/owner-watch.js';
 import { promoteAfterCompletion } from '../promotion/auto-promote.js';
@@ -53,9 +56,10 @@ export async function startResultsWorker(o: ResultsWorkerOptions): Promise<{ don
     logger,
     signal: o.signal,
     onCompletion: (c, d) => onEvent('completion', { operation_id: c.operation_id, state: c.state, status: c.status ?? '-', exit_code: c.exit_code, ...delivery(d) }),
-    afterCompletion: async (c) => {
+    verify: (text) => trustReceipt(text, settings.receiptKey),
+    afterCompletion: async (c, receipt) => {
       await settleBatch(c);
-      await promoteCompletion(store, c, settings, onEvent);
+      if (receipt) await promoteCompletion(store, receipt, settings, onEvent);
     },
     onBatchSettled: (b, d) => onEvent('batch-settled', { batch_id: b.batch_id, exit_code: b.exit_code, ...delivery(d) }),
   }).finally(async () => {
@@ -66,14 +70,14 @@ export async function startResultsWorker(o: ResultsWorkerOptions): Promise<{ don
 }
 
 /** Automatic promotion (mission `promotion: branch`) of a verified completion, reported on the worker's output. */
-async function promoteCompletion(store: OperationStore, completion: Completion, settings: OperationSettings, onEvent: ResultsEvent): Promise<void> {
-  const logger: Logger = settings.logger;
-  const context = { cacheDir: settings.cacheDir, logger, env: settings.env };
-  const record = await promoteAfterCompletion(store, completion, context).catch((error: unknown) => {
-    logger.warn({ operation_id: completion.operation_id, err: String(error) }, 'automatic promotion failed');
+async function promoteCompletion(store: OperationStore, receipt: Receipt, settings: OperationSettings, onEvent: ResultsEvent): Promise<void> {
+  const { logger } = settings;
+  const context = { cacheDir: settings.cacheDir, logger, env: settings.env, receiptKey: settings.receiptKey };
+  const record = await promoteAfterCompletion(store, receipt, context).catch((error: unknown) => {
+    logger.warn({ operation_id: receipt.operation_id, err: String(error) }, 'automatic promotion failed');
     return null;
   });
   if (!record) return;
   const { decision, branch } = record;
-  onEvent('promotion', { operation_id: completion.operation_id, decision, branch, commit: record.commit ?? '-', reason: record.reason ?? '-' });
+  onEvent('promotion', { operation_id: receipt.operation_id, decision, branch, commit: record.commit ?? '-', reason: record.reason ?? '-' });
 }

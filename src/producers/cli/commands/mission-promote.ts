@@ -85,6 +85,7 @@ export async function missionPromote(argv: string[], config: UhConfig): Promise<
     identity: promotionIdentity({ author: values.author as string | undefined, committer: values.committer as string | undefined }, config.childEnv),
     via: 'cli' as const,
     cacheDir: config.core.cacheDir,
+    receiptKey: config.receipts,
   };
   const { promoteFromStateDir, promoteFromStore } = await import('../../../workers/promotion/promote-from.js');
   let result;

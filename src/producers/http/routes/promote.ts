@@ -35,6 +35,7 @@ export function promoteRoutes(app: FastifyInstance, ctx: RouteContext): void {
         identity: ctx.promotionIdentity,
         via: 'api',
         cacheDir: ctx.cacheDir,
+        receiptKey: ctx.receiptKey,
       });
       return reply.code(created ? 201 : 200).send({ created, promotion: record });
     },
