@@ -15,6 +15,7 @@ import { claimOperationDir, readReceipt, readRecord, workerAlive, type Operation
 import type { Receipt } from '../../shared/contracts/receipt.js';
 import { automaticPromotion, type PromotionRecord } from '../../shared/contracts/promotion.js';
 import { silentLogger } from '../../shared/logger.js';
+import { STRICT_HOST_POLICY, type HostPolicy } from '../../shared/host-policy.js';
 import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
 import type { PoolSettings } from '../sandbox/sandbox-pool.js';
 
@@ -34,6 +35,8 @@ export interface InlineOptions {
   isolation?: 'auto' | 'require' | 'off';
   /** `UH_ISOLATION_TMPFS_BYTES` (default 1 GiB). */
   isolationTmpfsBytes?: number;
+  /** What a mission may ask of this host (default: nothing): refused before anything runs. */
+  policy?: HostPolicy;
   logger?: Logger;
   env?: Record<string, string | undefined>;
 }
@@ -47,7 +50,8 @@ export type InlineOutcome =
 export async function runInline(mission: Mission, options: InlineOptions): Promise<InlineOutcome> {
   // Start-up collection: expired sandboxes and orphans left by crashed runs.
   await sweepSandboxes(options.cacheDir, new Date()).catch(() => undefined);
-  const prepared = await prepareOperation(mission, options, OPERATION_PORTS);
+  const host = { isolation: options.isolation ?? 'auto', policy: options.policy ?? STRICT_HOST_POLICY } as const;
+  const prepared = await prepareOperation(mission, { ...options, host }, OPERATION_PORTS);
   const id = mission.operation_id;
   if (!claimOperationDir(options.stateDir, id)) {
     let record = readRecord(options.stateDir, id);
@@ -72,6 +76,7 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
     stateDir: options.stateDir,
     cacheDir: options.cacheDir,
     mode: 'inline',
+    policy: host.policy,
     ...(options.signal ? { signal: options.signal } : {}),
     ...(options.keepSandbox !== undefined ? { keepSandbox: options.keepSandbox } : {}),
     ...(options.receiptKey ? { receiptKey: options.receiptKey } : {}),

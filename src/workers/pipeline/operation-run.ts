@@ -15,8 +15,9 @@ import type { OperationState } from '../../shared/contracts/status.js';
 import { errorMessage, UhError } from '../../shared/errors.js';
 import { silentLogger, type Logger } from '../../shared/logger.js';
 import { spawnGroup, type SpawnGroup } from '../../shared/process/spawn-group.js';
-import { redact, secretEnvValues } from '../../shared/redact.js';
-import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
+import { hostSecretValues, redact, secretEnvValues } from '../../shared/redact.js';
+import { STRICT_HOST_POLICY, type HostPolicy } from '../../shared/host-policy.js';
+import { loadReceiptKey, type ReceiptKeySource } from '../../operation/receipt-signature.js';
 import { buildRuntimeEnv, type RuntimeEnv } from '../../shared/process/runtime-env.js';
 import { initialFold, type FoldedRuntime } from '../../shared/runtime/fold-events.js';
 import type { AbortReasonV1, RuntimeJournalV1 } from '../../shared/runtime/v1/index.js';
@@ -60,6 +61,8 @@ export interface ExecuteOptions {
   journal?: RuntimeJournalV1;
   /** `UH_ISOLATION` (default auto): bwrap for the runtime and the checks where it works. */
   isolation?: IsolationMode;
+  /** What a mission may ask of this host (`UH_ALLOW_MISSION_ISOLATION_OFF`, `UH_ENV_PASSTHROUGH_ALLOW`); default: nothing. */
+  policy?: HostPolicy;
   /** `UH_ISOLATION_TMPFS_BYTES`: the size cap of an isolated phase's private /tmp and home (default 1 GiB). */
   isolationTmpfsBytes?: number;
   /** Called on each state change, after operation.json is written. */
@@ -110,6 +113,7 @@ function sandboxEnv(options: ExecuteOptions): RuntimeEnv {
     worker: options.env ?? process.env,
     adapterNames: runtime.adapter.envPassthrough?.(runtime.config) ?? [],
     passthrough: mission.sandbox.env_passthrough ?? [],
+    passthroughAllow: (options.policy ?? STRICT_HOST_POLICY).envPassthroughAllow,
     missionEnv: mission.sandbox.env,
   });
   if (mission.sandbox.port_range) {
@@ -128,7 +132,27 @@ export function bwrapProbeFile(cacheDir: string): string {
 
 function isolationFor(options: ExecuteOptions, env: Record<string, string | undefined>): IsolationDecision {
   const { sandbox } = options.prepared.mission;
-  return decideIsolation(options.isolation ?? 'auto', sandbox.isolation, sandbox.network, () => probeBwrap(env.PATH, { cacheFile: bwrapProbeFile(options.cacheDir) }));
+  const probe = () => probeBwrap(env.PATH, { cacheFile: bwrapProbeFile(options.cacheDir) });
+  return decideIsolation(options.isolation ?? 'auto', sandbox.isolation, sandbox.network, probe, (options.policy ?? STRICT_HOST_POLICY).allowMissionIsolationOff);
+}
+
+/**
+ * Every value to scrub from what the operation writes: the runtime's and the mission's secrets,
+ * and the worker's own (its secret-looking UH_* values, UH_RECEIPT_KEY, the key file, Redis's
+ * password), which no agent is given but some path might still expose.
+ */
+function secretsOf(options: ExecuteOptions, env: RuntimeEnv): string[] {
+  const { mission, runtime } = options.prepared;
+  let signingKey: string[] = [];
+  try {
+    const key = loadReceiptKey(options.receiptKey ?? { key: undefined, keyFile: join(options.cacheDir, 'receipt.key') }, false);
+    signingKey = key ? [key.secret.toString('utf8')] : [];
+  } catch {
+    // an unreadable or short key file fails at signing, with its own message
+  }
+  // env passthrough: the worker's environment, only to learn which of its own secrets to scrub
+  const host = hostSecretValues(options.env ?? process.env);
+  return [...new Set([...runtime.secrets, ...secretEnvValues(mission.sandbox.env), ...env.secrets, ...host, ...signingKey])];
 }
 
 function newRecord(options: ExecuteOptions, startedAt: Date): OperationRecord {
@@ -165,7 +189,7 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
   const startedAt = now();
   const t0 = monotonicMs();
   const env = sandboxEnv(options);
-  const secrets = [...new Set([...runtime.secrets, ...secretEnvValues(mission.sandbox.env), ...env.secrets])];
+  const secrets = secretsOf(options, env);
   writeFileSync(join(dir, 'mission.json'), `${JSON.stringify(redact(mission, secrets), null, 2)}\n`);
   const events = new EventLog(join(dir, 'events.jsonl'), mission.operation_id, now);
   events.secrets = secrets;

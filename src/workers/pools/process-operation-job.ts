@@ -11,6 +11,7 @@
  * summary that BullMQ publishes as its `completed` event.
  */
 import type { PriceTable } from '../../shared/prices.js';
+import type { HostPolicy } from '../../shared/host-policy.js';
 import type { PoolSettings } from '../sandbox/sandbox-pool.js';
 import { renameSync } from 'node:fs';
 import { join } from 'node:path';
@@ -49,6 +50,8 @@ export interface PoolContext {
   isolation: 'auto' | 'require' | 'off';
   /** `UH_ISOLATION_TMPFS_BYTES`; unset: 1 GiB. */
   isolationTmpfsBytes?: number;
+  /** What a job's mission may ask of this host, applied to every job as received. */
+  policy: HostPolicy;
   /** Queues by runtime id, to enqueue a retry attempt. */
   queues: Map<string, Queue>;
   /** The abort controller of every operation this process runs (cancel and shutdown use them). */
@@ -145,7 +148,7 @@ async function prepareOrSettle(run: JobRun, record: QueueRecord): Promise<Prepar
   const { ctx, id } = run;
   try {
     const { prepareJob } = await import('./prepare-job.js');
-    return await prepareJob(run.data, { ...ctx, signal: run.controller.signal });
+    return await prepareJob(run.data, { ...ctx, signal: run.controller.signal, host: { isolation: ctx.isolation, policy: ctx.policy } });
   } catch (error) {
     const reason = run.controller.signal.aborted ? (run.controller.signal.reason as { message?: string } | undefined) : undefined;
     const outcome: Outcome = reason
@@ -194,6 +197,7 @@ async function runPipeline(run: JobRun, prepared: Prepared): Promise<ExecuteResu
     ...(ctx.receiptKey ? { receiptKey: ctx.receiptKey } : {}),
     ...(ctx.prices ? { prices: ctx.prices } : {}),
     isolation: ctx.isolation,
+    policy: ctx.policy,
     ...(ctx.isolationTmpfsBytes ? { isolationTmpfsBytes: ctx.isolationTmpfsBytes } : {}),
     journal: redisJournal(store, id, owner),
     onEventLog: (log) => {

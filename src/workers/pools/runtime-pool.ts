@@ -27,6 +27,7 @@ import { RETRY_POLICY, withMaxAttempts } from '../results/retry-policy.js';
 import { processOperationJob, type JobSummary, type PoolContext } from './process-operation-job.js';
 import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
 import { startOwnerWatch } from './owner-watch.js';
+import { STRICT_HOST_POLICY, type HostPolicy } from '../../shared/host-policy.js';
 import { startDiskGuard } from './disk-guard.js';
 
 export interface PoolOptions {
@@ -53,6 +54,8 @@ export interface PoolOptions {
   isolation?: 'auto' | 'require' | 'off';
   /** `UH_ISOLATION_TMPFS_BYTES`; default 1 GiB. */
   isolationTmpfsBytes?: number;
+  /** What a mission may ask of this host (`UH_ALLOW_MISSION_ISOLATION_OFF`, `UH_ENV_PASSTHROUGH_ALLOW`); default: nothing. */
+  policy?: HostPolicy;
 }
 
 export interface RuntimePool {
@@ -126,6 +129,7 @@ function poolContext(options: PoolOptions, redis: Redis, workerId: string): Pool
     ...(options.receiptKey ? { receiptKey: options.receiptKey } : {}),
     ...(options.prices ? { prices: options.prices } : {}),
     isolation: options.isolation ?? 'auto',
+    policy: options.policy ?? STRICT_HOST_POLICY,
     ...(options.isolationTmpfsBytes ? { isolationTmpfsBytes: options.isolationTmpfsBytes } : {}),
     queues: new Map<string, Queue>(),
     active: new Map<string, AbortController>(),

@@ -1,4 +1,4 @@
-import type { UhConfig } from '../../../shared/config.js';
+import { hostSettingsOf, type UhConfig } from '../../../shared/config.js';
 import { terminalText } from '../../../shared/terminal-text.js';
 import { loadMissionFile, repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/status.js';
@@ -7,6 +7,7 @@ import { invalidInput } from '../../../shared/errors.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 import { reportReceipt, reportUnsettled } from '../../ci/ci-report.js';
+import type { InlineOptions } from '../../../workers/inline/run-inline.js';
 
 export const MISSION_RUN: CommandSpec = {
   usage: 'uh mission run <mission.yaml|json> [--runtime id] [--json] [--junit path] [--state-dir dir] [--dry-run] [--keep-sandbox]',
@@ -28,6 +29,24 @@ export const MISSION_RUN: CommandSpec = {
   examples: ['uh mission run examples/hello/mission.yaml', 'uh mission run mission.yaml --runtime codex --json > receipt.json'],
 };
 
+/** runInline's settings from the configuration (isolation, host policy, pool, key, prices). */
+function inlineOptions(config: UhConfig, stateDir: string, signal: AbortSignal, keepSandbox: boolean): InlineOptions {
+  return {
+    stateDir,
+    cacheDir: config.core.cacheDir,
+    signal,
+    keepSandbox,
+    sandboxKeepHours: config.core.sandboxKeepHours,
+    sandboxPool: config.core.sandboxPool,
+    receiptKey: config.receipts,
+    prices: config.core.prices,
+    isolation: config.core.isolation,
+    isolationTmpfsBytes: config.core.isolationTmpfsBytes,
+    policy: config.policy,
+    logger: createLogger(config.core.logLevel),
+  };
+}
+
 export async function missionRun(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(MISSION_RUN, argv);
   if (values.help) {
@@ -42,7 +61,7 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
   if (values['dry-run']) {
     const { prepareOperation } = await import('../../../operation/prepare-operation.js');
     const { OPERATION_PORTS } = await import('../../../workers/operation-ports.js');
-    const prepared = await prepareOperation(mission, { stateDir, cacheDir: config.core.cacheDir, ...(runtime ? { runtime } : {}) }, OPERATION_PORTS);
+    const prepared = await prepareOperation(mission, { stateDir, cacheDir: config.core.cacheDir, host: hostSettingsOf(config), ...(runtime ? { runtime } : {}) }, OPERATION_PORTS);
     const plan = await prepared.runtime.adapter.prepare({
       config: prepared.runtime.config,
       prompt: prepared.prompt,
@@ -75,20 +94,8 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
   process.once('SIGINT', () => onSignal('SIGINT'));
   process.once('SIGTERM', () => onSignal('SIGTERM'));
   if (!values.json) process.stderr.write(`uh: running ${mission.operation_id} (${terminalText(mission.title, { oneLine: true })})…\n`);
-  const outcome = await runInline(mission, {
-    stateDir,
-    cacheDir: config.core.cacheDir,
-    signal: controller.signal,
-    keepSandbox: Boolean(values['keep-sandbox']) || config.core.keepSandbox,
-    sandboxKeepHours: config.core.sandboxKeepHours,
-    sandboxPool: config.core.sandboxPool,
-    receiptKey: config.receipts,
-    prices: config.core.prices,
-    isolation: config.core.isolation,
-    isolationTmpfsBytes: config.core.isolationTmpfsBytes,
-    logger: createLogger(config.core.logLevel),
-    ...(runtime ? { runtime } : {}),
-  });
+  const keepSandbox = Boolean(values['keep-sandbox']) || config.core.keepSandbox;
+  const outcome = await runInline(mission, { ...inlineOptions(config, stateDir, controller.signal, keepSandbox), ...(runtime ? { runtime } : {}) });
   if (outcome.kind === 'in_progress' || outcome.kind === 'unknown') {
     const message =
       outcome.kind === 'in_progress'
