@@ -51,11 +51,18 @@ export interface PrepareOptions {
   stateDir: string;
   cacheDir: string;
   runtime?: string;
-  /** This host's isolation mode and policy: a mission asking for more is refused (exit 2) first. Unset: auto, nothing allowed. */
+  /**
+   * This host's isolation mode and policy: a mission asking for more is refused (exit 2) before
+   * anything else. Unset: auto, nothing allowed.
+   */
   host?: HostSettings;
 }
 
-export async function prepareOperation(mission: Mission, options: PrepareOptions, ports: OperationPorts): Promise<PreparedOperation> {
+export async function prepareOperation(
+  mission: Mission,
+  options: PrepareOptions,
+  ports: OperationPorts,
+): Promise<PreparedOperation> {
   enforceHostPolicy(mission, options.host ?? { isolation: 'auto', policy: STRICT_HOST_POLICY });
   const runtimeId = pickRuntime(mission, options.runtime);
   const runtime = await resolveRuntime(mission, runtimeId, options.stateDir, ports.runtimes);

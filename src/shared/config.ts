@@ -47,7 +47,7 @@ const nameList = () =>
   z
     .string()
     .transform((s) => s.split(',').map((n) => n.trim()).filter((n) => n !== ''))
-    .pipe(z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}\*?$/, 'each entry must be a variable name, or a prefix ending in *')));
+    .pipe(z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}\*?$/, 'each entry: a variable name, or a prefix ending in *')));
 
 /** Each variable of the environment uh reads (docs/configuration.md lists them all). */
 const VARIABLES = {
@@ -67,7 +67,7 @@ const VARIABLES = {
   UH_PRICES_FILE: v(text, 'price table file (JSON)'),
   UH_ISOLATION: v(() => z.enum(['auto', 'require', 'off']), 'OS isolation of runtimes and checks (bubblewrap)', 'auto'),
   // host policy: what a mission may ask for (shared/host-policy.ts)
-  UH_ALLOW_MISSION_ISOLATION_OFF: v(flagValue, 'honour a mission\'s sandbox.isolation: off (never under UH_ISOLATION=require)'),
+  UH_ALLOW_MISSION_ISOLATION_OFF: v(flagValue, "honour a mission's sandbox.isolation: off (never under require)"),
   UH_ENV_PASSTHROUGH_ALLOW: v(nameList, 'names a mission may pass through with sandbox.env_passthrough', []),
   UH_ISOLATION_TMPFS_BYTES: v(() => z.coerce.number().int().min(1024 * 1024, 'at least 1048576 (1 MiB)').max(Number.MAX_SAFE_INTEGER), 'size cap of an isolated private /tmp and home (bytes)', DEFAULT_TMPFS_BYTES),
   // queue
@@ -212,7 +212,10 @@ export function loadConfig(env: Env = process.env): UhConfig {
       isolation: e.UH_ISOLATION,
       isolationTmpfsBytes: e.UH_ISOLATION_TMPFS_BYTES,
     },
-    policy: { allowMissionIsolationOff: flag(e.UH_ALLOW_MISSION_ISOLATION_OFF) ?? false, envPassthroughAllow: e.UH_ENV_PASSTHROUGH_ALLOW },
+    policy: {
+      allowMissionIsolationOff: flag(e.UH_ALLOW_MISSION_ISOLATION_OFF) ?? false,
+      envPassthroughAllow: e.UH_ENV_PASSTHROUGH_ALLOW,
+    },
     queue: {
       redisUrl: e.REDIS_URL ?? null,
       prefix: e.UH_REDIS_PREFIX,

@@ -75,30 +75,45 @@ export function passthroughAllowed(name: string, allow: readonly string[]): bool
  * Why the host does not honour the mission's isolation setting, or null: `off` never lowers
  * `UH_ISOLATION=require`, and lowers `auto` only with UH_ALLOW_MISSION_ISOLATION_OFF.
  */
-export function isolationRefusal(requested: Mission['sandbox']['isolation'], isolation: 'auto' | 'require' | 'off', allowOff: boolean): string | null {
+export function isolationRefusal(
+  requested: Mission['sandbox']['isolation'],
+  isolation: 'auto' | 'require' | 'off',
+  allowOff: boolean,
+): string | null {
   if (requested !== 'off' || isolation === 'off') return null;
-  if (isolation === 'require') return 'sandbox.isolation: off is refused: this host requires isolation (UH_ISOLATION=require)';
-  return allowOff ? null : 'sandbox.isolation: off is not allowed on this host (UH_ALLOW_MISSION_ISOLATION_OFF is not set)';
+  if (isolation === 'require')
+    return 'sandbox.isolation: off is refused: this host requires isolation (UH_ISOLATION=require)';
+  return allowOff
+    ? null
+    : 'sandbox.isolation: off is not allowed on this host (UH_ALLOW_MISSION_ISOLATION_OFF is not set)';
 }
 
 function passthroughProblem(entry: string, index: number, allow: readonly string[]): string | null {
   const field = `sandbox.env_passthrough[${index}]`;
   const never = NEVER_PASSED.find((p) => overlaps(entry, p));
-  if (never) return `${field}: "${entry}" reaches ${never}, which never passes to an agent (uh's own settings and secrets)`;
+  if (never)
+    return `${field}: "${entry}" reaches ${never}, which never passes to an agent (uh's own settings and secrets)`;
   if (allow.some((p) => covers(p, entry))) return null;
   const listed = allow.length === 0 ? 'is not set' : `allows ${allow.join(',')}`;
   return `${field}: "${entry}" is not allowed on this host (UH_ENV_PASSTHROUGH_ALLOW ${listed})`;
 }
 
 /** One line per setting the host refuses, each naming the field and the config that forbids it. */
-export function hostPolicyProblems(sandbox: Mission['sandbox'], isolation: 'auto' | 'require' | 'off', policy: HostPolicy): string[] {
+export function hostPolicyProblems(
+  sandbox: Mission['sandbox'],
+  isolation: 'auto' | 'require' | 'off',
+  policy: HostPolicy,
+): string[] {
   const problems = [isolationRefusal(sandbox.isolation, isolation, policy.allowMissionIsolationOff)];
-  (sandbox.env_passthrough ?? []).forEach((entry, i) => problems.push(passthroughProblem(entry, i, policy.envPassthroughAllow)));
+  (sandbox.env_passthrough ?? []).forEach((entry, i) =>
+    problems.push(passthroughProblem(entry, i, policy.envPassthroughAllow)),
+  );
   return problems.filter((p): p is string => p !== null);
 }
 
 /** The operator's next step after a refusal. */
-const HINT = 'drop the setting from the mission, or allow it on the fleet (UH_ALLOW_MISSION_ISOLATION_OFF, UH_ENV_PASSTHROUGH_ALLOW; docs/security.md#host-policy)';
+const HINT =
+  'drop the setting from the mission, or allow it on the fleet (UH_ALLOW_MISSION_ISOLATION_OFF, UH_ENV_PASSTHROUGH_ALLOW; docs/security.md#host-policy)';
 
 /** The host's side of the policy: its isolation mode and what it allows. */
 export interface HostSettings {
@@ -110,12 +125,19 @@ export interface HostSettings {
 export function enforceHostPolicy(mission: Mission, host: HostSettings, source = 'mission'): void {
   const problems = hostPolicyProblems(mission.sandbox, host.isolation, host.policy);
   if (problems.length === 0) return;
-  throw invalidInput(`host policy refuses ${source}: ${problems.length} problem${problems.length === 1 ? '' : 's'}`, problems, HINT);
+  throw invalidInput(
+    `host policy refuses ${source}: ${problems.length} problem${problems.length === 1 ? '' : 's'}`,
+    problems,
+    HINT,
+  );
 }
 
 /** A worker's refusal of a job (it may have been written straight into Redis): the fields in the message, for the receipt. */
 export function refuseJobByHostPolicy(mission: Mission, host: HostSettings): void {
   const problems = hostPolicyProblems(mission.sandbox, host.isolation, host.policy);
   if (problems.length === 0) return;
-  throw new UhError('invalid_input', `host policy refuses operation ${mission.operation_id}: ${problems.join('; ')}`, { hint: HINT, details: problems });
+  throw new UhError('invalid_input', `host policy refuses operation ${mission.operation_id}: ${problems.join('; ')}`, {
+    hint: HINT,
+    details: problems,
+  });
 }

@@ -68,7 +68,8 @@ function leaksUnder(root: string, secrets: readonly string[]): string[] {
       const path = join(d, name);
       const st = statSync(path);
       if (st.isDirectory()) walk(path);
-      else if (st.isFile()) for (const s of secrets) if (readFileSync(path).includes(Buffer.from(s))) found.push(`${path}: ${s}`);
+      else if (st.isFile())
+        for (const s of secrets) if (readFileSync(path).includes(Buffer.from(s))) found.push(`${path}: ${s}`);
     }
   };
   if (existsSync(root)) walk(root);
@@ -82,22 +83,33 @@ describe('producers refuse what the host does not allow (nothing written)', () =
 
   beforeAll(async () => {
     redis = await startTestRedis('hostpolicy-p');
-    env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: redis.prefix('p'), UH_CACHE_DIR: dir('uh-hp-pcache-'), UH_ENV_PASSTHROUGH_ALLOW: 'UH_*,ALLOWED_VAR' };
+    env = {
+      REDIS_URL: redis.url,
+      UH_REDIS_PREFIX: redis.prefix('p'),
+      UH_CACHE_DIR: dir('uh-hp-pcache-'),
+      UH_ENV_PASSTHROUGH_ALLOW: 'UH_*,ALLOWED_VAR',
+    };
   });
   afterAll(async () => redis?.cleanup());
 
   /** Keys of the operation under the test prefix: none when nothing was enqueued. */
-  const keysOf = async (id: string) => (await redis.redis.keys(`*${env.UH_REDIS_PREFIX}*`)).filter((k) => k.includes(id));
+  const keysOf = async (id: string) =>
+    (await redis.redis.keys(`*${env.UH_REDIS_PREFIX}*`)).filter((k) => k.includes(id));
 
   it('mission submit and mission run: env_passthrough [UH_*] is exit 2 naming the field, even where the allowlist says UH_*', async () => {
-    const { path, operationId } = hostileMission(repo, READ_ANCESTORS, { sandbox: { env_passthrough: ['ALLOWED_VAR', 'UH_*'] } });
+    const { path, operationId } = hostileMission(repo, READ_ANCESTORS, {
+      sandbox: { env_passthrough: ['ALLOWED_VAR', 'UH_*'] },
+    });
     const submitted = await runCli(['mission', 'submit', path, '--state-dir', dir('uh-hp-ps-')], { cwd: repo, env });
     expect(submitted.code, submitted.stderr).toBe(2);
     expect(submitted.stderr).toContain('sandbox.env_passthrough[1]');
     expect(submitted.stderr).toContain('"UH_*" reaches UH_*, which never passes to an agent');
     expect(await keysOf(operationId)).toEqual([]);
     const state = dir('uh-hp-rs-');
-    const ran = await runCli(['mission', 'run', path, '--state-dir', state], { cwd: repo, env: { ...env, UH_RECEIPT_KEY: KEY } });
+    const ran = await runCli(['mission', 'run', path, '--state-dir', state], {
+      cwd: repo,
+      env: { ...env, UH_RECEIPT_KEY: KEY },
+    });
     expect(ran.code, ran.stderr).toBe(2);
     expect(ran.stderr).toContain('sandbox.env_passthrough[1]');
     expect(existsSync(join(state, 'operations', operationId))).toBe(false);
@@ -105,15 +117,28 @@ describe('producers refuse what the host does not allow (nothing written)', () =
 
   it('a name outside UH_ENV_PASSTHROUGH_ALLOW, and sandbox.isolation: off under UH_ISOLATION=require, are exit 2 naming field and config', async () => {
     const outside = hostileMission(repo, READ_ANCESTORS, { sandbox: { env_passthrough: ['WITHHELD_VAR'] } });
-    const refused = await runCli(['mission', 'submit', outside.path, '--state-dir', dir('uh-hp-ps-')], { cwd: repo, env });
+    const refused = await runCli(['mission', 'submit', outside.path, '--state-dir', dir('uh-hp-ps-')], {
+      cwd: repo,
+      env,
+    });
     expect(refused.code, refused.stderr).toBe(2);
-    expect(refused.stderr).toContain('sandbox.env_passthrough[0]: "WITHHELD_VAR" is not allowed on this host (UH_ENV_PASSTHROUGH_ALLOW allows UH_*,ALLOWED_VAR)');
+    expect(refused.stderr).toContain(
+      'sandbox.env_passthrough[0]: "WITHHELD_VAR" is not allowed on this host (UH_ENV_PASSTHROUGH_ALLOW allows UH_*,ALLOWED_VAR)',
+    );
     const off = hostileMission(repo, READ_ANCESTORS, { sandbox: { isolation: 'off' } });
     const strict = { ...env, UH_ISOLATION: 'require', UH_ALLOW_MISSION_ISOLATION_OFF: '1' };
-    const lowered = await runCli(['mission', 'submit', off.path, '--state-dir', dir('uh-hp-ps-')], { cwd: repo, env: strict });
+    const lowered = await runCli(['mission', 'submit', off.path, '--state-dir', dir('uh-hp-ps-')], {
+      cwd: repo,
+      env: strict,
+    });
     expect(lowered.code, lowered.stderr).toBe(2);
-    expect(lowered.stderr).toContain('sandbox.isolation: off is refused: this host requires isolation (UH_ISOLATION=require)');
-    const unallowed = await runCli(['mission', 'submit', off.path, '--state-dir', dir('uh-hp-ps-')], { cwd: repo, env });
+    expect(lowered.stderr).toContain(
+      'sandbox.isolation: off is refused: this host requires isolation (UH_ISOLATION=require)',
+    );
+    const unallowed = await runCli(['mission', 'submit', off.path, '--state-dir', dir('uh-hp-ps-')], {
+      cwd: repo,
+      env,
+    });
     expect(unallowed.code, unallowed.stderr).toBe(2);
     expect(unallowed.stderr).toContain('UH_ALLOW_MISSION_ISOLATION_OFF is not set');
     expect(await keysOf(outside.operationId)).toEqual([]);
@@ -121,11 +146,15 @@ describe('producers refuse what the host does not allow (nothing written)', () =
   });
 
   it('the HTTP API answers 400 naming the field, and enqueues nothing', async () => {
-    const api: ChildProcess = spawn(process.execPath, [UH_BIN, 'api', 'start', '--port', '0', '--state-dir', dir('uh-hp-api-')], {
-      cwd: repo,
-      env: { ...process.env, ...env, UH_LOG_LEVEL: 'silent', UH_API_TOKEN: API_TOKEN, UH_ALLOW_LOCAL_REPOS: '1' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const api: ChildProcess = spawn(
+      process.execPath,
+      [UH_BIN, 'api', 'start', '--port', '0', '--state-dir', dir('uh-hp-api-')],
+      {
+        cwd: repo,
+        env: { ...process.env, ...env, UH_LOG_LEVEL: 'silent', UH_API_TOKEN: API_TOKEN, UH_ALLOW_LOCAL_REPOS: '1' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     try {
       const base = await new Promise<string>((resolve, reject) => {
         let out = '';
@@ -136,13 +165,21 @@ describe('producers refuse what the host does not allow (nothing written)', () =
         });
         api.on('close', (code) => reject(new Error(`api exited ${code}: ${out}`)));
       });
-      const { path, operationId } = hostileMission(repo, READ_ANCESTORS, { sandbox: { env_passthrough: ['UH_RECEIPT_KEY'] } });
+      const { path, operationId } = hostileMission(repo, READ_ANCESTORS, {
+        sandbox: { env_passthrough: ['UH_RECEIPT_KEY'] },
+      });
       const body = JSON.stringify(loadMissionFile(path));
-      const res = await fetch(`${base}/v1/missions`, { method: 'POST', headers: { authorization: `Bearer ${API_TOKEN}`, 'content-type': 'application/json' }, body });
+      const res = await fetch(`${base}/v1/missions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${API_TOKEN}`, 'content-type': 'application/json' },
+        body,
+      });
       expect(res.status).toBe(400);
       const answer = (await res.json()) as { error: { kind: string; details: string[] } };
       expect(answer.error.kind).toBe('invalid_input');
-      expect(answer.error.details).toEqual([expect.stringMatching(/^sandbox\.env_passthrough\[0\]: "UH_RECEIPT_KEY" reaches UH_\*/)]);
+      expect(answer.error.details).toEqual([
+        expect.stringMatching(/^sandbox\.env_passthrough\[0\]: "UH_RECEIPT_KEY" reaches UH_\*/),
+      ]);
       expect(await keysOf(operationId)).toEqual([]);
     } finally {
       api.kill('SIGTERM');
@@ -196,11 +233,25 @@ describe('a worker applies its policy to the job it receives (forged straight in
    * the job added with the hostile mission as its payload.
    */
   async function forge(patch: Record<string, unknown>): Promise<string> {
-    const { path, operationId } = hostileMission(repo, READ_ANCESTORS, { ...patch, sandbox: { env: { MARK_DIR: markDir }, ...(patch.sandbox as object) } });
+    const { path, operationId } = hostileMission(repo, READ_ANCESTORS, {
+      ...patch,
+      sandbox: { env: { MARK_DIR: markDir }, ...(patch.sandbox as object) },
+    });
     const mission = loadMissionFile(path);
     const benign = { ...mission, sandbox: { ...mission.sandbox, isolation: 'auto', env_passthrough: [] } } as Mission;
-    const prepared = await prepareOperation(benign, { stateDir: dir('uh-hp-fs-'), cacheDir: dir('uh-hp-fc-') }, OPERATION_PORTS);
-    const job = { operation_id: operationId, runtime: 'command', mission, base_commit: prepared.baseCommit, contract_digest: contractDigestOf(mission, prepared.runtime, prepared.baseCommit), attempt: 1 };
+    const prepared = await prepareOperation(
+      benign,
+      { stateDir: dir('uh-hp-fs-'), cacheDir: dir('uh-hp-fc-') },
+      OPERATION_PORTS,
+    );
+    const job = {
+      operation_id: operationId,
+      runtime: 'command',
+      mission,
+      base_commit: prepared.baseCommit,
+      contract_digest: contractDigestOf(mission, prepared.runtime, prepared.baseCommit),
+      attempt: 1,
+    };
     await client.store.createOrAttach(job, { mission_id: mission.mission_id, prompt_digest: prepared.promptDigest });
     await (await client.queue('command')).add('operation', job, { jobId: jobIdFor(operationId) });
     return operationId;
@@ -231,7 +282,9 @@ describe('a worker applies its policy to the job it receives (forged straight in
     const id = await forge({ sandbox: { isolation: 'off' } });
     const receipt = await settled(id);
     expect(receipt.status).toBe('failed');
-    expect(receipt.outcome.message).toContain('sandbox.isolation: off is refused: this host requires isolation (UH_ISOLATION=require)');
+    expect(receipt.outcome.message).toContain(
+      'sandbox.isolation: off is refused: this host requires isolation (UH_ISOLATION=require)',
+    );
     expect(existsSync(join(markDir, 'agent-ran'))).toBe(false);
     expect(existsSync(join(workerState, 'operations', id, 'runtime.stdout.log'))).toBe(false);
     expect(leaksIn(await redisText(), SECRETS)).toEqual([]);
@@ -242,7 +295,9 @@ describe('a worker applies its policy to the job it receives (forged straight in
     const id = await forge({ sandbox: { env_passthrough: ['UH_*'] } });
     const receipt = await settled(id);
     expect(receipt.status).toBe('failed');
-    expect(receipt.outcome.message).toContain('sandbox.env_passthrough[0]: "UH_*" reaches UH_*, which never passes to an agent');
+    expect(receipt.outcome.message).toContain(
+      'sandbox.env_passthrough[0]: "UH_*" reaches UH_*, which never passes to an agent',
+    );
     expect(existsSync(join(markDir, 'agent-ran'))).toBe(false);
     const events = JSON.stringify(await redis.redis.xrange(client.store.keys.events(id), '-', '+'));
     expect(events).toContain('operation.completed');
@@ -262,16 +317,25 @@ describe('a worker applies its policy to the job it receives (forged straight in
     const withheld = await forge({ sandbox: { env_passthrough: ['WITHHELD_VAR'] } });
     const refused = await settled(withheld);
     expect(refused.status).toBe('failed');
-    expect(refused.outcome.message).toContain('sandbox.env_passthrough[0]: "WITHHELD_VAR" is not allowed on this host (UH_ENV_PASSTHROUGH_ALLOW allows UH_*,ALLOWED_VAR)');
+    expect(refused.outcome.message).toContain(
+      'sandbox.env_passthrough[0]: "WITHHELD_VAR" is not allowed on this host (UH_ENV_PASSTHROUGH_ALLOW allows UH_*,ALLOWED_VAR)',
+    );
     expect(existsSync(join(workerState, 'operations', withheld, 'runtime.stdout.log'))).toBe(false);
   });
 });
 
 describe('where the host allows an unisolated run, its own secrets are still scrubbed', () => {
-  it('an agent reading uh\'s /proc environ prints the receipt key and API token only as [redacted]', async () => {
+  it("an agent reading uh's /proc environ prints the receipt key and API token only as [redacted]", async () => {
     const state = dir('uh-hp-istate-');
-    const { path, operationId } = hostileMission(repo, READ_ANCESTORS, { sandbox: { isolation: 'off', env: { MARK_DIR: dir('uh-hp-imark-') } } });
-    const env = { UH_CACHE_DIR: dir('uh-hp-icache-'), UH_ALLOW_MISSION_ISOLATION_OFF: '1', UH_RECEIPT_KEY: KEY, UH_API_TOKEN: API_TOKEN };
+    const { path, operationId } = hostileMission(repo, READ_ANCESTORS, {
+      sandbox: { isolation: 'off', env: { MARK_DIR: dir('uh-hp-imark-') } },
+    });
+    const env = {
+      UH_CACHE_DIR: dir('uh-hp-icache-'),
+      UH_ALLOW_MISSION_ISOLATION_OFF: '1',
+      UH_RECEIPT_KEY: KEY,
+      UH_API_TOKEN: API_TOKEN,
+    };
     const run = await runCli(['mission', 'run', path, '--json', '--state-dir', state], { cwd: repo, env });
     expect(run.code, run.stderr).toBe(0);
     const receipt = JSON.parse(run.stdout) as Receipt;

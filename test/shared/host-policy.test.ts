@@ -21,7 +21,10 @@ const sandbox = (patch: Record<string, unknown>) =>
     sandbox: patch,
   }).sandbox;
 
-const policy = (allow: string[], allowOff = false): HostPolicy => ({ allowMissionIsolationOff: allowOff, envPassthroughAllow: allow });
+const policy = (allow: string[], allowOff = false): HostPolicy => ({
+  allowMissionIsolationOff: allowOff,
+  envPassthroughAllow: allow,
+});
 
 describe('env_passthrough against UH_ENV_PASSTHROUGH_ALLOW', () => {
   it.each([
@@ -65,17 +68,42 @@ describe('sandbox.isolation: off against UH_ISOLATION and UH_ALLOW_MISSION_ISOLA
 });
 
 describe('the runtime environment', () => {
-  const worker = { PATH: '/usr/bin', UH_RECEIPT_KEY: 'k'.repeat(40), REDIS_URL: 'redis://:pw-secret-1@h:6379', OMP_X: '1', TEAM_A: 'a', TEAM_B: 'b', GH_TOKEN: 'ghp_x' };
+  const worker = {
+    PATH: '/usr/bin',
+    UH_RECEIPT_KEY: 'k'.repeat(40),
+    REDIS_URL: 'redis://:pw-secret-1@h:6379',
+    OMP_X: '1',
+    TEAM_A: 'a',
+    TEAM_B: 'b',
+    GH_TOKEN: 'ghp_x',
+  };
 
-  it('passes what the mission names and the host allows; never uh\'s own names, even an adapter\'s', () => {
-    const env = buildRuntimeEnv({ worker, adapterNames: ['OMP_*', 'UH_*', 'GH_TOKEN'], passthrough: ['TEAM_*', 'UH_*', 'REDIS_*'], passthroughAllow: ['TEAM_A', '*'], missionEnv: {} });
+  it("passes what the mission names and the host allows; never uh's own names, even an adapter's", () => {
+    const env = buildRuntimeEnv({
+      worker,
+      adapterNames: ['OMP_*', 'UH_*', 'GH_TOKEN'],
+      passthrough: ['TEAM_*', 'UH_*', 'REDIS_*'],
+      passthroughAllow: ['TEAM_A', '*'],
+      missionEnv: {},
+    });
     expect(env.runtime).toEqual({ PATH: '/usr/bin', OMP_X: '1', TEAM_A: 'a', TEAM_B: 'b' });
-    const narrow = buildRuntimeEnv({ worker, adapterNames: [], passthrough: ['TEAM_*'], passthroughAllow: ['TEAM_A'], missionEnv: {} });
+    const narrow = buildRuntimeEnv({
+      worker,
+      adapterNames: [],
+      passthrough: ['TEAM_*'],
+      passthroughAllow: ['TEAM_A'],
+      missionEnv: {},
+    });
     expect(narrow.runtime).toEqual({ PATH: '/usr/bin', TEAM_A: 'a' });
   });
 
-  it('knows the worker\'s own secrets: the receipt key, secret-looking UH_* values, Redis passwords', () => {
-    const secrets = hostSecretValues({ ...worker, UH_API_TOKEN: 'api-token-123456', UH_CACHE_DIR: '/var/cache/uh', AUTH_MODE: 'password' });
+  it("knows the worker's own secrets: the receipt key, secret-looking UH_* values, Redis passwords", () => {
+    const secrets = hostSecretValues({
+      ...worker,
+      UH_API_TOKEN: 'api-token-123456',
+      UH_CACHE_DIR: '/var/cache/uh',
+      AUTH_MODE: 'password',
+    });
     expect(secrets.sort()).toEqual(['api-token-123456', 'k'.repeat(40), 'pw-secret-1'].sort());
   });
 });

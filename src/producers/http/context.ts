@@ -22,7 +22,10 @@ export interface ApiOptions {
   baseDir: string;
   /** Which repository locations a submitted mission may name (UH_ALLOW_LOCAL_REPOS / UH_ALLOW_HTTP_REPOS). */
   repositoryPolicy: RepositoryPolicy;
-  /** The server's UH_ISOLATION and host policy: a mission asking for more is refused (400) before it is enqueued. Unset: auto, nothing allowed. */
+  /**
+   * The server's UH_ISOLATION and host policy: a mission asking for more is refused (400) before
+   * it is enqueued. Unset: auto, nothing allowed.
+   */
   hostSettings?: HostSettings;
   /** The price table for batch reports (config `UH_PRICES`); {} when unset. */
   prices: PriceTable;

@@ -16,7 +16,7 @@ type Env = Readonly<Record<string, string | undefined>>;
 /** Names passed to every runtime and check. `LC_*` is a prefix. */
 export const BASE_ENV_NAMES = ['PATH', 'HOME', 'LANG', 'LANGUAGE', 'LC_*', 'TERM', 'TZ', 'USER', 'LOGNAME', 'SHELL', 'TMPDIR'] as const;
 
-function pick(from: Env, patterns: readonly string[], allowed: (name: string) => boolean = () => true): Record<string, string> {
+function pick(from: Env, patterns: readonly string[], allowed: (name: string) => boolean = () => true) {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(from)) {
     if (value !== undefined && patterns.some((p) => nameMatches(name, p)) && allowed(name)) out[name] = value;

@@ -61,7 +61,7 @@ export interface ExecuteOptions {
   journal?: RuntimeJournalV1;
   /** `UH_ISOLATION` (default auto): bwrap for the runtime and the checks where it works. */
   isolation?: IsolationMode;
-  /** What a mission may ask of this host (`UH_ALLOW_MISSION_ISOLATION_OFF`, `UH_ENV_PASSTHROUGH_ALLOW`); default: nothing. */
+  /** What a mission may ask of this host (`UH_ALLOW_MISSION_ISOLATION_OFF`, `UH_ENV_PASSTHROUGH_ALLOW`); default nothing. */
   policy?: HostPolicy;
   /** `UH_ISOLATION_TMPFS_BYTES`: the size cap of an isolated phase's private /tmp and home (default 1 GiB). */
   isolationTmpfsBytes?: number;
@@ -133,7 +133,8 @@ export function bwrapProbeFile(cacheDir: string): string {
 function isolationFor(options: ExecuteOptions, env: Record<string, string | undefined>): IsolationDecision {
   const { sandbox } = options.prepared.mission;
   const probe = () => probeBwrap(env.PATH, { cacheFile: bwrapProbeFile(options.cacheDir) });
-  return decideIsolation(options.isolation ?? 'auto', sandbox.isolation, sandbox.network, probe, (options.policy ?? STRICT_HOST_POLICY).allowMissionIsolationOff);
+  const allowOff = (options.policy ?? STRICT_HOST_POLICY).allowMissionIsolationOff;
+  return decideIsolation(options.isolation ?? 'auto', sandbox.isolation, sandbox.network, probe, allowOff);
 }
 
 /**
@@ -145,14 +146,16 @@ function secretsOf(options: ExecuteOptions, env: RuntimeEnv): string[] {
   const { mission, runtime } = options.prepared;
   let signingKey: string[] = [];
   try {
-    const key = loadReceiptKey(options.receiptKey ?? { key: undefined, keyFile: join(options.cacheDir, 'receipt.key') }, false);
+    const source = options.receiptKey ?? { key: undefined, keyFile: join(options.cacheDir, 'receipt.key') };
+    const key = loadReceiptKey(source, false);
     signingKey = key ? [key.secret.toString('utf8')] : [];
   } catch {
     // an unreadable or short key file fails at signing, with its own message
   }
   // env passthrough: the worker's environment, only to learn which of its own secrets to scrub
   const host = hostSecretValues(options.env ?? process.env);
-  return [...new Set([...runtime.secrets, ...secretEnvValues(mission.sandbox.env), ...env.secrets, ...host, ...signingKey])];
+  const mine = [...runtime.secrets, ...secretEnvValues(mission.sandbox.env), ...env.secrets];
+  return [...new Set([...mine, ...host, ...signingKey])];
 }
 
 function newRecord(options: ExecuteOptions, startedAt: Date): OperationRecord {

@@ -148,7 +148,8 @@ async function prepareOrSettle(run: JobRun, record: QueueRecord): Promise<Prepar
   const { ctx, id } = run;
   try {
     const { prepareJob } = await import('./prepare-job.js');
-    return await prepareJob(run.data, { ...ctx, signal: run.controller.signal, host: { isolation: ctx.isolation, policy: ctx.policy } });
+    const host = { isolation: ctx.isolation, policy: ctx.policy };
+    return await prepareJob(run.data, { ...ctx, signal: run.controller.signal, host });
   } catch (error) {
     const reason = run.controller.signal.aborted ? (run.controller.signal.reason as { message?: string } | undefined) : undefined;
     const outcome: Outcome = reason

@@ -21,7 +21,8 @@ export function missionRoutes(app: FastifyInstance, ctx: RouteContext): void {
       const mission = parseMission(req.body, ctx.baseDir, 'mission', ctx.repositoryPolicy);
       const { runtime } = req.query as { runtime?: string };
       const host = ctx.hostSettings ? { host: ctx.hostSettings } : {};
-      const result = await submitOperation(ctx.client, mission, { stateDir: ctx.stateDir, cacheDir: ctx.cacheDir, ...host, ...(runtime ? { runtime } : {}) });
+      const options = { stateDir: ctx.stateDir, cacheDir: ctx.cacheDir, ...host, ...(runtime ? { runtime } : {}) };
+      const result = await submitOperation(ctx.client, mission, options);
       const id = result.record.operation_id;
       return reply.code(result.kind === 'created' ? 201 : 200).send({
         kind: result.kind,
