@@ -6,6 +6,7 @@
 import type { Mission } from '../shared/contracts/mission.js';
 import { digestOf, sha256 } from '../shared/digest.js';
 import { invalidInput } from '../shared/errors.js';
+import { enforceHostPolicy, STRICT_HOST_POLICY, type HostSettings } from '../shared/host-policy.js';
 import { buildMissionPrompt } from '../shared/runtime/build-prompt.js';
 import type { MirrorRef, OperationPorts } from './ports.js';
 import { resolveRuntime, type ResolvedRuntime } from './resolve-runtime.js';
@@ -46,11 +47,23 @@ export function contractDigestOf(mission: Mission, runtime: ResolvedRuntime, bas
   });
 }
 
+export interface PrepareOptions {
+  stateDir: string;
+  cacheDir: string;
+  runtime?: string;
+  /**
+   * This host's isolation mode and policy: a mission asking for more is refused (exit 2) before
+   * anything else. Unset: auto, nothing allowed.
+   */
+  host?: HostSettings;
+}
+
 export async function prepareOperation(
   mission: Mission,
-  options: { stateDir: string; cacheDir: string; runtime?: string },
+  options: PrepareOptions,
   ports: OperationPorts,
 ): Promise<PreparedOperation> {
+  enforceHostPolicy(mission, options.host ?? { isolation: 'auto', policy: STRICT_HOST_POLICY });
   const runtimeId = pickRuntime(mission, options.runtime);
   const runtime = await resolveRuntime(mission, runtimeId, options.stateDir, ports.runtimes);
   const { mirror, commit } = await ports.resolveRef(options.cacheDir, mission.repository.url, mission.repository.ref);

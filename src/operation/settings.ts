@@ -7,6 +7,7 @@
 import type { Env, IsolationMode, UhConfig } from '../shared/config.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import type { PriceTable } from '../shared/prices.js';
+import type { HostPolicy, HostSettings } from '../shared/host-policy.js';
 import type { ReceiptKeySource } from './receipt-signature.js';
 
 export interface OperationSettings {
@@ -28,6 +29,8 @@ export interface OperationSettings {
     /** The size cap of an isolated phase's private /tmp and home (bytes). */
     readonly tmpfsBytes: number;
   };
+  /** What a mission may ask of this host (`UH_ALLOW_MISSION_ISOLATION_OFF`, `UH_ENV_PASSTHROUGH_ALLOW`). */
+  readonly policy: HostPolicy;
   /** Where the receipt signing key comes from; never logged. */
   readonly receiptKey: ReceiptKeySource;
   /** Token usage priced into `usage.cost_usd` when both are known. */
@@ -52,9 +55,15 @@ export function compileSettings(config: UhConfig, overrides: SettingsOverrides):
     cacheDir: core.cacheDir,
     sandbox: { keepHours: core.sandboxKeepHours, keepAll: core.keepSandbox || overrides.keepSandbox === true, pool: core.sandboxPool },
     isolation: { mode: core.isolation, tmpfsBytes: core.isolationTmpfsBytes },
+    policy: config.policy,
     receiptKey: config.receipts,
     prices: core.prices,
     env: config.childEnv,
     logger: overrides.logger ?? silentLogger,
   });
+}
+
+/** The host's side of its policy checks (shared/host-policy.ts): its isolation mode and what it allows. */
+export function hostSettings(settings: OperationSettings): HostSettings {
+  return { isolation: settings.isolation.mode, policy: settings.policy };
 }

@@ -15,7 +15,7 @@ import type { Mission } from '../shared/contracts/mission.js';
 import { OperationConflictError } from '../shared/errors.js';
 import { eventJson, type CreateResult, type OperationJob, type QueueRecord } from '../shared/queue/operation-store.js';
 import { jobIdFor, queueName } from '../shared/queue/topology.js';
-import { prepareOperation, type PreparedOperation } from '../operation/prepare-operation.js';
+import { prepareOperation, type PrepareOptions, type PreparedOperation } from '../operation/prepare-operation.js';
 import { OPERATION_PORTS } from '../workers/operation-ports.js';
 import type { QueueClient } from './queue/queue-client.js';
 
@@ -28,7 +28,8 @@ export interface SubmitResult {
   queue: string;
 }
 
-type SubmitOptions = { stateDir: string; cacheDir: string; runtime?: string };
+/** Where to prepare, and this host's policy (`host`): a mission it refuses is never enqueued. */
+type SubmitOptions = PrepareOptions;
 
 export async function submitOperation(client: QueueClient, mission: Mission, options: SubmitOptions): Promise<SubmitResult> {
   const [result] = await submitOperations(client, [mission], options);

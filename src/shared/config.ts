@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { invalidInput } from './errors.js';
 import { PriceTableSchema, type PriceTable } from './prices.js';
+import type { HostPolicy, HostSettings } from './host-policy.js';
 import { DEFAULT_TMPFS_BYTES } from './process/bwrap-argv.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -44,6 +45,12 @@ const flagValue = () => z.enum(['0', '1', 'true', 'false']);
 const count = () => z.coerce.number().int().nonnegative();
 const ms = () => z.coerce.number().int().positive();
 const days = () => z.coerce.number().nonnegative();
+/** `NAME,PREFIX_*,…`: environment variable names or prefixes, as `sandbox.env_passthrough` takes them. */
+const nameList = () =>
+  z
+    .string()
+    .transform((s) => s.split(',').map((n) => n.trim()).filter((n) => n !== ''))
+    .pipe(z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}\*?$/, 'each entry: a variable name, or a prefix ending in *')));
 
 /** Each variable of the environment uh reads (docs/configuration.md lists them all). */
 const VARIABLES = {
@@ -62,6 +69,9 @@ const VARIABLES = {
   UH_PRICES: v(text, 'price table (JSON)'),
   UH_PRICES_FILE: v(text, 'price table file (JSON)'),
   UH_ISOLATION: v(() => z.enum(['auto', 'require', 'off']), 'OS isolation of runtimes and checks (bubblewrap)', 'auto'),
+  // host policy: what a mission may ask for (shared/host-policy.ts)
+  UH_ALLOW_MISSION_ISOLATION_OFF: v(flagValue, "honour a mission's sandbox.isolation: off (never under require)"),
+  UH_ENV_PASSTHROUGH_ALLOW: v(nameList, 'names a mission may pass through with sandbox.env_passthrough', []),
   UH_ISOLATION_TMPFS_BYTES: v(() => z.coerce.number().int().min(1024 * 1024, 'at least 1048576 (1 MiB)').max(Number.MAX_SAFE_INTEGER), 'size cap of an isolated private /tmp and home (bytes)', DEFAULT_TMPFS_BYTES),
   // queue
   REDIS_URL: v(() => z.string().url(), '--redis'),
@@ -150,6 +160,8 @@ export interface UhConfig {
     /** The size cap of each isolated phase's private /tmp and home (tmpfs), in bytes. */
     isolationTmpfsBytes: number;
   };
+  /** What a mission may ask of this host: checked by producers and again by workers on every job. */
+  policy: HostPolicy;
   queue: QueueConfig;
   gc: GcConfig;
   api: { token: string | undefined };
@@ -203,6 +215,10 @@ export function loadConfig(env: Env = process.env): UhConfig {
       isolation: e.UH_ISOLATION,
       isolationTmpfsBytes: e.UH_ISOLATION_TMPFS_BYTES,
     },
+    policy: {
+      allowMissionIsolationOff: flag(e.UH_ALLOW_MISSION_ISOLATION_OFF) ?? false,
+      envPassthroughAllow: e.UH_ENV_PASSTHROUGH_ALLOW,
+    },
     queue: {
       redisUrl: e.REDIS_URL ?? null,
       prefix: e.UH_REDIS_PREFIX,
@@ -230,6 +246,11 @@ export function loadConfig(env: Env = process.env): UhConfig {
     ci: { githubOutput: e.GITHUB_OUTPUT, stepSummary: e.GITHUB_STEP_SUMMARY, annotations: e.GITHUB_ACTIONS === 'true' },
     childEnv: env,
   };
+}
+
+/** What the producers' and workers' host policy checks need: the isolation mode and the policy. */
+export function hostSettingsOf(config: UhConfig): HostSettings {
+  return { isolation: config.core.isolation, policy: config.policy };
 }
 
 function parsePrices(inline: string | undefined, file: string | undefined): PriceTable {

@@ -1,4 +1,6 @@
 /** Replace every occurrence of each secret in strings found anywhere in a value. Pure. */
+import { nameMatches, NEVER_PASSED } from './host-policy.js';
+
 export const REDACTED = '[redacted]';
 
 export function redactString(text: string, secrets: readonly string[]): string {
@@ -39,6 +41,32 @@ export function secretEnvValues(env: Readonly<Record<string, string | undefined>
     if (value && SECRET_KEY.test(key)) out.push(value);
   }
   return out;
+}
+
+/** The password of a URL (`redis://:pw@host`), when it has one. */
+function urlPassword(text: string): string[] {
+  try {
+    const url = new URL(text);
+    return url.password ? [...new Set([decodeURIComponent(url.password), url.password])] : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Secrets of the worker itself, scrubbed from everything an operation writes even though no
+ * agent is ever given them: among uh's own variables (NEVER_PASSED: `UH_*`, `REDIS_*`, `GH_TOKEN`…)
+ * every secret-looking value (`UH_API_TOKEN`, `UH_WEBHOOK_SECRET`), `UH_RECEIPT_KEY`, and the
+ * password of any URL (`REDIS_URL=redis://:pw@…`). Values under 8 characters are left out.
+ */
+export function hostSecretValues(env: Readonly<Record<string, string | undefined>>): string[] {
+  const out: string[] = [];
+  for (const [key, value] of Object.entries(env)) {
+    if (!value || !NEVER_PASSED.some((p) => nameMatches(key, p))) continue;
+    if (SECRET_KEY.test(key) || key === 'UH_RECEIPT_KEY') out.push(value);
+    out.push(...urlPassword(value));
+  }
+  return [...new Set(out.filter((s) => s.length >= 8))];
 }
 
 /** Secrets worth scrubbing (at least 4 characters), longest first so a longer one wins at a position. */

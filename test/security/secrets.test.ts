@@ -4,10 +4,10 @@
  * two writes with a pause between, on stdout, stderr and in the final-message sentinel; a check
  * prints a mission secret the same way. The secrets must appear in no file of the state dir, no
  * Redis value of the fleet's prefix, no `--json` output and no API answer, inline and through a
- * worker; GH_TOKEN of the worker must not reach the agent unless passed through.
+ * worker; GH_TOKEN of the worker never reaches the agent, even when the mission names it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -66,7 +66,8 @@ function leaksUnder(root: string, secrets: string[]): string[] {
 }
 
 const leaksIn = (text: string, secrets: string[]) => secrets.filter((s) => text.includes(s));
-const workerEnv = { PLANTED_API_KEY: PLANTED, GH_TOKEN: GH };
+/** The host allows the planted key to be passed through (UH_ENV_PASSTHROUGH_ALLOW), nothing else. */
+const workerEnv = { PLANTED_API_KEY: PLANTED, GH_TOKEN: GH, UH_ENV_PASSTHROUGH_ALLOW: 'PLANTED_API_KEY' };
 
 describe('secrets, inline', () => {
   it('withholds GH_TOKEN and scrubs a passed-through key split across writes from every file and --json', async () => {
@@ -95,16 +96,15 @@ describe('secrets, inline', () => {
     expect(leaksIn(status.stdout, ALL)).toEqual([]);
   });
 
-  it('passes GH_TOKEN only when the mission names it, and then scrubs it', async () => {
+  it('never passes GH_TOKEN (uh pushes with it), even named by the mission and allowed by the host: exit 2', async () => {
     const state = tempDir('uh-sec-state-');
     dirs.push(state);
     const { path, operationId } = hostileMission(['PLANTED_API_KEY', 'GH_TOKEN']);
-    const run = await runCli(['mission', 'run', path, '--json', '--state-dir', state], { cwd: repo, env: workerEnv });
-    expect(run.code, run.stderr).toBe(0);
-    const stdoutLog = readFileSync(join(state, 'operations', operationId, 'runtime.stdout.log'), 'utf8');
-    expect(stdoutLog).toContain('GH_TOKEN seen as [[redacted]]');
-    expect(leaksUnder(state, ALL)).toEqual([]);
-    expect(leaksIn(run.stdout, ALL)).toEqual([]);
+    const run = await runCli(['mission', 'run', path, '--json', '--state-dir', state], { cwd: repo, env: { ...workerEnv, UH_ENV_PASSTHROUGH_ALLOW: 'PLANTED_API_KEY,GH_TOKEN' } });
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain('sandbox.env_passthrough[1]: "GH_TOKEN" reaches GH_TOKEN, which never passes to an agent');
+    expect(existsSync(join(state, 'operations', operationId))).toBe(false);
+    expect(leaksIn(run.stdout + run.stderr, ALL)).toEqual([]);
   });
 });
 
@@ -122,7 +122,7 @@ describe('secrets, through a worker on real Redis and the HTTP API', () => {
     const cache = tempDir('uh-sec-qcache-');
     workerState = tempDir('uh-sec-wstate-');
     dirs.push(cache, workerState);
-    env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: redis.prefix('q'), UH_CACHE_DIR: cache, UH_ALLOW_LOCAL_REPOS: '1' };
+    env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: redis.prefix('q'), UH_CACHE_DIR: cache, UH_ALLOW_LOCAL_REPOS: '1', UH_ENV_PASSTHROUGH_ALLOW: 'PLANTED_API_KEY' };
     worker = await startWorker(['--runtime', 'command', '--state-dir', workerState], { cwd: repo, env: { ...env, ...workerEnv } });
     api = spawn(process.execPath, [UH_BIN, 'api', 'start', '--port', '0', '--state-dir', tempDir('uh-sec-api-')], {
       cwd: repo,

@@ -37,6 +37,15 @@ describe('loadConfig', () => {
     expect(details[2]).toMatch(/^job lock duration \(environment UH_QUEUE_LOCK_MS\): /);
   });
 
+  it('host policy: nothing allowed when unset; the allowlist split and checked', () => {
+    expect(loadConfig({}).policy).toEqual({ allowMissionIsolationOff: false, envPassthroughAllow: [] });
+    const c = loadConfig({ UH_ALLOW_MISSION_ISOLATION_OFF: '1', UH_ENV_PASSTHROUGH_ALLOW: 'OPENAI_API_KEY, TEAM_*,' });
+    expect(c.policy).toEqual({ allowMissionIsolationOff: true, envPassthroughAllow: ['OPENAI_API_KEY', 'TEAM_*'] });
+    expect(() => loadConfig({ UH_ENV_PASSTHROUGH_ALLOW: 'OK,BAD-NAME' })).toThrow(
+      expect.objectContaining({ details: [expect.stringMatching(/\(environment UH_ENV_PASSTHROUGH_ALLOW\): each entry: a variable name/)] }),
+    );
+  });
+
   it('a bad price table names UH_PRICES', () => {
     expect(() => loadConfig({ UH_PRICES: '{"codex":{"input_per_mtok":-1,"output_per_mtok":1}}' })).toThrow(
       expect.objectContaining({ details: [expect.stringMatching(/^price table \(environment UH_PRICES\): codex\.input_per_mtok: /)] }),

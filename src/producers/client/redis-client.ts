@@ -1,7 +1,7 @@
 /** The client over Redis: the same producer code as the CLI (submit, tail, cancel, materialize). */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../shared/config.js';
+import { hostSettingsOf, loadConfig } from '../../shared/config.js';
 import { EXIT } from '../../shared/contracts/exit-codes.js';
 import type { UhEvent } from '../../shared/contracts/event.js';
 import { parseMission } from '../../shared/contracts/load-mission.js';
@@ -37,7 +37,7 @@ export async function redisClient(options: { redisUrl: string; prefix?: string; 
   return {
     async submit(mission, o = {}) {
       const parsed = parseMission(mission, process.cwd());
-      const got = await submitOperation(client, parsed, { stateDir, cacheDir, ...(o.runtime ? { runtime: o.runtime } : {}) });
+      const got = await submitOperation(client, parsed, { stateDir, cacheDir, host: hostSettingsOf(config), ...(o.runtime ? { runtime: o.runtime } : {}) });
       return { operationId: parsed.operation_id, attached: got.kind === 'attached', state: got.record.state };
     },
     attach: async (id) => view(await record(id)),

@@ -1,6 +1,7 @@
 import type { Person } from '../../shared/contracts/promotion.js';
 import type { PriceTable } from '../../shared/prices.js';
 import type { RepositoryPolicy } from '../../shared/contracts/load-mission.js';
+import type { HostSettings } from '../../shared/host-policy.js';
 import type { z } from 'zod';
 import { ID_PATTERN } from '../../shared/contracts/ids.js';
 import { UhError } from '../../shared/errors.js';
@@ -22,6 +23,11 @@ export interface ApiOptions {
   baseDir: string;
   /** Which repository locations a submitted mission may name (UH_ALLOW_LOCAL_REPOS / UH_ALLOW_HTTP_REPOS). */
   repositoryPolicy: RepositoryPolicy;
+  /**
+   * The server's UH_ISOLATION and host policy: a mission asking for more is refused (400) before
+   * it is enqueued. Unset: auto, nothing allowed.
+   */
+  hostSettings?: HostSettings;
   /** The price table for batch reports (config `UH_PRICES`); {} when unset. */
   prices: PriceTable;
   /** Where the key comes from that signs the receipt of an operation cancelled while queued. */

@@ -12,7 +12,7 @@ import { OperationConflictError } from '../../shared/errors.js';
 import { BatchStore } from '../../shared/queue/batch-store.js';
 import { eventJson, type OperationJob } from '../../shared/queue/operation-store.js';
 import { BATCH_QUEUE, batchJobId, queueName } from '../../shared/queue/topology.js';
-import { prepareOperation } from '../../operation/prepare-operation.js';
+import { prepareOperation, type PrepareOptions } from '../../operation/prepare-operation.js';
 import { OPERATION_PORTS } from '../../workers/operation-ports.js';
 import { JOB_OPTIONS } from '../submit.js';
 import type { QueueClient } from './queue-client.js';
@@ -24,7 +24,7 @@ export interface BatchSubmitted {
   enqueued: boolean;
 }
 
-async function prepareChildren(mission: Mission, runtimes: string[], trials: number, options: { stateDir: string; cacheDir: string }) {
+async function prepareChildren(mission: Mission, runtimes: string[], trials: number, options: PrepareOptions) {
   const jobs: Array<{ job: OperationJob; prompt_digest: string }> = [];
   for (const child of batchMissions(mission, runtimes, trials)) {
     const prepared = await prepareOperation(child.mission, options, OPERATION_PORTS);
@@ -36,7 +36,7 @@ async function prepareChildren(mission: Mission, runtimes: string[], trials: num
   return jobs;
 }
 
-export async function submitBatch(client: QueueClient, mission: Mission, runtimes: string[], trials: number, options: { stateDir: string; cacheDir: string }): Promise<BatchSubmitted> {
+export async function submitBatch(client: QueueClient, mission: Mission, runtimes: string[], trials: number, options: PrepareOptions): Promise<BatchSubmitted> {
   const jobs = await prepareChildren(mission, runtimes, trials, options);
   const batches = new BatchStore(client.redis, client.store.keys);
   const { kind, batch } = await batches.createOrAttach(newBatchRecord(mission, runtimes, trials, 'queue'));

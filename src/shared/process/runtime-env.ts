@@ -2,10 +2,13 @@
  * The environment a runtime or a check sees: an allowlist, never the worker's whole environment.
  * Base names every program needs (PATH, HOME, locale, terminal, time zone, user, shell, TMPDIR),
  * plus the names the adapter declares (its home dir, its provider keys), plus the names the
- * mission passes through (`sandbox.env_passthrough`), plus the mission's own `sandbox.env`.
- * Everything else the worker holds (GH_TOKEN, AWS_*, REDIS_URL, UH_API_TOKEN…) stays out.
+ * mission passes through (`sandbox.env_passthrough`) that the host allows (`UH_ENV_PASSTHROUGH_ALLOW`),
+ * plus the mission's own `sandbox.env`. Everything else the worker holds (GH_TOKEN, AWS_*,
+ * REDIS_URL, UH_API_TOKEN…) stays out, and a name of NEVER_PASSED (shared/host-policy.ts) never
+ * comes in from the worker's environment, whatever the adapter or the lists say.
  * Checks get the same minus what only the adapter asked for (its provider keys). Pure.
  */
+import { nameMatches, passthroughAllowed } from '../host-policy.js';
 import { SECRET_KEY } from '../redact.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -13,18 +16,16 @@ type Env = Readonly<Record<string, string | undefined>>;
 /** Names passed to every runtime and check. `LC_*` is a prefix. */
 export const BASE_ENV_NAMES = ['PATH', 'HOME', 'LANG', 'LANGUAGE', 'LC_*', 'TERM', 'TZ', 'USER', 'LOGNAME', 'SHELL', 'TMPDIR'] as const;
 
-/** Does `name` match one allowlist entry (`NAME` exactly, or `PREFIX_*`)? */
-export function nameMatches(name: string, pattern: string): boolean {
-  return pattern.endsWith('*') ? name.startsWith(pattern.slice(0, -1)) : name === pattern;
-}
-
-function pick(from: Env, patterns: readonly string[]): Record<string, string> {
+function pick(from: Env, patterns: readonly string[], allowed: (name: string) => boolean = () => true) {
   const out: Record<string, string> = {};
   for (const [name, value] of Object.entries(from)) {
-    if (value !== undefined && patterns.some((p) => nameMatches(name, p))) out[name] = value;
+    if (value !== undefined && patterns.some((p) => nameMatches(name, p)) && allowed(name)) out[name] = value;
   }
   return out;
 }
+
+/** Names an adapter declares: anything but uh's own (NEVER_PASSED), which no adapter needs. */
+const notUhs = (name: string) => passthroughAllowed(name, ['*']);
 
 export interface RuntimeEnvInput {
   /** The worker's environment (the config's `childEnv`). */
@@ -33,6 +34,8 @@ export interface RuntimeEnvInput {
   adapterNames: readonly string[];
   /** The mission's `sandbox.env_passthrough`. */
   passthrough: readonly string[];
+  /** The host's `UH_ENV_PASSTHROUGH_ALLOW`: a passed-through name must match it too. */
+  passthroughAllow: readonly string[];
   /** The mission's `sandbox.env`: set as given, over everything else. */
   missionEnv: Env;
 }
@@ -46,8 +49,8 @@ export interface RuntimeEnv {
 
 export function buildRuntimeEnv(input: RuntimeEnvInput): RuntimeEnv {
   const base = pick(input.worker, BASE_ENV_NAMES);
-  const adapter = pick(input.worker, input.adapterNames);
-  const declared = pick(input.worker, input.passthrough);
+  const adapter = pick(input.worker, input.adapterNames, notUhs);
+  const declared = pick(input.worker, input.passthrough, (name) => passthroughAllowed(name, input.passthroughAllow));
   const mission = Object.fromEntries(Object.entries(input.missionEnv).filter((e): e is [string, string] => e[1] !== undefined));
   const runtime = { ...base, ...adapter, ...declared, ...mission };
   const checks = { ...base, ...declared, ...mission };

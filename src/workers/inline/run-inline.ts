@@ -12,7 +12,7 @@ import { sweepSandboxes } from '../sandbox/retention.js';
 import { claimOperationDir, readReceipt, readRecord, workerAlive, type OperationRecord } from '../../operation/operation-files.js';
 import type { Receipt } from '../../shared/contracts/receipt.js';
 import { automaticPromotion, type PromotionRecord } from '../../shared/contracts/promotion.js';
-import type { OperationSettings } from '../../operation/settings.js';
+import { hostSettings, type OperationSettings } from '../../operation/settings.js';
 
 export interface InlineOptions {
   /** The host's settings, compiled once (src/operation/settings.ts). */
@@ -33,7 +33,8 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
   const { stateDir, cacheDir } = settings;
   // Start-up collection: expired sandboxes and orphans left by crashed runs.
   await sweepSandboxes(cacheDir, new Date()).catch(() => undefined);
-  const prepared = await prepareOperation(mission, { stateDir, cacheDir, ...(options.runtime ? { runtime: options.runtime } : {}) }, OPERATION_PORTS);
+  const host = hostSettings(settings);
+  const prepared = await prepareOperation(mission, { stateDir, cacheDir, host, ...(options.runtime ? { runtime: options.runtime } : {}) }, OPERATION_PORTS);
   const id = mission.operation_id;
   if (!claimOperationDir(stateDir, id)) return existingOperation(stateDir, id, prepared);
   const result = await executeOperation({ prepared, settings, mode: 'inline', ...(options.signal ? { signal: options.signal } : {}) });

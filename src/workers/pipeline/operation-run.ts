@@ -14,7 +14,8 @@ import type { OperationState } from '../../shared/contracts/status.js';
 import { errorMessage } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import { spawnGroup, type SpawnGroup } from '../../shared/process/spawn-group.js';
-import { redact, secretEnvValues } from '../../shared/redact.js';
+import { hostSecretValues, redact, secretEnvValues } from '../../shared/redact.js';
+import { loadReceiptKey } from '../../operation/receipt-signature.js';
 import type { OperationSettings } from '../../operation/settings.js';
 import type { FilesTarget } from '../../operation/finish-operation.js';
 import { outcomeOfError } from '../../operation/outcome-of-error.js';
@@ -112,6 +113,7 @@ function sandboxEnv(options: ExecuteOptions): RuntimeEnv {
     worker: options.settings.env,
     adapterNames: runtime.adapter.envPassthrough?.(runtime.config) ?? [],
     passthrough: mission.sandbox.env_passthrough ?? [],
+    passthroughAllow: options.settings.policy.envPassthroughAllow,
     missionEnv: mission.sandbox.env,
   });
   if (mission.sandbox.port_range) {
@@ -130,8 +132,29 @@ export function bwrapProbeFile(cacheDir: string): string {
 
 function isolationFor(options: ExecuteOptions, env: Record<string, string | undefined>): IsolationDecision {
   const { sandbox } = options.prepared.mission;
-  const { isolation, cacheDir } = options.settings;
-  return decideIsolation(isolation.mode, sandbox.isolation, sandbox.network, () => probeBwrap(env.PATH, { cacheFile: bwrapProbeFile(cacheDir) }));
+  const { isolation, cacheDir, policy } = options.settings;
+  const probe = () => probeBwrap(env.PATH, { cacheFile: bwrapProbeFile(cacheDir) });
+  return decideIsolation(isolation.mode, sandbox.isolation, sandbox.network, probe, policy.allowMissionIsolationOff);
+}
+
+/**
+ * Every value to scrub from what the operation writes: the runtime's and the mission's secrets,
+ * and the worker's own (its secret-looking UH_* values, UH_RECEIPT_KEY, the key file, Redis's
+ * password), which no agent is given but some path might still expose.
+ */
+function secretsOf(options: ExecuteOptions, env: RuntimeEnv): string[] {
+  const { mission, runtime } = options.prepared;
+  let signingKey: string[] = [];
+  try {
+    const key = loadReceiptKey(options.settings.receiptKey, false);
+    signingKey = key ? [key.secret.toString('utf8')] : [];
+  } catch {
+    // an unreadable or short key file fails at signing, with its own message
+  }
+  // env passthrough: the worker's environment, only to learn which of its own secrets to scrub
+  const host = hostSecretValues(options.settings.env);
+  const mine = [...runtime.secrets, ...secretEnvValues(mission.sandbox.env), ...env.secrets];
+  return [...new Set([...mine, ...host, ...signingKey])];
 }
 
 function newRecord(options: ExecuteOptions, startedAt: Date): OperationRecord {
@@ -168,7 +191,7 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
   const startedAt = now();
   const t0 = monotonicMs();
   const env = sandboxEnv(options);
-  const secrets = [...new Set([...runtime.secrets, ...secretEnvValues(mission.sandbox.env), ...env.secrets])];
+  const secrets = secretsOf(options, env);
   writeFileSync(join(dir, 'mission.json'), `${JSON.stringify(redact(mission, secrets), null, 2)}\n`);
   const events = new EventLog(join(dir, 'events.jsonl'), mission.operation_id, now);
   events.secrets = secrets;

@@ -3,11 +3,14 @@
  * resolved from this host's manifests, the producer's base commit fetched into this host's
  * mirror. The contract digest is recomputed: a worker whose manifest resolves another
  * runtime_config than the producer's refuses the job rather than run a different contract.
+ * This host's policy applies to the job as received (it may have been written straight into
+ * Redis, past every producer): a mission asking for more than the host allows is refused first.
  */
 import { MissionSchema } from '../../shared/contracts/mission.js';
 import { parseOrThrow } from '../../shared/contracts/zod-issues.js';
 import { sha256 } from '../../shared/digest.js';
 import { UhError } from '../../shared/errors.js';
+import { refuseJobByHostPolicy, type HostSettings } from '../../shared/host-policy.js';
 import type { OperationJob } from '../../shared/queue/operation-store.js';
 import { buildMissionPrompt } from '../../shared/runtime/build-prompt.js';
 import { contractDigestOf, type PreparedOperation } from '../../operation/prepare-operation.js';
@@ -15,8 +18,11 @@ import { resolveRuntime } from '../../operation/resolve-runtime.js';
 import { RUNTIME_CATALOG } from '../operation-ports.js';
 import { resolveInMirror } from '../sandbox/mirror-cache.js';
 
-export async function prepareJob(job: OperationJob, options: { stateDir: string; cacheDir: string; signal?: AbortSignal }): Promise<PreparedOperation> {
+type PrepareJobOptions = { stateDir: string; cacheDir: string; signal?: AbortSignal; host: HostSettings };
+
+export async function prepareJob(job: OperationJob, options: PrepareJobOptions): Promise<PreparedOperation> {
   const mission = parseOrThrow(MissionSchema, job.mission, 'job.mission');
+  refuseJobByHostPolicy(mission, options.host);
   const runtime = await resolveRuntime(mission, job.runtime, options.stateDir, RUNTIME_CATALOG);
   const { mirror, commit } = await resolveInMirror(options.cacheDir, mission.repository.url, job.base_commit, options.signal ? { signal: options.signal } : {});
   const contractDigest = contractDigestOf(mission, runtime, commit);

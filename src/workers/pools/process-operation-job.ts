@@ -33,7 +33,7 @@ import { eventPublisher } from './event-publisher.js';
 import { settleFromRuntime } from './owner-watch.js';
 import { finishOperation, signedReceipt, type FilesTarget } from '../../operation/finish-operation.js';
 import { outcomeOfError } from '../../operation/outcome-of-error.js';
-import type { OperationSettings } from '../../operation/settings.js';
+import { hostSettings, type OperationSettings } from '../../operation/settings.js';
 import { makeDir } from '../../shared/fs/make-dir.js';
 
 export interface PoolContext {
@@ -135,7 +135,8 @@ async function prepareOrSettle(run: JobRun, record: QueueRecord): Promise<Prepar
   const { ctx, id } = run;
   try {
     const { prepareJob } = await import('./prepare-job.js');
-    return await prepareJob(run.data, { stateDir: ctx.settings.stateDir, cacheDir: ctx.settings.cacheDir, signal: run.controller.signal });
+    const host = hostSettings(ctx.settings);
+    return await prepareJob(run.data, { stateDir: ctx.settings.stateDir, cacheDir: ctx.settings.cacheDir, signal: run.controller.signal, host });
   } catch (error) {
     const receipt = synthesizeReceipt(record, outcomeOfError(error, run.controller.signal));
     const target = { kind: 'queue', store: ctx.store, record, owner: run.owner, allowedStates: ['running'] } as const;

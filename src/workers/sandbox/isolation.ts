@@ -11,6 +11,7 @@
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isolationRefusal } from '../../shared/host-policy.js';
 import { bwrapArgv, type BwrapPlan } from '../../shared/process/bwrap-argv.js';
 import { probeBwrap, whichOnPath, type BwrapProbe } from '../../shared/process/bwrap-probe.js';
 
@@ -33,8 +34,16 @@ export interface IsolationStatus {
 
 export type IsolationDecision = { use: BwrapProbe & { ok: true }; status: IsolationStatus } | { use: null; status: IsolationStatus; refuse?: { message: string; hint: string } };
 
-/** Combine the host's mode, the mission's setting and the probe (a table of four rows). */
-export function decideIsolation(mode: IsolationMode, mission: MissionIsolation, network: 'on' | 'none', probe: () => BwrapProbe): IsolationDecision {
+/**
+ * Combine the host's mode, the mission's setting and the probe (a table of five rows). Host policy
+ * first: a mission's `off` never lowers `require`, and lowers `auto` only where the host allows it.
+ */
+export function decideIsolation(mode: IsolationMode, mission: MissionIsolation, network: 'on' | 'none', probe: () => BwrapProbe, allowMissionOff = false): IsolationDecision {
+  const lowering = isolationRefusal(mission, mode, allowMissionOff);
+  if (lowering) {
+    const hint = 'drop sandbox.isolation: off from the mission (docs/security.md#host-policy)';
+    return { use: null, status: { kind: 'none', reason: lowering, network }, refuse: { message: lowering, hint } };
+  }
   if (mission === 'off' || (mode === 'off' && mission !== 'required')) {
     const status: IsolationStatus = { kind: 'none', reason: mission === 'off' ? 'the mission sets sandbox.isolation: off' : 'UH_ISOLATION=off', network };
     if (network === 'none') return { use: null, status, refuse: { message: `sandbox.network: none needs isolation, which is off (${status.reason})`, hint: 'allow isolation, or drop sandbox.network: none' } };

@@ -30,3 +30,18 @@ describe('decideIsolation', () => {
     }
   });
 });
+
+describe('decideIsolation: host policy first', () => {
+  it('a mission\'s off never lowers require, and lowers auto only where the host allows it', () => {
+    for (const allowed of [false, true]) {
+      const d = decideIsolation('require', 'off', 'on', found, allowed);
+      expect(d.use).toBeNull();
+      expect(d.use === null && d.refuse?.message).toBe('sandbox.isolation: off is refused: this host requires isolation (UH_ISOLATION=require)');
+    }
+    const unallowed = decideIsolation('auto', 'off', 'on', found);
+    expect(unallowed.use === null && unallowed.refuse?.message).toMatch(/UH_ALLOW_MISSION_ISOLATION_OFF is not set/);
+    const allowed = decideIsolation('auto', 'off', 'on', found, true);
+    expect(allowed.use === null && !allowed.refuse && allowed.status.reason).toBe('the mission sets sandbox.isolation: off');
+    expect(decideIsolation('off', 'off', 'on', found).status).toMatchObject({ kind: 'none' });
+  });
+});

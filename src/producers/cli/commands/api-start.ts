@@ -1,4 +1,4 @@
-import type { UhConfig } from '../../../shared/config.js';
+import { hostSettingsOf, type UhConfig } from '../../../shared/config.js';
 import { repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { promotionIdentity } from '../../../promotion/promotion-identity.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
@@ -34,7 +34,7 @@ export async function apiStart(argv: string[], config: UhConfig): Promise<number
   const { QueueClient } = await import('../../queue/queue-client.js');
   const client = await QueueClient.open(config.queue, queueRedisUrl(config, values.redis));
   const { buildApiServer } = await import('../../http/api-server.js');
-  const app = await buildApiServer({ client, config: apiConfig, stateDir: resolveStateDir(values['state-dir'] as string | undefined, config), cacheDir: config.core.cacheDir, baseDir: process.cwd(), repositoryPolicy: repositoryPolicy(config.core, 'http'), prices: config.core.prices, receiptKey: config.receipts, promotionIdentity: promotionIdentity({}, config.childEnv) });
+  const app = await buildApiServer({ client, config: apiConfig, stateDir: resolveStateDir(values['state-dir'] as string | undefined, config), cacheDir: config.core.cacheDir, baseDir: process.cwd(), repositoryPolicy: repositoryPolicy(config.core, 'http'), prices: config.core.prices, hostSettings: hostSettingsOf(config), receiptKey: config.receipts, promotionIdentity: promotionIdentity({}, config.childEnv) });
   try {
     await app.listen({ port, host });
   } catch (error) {

@@ -1,5 +1,5 @@
 /** `uh batch submit|status|watch|cancel` and the queued side of `uh batch report`: from any host. */
-import type { UhConfig } from '../../../shared/config.js';
+import { hostSettingsOf, type UhConfig } from '../../../shared/config.js';
 import { batchRuntimes, parseTrials } from '../../../shared/batch/record.js';
 import type { BatchReport } from '../../../shared/batch/report.js';
 import { loadMissionFile } from '../../../shared/contracts/load-mission.js';
@@ -103,7 +103,7 @@ export async function batchSubmit(argv: string[], config: UhConfig): Promise<num
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   return withClient(config, values.redis, async (client, batches) => {
     const { submitBatch } = await import('../../queue/submit-batch.js');
-    const submitted = await submitBatch(client, mission, runtimes, trials, { stateDir, cacheDir: config.core.cacheDir });
+    const submitted = await submitBatch(client, mission, runtimes, trials, { stateDir, cacheDir: config.core.cacheDir, host: hostSettingsOf(config) });
     const id = submitted.record.batch_id;
     const attached = submitted.kind === 'attached';
     if (!values.wait) {

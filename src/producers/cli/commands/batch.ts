@@ -1,7 +1,7 @@
 /** `uh batch run|report`: inline batches, and the report of any batch (local state or Redis). */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { UhConfig } from '../../../shared/config.js';
+import { hostSettingsOf, type UhConfig } from '../../../shared/config.js';
 import { batchRuntimes, newBatchRecord, parseTrials, batchMissions, type BatchRecord } from '../../../shared/batch/record.js';
 import { buildBatchReport, type BatchReport, type ChildInput } from '../../../shared/batch/report.js';
 import { loadMissionFile, repositoryPolicy } from '../../../shared/contracts/load-mission.js';
@@ -58,7 +58,7 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
   // Refuse bad input for every runtime before anything runs or is written.
   const { prepareOperation } = await import('../../../operation/prepare-operation.js');
   const { OPERATION_PORTS } = await import('../../../workers/operation-ports.js');
-  for (const c of children.filter((c) => c.trial === 1)) await prepareOperation(c.mission, { stateDir, cacheDir: config.core.cacheDir }, OPERATION_PORTS);
+  for (const c of children.filter((c) => c.trial === 1)) await prepareOperation(c.mission, { stateDir, cacheDir: config.core.cacheDir, host: hostSettingsOf(config) }, OPERATION_PORTS);
   const { record, kind } = createBatchRecord(stateDir, newBatchRecord(mission, runtimes, trials, 'inline'));
   if (kind === 'attached' && format !== 'json') process.stderr.write(`uh: batch ${record.batch_id} exists: attaching (finished runs are not run again)\n`);
   const { runInline } = await import('../../../workers/inline/run-inline.js');

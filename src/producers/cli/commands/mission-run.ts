@@ -1,4 +1,4 @@
-import type { UhConfig } from '../../../shared/config.js';
+import { hostSettingsOf, type UhConfig } from '../../../shared/config.js';
 import { terminalText } from '../../../shared/terminal-text.js';
 import { loadMissionFile, repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/status.js';
@@ -42,7 +42,7 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
   if (values['dry-run']) {
     const { prepareOperation } = await import('../../../operation/prepare-operation.js');
     const { OPERATION_PORTS } = await import('../../../workers/operation-ports.js');
-    const prepared = await prepareOperation(mission, { stateDir, cacheDir: config.core.cacheDir, ...(runtime ? { runtime } : {}) }, OPERATION_PORTS);
+    const prepared = await prepareOperation(mission, { stateDir, cacheDir: config.core.cacheDir, host: hostSettingsOf(config), ...(runtime ? { runtime } : {}) }, OPERATION_PORTS);
     const plan = await prepared.runtime.adapter.prepare({
       config: prepared.runtime.config,
       prompt: prepared.prompt,

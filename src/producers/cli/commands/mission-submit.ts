@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { UhConfig } from '../../../shared/config.js';
+import { hostSettingsOf, type UhConfig } from '../../../shared/config.js';
 import type { Mission } from '../../../shared/contracts/mission.js';
 import { loadMissionFile, repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/status.js';
@@ -66,7 +66,7 @@ export async function missionSubmit(argv: string[], config: UhConfig): Promise<n
   try {
     await checkServed(client, runtime ?? [mission.runtime].flat()[0] ?? '', values['require-worker'] === true);
     const { submitOperation } = await import('../../submit.js');
-    const submitted = await submitOperation(client, mission, { stateDir, cacheDir: config.core.cacheDir, ...(runtime ? { runtime } : {}) });
+    const submitted = await submitOperation(client, mission, { stateDir, cacheDir: config.core.cacheDir, host: hostSettingsOf(config), ...(runtime ? { runtime } : {}) });
     const id = mission.operation_id;
     const attached = submitted.kind === 'attached';
     if (!values.wait) {
@@ -88,7 +88,7 @@ async function submitMany(missions: Mission[], o: { config: UhConfig; redis: str
   const client = await QueueClient.open(o.config.queue, queueRedisUrl(o.config, o.redis));
   try {
     const { submitOperations } = await import('../../submit.js');
-    const results = await submitOperations(client, missions, { stateDir: o.stateDir, cacheDir: o.config.core.cacheDir, ...(o.runtime ? { runtime: o.runtime } : {}) });
+    const results = await submitOperations(client, missions, { stateDir: o.stateDir, cacheDir: o.config.core.cacheDir, host: hostSettingsOf(o.config), ...(o.runtime ? { runtime: o.runtime } : {}) });
     const rows = results.map((r, i) => {
       const id = (missions[i] as Mission).operation_id;
       if (r instanceof Error) return { operation_id: id, error: r.message };

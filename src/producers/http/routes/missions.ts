@@ -20,7 +20,9 @@ export function missionRoutes(app: FastifyInstance, ctx: RouteContext): void {
     async (req, reply) => {
       const mission = parseMission(req.body, ctx.baseDir, 'mission', ctx.repositoryPolicy);
       const { runtime } = req.query as { runtime?: string };
-      const result = await submitOperation(ctx.client, mission, { stateDir: ctx.stateDir, cacheDir: ctx.cacheDir, ...(runtime ? { runtime } : {}) });
+      const host = ctx.hostSettings ? { host: ctx.hostSettings } : {};
+      const options = { stateDir: ctx.stateDir, cacheDir: ctx.cacheDir, ...host, ...(runtime ? { runtime } : {}) };
+      const result = await submitOperation(ctx.client, mission, options);
       const id = result.record.operation_id;
       return reply.code(result.kind === 'created' ? 201 : 200).send({
         kind: result.kind,
