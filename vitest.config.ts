@@ -1,12 +1,84 @@
-import { defineConfig } from 'vitest/config';
+/**
+ * Three projects, all run by `npm test`:
+ * - `unit`: in-process tests of pure code and small fixtures. No Redis (its URL points at a closed
+ *   port, so a test that needs one fails at once), no bwrap, no `uh` CLI child. Seconds:
+ *   `npx vitest run --project unit` is the loop to run while editing.
+ * - `integration`: everything else that runs here: real Redis, real git, bwrap, the built CLI.
+ * - `real`: installed runtimes (test/real/) against scripted local model servers.
+ * Files are placed by the lists below, never by moving them: a new test file lands in
+ * `integration` until it is listed in UNIT. Every project loads test/support/test-dirs.setup.ts,
+ * which points uh's cache at a temp dir (test/architecture/test-dirs.test.ts checks the wiring).
+ */
+import { configDefaults, defineConfig } from 'vitest/config';
+
+/** Test files of the `unit` project (globs relative to the repository root). */
+export const UNIT = [
+  'src/**/*.test.ts',
+  'test/unit/**/*.test.ts',
+  'test/architecture/env-reads.test.ts',
+  'test/architecture/function-length.test.ts',
+  'test/architecture/recursive-mkdir.test.ts',
+  'test/architecture/test-dirs.test.ts',
+  'test/architecture/test-projects.test.ts',
+  'test/operation/**/*.test.ts',
+  'test/shared/redact-stream.test.ts',
+  'test/shared/sentinel-long-lines.test.ts',
+  'test/shared/process/bwrap-argv.test.ts',
+  'test/shared/runtime/**/*.test.ts',
+  'test/shared/process/bwrap-probe-cache.test.ts',
+  'test/shared/transport/*.test.ts',
+  'test/security/input-helpers.test.ts',
+  'test/workers/runtimes/**/*.test.ts',
+  'test/workers/verification/agent-head.test.ts',
+  'test/workers/verification/base-ignore.test.ts',
+  'test/workers/verification/ignore-rules.test.ts',
+  'test/workers/verification/raw-patch-split.test.ts',
+  'test/workers/sandbox/file-lock.test.ts',
+  'test/workers/sandbox/isolation-decision.test.ts',
+  'test/workers/sandbox/isolation-tmpfs-config.test.ts',
+  'test/workers/sandbox/worktree-unchanged.test.ts',
+];
+
+/** Test files of the `real` project: real runtimes, installed by scripts/install-real-runtimes.sh. */
+export const REAL = ['test/real/**/*.test.ts'];
+
+/** Every test file; `integration` is what neither list above claims. */
+const ALL = ['test/**/*.test.ts', 'src/**/*.test.ts'];
+
+/** Loaded in every project before each test file. */
+export const SETUP_FILES = ['test/support/test-dirs.setup.ts'];
+
+/** Redis URL of the unit project: a port nothing listens on. */
+export const UNIT_REDIS_URL = 'redis://127.0.0.1:9';
+
+const timeouts = { testTimeout: 60_000, hookTimeout: 60_000 };
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
     pool: 'forks',
     // Two cores on CI: integration files spawn git and child processes, keep parallelism modest.
     maxWorkers: 2,
+    globalSetup: ['test/support/test-dirs.global-setup.ts'],
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: UNIT,
+          setupFiles: SETUP_FILES,
+          env: { REDIS_URL: UNIT_REDIS_URL },
+          ...timeouts,
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ALL,
+          exclude: [...configDefaults.exclude, ...UNIT, ...REAL],
+          setupFiles: SETUP_FILES,
+          ...timeouts,
+        },
+      },
+      { test: { name: 'real', include: REAL, setupFiles: SETUP_FILES, ...timeouts } },
+    ],
   },
 });

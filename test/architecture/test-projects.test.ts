@@ -1,0 +1,52 @@
+/**
+ * Every test file runs in exactly one vitest project (vitest.config.ts): `unit` and `real` are
+ * lists, `integration` is the rest. Each entry of those lists still names a file, and the unit
+ * project cannot reach a Redis.
+ */
+import { readdirSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import picomatch from 'picomatch';
+import { describe, expect, it } from 'vitest';
+import config, { REAL, UNIT, UNIT_REDIS_URL } from '../../vitest.config.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+interface ProjectShape {
+  test?: { name?: string; include?: string[]; exclude?: string[]; env?: Record<string, string> };
+}
+
+function testFiles(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
+    const path = join(dir, e.name);
+    if (e.isDirectory()) return e.name === 'node_modules' || e.name === 'fixtures' ? [] : testFiles(path);
+    return e.name.endsWith('.test.ts') ? [relative('.', path)] : [];
+  });
+}
+
+const projects = (config.test?.projects ?? []) as ProjectShape[];
+const files = [...testFiles('test'), ...testFiles('src')];
+
+function projectsOf(file: string): string[] {
+  return projects
+    .filter((p) => picomatch.isMatch(file, p.test?.include ?? []) && !picomatch.isMatch(file, p.test?.exclude ?? []))
+    .map((p) => String(p.test?.name));
+}
+
+describe('vitest projects', () => {
+  it('each test file belongs to exactly one project', () => {
+    expect(files.length).toBeGreaterThan(100);
+    const misplaced = files.map((f) => ({ f, in: projectsOf(f) })).filter((x) => x.in.length !== 1);
+    expect(misplaced).toEqual([]);
+  });
+
+  it('each entry of the unit and real lists names at least one test file', () => {
+    const stale = [...UNIT, ...REAL].filter((glob) => !glob.startsWith('src/') && !files.some((f) => picomatch.isMatch(f, glob)));
+    expect(stale).toEqual([]);
+  });
+
+  it('the unit project points Redis at a closed port, so a unit test that needs one fails', () => {
+    const unit = projects.find((p) => p.test?.name === 'unit');
+    expect(unit?.test?.env?.REDIS_URL).toBe(UNIT_REDIS_URL);
+  });
+});
