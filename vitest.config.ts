@@ -20,6 +20,7 @@ export const UNIT = [
   'test/architecture/recursive-mkdir.test.ts',
   'test/architecture/test-dirs.test.ts',
   'test/architecture/test-projects.test.ts',
+  'test/architecture/runtime-coverage.test.ts',
   'test/operation/**/*.test.ts',
   'test/shared/redact-stream.test.ts',
   'test/shared/sentinel-long-lines.test.ts',
