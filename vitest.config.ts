@@ -28,6 +28,7 @@ export const UNIT = [
   'test/shared/runtime/**/*.test.ts',
   'test/shared/process/bwrap-probe-cache.test.ts',
   'test/shared/transport/*.test.ts',
+  'test/security/hardened-git.test.ts',
   'test/security/input-helpers.test.ts',
   'test/workers/runtimes/**/*.test.ts',
   'test/workers/verification/agent-head.test.ts',
