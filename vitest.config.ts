@@ -1,7 +1,8 @@
 /**
  * Three projects, all run by `npm test`:
  * - `unit`: in-process tests of pure code and small fixtures. No Redis (its URL points at a closed
- *   port, so a test that needs one fails at once), no bwrap, no `uh` CLI child. Seconds:
+ *   port, so a test that needs one fails at once), no bwrap (test/support/unit.setup.ts fails a
+ *   file that runs it), no `uh` CLI child (test/architecture/test-projects.test.ts). Seconds:
  *   `npx vitest run --project unit` is the loop to run while editing.
  * - `integration`: everything else that runs here: real Redis, real git, bwrap, the built CLI.
  * - `real`: installed runtimes (test/real/) against scripted local model servers.
@@ -50,6 +51,9 @@ const ALL = ['test/**/*.test.ts', 'src/**/*.test.ts'];
 /** Loaded in every project before each test file. */
 export const SETUP_FILES = ['test/support/test-dirs.setup.ts'];
 
+/** Unit project only: a recording `bwrap` first on PATH; a file that ran it fails. */
+export const UNIT_SETUP = 'test/support/unit.setup.ts';
+
 /** Redis URL of the unit project: a port nothing listens on. */
 export const UNIT_REDIS_URL = 'redis://127.0.0.1:9';
 
@@ -66,7 +70,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: UNIT,
-          setupFiles: SETUP_FILES,
+          setupFiles: [...SETUP_FILES, UNIT_SETUP],
           env: { REDIS_URL: UNIT_REDIS_URL },
           ...timeouts,
         },

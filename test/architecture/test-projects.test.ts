@@ -1,19 +1,19 @@
 /**
  * Every test file runs in exactly one vitest project (vitest.config.ts): `unit` and `real` are
  * lists, `integration` is the rest. Each entry of those lists still names a file, and the unit
- * project cannot reach a Redis.
+ * project cannot reach a Redis, runs no bwrap and starts no `uh` CLI, worker or Redis helper.
  */
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import picomatch from 'picomatch';
 import { describe, expect, it } from 'vitest';
-import config, { REAL, UNIT, UNIT_REDIS_URL } from '../../vitest.config.js';
+import config, { REAL, UNIT, UNIT_REDIS_URL, UNIT_SETUP } from '../../vitest.config.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 interface ProjectShape {
-  test?: { name?: string; include?: string[]; exclude?: string[]; env?: Record<string, string> };
+  test?: { name?: string; include?: string[]; exclude?: string[]; env?: Record<string, string>; setupFiles?: string[] };
 }
 
 function testFiles(dir: string): string[] {
@@ -45,8 +45,15 @@ describe('vitest projects', () => {
     expect(stale).toEqual([]);
   });
 
-  it('the unit project points Redis at a closed port, so a unit test that needs one fails', () => {
+  it('the unit project points Redis at a closed port and puts a recording bwrap first on PATH', () => {
     const unit = projects.find((p) => p.test?.name === 'unit');
     expect(unit?.test?.env?.REDIS_URL).toBe(UNIT_REDIS_URL);
+    expect(unit?.test?.setupFiles).toContain(UNIT_SETUP);
+  });
+
+  it('no unit test imports the helpers that start the CLI, a worker or a Redis', () => {
+    const unit = files.filter((f) => projectsOf(f)[0] === 'unit');
+    const helper = /from '(\.\.\/)+support\/(cli|worker-process|redis|operation-store|action-runner)\.js'/;
+    expect(unit.filter((f) => helper.test(readFileSync(join(ROOT, f), 'utf8')))).toEqual([]);
   });
 });
