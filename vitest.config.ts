@@ -1,10 +1,11 @@
 /**
  * Three projects, all run by `npm test`:
- * - `unit`: in-process tests of pure code and small fixtures. No Redis (its URL points at a closed
- *   port, so a test that needs one fails at once), no bwrap (test/support/unit.setup.ts fails a
- *   file that runs it), no `uh` CLI child (test/architecture/test-projects.test.ts). Seconds:
+ * - `unit`: in-process tests, no child process. No Redis (its URL points at a closed port, so a
+ *   test that needs one fails at once), no bwrap (test/support/unit.setup.ts fails a file that
+ *   runs it), no git, CLI or fake agent (test/architecture/test-projects.test.ts). Seconds:
  *   `npx vitest run --project unit` is the loop to run while editing.
- * - `integration`: everything else that runs here: real Redis, real git, bwrap, the built CLI.
+ * - `integration`: everything else that runs here: real Redis, real git, bwrap, the built CLI,
+ *   fake agents and servers in their own processes.
  * - `real`: installed runtimes (test/real/) against scripted local model servers.
  * Files are placed by the lists below, never by moving them: a new test file lands in
  * `integration` until it is listed in UNIT. Every project loads test/support/test-dirs.setup.ts,
@@ -12,34 +13,43 @@
  */
 import { configDefaults, defineConfig } from 'vitest/config';
 
-/** Test files of the `unit` project (globs relative to the repository root). */
+/**
+ * Test files of the `unit` project: in-process only, no child process of any kind (no git, no
+ * fake agent, no node child), so the loop stays fast on a loaded machine. Globs relative to the
+ * repository root.
+ */
 export const UNIT = [
   'src/**/*.test.ts',
   'test/unit/**/*.test.ts',
   'test/architecture/env-reads.test.ts',
   'test/architecture/function-length.test.ts',
   'test/architecture/recursive-mkdir.test.ts',
+  'test/architecture/runtime-coverage.test.ts',
   'test/architecture/test-dirs.test.ts',
   'test/architecture/test-projects.test.ts',
-  'test/architecture/runtime-coverage.test.ts',
   'test/operation/**/*.test.ts',
   'test/shared/redact-stream.test.ts',
   'test/shared/sentinel-long-lines.test.ts',
   'test/shared/process/bwrap-argv.test.ts',
-  'test/shared/runtime/**/*.test.ts',
   'test/shared/process/bwrap-probe-cache.test.ts',
-  'test/shared/transport/*.test.ts',
-  'test/security/hardened-git.test.ts',
-  'test/security/input-helpers.test.ts',
-  'test/workers/runtimes/**/*.test.ts',
-  'test/workers/verification/agent-head.test.ts',
-  'test/workers/verification/base-ignore.test.ts',
-  'test/workers/verification/ignore-rules.test.ts',
+  'test/shared/runtime/**/*.test.ts',
+  'test/shared/transport/jsonrpc-framing.test.ts',
+  'test/shared/transport/sse.test.ts',
+  'test/workers/runtimes/registry.test.ts',
+  // Per adapter: the pure parts (classification tables, event translation, protocol, settings).
+  'test/workers/runtimes/*/classify-*.test.ts',
+  'test/workers/runtimes/*/*-events.test.ts',
+  'test/workers/runtimes/*/*-protocol.test.ts',
+  'test/workers/runtimes/*/*-settings.test.ts',
+  'test/workers/runtimes/acp/acp-auth.test.ts',
+  'test/workers/runtimes/acp/acp-early-updates.test.ts',
+  'test/workers/runtimes/acp/acp-permissions.test.ts',
+  'test/workers/runtimes/acp/acp-run-support.test.ts',
+  'test/workers/runtimes/codex-app-server/codex-app-server-adapter.test.ts',
+  'test/workers/runtimes/codex-app-server/codex-app-server-identity.test.ts',
   'test/workers/verification/raw-patch-split.test.ts',
-  'test/workers/sandbox/file-lock.test.ts',
   'test/workers/sandbox/isolation-decision.test.ts',
   'test/workers/sandbox/isolation-tmpfs-config.test.ts',
-  'test/workers/sandbox/worktree-unchanged.test.ts',
 ];
 
 /** Test files of the `real` project: real runtimes, installed by scripts/install-real-runtimes.sh. */

@@ -1,7 +1,7 @@
 /**
  * Every test file runs in exactly one vitest project (vitest.config.ts): `unit` and `real` are
  * lists, `integration` is the rest. Each entry of those lists still names a file, and the unit
- * project cannot reach a Redis, runs no bwrap and starts no `uh` CLI, worker or Redis helper.
+ * project cannot reach a Redis, runs no bwrap and imports nothing that starts a child process.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -51,9 +51,19 @@ describe('vitest projects', () => {
     expect(unit?.test?.setupFiles).toContain(UNIT_SETUP);
   });
 
-  it('no unit test imports the helpers that start the CLI, a worker or a Redis', () => {
-    const unit = files.filter((f) => projectsOf(f)[0] === 'unit');
-    const helper = /from '(\.\.\/)+support\/(cli|worker-process|redis|operation-store|action-runner)\.js'/;
-    expect(unit.filter((f) => helper.test(readFileSync(join(ROOT, f), 'utf8')))).toEqual([]);
+  it('no unit test imports what starts a child process: child_process, spawnGroup, git, the CLI, a fake agent, Redis', () => {
+    const self = 'test/architecture/test-projects.test.ts'; // names the patterns, imports none of them
+    const unit = files.filter((f) => projectsOf(f)[0] === 'unit' && f !== self);
+    const spawner = new RegExp(
+      [
+        /from 'node:child_process'/,
+        /\bspawnGroup\b/,
+        /support\/(cli|worker-process|redis|operation-store|action-runner|git-repo|run-adapter|process-group)\.js'/,
+        /fixtures\/bin\//,
+      ]
+        .map((r) => r.source)
+        .join('|'),
+    );
+    expect(unit.filter((f) => spawner.test(readFileSync(join(ROOT, f), 'utf8')))).toEqual([]);
   });
 });
