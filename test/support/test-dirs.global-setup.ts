@@ -47,6 +47,8 @@ export default function setup(): () => void {
     if (touched.length === 0) return;
     // vitest reports an error thrown here but still exits 0: set the exit code ourselves.
     process.exitCode = 1;
-    console.error(`tests wrote to the real uh cache or this checkout's state dir (use test/support/temp.ts):\n  ${touched.join('\n  ')}`);
+    const why = "tests wrote to the real uh cache or this checkout's state dir (use test/support/temp.ts)";
+    // ~/.cache/uh is the machine's: a test run of another checkout at the same time shows here too.
+    console.error(`${why}, or another checkout's run did at the same time:\n  ${touched.join('\n  ')}`);
   };
 }
