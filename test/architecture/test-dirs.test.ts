@@ -23,7 +23,9 @@ afterAll(() => dirs.forEach(removeDir));
 describe('test cache and state dirs', () => {
   it('every vitest project loads the temp-dir setup file', () => {
     expect(projects.map((p) => p.test?.name)).toEqual(['unit', 'integration', 'real']);
-    for (const p of projects) expect([p.test?.setupFiles].flat(), String(p.test?.name)).toEqual(expect.arrayContaining(SETUP_FILES));
+    for (const p of projects) {
+      expect([p.test?.setupFiles].flat(), String(p.test?.name)).toEqual(expect.arrayContaining(SETUP_FILES));
+    }
   });
 
   it('the run-wide check of the real dirs is wired in', () => {
@@ -47,6 +49,7 @@ describe('test cache and state dirs', () => {
     expect(changes(before, fingerprint(dir))).toEqual([]);
     writeFileSync(join(dir, 'receipt.key'), 'b');
     writeFileSync(join(dir, 'mirror'), 'x');
-    expect(changes(before, fingerprint(dir)).sort()).toEqual([dir, join(dir, 'mirror'), join(dir, 'receipt.key')].sort());
+    const want = [dir, join(dir, 'mirror'), join(dir, 'receipt.key')];
+    expect(changes(before, fingerprint(dir)).sort()).toEqual(want.sort());
   });
 });

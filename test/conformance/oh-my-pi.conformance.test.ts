@@ -12,6 +12,10 @@ const SECRET = 'sk-conformance-omp-5c2e91';
 describeConformance('oh-my-pi', {
   adapter: ohMyPiAdapter,
   successConfig: () => ({ binary: FAKE_OMP, env: { UH_FAKE_SCENARIO: 'success', ANTHROPIC_API_KEY: SECRET } }),
-  hangingConfig: () => ({ binary: FAKE_OMP, env: { UH_FAKE_SCENARIO: 'hang', ANTHROPIC_API_KEY: SECRET }, kill_grace_ms: 500 }),
+  hangingConfig: () => ({
+    binary: FAKE_OMP,
+    env: { UH_FAKE_SCENARIO: 'hang', ANTHROPIC_API_KEY: SECRET },
+    kill_grace_ms: 500,
+  }),
   secrets: [SECRET],
 });

@@ -104,7 +104,8 @@ function mirrorFingerprint(fleet: Fleet): string {
 /** What uh's check before each use finds in the mirror now, and the mirror directory's identity. */
 function mirrorNow(fleet: Fleet): { doubts: string[]; identity: string } {
   const m = mirrorFor(fleet.cacheDir, fleet.repo).path;
-  const config = git(m, 'config', '--file', join(m, 'config'), '--null', '--list').split('\0').filter(Boolean).map((e) => e.replace('\n', '='));
+  const listed = git(m, 'config', '--file', join(m, 'config'), '--null', '--list');
+  const config = listed.split('\0').filter(Boolean).map((e) => e.replace('\n', '='));
   const st = statSync(m, { bigint: true });
   return { doubts: mirrorDoubts(m, config), identity: `${st.ino}:${st.birthtimeNs}` };
 }
@@ -274,7 +275,8 @@ describe.each(FLEETS)('hostile agent vs git (%s, UH_ISOLATION=%s)', (mode, isola
     const script = `${PRELUDE}T=$(git --git-dir="$M" mktree < /dev/null); C=$(echo evil | git -c user.name=x -c user.email=x@x --git-dir="$M" commit-tree "$T"); git --git-dir="$M" update-ref refs/heads/main "$C"; git --git-dir="$M" update-ref refs/replace/${base} "$C"; echo r > src/r.txt`;
     await run(fleet, script);
     const attacked = mirrorAfterAttack(fleet, ['refs/replace/ not empty']);
-    if (isolation === 'off') expect(git(mirrorFor(fleet.cacheDir, fleet.repo).path, 'rev-parse', 'refs/heads/main')).not.toBe(base);
+    const mirrorMain = () => git(mirrorFor(fleet.cacheDir, fleet.repo).path, 'rev-parse', 'refs/heads/main');
+    if (isolation === 'off') expect(mirrorMain()).not.toBe(base);
     const later = await run(fleet, 'echo later > src/later.txt');
     expect(later.repository.base_commit).toBe(base);
     expect(later.verdict).toBe('verified');

@@ -40,13 +40,16 @@ function plant(): Planted {
   const hooks = join(root, 'hooks');
   const home = join(root, 'home');
   for (const dir of [marks, hooks, home]) mkdirSync(dir);
-  const repo = makeRepo({ 'README.md': '# demo\n', '.gitattributes': '*.g filter=g\n', 'f.g': 'v1\n' }, join(root, 'repo'));
+  const files = { 'README.md': '# demo\n', '.gitattributes': '*.g filter=g\n', 'f.g': 'v1\n' };
+  const repo = makeRepo(files, join(root, 'repo'));
   const original = git(repo, 'rev-parse', 'HEAD');
   const fake = git(repo, 'commit-tree', `${original}^{tree}`, '-m', 'replaced');
   git(repo, 'replace', original, fake);
   writeFileSync(join(repo, 'f.g'), 'v2\n');
   // Planted last: from here on, any git that honours them leaves a mark.
-  for (const hook of ['pre-commit', 'post-commit', 'reference-transaction']) executable(join(hooks, hook), `touch ${marks}/hook-${hook}`);
+  for (const hook of ['pre-commit', 'post-commit', 'reference-transaction']) {
+    executable(join(hooks, hook), `touch ${marks}/hook-${hook}`);
+  }
   git(repo, 'config', 'core.hooksPath', hooks);
   git(repo, 'config', 'core.fsmonitor', executable(join(root, 'fsmonitor'), `touch ${marks}/fsmonitor`));
   writeFileSync(join(home, '.gitconfig'), `[filter "g"]\n\tclean = "touch ${marks}/global-filter; cat"\n`);
@@ -54,7 +57,9 @@ function plant(): Planted {
 }
 
 /** What each git user does to a planted repository: status, add the filtered file, commit, read the commit. */
-async function exercise(run: (args: string[]) => Promise<string>, p: Planted): Promise<{ marks: string[]; subject: string }> {
+type Git = (args: string[]) => Promise<string>;
+
+async function exercise(run: Git, p: Planted): Promise<{ marks: string[]; subject: string }> {
   await run(['status', '--porcelain']);
   await run(['add', 'f.g']);
   await run(['-c', 'user.name=uh', '-c', 'user.email=uh@uh.invalid', 'commit', '-q', '-m', 'edit']);
@@ -63,18 +68,19 @@ async function exercise(run: (args: string[]) => Promise<string>, p: Planted): P
 }
 
 describe('hardened git', () => {
-  it('plain git on the planted repository runs every plant and sees the replacement (the plants are live)', async () => {
+  it('plain git on the planted repository runs every plant and sees the replacement', async () => {
     const p = plant();
     const env = { ...process.env, HOME: p.home, GIT_CONFIG_NOSYSTEM: '1' };
-    const plain = (args: string[]) => Promise.resolve(execFileSync('git', args, { cwd: p.repo, env, encoding: 'utf8' }));
+    const plain: Git = async (args) => execFileSync('git', args, { cwd: p.repo, env, encoding: 'utf8' });
     const seen = await exercise(plain, p);
-    expect(seen.marks).toEqual(['fsmonitor', 'global-filter', 'hook-post-commit', 'hook-pre-commit', 'hook-reference-transaction']);
+    const all = ['fsmonitor', 'global-filter', 'hook-post-commit', 'hook-pre-commit', 'hook-reference-transaction'];
+    expect(seen.marks).toEqual(all);
     expect(seen.subject).toBe('replaced');
   });
 
   it("uh's git on the same repository runs none of them and reads the real commit", async () => {
     const p = plant();
-    const hardened = async (args: string[]) => (await uhGit(args, { cwd: p.repo, env: { HOME: p.home } })).stdout;
+    const hardened: Git = async (args) => (await uhGit(args, { cwd: p.repo, env: { HOME: p.home } })).stdout;
     const seen = await exercise(hardened, p);
     expect(seen.marks).toEqual([]);
     expect(seen.subject).toBe('initial');

@@ -64,7 +64,8 @@ describe('the corpus of bad missions (test/security/fuzz-missions.test.ts)', () 
   });
 
   it('starts from a mission the CLI and the API accept, so each refusal comes from its mutation', () => {
-    const policy = (surface: 'cli' | 'http') => repositoryPolicy({ allowLocalRepos: undefined, allowHttpRepos: false }, surface);
+    const rules = { allowLocalRepos: undefined, allowHttpRepos: false };
+    const policy = (surface: 'cli' | 'http') => repositoryPolicy(rules, surface);
     const path = join(dir, 'valid.yaml');
     writeFileSync(path, toYaml(validMission()));
     expect(loadMissionFile(path, policy('cli')).mission_id).toBe('fuzz');

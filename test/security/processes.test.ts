@@ -40,7 +40,8 @@ describe('processes: nothing outlives the run', () => {
     const token = `uh-beat-${randomBytes(4).toString('hex')}`;
     // The child appends a beat every 50 ms; the agent exits once it has seen three of them, so the
     // run ends with the child provably running.
-    const child = `setsid sh -c 'while :; do echo beat >> beat.txt; sleep 0.05; done # ${token}' </dev/null >/dev/null 2>&1 &`;
+    const loop = `while :; do echo beat >> beat.txt; sleep 0.05; done # ${token}`;
+    const child = `setsid sh -c '${loop}' </dev/null >/dev/null 2>&1 &`;
     const seen = `until [ "$(cat beat.txt 2>/dev/null | wc -l)" -ge 3 ]; do sleep 0.02; done`;
     const r = await run(`${child} ${seen}; echo done > result.txt`, { timeout_seconds: 20 }, 'auto');
     expect(r.code, r.stderr).toBe(0);

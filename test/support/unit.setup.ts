@@ -19,5 +19,7 @@ process.env.UNIT_BWRAP_CALLS = calls;
 afterAll(() => {
   const made = existsSync(calls) ? readFileSync(calls, 'utf8').trim() : '';
   removeDir(dir);
-  if (made) throw new Error(`a unit test ran bwrap (${made.split('\n')[0]}): move its file out of UNIT in vitest.config.ts`);
+  if (made) {
+    throw new Error(`a unit test ran bwrap (${made.split('\n')[0]}): move its file out of UNIT in vitest.config.ts`);
+  }
 });
