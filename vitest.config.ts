@@ -1,12 +1,100 @@
-import { defineConfig } from 'vitest/config';
+/**
+ * Three projects, all run by `npm test`:
+ * - `unit`: in-process tests, no child process. No Redis (its URL points at a closed port, so a
+ *   test that needs one fails at once), no bwrap (test/support/unit.setup.ts fails a file that
+ *   runs it), no git, CLI or fake agent (test/architecture/test-projects.test.ts). Seconds:
+ *   `npx vitest run --project unit` is the loop to run while editing.
+ * - `integration`: everything else that runs here: real Redis, real git, bwrap, the built CLI,
+ *   fake agents and servers in their own processes.
+ * - `real`: installed runtimes (test/real/) against scripted local model servers.
+ * Files are placed by the lists below, never by moving them: a new test file lands in
+ * `integration` until it is listed in UNIT. Every project loads test/support/test-dirs.setup.ts,
+ * which points uh's cache at a temp dir (test/architecture/test-dirs.test.ts checks the wiring).
+ */
+import { configDefaults, defineConfig } from 'vitest/config';
+
+/**
+ * Test files of the `unit` project: in-process only, no child process of any kind (no git, no
+ * fake agent, no node child), so the loop stays fast on a loaded machine. Globs relative to the
+ * repository root.
+ */
+export const UNIT = [
+  'src/**/*.test.ts',
+  'test/unit/**/*.test.ts',
+  'test/architecture/env-reads.test.ts',
+  'test/architecture/function-length.test.ts',
+  'test/architecture/recursive-mkdir.test.ts',
+  'test/architecture/runtime-coverage.test.ts',
+  'test/architecture/test-dirs.test.ts',
+  'test/architecture/test-projects.test.ts',
+  'test/operation/build-receipt-cost.test.ts',
+  'test/shared/redact-stream.test.ts',
+  'test/shared/sentinel-long-lines.test.ts',
+  'test/shared/process/bwrap-argv.test.ts',
+  'test/shared/process/bwrap-probe-cache.test.ts',
+  'test/shared/runtime/**/*.test.ts',
+  'test/shared/transport/jsonrpc-framing.test.ts',
+  'test/shared/transport/sse.test.ts',
+  'test/workers/runtimes/registry.test.ts',
+  // Per adapter: the pure parts (classification tables, event translation, protocol, settings).
+  'test/workers/runtimes/*/classify-*.test.ts',
+  'test/workers/runtimes/*/*-events.test.ts',
+  'test/workers/runtimes/*/*-protocol.test.ts',
+  'test/workers/runtimes/*/*-settings.test.ts',
+  'test/workers/runtimes/acp/acp-auth.test.ts',
+  'test/workers/runtimes/acp/acp-early-updates.test.ts',
+  'test/workers/runtimes/acp/acp-permissions.test.ts',
+  'test/workers/runtimes/acp/acp-run-support.test.ts',
+  'test/workers/runtimes/codex-app-server/codex-app-server-adapter.test.ts',
+  'test/workers/runtimes/codex-app-server/codex-app-server-identity.test.ts',
+  'test/workers/verification/raw-patch-split.test.ts',
+  'test/workers/sandbox/isolation-decision.test.ts',
+  'test/workers/sandbox/isolation-tmpfs-config.test.ts',
+];
+
+/** Test files of the `real` project: real runtimes, installed by scripts/install-real-runtimes.sh. */
+export const REAL = ['test/real/**/*.test.ts'];
+
+/** Every test file; `integration` is what neither list above claims. */
+const ALL = ['test/**/*.test.ts', 'src/**/*.test.ts'];
+
+/** Loaded in every project before each test file. */
+export const SETUP_FILES = ['test/support/test-dirs.setup.ts'];
+
+/** Unit project only: a recording `bwrap` first on PATH; a file that ran it fails. */
+export const UNIT_SETUP = 'test/support/unit.setup.ts';
+
+/** Redis URL of the unit project: a port nothing listens on. */
+export const UNIT_REDIS_URL = 'redis://127.0.0.1:9';
+
+const timeouts = { testTimeout: 60_000, hookTimeout: 60_000 };
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
     pool: 'forks',
     // Two cores on CI: integration files spawn git and child processes, keep parallelism modest.
     maxWorkers: 2,
+    globalSetup: ['test/support/test-dirs.global-setup.ts'],
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: UNIT,
+          setupFiles: [...SETUP_FILES, UNIT_SETUP],
+          env: { REDIS_URL: UNIT_REDIS_URL },
+          ...timeouts,
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ALL,
+          exclude: [...configDefaults.exclude, ...UNIT, ...REAL],
+          setupFiles: SETUP_FILES,
+          ...timeouts,
+        },
+      },
+      { test: { name: 'real', include: REAL, setupFiles: SETUP_FILES, ...timeouts } },
+    ],
   },
 });

@@ -7,6 +7,7 @@ import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AnyRuntimeAdapter, RuntimeEventV1 } from '../../src/shared/runtime/v1/index.js';
+import { loadRuntimeAdapter } from '../../src/workers/runtimes/registry.js';
 import { runAdapter, terminalOf } from '../support/run-adapter.js';
 import { tempDir } from '../support/temp.js';
 
@@ -39,6 +40,10 @@ export function describeConformance(name: string, subject: ConformanceSubject): 
     beforeAll(async () => subject.setup?.());
     afterAll(async () => subject.teardown?.());
     const env = () => ({ ...process.env, ...(subject.env?.() ?? {}) });
+
+    it('is the adapter the registry loads for its id', async () => {
+      expect(await loadRuntimeAdapter(subject.adapter.id)).toBe(subject.adapter);
+    });
 
     it('ends a successful run with exactly one terminal event, last', async () => {
       const run = await runAdapter(subject.adapter, subject.successConfig(), { env: env() });

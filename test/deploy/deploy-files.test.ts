@@ -31,10 +31,13 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const dirs: string[] = [];
 let redis: TestRedis;
 let repo: string;
+/** uh's cache for every CLI child of this file (mirrors, the receipt key): never the real ~/.cache/uh. */
+let cacheDir: string;
 beforeAll(async () => {
   redis = await startTestRedis('deploy');
   repo = makeRepo({ 'README.md': '# demo\n' });
-  dirs.push(repo);
+  cacheDir = tempDir('uh-dcache-');
+  dirs.push(repo, cacheDir);
 });
 afterAll(async () => {
   await redis?.cleanup();
@@ -115,7 +118,10 @@ describe('infra/k8s', () => {
     const listName = String(scaled?.spec.triggers[0].metadata.listName).replace('{uh}', `{${prefix}}`);
     const state = tempDir('uh-dstate-');
     dirs.push(state);
-    const r = await runCli(['mission', 'submit', writeMission(repo, []).path, '--state-dir', state], { cwd: repo, env: { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix } });
+    const r = await runCli(['mission', 'submit', writeMission(repo, []).path, '--state-dir', state], {
+      cwd: repo,
+      env: { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir },
+    });
     expect(r.code).toBe(0);
     expect(await redis.redis.llen(listName)).toBe(1);
   });
@@ -144,7 +150,7 @@ describe('every command a service runs', () => {
     const commands = serviceCommands();
     expect(commands.length).toBeGreaterThanOrEqual(12);
     for (const { where, argv } of commands) {
-      const r = await runCli([...argv, '--help'], { cwd: repo });
+      const r = await runCli([...argv, '--help'], { cwd: repo, env: { UH_CACHE_DIR: cacheDir } });
       expect(r.code, `${where}: uh ${argv.join(' ')} --help\n${r.stderr}`).toBe(0);
     }
   });
@@ -154,7 +160,10 @@ describe('every command a service runs', () => {
     expect(argv.slice(0, 2)).toEqual(['worker', 'start']);
     const state = tempDir('uh-dstate-');
     dirs.push(state);
-    const w = await startWorker([...argv.slice(2), '--state-dir', state], { cwd: repo, env: { REDIS_URL: redis.url, UH_REDIS_PREFIX: redis.prefix('svc') } });
+    const w = await startWorker([...argv.slice(2), '--state-dir', state], {
+      cwd: repo,
+      env: { REDIS_URL: redis.url, UH_REDIS_PREFIX: redis.prefix('svc'), UH_CACHE_DIR: cacheDir },
+    });
     expect(w.output()).toContain('ready');
     expect(await w.stop('SIGTERM')).toBe(0);
   });

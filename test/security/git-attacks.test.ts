@@ -6,6 +6,13 @@
  * asserts: the later mission's out-of-scope change is caught (scope_violation), no command the
  * agent planted ran, the mirror's config/hooks/info/alternates/refs are as uh made them, the
  * user's checkout is untouched, and the temp $HOME uh runs with is untouched by uh.
+ *
+ * Each fleet runs twice: isolated (bwrap: the mirror is read-only to the agent, so its writes
+ * there are refused) and with UH_ISOLATION=off, where every write lands and only uh's own
+ * defences stand: hardened git (no config, hooks, fsmonitor or filters of the agent's), the
+ * mirror check before each use (`mirrorDoubts`) and the rebuild of a mirror in doubt. The tests
+ * that attack the mirror assert which of the two held: refused (isolated), or landed, doubted and
+ * rebuilt by the next mission (unisolated).
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
@@ -17,15 +24,17 @@ import { checkoutFingerprint, git, makeRepo } from '../support/git-repo.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
-import { mirrorFor } from '../../src/workers/sandbox/mirror-cache.js';
+import { mirrorDoubts, mirrorFor } from '../../src/workers/sandbox/mirror-cache.js';
 
 type Mode = 'inline' | 'worker';
+type Isolation = 'auto' | 'off';
 const dirs: string[] = [];
 let redis: TestRedis;
 let counter = 0;
 
 interface Fleet {
   mode: Mode;
+  isolation: Isolation;
   repo: string;
   cacheDir: string;
   home: string;
@@ -38,7 +47,14 @@ const SCOPE = { allowed_change_globs: ['src/**'] };
 const PRELUDE = 'set +e; M=$(dirname "$(head -n1 .git/objects/info/alternates)"); ';
 
 function env(fleet: Fleet): Record<string, string> {
-  return { UH_CACHE_DIR: fleet.cacheDir, HOME: fleet.home, XDG_CONFIG_HOME: join(fleet.home, '.config'), REDIS_URL: redis.url, UH_REDIS_PREFIX: fleet.prefix };
+  return {
+    UH_CACHE_DIR: fleet.cacheDir,
+    UH_ISOLATION: fleet.isolation,
+    HOME: fleet.home,
+    XDG_CONFIG_HOME: join(fleet.home, '.config'),
+    REDIS_URL: redis.url,
+    UH_REDIS_PREFIX: fleet.prefix,
+  };
 }
 
 function mission(fleet: Fleet, script: string): { path: string; id: string } {
@@ -85,6 +101,26 @@ function mirrorFingerprint(fleet: Fleet): string {
   return [read('config'), list('hooks'), list('info'), read('objects/info/alternates'), refs].join('\n--\n');
 }
 
+/** What uh's check before each use finds in the mirror now, and the mirror directory's identity. */
+function mirrorNow(fleet: Fleet): { doubts: string[]; identity: string } {
+  const m = mirrorFor(fleet.cacheDir, fleet.repo).path;
+  const listed = git(m, 'config', '--file', join(m, 'config'), '--null', '--list');
+  const config = listed.split('\0').filter(Boolean).map((e) => e.replace('\n', '='));
+  const st = statSync(m, { bigint: true });
+  return { doubts: mirrorDoubts(m, config), identity: `${st.ino}:${st.birthtimeNs}` };
+}
+
+/**
+ * The attack's writes into the mirror: refused by bwrap (isolated: nothing to doubt), or landed
+ * (unisolated: uh's check names each). Returns the mirror's identity, for `laterMissionHolds`.
+ */
+function mirrorAfterAttack(fleet: Fleet, landed: string[]): string {
+  const now = mirrorNow(fleet);
+  if (fleet.isolation === 'auto') expect(now.doubts).toEqual([]);
+  else expect(now.doubts).toEqual(expect.arrayContaining(landed));
+  return now.identity;
+}
+
 function dirFingerprint(dir: string): string {
   const hash = createHash('sha256');
   const walk = (d: string): void => {
@@ -99,15 +135,22 @@ function dirFingerprint(dir: string): string {
   return hash.digest('hex');
 }
 
+interface Baseline {
+  mirror: string;
+  checkout: string;
+  home: string;
+}
+
 const paths = (receipt: any): string[] => receipt.changed_files.map((f: { path: string }) => f.path);
 const reasons = (receipt: any): string[] => receipt.scope.violations.map((v: { path: string; reason: string }) => `${v.path}:${v.reason}`);
 
-async function newFleet(mode: Mode): Promise<Fleet> {
+async function newFleet(mode: Mode, isolation: Isolation): Promise<Fleet> {
   const repo = makeRepo({ 'README.md': '# demo\n', 'src/app.txt': 'v1\n', 'docs/guide.md': 'guide\n', 'build/.gitignore': 'out/\n' });
   const cacheDir = tempDir('uh-gitsec-cache-');
   const home = tempDir('uh-gitsec-home-');
   dirs.push(repo, cacheDir, home);
-  const fleet: Fleet = { mode, repo, cacheDir, home, prefix: redis.prefix(`gitsec-${mode}-${++counter}`), worker: null };
+  const prefix = redis.prefix(`gitsec-${mode}-${isolation}-${++counter}`);
+  const fleet: Fleet = { mode, isolation, repo, cacheDir, home, prefix, worker: null };
   if (mode === 'worker') {
     const state = tempDir('uh-gitsec-wstate-');
     dirs.push(state);
@@ -116,11 +159,16 @@ async function newFleet(mode: Mode): Promise<Fleet> {
   // A first benign mission creates the mirror; its fingerprint is the reference.
   const first = await run(fleet, 'echo ok > src/ok.txt');
   expect(first.verdict).toBe('verified');
+  expect(first.isolation.kind).toBe(isolation === 'auto' ? 'bwrap' : 'none');
   return fleet;
 }
 
-/** The later mission: an out-of-scope file the checks must see; nothing planted may run. */
-async function laterMissionHolds(fleet: Fleet, before: { mirror: string; checkout: string; home: string }, marker: string): Promise<void> {
+/**
+ * The later mission: an out-of-scope file the checks must see; nothing planted may run. With
+ * `attacked` (the mirror's identity after an attack on it): a mirror the agent wrote into
+ * (unisolated) was discarded and cloned again; one bwrap kept intact was used as it was.
+ */
+async function laterMissionHolds(fleet: Fleet, before: Baseline, marker: string, attacked?: string): Promise<void> {
   const later = await run(fleet, 'echo later > src/later.txt; echo leak > notes.txt; mkdir -p build/out && echo art > build/out/a.o');
   expect(paths(later)).toEqual(expect.arrayContaining(['src/later.txt', 'notes.txt']));
   expect(paths(later)).not.toContain('build/out/a.o'); // the base commit's own ignore rules still apply
@@ -129,6 +177,10 @@ async function laterMissionHolds(fleet: Fleet, before: { mirror: string; checkou
   expect(mirrorFingerprint(fleet)).toBe(before.mirror);
   expect(checkoutFingerprint(fleet.repo)).toBe(before.checkout);
   expect(dirFingerprint(fleet.home)).toBe(before.home);
+  if (attacked === undefined) return;
+  const now = mirrorNow(fleet);
+  expect(now.doubts).toEqual([]);
+  expect(now.identity === attacked ? 'kept' : 'rebuilt').toBe(fleet.isolation === 'off' ? 'rebuilt' : 'kept');
 }
 
 beforeAll(async () => {
@@ -140,13 +192,20 @@ afterAll(async () => {
   dirs.forEach(removeDir);
 });
 
-describe.each(['inline', 'worker'] as const)('hostile agent vs git (%s)', (mode) => {
+const FLEETS: Array<[Mode, Isolation]> = [
+  ['inline', 'auto'],
+  ['inline', 'off'],
+  ['worker', 'auto'],
+  ['worker', 'off'],
+];
+
+describe.each(FLEETS)('hostile agent vs git (%s, UH_ISOLATION=%s)', (mode, isolation) => {
   let fleet: Fleet;
-  let before: { mirror: string; checkout: string; home: string };
+  let before: Baseline;
   let marker: string;
 
   beforeAll(async () => {
-    fleet = await newFleet(mode);
+    fleet = await newFleet(mode, isolation);
     before = { mirror: mirrorFingerprint(fleet), checkout: checkoutFingerprint(fleet.repo), home: dirFingerprint(fleet.home) };
     marker = join(tempDir('uh-gitsec-mark-'), 'pwned');
     dirs.push(join(marker, '..'));
@@ -163,15 +222,20 @@ describe.each(['inline', 'worker'] as const)('hostile agent vs git (%s)', (mode)
     const script = `${PRELUDE}${planted}for d in .git "$M"; do git --git-dir="$d" config core.fsmonitor "touch ${marker}"; git --git-dir="$d" config core.hooksPath ${hooks}; done; git config core.fsmonitor "touch ${marker}"; echo x > src/x.txt`;
     const attack = await run(fleet, script);
     expect(paths(attack)).toContain('src/x.txt');
+    // Unisolated, the mirror's config really names them, and still none ran: uh runs no git on the
+    // agent's .git (it diffs through a git dir of its own), and doubts the mirror at its next use.
+    // That git ignores such config even when it reads it: test/security/hardened-git.test.ts.
+    const attacked = mirrorAfterAttack(fleet, ['config core.fsmonitor', 'config core.hookspath']);
     expect(existsSync(marker)).toBe(false);
-    await laterMissionHolds(fleet, before, marker);
+    await laterMissionHolds(fleet, before, marker, attacked);
   }, 60_000);
 
   it('"*" in info/exclude (the mirror\'s and its own) hides nothing, now or later', async () => {
     const attack = await run(fleet, `${PRELUDE}mkdir -p "$M/info"; echo '*' >> "$M/info/exclude"; echo '*' >> .git/info/exclude; echo s > secret.txt`);
     expect(paths(attack)).toContain('secret.txt');
     expect(attack.verdict).toBe('scope_violation');
-    await laterMissionHolds(fleet, before, marker);
+    const attacked = mirrorAfterAttack(fleet, ['info/ not empty']);
+    await laterMissionHolds(fleet, before, marker, attacked);
   }, 60_000);
 
   it('assume-unchanged and skip-worktree bits hide no change', async () => {
@@ -210,17 +274,25 @@ describe.each(['inline', 'worker'] as const)('hostile agent vs git (%s)', (mode)
     const base = git(fleet.repo, 'rev-parse', 'main');
     const script = `${PRELUDE}T=$(git --git-dir="$M" mktree < /dev/null); C=$(echo evil | git -c user.name=x -c user.email=x@x --git-dir="$M" commit-tree "$T"); git --git-dir="$M" update-ref refs/heads/main "$C"; git --git-dir="$M" update-ref refs/replace/${base} "$C"; echo r > src/r.txt`;
     await run(fleet, script);
+    const attacked = mirrorAfterAttack(fleet, ['refs/replace/ not empty']);
+    const mirrorMain = () => git(mirrorFor(fleet.cacheDir, fleet.repo).path, 'rev-parse', 'refs/heads/main');
+    if (isolation === 'off') expect(mirrorMain()).not.toBe(base);
     const later = await run(fleet, 'echo later > src/later.txt');
     expect(later.repository.base_commit).toBe(base);
     expect(later.verdict).toBe('verified');
-    await laterMissionHolds(fleet, before, marker);
+    await laterMissionHolds(fleet, before, marker, attacked);
   }, 60_000);
 
   it('objects/info/alternates planted in the mirror makes uh rebuild it', async () => {
     const evil = tempDir('uh-gitsec-evil-');
     dirs.push(evil);
     await run(fleet, `${PRELUDE}mkdir -p "$M/objects/info"; echo ${evil}/objects > "$M/objects/info/alternates"; echo '#!/bin/sh' > "$M/hooks-planted"; echo a > src/a.txt`);
-    await laterMissionHolds(fleet, before, marker);
+    const mirror = mirrorFor(fleet.cacheDir, fleet.repo).path;
+    const attacked = mirrorAfterAttack(fleet, ['objects/info/alternates']);
+    expect(existsSync(join(mirror, 'hooks-planted'))).toBe(isolation === 'off');
+    await laterMissionHolds(fleet, before, marker, attacked);
+    expect(existsSync(join(mirror, 'objects/info/alternates'))).toBe(false);
+    expect(existsSync(join(mirror, 'hooks-planted'))).toBe(false);
   }, 60_000);
 
   it('a .git file pointing elsewhere changes nothing uh computes', async () => {
@@ -235,9 +307,14 @@ describe.each(['inline', 'worker'] as const)('hostile agent vs git (%s)', (mode)
     const attack = await run(fleet, script);
     expect(existsSync(marker)).toBe(false);
     expect(paths(attack)).toEqual(expect.arrayContaining(['.gitattributes', 'src/f.txt']));
-    // The agent wrote $HOME/.gitconfig itself (no isolation here); uh never read it: take the new HOME as reference.
-    before = { ...before, home: dirFingerprint(fleet.home) };
-    await laterMissionHolds(fleet, before, marker);
+    const attacked = mirrorAfterAttack(fleet, ['config filter.x.clean', 'config diff.x.textconv']);
+    if (isolation === 'off') {
+      // Unisolated, the agent's `git config --global` really wrote uh's $HOME/.gitconfig; uh never
+      // read it (no marker): the new HOME is the reference from here on.
+      expect(readFileSync(join(fleet.home, '.gitconfig'), 'utf8')).toContain('[filter "x"]');
+      before = { ...before, home: dirFingerprint(fleet.home) };
+    }
+    await laterMissionHolds(fleet, before, marker, attacked);
   }, 60_000);
 
   it('a nested repository (a gitlink) is a scope violation, its files cannot hide in it', async () => {

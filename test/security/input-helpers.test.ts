@@ -1,11 +1,13 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { stringify as toYaml } from 'yaml';
 import { classifyRepositoryUrl, refProblem } from '../../src/shared/contracts/git-inputs.js';
+import { loadMissionFile, parseMissionBody, repositoryPolicy } from '../../src/shared/contracts/load-mission.js';
 import { spawnGroup } from '../../src/shared/process/spawn-group.js';
 import { terminalText } from '../../src/shared/terminal-text.js';
-import { buildCorpus } from './fuzz-corpus.js';
+import { buildCorpus, validMission } from './fuzz-corpus.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'uh-input-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -44,9 +46,37 @@ describe('terminal text', () => {
   });
 });
 
-describe('the corpus', () => {
-  it('is deterministic', () => {
-    expect(buildCorpus().map((c) => c.text)).toEqual(buildCorpus().map((c) => c.text));
+describe('the corpus of bad missions (test/security/fuzz-missions.test.ts)', () => {
+  const corpus = buildCorpus();
+
+  it('draws on no randomness and no clock, so a failure\'s "#i format name" reproduces on every run', () => {
+    const refuse = (what: string) => () => {
+      throw new Error(`the corpus drew on ${what}`);
+    };
+    const random = vi.spyOn(Math, 'random').mockImplementation(refuse('Math.random'));
+    const now = vi.spyOn(Date, 'now').mockImplementation(refuse('Date.now'));
+    try {
+      expect(buildCorpus()).toEqual(corpus);
+    } finally {
+      random.mockRestore();
+      now.mockRestore();
+    }
+  });
+
+  it('starts from a mission the CLI and the API accept, so each refusal comes from its mutation', () => {
+    const rules = { allowLocalRepos: undefined, allowHttpRepos: false };
+    const policy = (surface: 'cli' | 'http') => repositoryPolicy(rules, surface);
+    const path = join(dir, 'valid.yaml');
+    writeFileSync(path, toYaml(validMission()));
+    expect(loadMissionFile(path, policy('cli')).mission_id).toBe('fuzz');
+    expect(parseMissionBody(JSON.stringify(validMission()), dir, policy('http')).mission_id).toBe('fuzz');
+  });
+
+  it('changes the valid mission in every case, and names each case once per format', () => {
+    const valid = [toYaml(validMission(), { lineWidth: 0 }), JSON.stringify(validMission())];
+    expect(corpus.filter((c) => valid.includes(c.text)).map((c) => c.name)).toEqual([]);
+    const labels = corpus.map((c) => `${c.format} ${c.name}`);
+    expect(labels.filter((l, i) => labels.indexOf(l) !== i)).toEqual([]);
   });
 });
 
