@@ -4,6 +4,8 @@
  * the thread with a fresh app server and settles the operation from the exact turn. One model
  * request in all: no second turn. Real Redis, real `uh worker start` processes.
  */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, type CliResult } from '../support/cli.js';
 import { makeCodexHome } from '../support/codex-home.js';
@@ -100,6 +102,12 @@ describe('codex-app-server in queue mode', () => {
     const receipt = JSON.parse((await redis.redis.hget(`${key}:artifacts`, 'receipt')) as string);
     expect(receipt.outcome).toMatchObject({ status: 'failed', raw: 'readback:interrupted' });
     expect(receipt.runtime).toMatchObject({ thread_id: left.thread_id, turn_id: left.turn_id });
+    // Ended by the live worker through the one finishing module: signed with the fleet's key.
+    const file = join(tempDir('uh-verify-'), 'receipt.json');
+    writeFileSync(file, (await redis.redis.hget(`${key}:artifacts`, 'receipt')) as string);
+    const verified = await uh(prefix, ['receipt', 'verify', file, '--json']);
+    expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+    expect(JSON.parse(verified.stdout)).toMatchObject({ state: 'valid' });
     expect(await server.requests()).toHaveLength(1);
   });
 });
