@@ -60,6 +60,10 @@ const VARIABLES = {
   UH_PRICES_FILE: v(text, 'price table file (JSON)'),
   UH_ISOLATION: v(() => z.enum(['auto', 'require', 'off']), 'OS isolation of runtimes and checks (bubblewrap)', 'auto'),
   UH_ISOLATION_TMPFS_BYTES: v(() => z.coerce.number().int().min(1024 * 1024, 'at least 1048576 (1 MiB)').max(Number.MAX_SAFE_INTEGER), 'size cap of an isolated private /tmp and home (bytes)', DEFAULT_TMPFS_BYTES),
+  UH_ISOLATION_READABLE: v(
+    () => z.string().refine((s) => s.split(':').every((p) => p === '' || p.startsWith('/')), 'colon-separated absolute paths'),
+    'paths every isolated process may read (colon-separated)',
+  ),
   // queue
   REDIS_URL: v(() => z.string().url(), '--redis'),
   UH_REDIS_CLUSTER: v(flagValue, 'Redis Cluster mode (REDIS_URL names a seed node)'),
@@ -146,6 +150,8 @@ export interface UhConfig {
     isolation: 'auto' | 'require' | 'off';
     /** The size cap of each isolated phase's private /tmp and home (tmpfs), in bytes. */
     isolationTmpfsBytes: number;
+    /** `UH_ISOLATION_READABLE`: read-only inside every sandbox (never a secret location); [] when unset. */
+    isolationReadable: string[];
   };
   queue: QueueConfig;
   gc: GcConfig;
@@ -199,6 +205,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       prices: parsePrices(e.UH_PRICES, e.UH_PRICES_FILE),
       isolation: e.UH_ISOLATION,
       isolationTmpfsBytes: e.UH_ISOLATION_TMPFS_BYTES,
+      isolationReadable: (e.UH_ISOLATION_READABLE ?? '').split(':').filter((p) => p !== ''),
     },
     queue: {
       redisUrl: e.REDIS_URL ?? null,

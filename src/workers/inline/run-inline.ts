@@ -34,6 +34,8 @@ export interface InlineOptions {
   isolation?: 'auto' | 'require' | 'off';
   /** `UH_ISOLATION_TMPFS_BYTES` (default 1 GiB). */
   isolationTmpfsBytes?: number;
+  /** `UH_ISOLATION_READABLE`. */
+  isolationReadable?: readonly string[];
   logger?: Logger;
   env?: Record<string, string | undefined>;
 }
@@ -82,6 +84,7 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
     ...(options.env ? { env: options.env } : {}),
     ...(options.isolation ? { isolation: options.isolation } : {}),
     ...(options.isolationTmpfsBytes ? { isolationTmpfsBytes: options.isolationTmpfsBytes } : {}),
+    ...(options.isolationReadable ? { isolationReadable: options.isolationReadable } : {}),
   });
   if (result.state === 'unknown') {
     const record = readRecord(options.stateDir, id);

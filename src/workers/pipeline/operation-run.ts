@@ -62,6 +62,8 @@ export interface ExecuteOptions {
   isolation?: IsolationMode;
   /** `UH_ISOLATION_TMPFS_BYTES`: the size cap of an isolated phase's private /tmp and home (default 1 GiB). */
   isolationTmpfsBytes?: number;
+  /** `UH_ISOLATION_READABLE`: paths every isolated process may read (never a secret location). */
+  isolationReadable?: readonly string[];
   /** Called on each state change, after operation.json is written. */
   onState?: (state: OperationState, record: OperationRecord) => Promise<void>;
 }

@@ -49,6 +49,8 @@ export interface PoolContext {
   isolation: 'auto' | 'require' | 'off';
   /** `UH_ISOLATION_TMPFS_BYTES`; unset: 1 GiB. */
   isolationTmpfsBytes?: number;
+  /** `UH_ISOLATION_READABLE`. */
+  isolationReadable?: readonly string[];
   /** Queues by runtime id, to enqueue a retry attempt. */
   queues: Map<string, Queue>;
   /** The abort controller of every operation this process runs (cancel and shutdown use them). */
@@ -195,6 +197,7 @@ async function runPipeline(run: JobRun, prepared: Prepared): Promise<ExecuteResu
     ...(ctx.prices ? { prices: ctx.prices } : {}),
     isolation: ctx.isolation,
     ...(ctx.isolationTmpfsBytes ? { isolationTmpfsBytes: ctx.isolationTmpfsBytes } : {}),
+    ...(ctx.isolationReadable ? { isolationReadable: ctx.isolationReadable } : {}),
     journal: redisJournal(store, id, owner),
     onEventLog: (log) => {
       eventLog = log;

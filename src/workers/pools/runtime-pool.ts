@@ -53,6 +53,8 @@ export interface PoolOptions {
   isolation?: 'auto' | 'require' | 'off';
   /** `UH_ISOLATION_TMPFS_BYTES`; default 1 GiB. */
   isolationTmpfsBytes?: number;
+  /** `UH_ISOLATION_READABLE`. */
+  isolationReadable?: readonly string[];
 }
 
 export interface RuntimePool {
@@ -127,6 +129,7 @@ function poolContext(options: PoolOptions, redis: Redis, workerId: string): Pool
     ...(options.prices ? { prices: options.prices } : {}),
     isolation: options.isolation ?? 'auto',
     ...(options.isolationTmpfsBytes ? { isolationTmpfsBytes: options.isolationTmpfsBytes } : {}),
+    ...(options.isolationReadable ? { isolationReadable: options.isolationReadable } : {}),
     queues: new Map<string, Queue>(),
     active: new Map<string, AbortController>(),
     retryPolicy: withMaxAttempts(RETRY_POLICY, config.retryMaxAttempts),

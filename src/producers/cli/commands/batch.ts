@@ -93,7 +93,7 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
   const worker = async () => {
     for (let m = queue.shift(); m !== undefined; m = queue.shift()) {
       if (format !== 'json') process.stderr.write(`uh: ${m.operation_id} on ${String(m.runtime)}…\n`);
-      await runInline(m, { stateDir, cacheDir: config.core.cacheDir, signal: controller.signal, logger, sandboxKeepHours: config.core.sandboxKeepHours, sandboxPool: config.core.sandboxPool, keepSandbox: config.core.keepSandbox, receiptKey: config.receipts, prices: config.core.prices, isolation: config.core.isolation, isolationTmpfsBytes: config.core.isolationTmpfsBytes });
+      await runInline(m, { stateDir, cacheDir: config.core.cacheDir, signal: controller.signal, logger, sandboxKeepHours: config.core.sandboxKeepHours, sandboxPool: config.core.sandboxPool, keepSandbox: config.core.keepSandbox, receiptKey: config.receipts, prices: config.core.prices, isolation: config.core.isolation, isolationTmpfsBytes: config.core.isolationTmpfsBytes, isolationReadable: config.core.isolationReadable });
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, worker));

@@ -86,6 +86,7 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
     prices: config.core.prices,
     isolation: config.core.isolation,
     isolationTmpfsBytes: config.core.isolationTmpfsBytes,
+    isolationReadable: config.core.isolationReadable,
     logger: createLogger(config.core.logLevel),
     ...(runtime ? { runtime } : {}),
   });

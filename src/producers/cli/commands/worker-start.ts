@@ -179,6 +179,7 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
       gc: config.gc,
       isolation: config.core.isolation,
       isolationTmpfsBytes: config.core.isolationTmpfsBytes,
+      isolationReadable: config.core.isolationReadable,
     });
   }
   if (values.results) tasks.push((await startResults(config, redisUrl, { consumer: values.consumer as string | undefined, stateDir, logger }, stop.signal, say)).done);
