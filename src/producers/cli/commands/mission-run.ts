@@ -84,9 +84,7 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
     sandboxPool: config.core.sandboxPool,
     receiptKey: config.receipts,
     prices: config.core.prices,
-    isolation: config.core.isolation,
-    isolationTmpfsBytes: config.core.isolationTmpfsBytes,
-    isolationReadable: config.core.isolationReadable,
+    ...isolationSettings(config),
     logger: createLogger(config.core.logLevel),
     ...(runtime ? { runtime } : {}),
   });
@@ -108,4 +106,10 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
     process.stdout.write(promotion.decision === 'promoted' ? `  promoted: branch ${promotion.branch} (commit ${promotion.commit})${promotion.pushed ? `, pushed to ${promotion.pushed.remote}` : ''}${promotion.reason ? ` (${promotion.reason})` : ''}\n` : `  promotion refused: ${promotion.reason}\n`);
   }
   return outcome.receipt.exit_code;
+}
+
+/** The host's isolation settings an inline run takes from the config. */
+function isolationSettings(config: UhConfig) {
+  const { isolation, isolationTmpfsBytes, isolationReadable } = config.core;
+  return { isolation, isolationTmpfsBytes, isolationReadable };
 }
