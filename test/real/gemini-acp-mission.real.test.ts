@@ -8,13 +8,11 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { treeFingerprint } from '../security/isolation-helpers.js';
-import { runCli } from '../support/cli.js';
 import { startGeminiServer, type GeminiServer } from '../support/gemini-server.js';
-import { makeRepo } from '../support/git-repo.js';
 import { realRuntimeBinary } from '../support/real-runtimes.js';
-import { hostTempDir, removeDir, tempDir } from '../support/temp.js';
+import { hostTempDir, removeDir } from '../support/temp.js';
+import { acpMissionRun } from './real-acp.js';
 
 const GEMINI = realRuntimeBinary('gemini');
 const API_KEY = 'AIzaScriptedMissionKey-0123456789abcdef';
@@ -50,31 +48,14 @@ describe('gemini --acp through uh mission run under bwrap (docs/runtimes/acp.md 
     await server.script([{ kind: 'text', text: 'Nothing to change.', usage: { promptTokenCount: 40, candidatesTokenCount: 4 } }], API_KEY);
     const home = geminiHome();
     const before = treeFingerprint(home);
-    const repo = makeRepo({ 'README.md': '# gemini\n' });
-    const dir = tempDir('uh-gemini-mission-');
-    const stateDir = tempDir('uh-gemini-state-');
-    const cacheDir = tempDir('uh-gemini-cache-');
-    created.push(repo, dir, stateDir, cacheDir);
     const acp = {
       command: [GEMINI, '--acp'],
       env: { HOME: home, GEMINI_API_KEY: API_KEY, GOOGLE_GEMINI_BASE_URL: server.url },
       auth_method_id: 'gemini-api-key',
       request_timeout_ms: 60_000,
     };
-    const mission = {
-      schema_version: 'uh.mission.v0',
-      mission_id: 'm-gemini',
-      operation_id: `op-gemini-${process.pid}`,
-      title: 'Say nothing',
-      objective: 'Answer in one sentence; change nothing.',
-      repository: { url: repo, ref: 'main' },
-      runtime: 'acp',
-      runtime_config_overrides: { acp },
-      timeout_seconds: 150,
-    };
-    writeFileSync(join(dir, 'mission.yaml'), stringify(mission));
-    const r = await runCli(['mission', 'run', join(dir, 'mission.yaml'), '--json', '--state-dir', stateDir], { cwd: repo, env: { UH_CACHE_DIR: cacheDir } });
-    const receipt = JSON.parse(r.stdout);
+    const r = await acpMissionRun(acp, created);
+    const { receipt } = r;
     expect(receipt.isolation.kind).toBe('bwrap');
     expect(receipt.status, JSON.stringify(receipt.outcome)).toBe('completed');
     expect(r.code).toBe(0);
