@@ -218,6 +218,7 @@ describe('isolation: writable agent state (acp)', () => {
     expect(r.receipt.isolation.kind).toBe('bwrap');
     expect(r.receipt.status).toBe('completed');
     expect(r.patch).toContain('+seeded from the configured home');
+    expect(r.patch).toContain('+ssh: absent'); // the seed's ~/.ssh is never copied in
     expect([treeFingerprint(agentHome), treeFingerprint(dataHome)]).toEqual(before);
     // The copy is gone with the run: no agent login or secret among the artifacts.
     expect(readdirSync(r.opDir)).not.toContain('agent-state');

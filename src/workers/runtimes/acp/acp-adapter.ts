@@ -41,10 +41,7 @@ export function createAcpAdapter<Config extends AcpCommonSettings>(spec: AcpAdap
     envPassthrough: providerEnv('HERMES_HOME', 'QWEN_*', 'GEMINI_*', 'OPENCODE_*', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME'),
 
     // Under uh's isolation: the agent's configured HOME / XDG / *_HOME dirs become writable copies of the operation's own.
-    isolation: (config) => {
-      const { state, readable } = agentStateEnv(config.env);
-      return { writable: [], readable, state };
-    },
+    isolation: (config) => ({ writable: [], ...agentStateEnv(config.env) }),
 
     async check(config, ctx) {
       return checkAcpAgent(config, ctx, spec.hints(config));
