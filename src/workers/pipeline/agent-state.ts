@@ -85,7 +85,7 @@ export function agentStateSpawn(spawn: SpawnGroup, state: Readonly<Record<string
   return (options) => {
     const env = { ...options.env };
     for (const [name, seed] of Object.entries(state)) {
-      if (env[name] === seed && copies[name]) env[name] = copies[name];
+      if (env[name]?.replace(/\/+$/, '') === seed.replace(/\/+$/, '') && copies[name]) env[name] = copies[name];
     }
     return spawn({ ...options, env });
   };
