@@ -61,7 +61,8 @@ const VARIABLES = {
   UH_ISOLATION: v(() => z.enum(['auto', 'require', 'off']), 'OS isolation of runtimes and checks (bubblewrap)', 'auto'),
   UH_ISOLATION_TMPFS_BYTES: v(() => z.coerce.number().int().min(1024 * 1024, 'at least 1048576 (1 MiB)').max(Number.MAX_SAFE_INTEGER), 'size cap of an isolated private /tmp and home (bytes)', DEFAULT_TMPFS_BYTES),
   UH_ISOLATION_READABLE: v(
-    () => z.string().refine((s) => s.split(':').every((p) => p === '' || p.startsWith('/')), 'colon-separated absolute paths'),
+    () =>
+      z.string().refine((s) => s.split(':').every((p) => p === '' || p.startsWith('/')), 'colon-separated absolute paths'),
     'paths every isolated process may read (colon-separated)',
   ),
   // queue

@@ -45,7 +45,10 @@ function geminiHome(): string {
 
 describe('gemini --acp through uh mission run under bwrap (docs/runtimes/acp.md recipe)', () => {
   it('runs with its configured HOME seeded into a writable copy; the configured home is untouched', async () => {
-    await server.script([{ kind: 'text', text: 'Nothing to change.', usage: { promptTokenCount: 40, candidatesTokenCount: 4 } }], API_KEY);
+    await server.script(
+      [{ kind: 'text', text: 'Nothing to change.', usage: { promptTokenCount: 40, candidatesTokenCount: 4 } }],
+      API_KEY,
+    );
     const home = geminiHome();
     const before = treeFingerprint(home);
     const acp = {

@@ -33,8 +33,16 @@ function opencodeRecipe(dataHome: string) {
     model: 'mine/my-model',
     small_model: 'title/none',
     provider: {
-      mine: { npm: '@ai-sdk/openai-compatible', options: { baseURL: server.url, apiKey: '{env:MY_API_KEY}', maxRetries: 0 }, models: { 'my-model': { tool_call: true } } },
-      title: { npm: '@ai-sdk/openai-compatible', options: { baseURL: 'http://127.0.0.1:9/v1', apiKey: 'none', maxRetries: 0 }, models: { none: {} } },
+      mine: {
+        npm: '@ai-sdk/openai-compatible',
+        options: { baseURL: server.url, apiKey: '{env:MY_API_KEY}', maxRetries: 0 },
+        models: { 'my-model': { tool_call: true } },
+      },
+      title: {
+        npm: '@ai-sdk/openai-compatible',
+        options: { baseURL: 'http://127.0.0.1:9/v1', apiKey: 'none', maxRetries: 0 },
+        models: { none: {} },
+      },
     },
     permission: { edit: 'ask', bash: 'ask', webfetch: 'deny' },
   };
@@ -56,7 +64,10 @@ function opencodeRecipe(dataHome: string) {
 
 describe('opencode acp through uh mission run under bwrap (docs/runtimes/acp.md recipe)', () => {
   it('runs with XDG_DATA_HOME seeded into a writable copy; the configured dir is untouched', async () => {
-    await server.script([{ kind: 'text', text: 'Nothing to change.', usage: { prompt_tokens: 30, completion_tokens: 4 } }], API_KEY);
+    await server.script(
+      [{ kind: 'text', text: 'Nothing to change.', usage: { prompt_tokens: 30, completion_tokens: 4 } }],
+      API_KEY,
+    );
     const dataHome = hostTempDir('uh-opencode-data-');
     created.push(dataHome);
     const before = treeFingerprint(dataHome);

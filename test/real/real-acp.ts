@@ -32,7 +32,11 @@ export function cancelOnceModelCalled(requests: () => Promise<unknown[]>, deadli
  * One mission of the `acp` runtime through the real `uh mission run` (the built CLI), with the
  * host's isolation (bwrap here): returns the receipt and the CLI's result. The caller removes `created`.
  */
-export async function acpMissionRun(acp: Record<string, unknown>, created: string[], objective = 'Answer in one sentence; change nothing.') {
+export async function acpMissionRun(
+  acp: Record<string, unknown>,
+  created: string[],
+  objective = 'Answer in one sentence; change nothing.',
+) {
   const repo = makeRepo({ 'README.md': '# real acp\n' });
   const dir = tempDir('uh-acp-mission-');
   const stateDir = tempDir('uh-acp-state-');
@@ -50,7 +54,10 @@ export async function acpMissionRun(acp: Record<string, unknown>, created: strin
     timeout_seconds: 170,
   };
   writeFileSync(join(dir, 'mission.yaml'), stringify(mission));
-  const r = await runCli(['mission', 'run', join(dir, 'mission.yaml'), '--json', '--state-dir', stateDir], { cwd: repo, env: { UH_CACHE_DIR: cacheDir } });
+  const r = await runCli(['mission', 'run', join(dir, 'mission.yaml'), '--json', '--state-dir', stateDir], {
+    cwd: repo,
+    env: { UH_CACHE_DIR: cacheDir },
+  });
   return { ...r, receipt: JSON.parse(r.stdout) };
 }
 let missions = 0;

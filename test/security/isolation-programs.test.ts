@@ -58,7 +58,12 @@ beforeAll(() => {
 });
 afterAll(() => created.forEach(removeDir));
 
-async function missionRun(runtime: string, config: Record<string, unknown>, env: Record<string, string> = {}, json = true) {
+async function missionRun(
+  runtime: string,
+  config: Record<string, unknown>,
+  env: Record<string, string> = {},
+  json = true,
+) {
   const operationId = `op-prog-${process.pid}-${++counter}`;
   const dir = tempDir('uh-prog-mission-');
   const stateDir = tempDir('uh-prog-state-');
@@ -129,7 +134,11 @@ describe('isolation: programs as users install them (uh mission run under bwrap)
 
   it('a program right in $HOME is exposed alone: ~/.ssh/id_rsa stays hidden (the home is not bound for it)', async () => {
     const agent = join(home, 'home-agent');
-    write(agent, '#!/bin/sh\nif cat "$T_SECRET" >/dev/null 2>&1; then echo visible > secret.txt; else echo hidden > secret.txt; fi\nls "$(dirname "$T_SECRET")" > ssh-dir.txt 2>&1 || true\n', 0o755);
+    write(
+      agent,
+      '#!/bin/sh\nif cat "$T_SECRET" >/dev/null 2>&1; then echo visible > secret.txt; else echo hidden > secret.txt; fi\nls "$(dirname "$T_SECRET")" > ssh-dir.txt 2>&1 || true\n',
+      0o755,
+    );
     const r = await missionRun('command', command([agent]));
     expect(r.code, `${r.stderr}\n${r.receipt.outcome.message}`).toBe(0);
     expect(r.receipt.isolation.kind).toBe('bwrap');
@@ -175,7 +184,11 @@ describe('isolation: programs as users install them (uh mission run under bwrap)
     const dir = tempDir('uh-prog-fleet-');
     created.push(dir);
     const agent = join(dir, 'fleet-agent');
-    write(agent, '#!/bin/sh\nif cat "$T_SECRET" >/dev/null 2>&1; then echo visible > fleet.txt; else echo hidden > fleet.txt; fi\n', 0o755);
+    write(
+      agent,
+      '#!/bin/sh\nif cat "$T_SECRET" >/dev/null 2>&1; then echo visible > fleet.txt; else echo hidden > fleet.txt; fi\n',
+      0o755,
+    );
     const r = await missionRun('command', command([agent]), { UH_ISOLATION_READABLE: `${dir}:${join(home, '.ssh')}` });
     expect(r.code, `${r.stderr}\n${r.receipt.outcome.message}`).toBe(0);
     expect(r.receipt.isolation.kind).toBe('bwrap');
@@ -185,7 +198,8 @@ describe('isolation: programs as users install them (uh mission run under bwrap)
 
 describe('isolation: the why line carries the reason', () => {
   it("a failing agent's last stderr lines are in the why line and the receipt's outcome message, secrets scrubbed", async () => {
-    const script = 'echo "starting" >&2; echo "fatal: cannot reach the model (key sk-abcdefghijkl12345678)" >&2; exit 1';
+    const script =
+      'echo "starting" >&2; echo "fatal: cannot reach the model (key sk-abcdefghijkl12345678)" >&2; exit 1';
     const r = await missionRun('command', command(['sh', '-c', script]), {}, false);
     expect(r.receipt.isolation.kind).toBe('bwrap');
     expect(r.receipt.status).toBe('failed');
@@ -212,7 +226,11 @@ describe('isolation: writable agent state (acp)', () => {
     writeFileSync(join(agentHome, 'seed.txt'), 'seeded from the configured home\n');
     write(join(agentHome, '.ssh', 'id_ed25519'), 'NOT-FOR-AGENTS\n', 0o600);
     const before = [treeFingerprint(agentHome), treeFingerprint(dataHome)];
-    const config = { command: [FAKE_ACP_AGENT, 'state'], env: { HOME: agentHome, XDG_DATA_HOME: dataHome }, kill_grace_ms: 500 };
+    const config = {
+      command: [FAKE_ACP_AGENT, 'state'],
+      env: { HOME: agentHome, XDG_DATA_HOME: dataHome },
+      kill_grace_ms: 500,
+    };
     const r = await missionRun('acp', config);
     expect(r.code, `${r.stderr}\n${r.receipt.outcome.message}`).toBe(0);
     expect(r.receipt.isolation.kind).toBe('bwrap');

@@ -18,7 +18,10 @@ function isFile(p: string): boolean {
   }
 }
 
-export function agentStateEnv(env: Readonly<Record<string, string>>): { state: Record<string, string>; readable: string[] } {
+export function agentStateEnv(env: Readonly<Record<string, string>>): {
+  state: Record<string, string>;
+  readable: string[];
+} {
   const state: Record<string, string> = {};
   const readable: string[] = [];
   for (const [name, value] of Object.entries(env)) {

@@ -56,7 +56,11 @@ function seedCopy(seed: string, dest: string, never: readonly string[], cap: num
 }
 
 /** Make the state dirs of one operation (`state`: env name → configured directory, absolute). */
-export function prepareAgentState(operationDir: string, state: Readonly<Record<string, string>>, ownDirs: readonly string[]): AgentState {
+export function prepareAgentState(
+  operationDir: string,
+  state: Readonly<Record<string, string>>,
+  ownDirs: readonly string[],
+): AgentState {
   const root = join(operationDir, 'agent-state');
   const env: Record<string, string> = {};
   const notes: string[] = [];
@@ -66,7 +70,8 @@ export function prepareAgentState(operationDir: string, state: Readonly<Record<s
     env[name] = dest;
     // uh's own dirs are never copied in, nor a home's secrets (~/.ssh …), whichever home this is.
     const inside = ownDirs.filter((d) => d.startsWith(`${seed}/`)).map((d) => relative(seed, d));
-    if (ownDirs.some((d) => seed === d || seed.startsWith(`${d}/`))) notes.push(`${name}: ${seed} is uh's own directory, not seeded`);
+    if (ownDirs.some((d) => seed === d || seed.startsWith(`${d}/`)))
+      notes.push(`${name}: ${seed} is uh's own directory, not seeded`);
     else if (isDir(seed)) {
       const note = seedCopy(seed, dest, [...HOME_SECRETS, ...inside], SEED_CAP_BYTES);
       if (note) notes.push(`${name}: ${note}`);
@@ -81,7 +86,11 @@ export function prepareAgentState(operationDir: string, state: Readonly<Record<s
 }
 
 /** A spawn whose children see each state variable pointing at the operation's copy (where it named the configured one). */
-export function agentStateSpawn(spawn: SpawnGroup, state: Readonly<Record<string, string>>, copies: Readonly<Record<string, string>>): SpawnGroup {
+export function agentStateSpawn(
+  spawn: SpawnGroup,
+  state: Readonly<Record<string, string>>,
+  copies: Readonly<Record<string, string>>,
+): SpawnGroup {
   return (options) => {
     const env = { ...options.env };
     for (const [name, seed] of Object.entries(state)) {

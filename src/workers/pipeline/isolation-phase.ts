@@ -7,7 +7,13 @@
  */
 import type { SpawnGroup } from '../../shared/process/spawn-group.js';
 import { DEFAULT_TMPFS_BYTES } from '../../shared/process/bwrap-argv.js';
-import { isolatedSpawn, isolationPlan, isolationView, localRepositoryPath, type IsolationScope } from '../sandbox/isolation.js';
+import {
+  isolatedSpawn,
+  isolationPlan,
+  isolationView,
+  localRepositoryPath,
+  type IsolationScope,
+} from '../sandbox/isolation.js';
 import type { ProgramRefusal } from '../sandbox/program-paths.js';
 import type { Sandbox } from '../sandbox/worktree.js';
 import type { OperationRun } from './operation-run.js';
@@ -41,5 +47,9 @@ export function phaseSpawn(run: OperationRun, sandbox: Sandbox, extra: { writabl
   const onRefuse = (r: ProgramRefusal) => {
     refused ??= r;
   };
-  return { spawn: isolatedSpawn(run.spawn, plan, { view: isolationView(scope, plan), onRefuse }), isolated: true, refusal: () => refused };
+  return {
+    spawn: isolatedSpawn(run.spawn, plan, { view: isolationView(scope, plan), onRefuse }),
+    isolated: true,
+    refusal: () => refused,
+  };
 }

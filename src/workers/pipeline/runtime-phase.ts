@@ -129,7 +129,8 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
       workDir: sandbox.path,
       mission: { missionId: mission.mission_id, operationId: mission.operation_id },
     });
-    const session = runtime.adapter.launch(plan, runtimeContext(run, sandbox, signal, { ...phase, spawn: recordingStderr(phase.spawn, stderrFiles) }));
+    const recording = { ...phase, spawn: recordingStderr(phase.spawn, stderrFiles) };
+    const session = runtime.adapter.launch(plan, runtimeContext(run, sandbox, signal, recording));
     for await (const event of guardTerminal(session.events)) {
       foldOne(folded, event, toolIds);
       run.events.append(event.type, event.data as Record<string, unknown>);
@@ -139,8 +140,10 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
     state?.dispose();
   }
   const refusal = phase.refusal();
-  if (refusal) folded.outcome = { status: 'blocked', raw: 'isolation:hidden_path', message: refusal.message, hint: refusal.hint, timed_out: false };
-  else folded.outcome = withStderrTail(folded.outcome, stderrTailLines(stderrFiles.at(-1) ?? '', run.secrets));
+  if (refusal) {
+    const { message, hint } = refusal;
+    folded.outcome = { status: 'blocked', raw: 'isolation:hidden_path', message, hint, timed_out: false };
+  } else folded.outcome = withStderrTail(folded.outcome, stderrTailLines(stderrFiles.at(-1) ?? '', run.secrets));
   if (phase.isolated && folded.outcome.status !== 'completed' && folded.outcome.status !== 'cancelled') blockedByBwrap(run, folded);
   return folded;
 }
@@ -153,9 +156,12 @@ function runtimeSpawn(run: OperationRun, sandbox: Sandbox): { phase: PhaseSpawn;
   const { runtime } = run.prepared;
   const declared = runtime.adapter.isolation?.(runtime.config, { env: run.env, logDir: run.dir }) ?? { writable: [] };
   const seeds = run.isolation.use ? (declared.state ?? {}) : {};
-  const state = Object.keys(seeds).length > 0 ? prepareAgentState(run.dir, seeds, [run.options.cacheDir, run.options.stateDir]) : null;
-  for (const note of state?.notes ?? []) run.logger.warn({ operation_id: run.prepared.mission.operation_id }, `agent state: ${note}`);
-  const phase = phaseSpawn(run, sandbox, { writable: [...declared.writable, ...(state?.writable ?? [])], readable: declared.readable ?? [] });
+  const own = [run.options.cacheDir, run.options.stateDir];
+  const state = Object.keys(seeds).length > 0 ? prepareAgentState(run.dir, seeds, own) : null;
+  const operation_id = run.prepared.mission.operation_id;
+  for (const note of state?.notes ?? []) run.logger.warn({ operation_id }, `agent state: ${note}`);
+  const writable = [...declared.writable, ...(state?.writable ?? [])];
+  const phase = phaseSpawn(run, sandbox, { writable, readable: declared.readable ?? [] });
   return { phase: state ? { ...phase, spawn: agentStateSpawn(phase.spawn, seeds, state.env) } : phase, state };
 }
 

@@ -40,7 +40,8 @@ export function stderrTailLines(file: string, secrets: readonly string[]): strin
 }
 
 /** Key-shaped strings scrubbed even when the run does not know the secret itself. */
-const KEY_SHAPES = /\b(sk-[A-Za-z0-9_-]{8,}|AIza[0-9A-Za-z_-]{20,}|gh[pousr]_[A-Za-z0-9]{20,})|(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}/g;
+const KEY_SHAPES =
+  /\b(sk-[A-Za-z0-9_-]{8,}|AIza[0-9A-Za-z_-]{20,}|gh[pousr]_[A-Za-z0-9]{20,})|(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}/g;
 
 const EXECVP = /^bwrap: execvp (.+): No such file or directory$/;
 

@@ -13,7 +13,14 @@ import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bwrapArgv, type BwrapPlan } from '../../shared/process/bwrap-argv.js';
 import { probeBwrap, whichOnPath, type BwrapProbe } from '../../shared/process/bwrap-probe.js';
-import { exposeArgv, exposePathEntries, sandboxView, secretLocations, type ProgramRefusal, type SandboxView } from './program-paths.js';
+import {
+  exposeArgv,
+  exposePathEntries,
+  sandboxView,
+  secretLocations,
+  type ProgramRefusal,
+  type SandboxView,
+} from './program-paths.js';
 import { refusedSpawn } from './refused-spawn.js';
 
 export { probeBwrap, whichOnPath, type BwrapProbe };
@@ -71,7 +78,7 @@ export interface IsolationScope {
   /** PATH of the child: its directories under a masked path stay readable, and what their entries need. */
   path: string | undefined;
   network: boolean;
-  /** `UH_ISOLATION_READABLE`: read-only for every process, except where that would re-expose a secret location. */
+  /** `UH_ISOLATION_READABLE`: read-only for every process, unless that would re-expose a secret location. */
   operatorReadable?: readonly string[];
   /** uh's own files outside the cache and state dirs that are never exposed (its receipt key file). */
   ownSecrets?: readonly string[];
@@ -170,7 +177,7 @@ export function isolationPlan(scope: IsolationScope): Omit<BwrapPlan, 'env' | 'c
   };
 }
 
-/** The cache dir, the state dir, the user's checkout and the real home (and their real paths), where they exist. */
+/** The cache dir, the state dir, the user's checkout and the real home (and their real paths), if they exist. */
 function masksOf(scope: IsolationScope): string[] {
   return [scope.cacheDir, scope.stateDir, scope.repositoryPath, scope.home]
     .filter((p): p is string => typeof p === 'string' && p !== '/' && isDir(p))
@@ -198,17 +205,24 @@ function programBinds(scope: IsolationScope, pathDirs: readonly string[], bound:
  * the program and its path arguments are made visible (program-paths.ts), or, where they cannot
  * be, the child is never started: `onRefuse` hears why and the spawn fails (`EUHHIDDEN`).
  */
-export function isolatedSpawn(spawn: SpawnGroup, plan: Omit<BwrapPlan, 'env' | 'cwd'>, programs?: { view: SandboxView; onRefuse: (refusal: ProgramRefusal) => void }): SpawnGroup {
+export function isolatedSpawn(
+  spawn: SpawnGroup,
+  plan: Omit<BwrapPlan, 'env' | 'cwd'>,
+  programs?: { view: SandboxView; onRefuse: (refusal: ProgramRefusal) => void },
+): SpawnGroup {
   return (options) => {
     const program = options.argv[0];
     const found = program !== undefined && (program.includes('/') ? existsSync(resolve(options.cwd, program)) : whichOnPath(program, options.env.PATH) !== null);
     if (!found) return spawn(options);
-    const exposed = programs ? exposeArgv(options.argv, options.cwd, options.env.PATH, programs.view) : { readable: [], refusal: null };
+    const exposed = programs
+      ? exposeArgv(options.argv, options.cwd, options.env.PATH, programs.view)
+      : { readable: [], refusal: null };
     if (exposed.refusal) {
       programs?.onRefuse(exposed.refusal);
       return refusedSpawn(options, exposed.refusal);
     }
-    const argv = bwrapArgv({ ...plan, readable: [...plan.readable, ...exposed.readable], env: options.env, cwd: options.cwd }, options.argv);
+    const readable = [...plan.readable, ...exposed.readable];
+    const argv = bwrapArgv({ ...plan, readable, env: options.env, cwd: options.cwd }, options.argv);
     return spawn({ ...options, argv, env: { PATH: options.env.PATH ?? '/usr/bin:/bin' } });
   };
 }

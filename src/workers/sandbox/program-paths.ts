@@ -54,13 +54,18 @@ export interface ProgramExposure {
   refusal: ProgramRefusal | null;
 }
 
-const within = (path: string, dir: string): boolean => path === dir || path.startsWith(dir.endsWith(sep) ? dir : `${dir}${sep}`);
+const within = (path: string, dir: string): boolean =>
+  path === dir || path.startsWith(dir.endsWith(sep) ? dir : `${dir}${sep}`);
 
 /**
  * A view of the sandbox from its masks, its binds and its secret locations. A bind never holds a
  * mask's root either (the home, the user's checkout): only what is inside one is re-exposed.
  */
-export function sandboxView(masked: readonly string[], bound: readonly string[], secrets: readonly string[]): SandboxView {
+export function sandboxView(
+  masked: readonly string[],
+  bound: readonly string[],
+  secrets: readonly string[],
+): SandboxView {
   const covers = [...masked, '/tmp'];
   return {
     hidden: (p) => covers.some((m) => within(p, m)) && !bound.some((b) => within(p, b)),
@@ -148,7 +153,9 @@ export function shebangProgram(file: string): string | null {
 }
 
 function refusalFor(path: string, role: string, view: SandboxView): ProgramRefusal {
-  const where = within(path, '/tmp') ? 'under /tmp, which is private inside the sandbox' : 'in a location uh never exposes to a sandbox';
+  const where = within(path, '/tmp')
+    ? 'under /tmp, which is private inside the sandbox'
+    : 'in a location uh never exposes to a sandbox';
   return {
     path,
     message: `the ${role} ${path} is ${where}`,
@@ -162,7 +169,13 @@ function refusalFor(path: string, role: string, view: SandboxView): ProgramRefus
  * The binds that make `path` (a program or a path argument, found on the host) visible, following
  * its symlinks and its shebang; `refusal` when a hidden part of it cannot be exposed.
  */
-export function exposePath(path: string, role: string, pathVar: string | undefined, view: SandboxView, depth = 0): ProgramExposure {
+export function exposePath(
+  path: string,
+  role: string,
+  pathVar: string | undefined,
+  view: SandboxView,
+  depth = 0,
+): ProgramExposure {
   const readable: string[] = [];
   const chain = symlinkChain(path);
   for (const [i, hop] of chain.entries()) {
@@ -176,7 +189,8 @@ export function exposePath(path: string, role: string, pathVar: string | undefin
   }
   const last = chain.at(-1) ?? path;
   const interpreter = depth < 3 && isFile(last) ? shebangProgram(last) : null;
-  const found = interpreter === null ? null : interpreter.includes('/') ? interpreter : whichOnPath(interpreter, pathVar);
+  const found =
+    interpreter === null ? null : interpreter.includes('/') ? interpreter : whichOnPath(interpreter, pathVar);
   if (found) {
     const inner = exposePath(found, 'interpreter', pathVar, view, depth + 1);
     return { readable: [...readable, ...inner.readable], refusal: inner.refusal };
@@ -188,12 +202,19 @@ export function exposePath(path: string, role: string, pathVar: string | undefin
  * What one spawn needs: its program (on `pathVar`, or by path from `cwd`) and each argument that
  * is an absolute path on the host. A program that is not found returns nothing (the spawn reports ENOENT).
  */
-export function exposeArgv(argv: readonly string[], cwd: string, pathVar: string | undefined, view: SandboxView): ProgramExposure {
+export function exposeArgv(
+  argv: readonly string[],
+  cwd: string,
+  pathVar: string | undefined,
+  view: SandboxView,
+): ProgramExposure {
   const [program, ...args] = argv;
   const readable: string[] = [];
-  const found = program === undefined ? null : program.includes('/') ? resolve(cwd, program) : whichOnPath(program, pathVar);
+  const found =
+    program === undefined ? null : program.includes('/') ? resolve(cwd, program) : whichOnPath(program, pathVar);
   const targets: Array<[string, string]> = found && exists(found) ? [[found, 'program']] : [];
-  for (const arg of args) if (isAbsolute(arg) && !arg.includes('\n') && exists(arg)) targets.push([arg, 'path argument']);
+  for (const arg of args)
+    if (isAbsolute(arg) && !arg.includes('\n') && exists(arg)) targets.push([arg, 'path argument']);
   for (const [path, role] of targets) {
     const exposed = exposePath(path, role, pathVar, view);
     readable.push(...exposed.readable);

@@ -33,7 +33,14 @@ export function refusedSpawn(options: SpawnGroupOptions, refusal: ProgramRefusal
     stdin,
     stdout: options.stdout === 'pipe' ? ended() : null,
     stderr: options.stderr === 'pipe' ? ended() : null,
-    result: Promise.resolve({ exitCode: null, signal: null, timedOut: false, aborted: false, durationMs: 0, spawnError: { code: REFUSED_SPAWN_CODE, message } }),
+    result: Promise.resolve({
+      exitCode: null,
+      signal: null,
+      timedOut: false,
+      aborted: false,
+      durationMs: 0,
+      spawnError: { code: REFUSED_SPAWN_CODE, message },
+    }),
     terminate: () => undefined,
   };
 }

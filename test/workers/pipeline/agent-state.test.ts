@@ -32,9 +32,13 @@ describe('agent state', () => {
     expect(existsSync(join(seed, '.ssh', 'id_rsa'))).toBe(true);
   });
 
-  it("children see the copy where their env named the configured dir, and nothing else changes", () => {
+  it('children see the copy where their env named the configured dir, and nothing else changes', () => {
     const seen: SpawnGroupOptions[] = [];
-    const spawn = agentStateSpawn((o) => (seen.push(o), null as never), { HOME: '/cfg/home' }, { HOME: '/op/agent-state/HOME' });
+    const spawn = agentStateSpawn(
+      (o) => (seen.push(o), null as never),
+      { HOME: '/cfg/home' },
+      { HOME: '/op/agent-state/HOME' },
+    );
     spawn({ argv: ['a'], cwd: '/', env: { HOME: '/cfg/home', PATH: '/bin' } });
     spawn({ argv: ['b'], cwd: '/', env: { HOME: '/elsewhere' } });
     spawn({ argv: ['c'], cwd: '/', env: { HOME: '/cfg/home/' } });
@@ -44,7 +48,17 @@ describe('agent state', () => {
   it('names state from the env: homes and dirs with absolute paths; an existing file is only read', () => {
     const file = join(root, 'opencode.json');
     writeFileSync(file, '{}');
-    const env = { HOME: '/var/lib/uh/gemini-home', XDG_DATA_HOME: '/var/lib/uh/opencode/', GEMINI_API_KEY: 'AIza-not-a-path', OPENCODE_CONFIG: file, OPENCODE_CONFIG_CONTENT: '{}', TMPDIR: '/x' };
-    expect(agentStateEnv(env)).toEqual({ state: { HOME: '/var/lib/uh/gemini-home', XDG_DATA_HOME: '/var/lib/uh/opencode' }, readable: [file] });
+    const env = {
+      HOME: '/var/lib/uh/gemini-home',
+      XDG_DATA_HOME: '/var/lib/uh/opencode/',
+      GEMINI_API_KEY: 'AIza-not-a-path',
+      OPENCODE_CONFIG: file,
+      OPENCODE_CONFIG_CONTENT: '{}',
+      TMPDIR: '/x',
+    };
+    expect(agentStateEnv(env)).toEqual({
+      state: { HOME: '/var/lib/uh/gemini-home', XDG_DATA_HOME: '/var/lib/uh/opencode' },
+      readable: [file],
+    });
   });
 });

@@ -9,7 +9,13 @@ import { removeDir, tempDir } from '../../support/temp.js';
 const dir = tempDir('uh-stderr-tail-');
 afterAll(() => removeDir(dir));
 
-const failed: Outcome = { status: 'failed', raw: 'exit:1', message: 'command exited 1', timed_out: false, exit_code: 1 };
+const failed: Outcome = {
+  status: 'failed',
+  raw: 'exit:1',
+  message: 'command exited 1',
+  timed_out: false,
+  exit_code: 1,
+};
 
 describe('stderr tail in the why line', () => {
   it('keeps the last three non-empty lines, each capped, secrets and key shapes scrubbed', () => {
@@ -25,9 +31,24 @@ describe('stderr tail in the why line', () => {
 
   it.each([
     ['appends fresh lines', failed, ['boom'], { message: 'command exited 1 (stderr: boom)' }],
-    ['skips lines the message already has', { ...failed, message: 'agent died: boom' }, ['boom'], { message: 'agent died: boom' }],
-    ['leaves a completed run alone', { ...failed, status: 'completed' as const }, ['noise'], { message: 'command exited 1' }],
-    ['reads bwrap execvp as a missing program', failed, ['bwrap: execvp agent: No such file or directory'], { status: 'blocked', raw: 'spawn:ENOENT', message: 'program not found inside the sandbox: agent' }],
+    [
+      'skips lines the message already has',
+      { ...failed, message: 'agent died: boom' },
+      ['boom'],
+      { message: 'agent died: boom' },
+    ],
+    [
+      'leaves a completed run alone',
+      { ...failed, status: 'completed' as const },
+      ['noise'],
+      { message: 'command exited 1' },
+    ],
+    [
+      'reads bwrap execvp as a missing program',
+      failed,
+      ['bwrap: execvp agent: No such file or directory'],
+      { status: 'blocked', raw: 'spawn:ENOENT', message: 'program not found inside the sandbox: agent' },
+    ],
   ])('%s', (_name, outcome, lines, expected) => {
     expect(withStderrTail(outcome as Outcome, lines)).toMatchObject(expected);
   });

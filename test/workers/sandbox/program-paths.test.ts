@@ -5,7 +5,13 @@
 import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { bindCandidates, exposeArgv, sandboxView, secretLocations, shebangProgram } from '../../../src/workers/sandbox/program-paths.js';
+import {
+  bindCandidates,
+  exposeArgv,
+  sandboxView,
+  secretLocations,
+  shebangProgram,
+} from '../../../src/workers/sandbox/program-paths.js';
 import { hostTempDir, removeDir } from '../../support/temp.js';
 
 const home = hostTempDir('uh-pp-home-');
@@ -53,6 +59,11 @@ describe('program paths', () => {
   });
 
   it('bind candidates go from the install prefix down to the file', () => {
-    expect(bindCandidates('/p/lib/node_modules/a/cli.js')).toEqual(['/p', '/p/lib/node_modules', '/p/lib/node_modules/a', '/p/lib/node_modules/a/cli.js']);
+    expect(bindCandidates('/p/lib/node_modules/a/cli.js')).toEqual([
+      '/p',
+      '/p/lib/node_modules',
+      '/p/lib/node_modules/a',
+      '/p/lib/node_modules/a/cli.js',
+    ]);
   });
 });
