@@ -120,6 +120,18 @@ describe('isolation: programs as users install them (uh mission run under bwrap)
     expect(r.patch).toContain('+secret: hidden');
   });
 
+  it('a tool the agent runs from a PATH directory under $HOME is visible too (each entry and what it links to)', async () => {
+    const opt = join(home, '.local', 'opt', 'rg-like');
+    write(join(opt, 'run.sh'), '#!/bin/sh\necho "tool output from ~/.local/opt"\n', 0o755);
+    link('../opt/rg-like/run.sh', join(home, '.local', 'bin', 'path-tool'));
+    const r = await missionRun('command', command(['sh', '-c', 'path-tool > tool.txt']), {
+      PATH: pathWith(join(home, '.local', 'bin')),
+    });
+    expect(r.code, `${r.stderr}\n${r.receipt.outcome.message}`).toBe(0);
+    expect(r.receipt.isolation.kind).toBe('bwrap');
+    expect(r.patch).toContain('+tool output from ~/.local/opt');
+  });
+
   it('runs a node_modules/.bin entry of a project elsewhere, named by its path', async () => {
     const modules = join(home, 'work', 'project', 'node_modules');
     write(join(modules, 'pkg3', 'bin', 'cli.js'), NODE_AGENT('../lib/greet.js'), 0o755);
