@@ -213,8 +213,9 @@ export function exposeArgv(
   const found =
     program === undefined ? null : program.includes('/') ? resolve(cwd, program) : whichOnPath(program, pathVar);
   const targets: Array<[string, string]> = found && exists(found) ? [[found, 'program']] : [];
-  for (const arg of args)
-    if (isAbsolute(arg) && !arg.includes('\n') && exists(arg)) targets.push([arg, 'path argument']);
+  // `/tmp` itself is there inside too (the private one): only what lies under it is missing.
+  const pathArg = (arg: string) => isAbsolute(arg) && !arg.includes('\n') && arg.replace(/\/+$/, '') !== '/tmp';
+  for (const arg of args) if (pathArg(arg) && exists(arg)) targets.push([arg, 'path argument']);
   for (const [path, role] of targets) {
     const exposed = exposePath(path, role, pathVar, view);
     readable.push(...exposed.readable);

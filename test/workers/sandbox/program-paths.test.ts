@@ -47,6 +47,10 @@ describe('program paths', () => {
     expect(out.refusal?.path).toBe(join(home, '.ssh/run'));
   });
 
+  it('/tmp itself as an argument is not refused (the sandbox has its own /tmp)', () => {
+    expect(exposeArgv(['ls', '/tmp'], '/', '/usr/bin:/bin', view()).refusal).toBeNull();
+  });
+
   it.each([
     ['#!/usr/bin/env node\n', 'node'],
     ['#!/usr/bin/env -S node --no-warnings\n', 'node'],
