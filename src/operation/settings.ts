@@ -28,6 +28,8 @@ export interface OperationSettings {
     readonly mode: IsolationMode;
     /** The size cap of an isolated phase's private /tmp and home (bytes). */
     readonly tmpfsBytes: number;
+    /** `UH_ISOLATION_READABLE`: paths every isolated process may read (never a secret location). */
+    readonly readable: readonly string[];
   };
   /** What a mission may ask of this host (`UH_ALLOW_MISSION_ISOLATION_OFF`, `UH_ENV_PASSTHROUGH_ALLOW`). */
   readonly policy: HostPolicy;
@@ -54,7 +56,7 @@ export function compileSettings(config: UhConfig, overrides: SettingsOverrides):
     stateDir: overrides.stateDir,
     cacheDir: core.cacheDir,
     sandbox: { keepHours: core.sandboxKeepHours, keepAll: core.keepSandbox || overrides.keepSandbox === true, pool: core.sandboxPool },
-    isolation: { mode: core.isolation, tmpfsBytes: core.isolationTmpfsBytes },
+    isolation: { mode: core.isolation, tmpfsBytes: core.isolationTmpfsBytes, readable: core.isolationReadable },
     policy: config.policy,
     receiptKey: config.receipts,
     prices: core.prices,

@@ -73,6 +73,11 @@ const VARIABLES = {
   UH_ALLOW_MISSION_ISOLATION_OFF: v(flagValue, "honour a mission's sandbox.isolation: off (never under require)"),
   UH_ENV_PASSTHROUGH_ALLOW: v(nameList, 'names a mission may pass through with sandbox.env_passthrough', []),
   UH_ISOLATION_TMPFS_BYTES: v(() => z.coerce.number().int().min(1024 * 1024, 'at least 1048576 (1 MiB)').max(Number.MAX_SAFE_INTEGER), 'size cap of an isolated private /tmp and home (bytes)', DEFAULT_TMPFS_BYTES),
+  UH_ISOLATION_READABLE: v(
+    () =>
+      z.string().refine((s) => s.split(':').every((p) => p === '' || p.startsWith('/')), 'colon-separated absolute paths'),
+    'paths every isolated process may read (colon-separated)',
+  ),
   // queue
   REDIS_URL: v(() => z.string().url(), '--redis'),
   UH_REDIS_CLUSTER: v(flagValue, 'Redis Cluster mode (REDIS_URL names a seed node)'),
@@ -159,6 +164,8 @@ export interface UhConfig {
     isolation: IsolationMode;
     /** The size cap of each isolated phase's private /tmp and home (tmpfs), in bytes. */
     isolationTmpfsBytes: number;
+    /** `UH_ISOLATION_READABLE`: read-only inside every sandbox (never a secret location); [] when unset. */
+    isolationReadable: string[];
   };
   /** What a mission may ask of this host: checked by producers and again by workers on every job. */
   policy: HostPolicy;
@@ -214,6 +221,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       prices: parsePrices(e.UH_PRICES, e.UH_PRICES_FILE),
       isolation: e.UH_ISOLATION,
       isolationTmpfsBytes: e.UH_ISOLATION_TMPFS_BYTES,
+      isolationReadable: (e.UH_ISOLATION_READABLE ?? '').split(':').filter((p) => p !== ''),
     },
     policy: {
       allowMissionIsolationOff: flag(e.UH_ALLOW_MISSION_ISOLATION_OFF) ?? false,

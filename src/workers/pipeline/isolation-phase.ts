@@ -2,22 +2,32 @@
  * The isolated spawn of one phase (runtime or checks): when the operation's isolation decision
  * is bwrap, every child runs under bubblewrap with a fresh private home and /tmp, tmpfs mounts
  * of its own namespace capped at `isolationTmpfsBytes` (they leave nothing on the host to
- * remove). Unisolated, `run.spawn` as is.
+ * remove), its program and what that needs visible read-only (program-paths.ts). Unisolated,
+ * `run.spawn` as is.
  */
 import type { SpawnGroup } from '../../shared/process/spawn-group.js';
-import { isolatedSpawn, isolationPlan, localRepositoryPath } from '../sandbox/isolation.js';
+import {
+  isolatedSpawn,
+  isolationPlan,
+  isolationView,
+  localRepositoryPath,
+  type IsolationScope,
+} from '../sandbox/isolation.js';
+import type { ProgramRefusal } from '../sandbox/program-paths.js';
 import type { Sandbox } from '../sandbox/worktree.js';
 import type { OperationRun } from './operation-run.js';
 
 export interface PhaseSpawn {
   spawn: SpawnGroup;
   isolated: boolean;
+  /** The first program (or path argument) the sandbox could not show, so its child was never started. */
+  refusal: () => ProgramRefusal | null;
 }
 
 export function phaseSpawn(run: OperationRun, sandbox: Sandbox, extra: { writable: string[]; readable?: string[] } = { writable: [] }): PhaseSpawn {
   const { use, status } = run.isolation;
-  if (!use) return { spawn: run.spawn, isolated: false };
-  const plan = isolationPlan({
+  if (!use) return { spawn: run.spawn, isolated: false, refusal: () => null };
+  const scope: IsolationScope = {
     bwrap: use.path,
     worktree: sandbox.path,
     cacheDir: run.settings.cacheDir,
@@ -28,6 +38,17 @@ export function phaseSpawn(run: OperationRun, sandbox: Sandbox, extra: { writabl
     extra: { writable: extra.writable, readable: extra.readable ?? [] },
     path: run.env.PATH,
     network: status.network === 'on',
-  });
-  return { spawn: isolatedSpawn(run.spawn, plan), isolated: true };
+    operatorReadable: run.settings.isolation.readable,
+    ownSecrets: [run.settings.receiptKey.keyFile],
+  };
+  const plan = isolationPlan(scope);
+  let refused: ProgramRefusal | null = null;
+  const onRefuse = (r: ProgramRefusal) => {
+    refused ??= r;
+  };
+  return {
+    spawn: isolatedSpawn(run.spawn, plan, { view: isolationView(scope, plan), onRefuse }),
+    isolated: true,
+    refusal: () => refused,
+  };
 }

@@ -19,6 +19,8 @@ import type { Sandbox } from '../sandbox/worktree.js';
 import { phaseSpawn, type PhaseSpawn } from './isolation-phase.js';
 import { bwrapProbeFile, cancelReason, setState, timed, type OperationRun } from './operation-run.js';
 import { reprobeBwrap } from '../../shared/process/bwrap-probe.js';
+import { agentStateSpawn, prepareAgentState, type AgentState } from './agent-state.js';
+import { stderrTailLines, withStderrTail } from './stderr-tail.js';
 
 export async function runtimePhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
   if (!cancelReason(run)) await run.options.hooks?.beforeRuntime?.();
@@ -118,8 +120,8 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
   const { signal, dispose } = missionSignal(run);
   const folded = initialFold();
   const toolIds = new Set<string>();
-  const isolation = runtime.adapter.isolation?.(runtime.config, { env: run.env, logDir: run.dir }) ?? { writable: [] };
-  const phase = phaseSpawn(run, sandbox, isolation);
+  const { phase, state } = runtimeSpawn(run, sandbox);
+  const stderrFiles: string[] = [];
   try {
     const plan = await runtime.adapter.prepare({
       config: runtime.config,
@@ -127,16 +129,48 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
       workDir: sandbox.path,
       mission: { missionId: mission.mission_id, operationId: mission.operation_id },
     });
-    const session = runtime.adapter.launch(plan, runtimeContext(run, sandbox, signal, phase));
+    const recording = { ...phase, spawn: recordingStderr(phase.spawn, stderrFiles) };
+    const session = runtime.adapter.launch(plan, runtimeContext(run, sandbox, signal, recording));
     for await (const event of guardTerminal(session.events)) {
       foldOne(folded, event, toolIds);
       run.events.append(event.type, event.data as Record<string, unknown>);
     }
   } finally {
     dispose();
+    state?.dispose();
   }
+  const refusal = phase.refusal();
+  if (refusal) {
+    const { message, hint } = refusal;
+    folded.outcome = { status: 'blocked', raw: 'isolation:hidden_path', message, hint, timed_out: false };
+  } else folded.outcome = withStderrTail(folded.outcome, stderrTailLines(stderrFiles.at(-1) ?? '', run.secrets));
   if (phase.isolated && folded.outcome.status !== 'completed' && folded.outcome.status !== 'cancelled') blockedByBwrap(run, folded);
   return folded;
+}
+
+/**
+ * The runtime's spawn: isolated with what the adapter declares, and under isolation the agent's
+ * configured state dirs replaced by the operation's own writable copies (agent-state.ts).
+ */
+function runtimeSpawn(run: OperationRun, sandbox: Sandbox): { phase: PhaseSpawn; state: AgentState | null } {
+  const { runtime } = run.prepared;
+  const declared = runtime.adapter.isolation?.(runtime.config, { env: run.env, logDir: run.dir }) ?? { writable: [] };
+  const seeds = run.isolation.use ? (declared.state ?? {}) : {};
+  const own = [run.settings.cacheDir, run.settings.stateDir];
+  const state = Object.keys(seeds).length > 0 ? prepareAgentState(run.dir, seeds, own) : null;
+  const operation_id = run.prepared.mission.operation_id;
+  for (const note of state?.notes ?? []) run.logger.warn({ operation_id }, `agent state: ${note}`);
+  const writable = [...declared.writable, ...(state?.writable ?? [])];
+  const phase = phaseSpawn(run, sandbox, { writable, readable: declared.readable ?? [] });
+  return { phase: state ? { ...phase, spawn: agentStateSpawn(phase.spawn, seeds, state.env) } : phase, state };
+}
+
+/** A spawn that remembers the stderr file of each child, for the why line. */
+function recordingStderr(spawn: SpawnGroup, files: string[]): SpawnGroup {
+  return (options) => {
+    if (options.stderr !== undefined && typeof options.stderr === 'object') files.push(options.stderr.file);
+    return spawn(options);
+  };
 }
 
 /**

@@ -14,6 +14,15 @@ import { fileURLToPath } from 'node:url';
 import { isolationRefusal } from '../../shared/host-policy.js';
 import { bwrapArgv, type BwrapPlan } from '../../shared/process/bwrap-argv.js';
 import { probeBwrap, whichOnPath, type BwrapProbe } from '../../shared/process/bwrap-probe.js';
+import {
+  exposeArgv,
+  exposePathEntries,
+  sandboxView,
+  secretLocations,
+  type ProgramRefusal,
+  type SandboxView,
+} from './program-paths.js';
+import { refusedSpawn } from './refused-spawn.js';
 
 export { probeBwrap, whichOnPath, type BwrapProbe };
 import type { SpawnGroup } from '../../shared/process/spawn-group.js';
@@ -76,9 +85,13 @@ export interface IsolationScope {
   tmpfsBytes: number | null;
   /** Declared by the runtime adapter. */
   extra: { writable: readonly string[]; readable: readonly string[] };
-  /** PATH of the child: its directories under a masked path stay readable. */
+  /** PATH of the child: its directories under a masked path stay readable, and what their entries need. */
   path: string | undefined;
   network: boolean;
+  /** `UH_ISOLATION_READABLE`: read-only for every process, unless that would re-expose a secret location. */
+  operatorReadable?: readonly string[];
+  /** uh's own files outside the cache and state dirs that are never exposed (its receipt key file). */
+  ownSecrets?: readonly string[];
 }
 
 /** A local repository URL as a path (absolute paths and file://), else null. */
@@ -153,37 +166,73 @@ const INSTALL_ROOT = installRoot();
 /** The bwrap plan of one phase (everything but env and cwd). */
 export function isolationPlan(scope: IsolationScope): Omit<BwrapPlan, 'env' | 'cwd'> {
   const home = scope.home && scope.home !== '/' ? scope.home : null;
-  const masked = [scope.cacheDir, scope.stateDir, scope.repositoryPath, scope.home]
-    .filter((p): p is string => typeof p === 'string' && p !== '/' && isDir(p))
-    .flatMap((p) => [...new Set([p, real(p)])]);
+  const masked = masksOf(scope);
   const underMask = (p: string) => masked.some((m) => p === m || p.startsWith(`${m}/`)) || p === '/tmp' || p.startsWith('/tmp/');
   const pathDirs = (scope.path ?? '').split(delimiter).filter((d) => d && isAbsolute(d) && underMask(d) && isDir(d));
   const git = gitPathsOf(scope.worktree);
   // uh's own installation (its runtimes' and fixtures' programs) stays readable when it lives under
   // /tmp, which the private tmp hides; never when that would re-expose a masked path inside it.
   const install = INSTALL_ROOT !== null && underMask(INSTALL_ROOT) && !masked.some((m) => m === INSTALL_ROOT || m.startsWith(`${INSTALL_ROOT}/`) || INSTALL_ROOT.startsWith(`${m}/`)) ? [INSTALL_ROOT] : [];
+  const readable = [...git.readable, ...scope.extra.readable, ...pathDirs, ...install].filter(isAbsolute);
+  const writable = [scope.worktree, real(scope.worktree), ...git.writable, ...scope.extra.writable].filter(isAbsolute);
   return {
     bwrap: scope.bwrap,
     // The private home is its own tmpfs at the home's path: masking that path first would only stack two.
     masked: masked.filter((p) => p !== home),
     home,
     tmpfsBytes: scope.tmpfsBytes,
-    readable: [...git.readable, ...scope.extra.readable, ...pathDirs, ...install].filter(isAbsolute),
-    writable: [scope.worktree, real(scope.worktree), ...git.writable, ...scope.extra.writable].filter(isAbsolute),
+    readable: [...readable, ...programBinds(scope, pathDirs, [...readable, ...writable])],
+    writable,
     network: scope.network,
   };
 }
 
+/** The cache dir, the state dir, the user's checkout and the real home (and their real paths), if they exist. */
+function masksOf(scope: IsolationScope): string[] {
+  return [scope.cacheDir, scope.stateDir, scope.repositoryPath, scope.home]
+    .filter((p): p is string => typeof p === 'string' && p !== '/' && isDir(p))
+    .flatMap((p) => [...new Set([p, real(p)])]);
+}
+
+/** How a phase's processes see the host: what is hidden, and what is never re-exposed (program-paths.ts). */
+export function isolationView(scope: IsolationScope, plan: Pick<BwrapPlan, 'readable' | 'writable'>): SandboxView {
+  const home = scope.home && scope.home !== '/' ? scope.home : null;
+  const secrets = secretLocations(home, [scope.cacheDir, scope.stateDir, ...(scope.ownSecrets ?? [])]);
+  return sandboxView(masksOf(scope), [...plan.readable, ...plan.writable], secrets);
+}
+
+/** The operator's readable paths and what the entries of the hidden PATH directories need. */
+function programBinds(scope: IsolationScope, pathDirs: readonly string[], bound: string[]): string[] {
+  const view = isolationView(scope, { readable: bound, writable: [] });
+  const operator = (scope.operatorReadable ?? []).filter((p) => isAbsolute(p) && !view.holdsSecret(p));
+  const withOperator = isolationView(scope, { readable: [...bound, ...operator], writable: [] });
+  return [...operator, ...exposePathEntries(pathDirs, scope.path, withOperator)];
+}
+
 /**
  * A spawn that runs each child under bwrap with `plan`. A program that cannot be found is passed
- * to `spawn` unwrapped, so the caller still sees the usual `spawnError` (ENOENT).
+ * to `spawn` unwrapped, so the caller still sees the usual `spawnError` (ENOENT). With `programs`,
+ * the program and its path arguments are made visible (program-paths.ts), or, where they cannot
+ * be, the child is never started: `onRefuse` hears why and the spawn fails (`EUHHIDDEN`).
  */
-export function isolatedSpawn(spawn: SpawnGroup, plan: Omit<BwrapPlan, 'env' | 'cwd'>): SpawnGroup {
+export function isolatedSpawn(
+  spawn: SpawnGroup,
+  plan: Omit<BwrapPlan, 'env' | 'cwd'>,
+  programs?: { view: SandboxView; onRefuse: (refusal: ProgramRefusal) => void },
+): SpawnGroup {
   return (options) => {
     const program = options.argv[0];
     const found = program !== undefined && (program.includes('/') ? existsSync(resolve(options.cwd, program)) : whichOnPath(program, options.env.PATH) !== null);
     if (!found) return spawn(options);
-    const argv = bwrapArgv({ ...plan, env: options.env, cwd: options.cwd }, options.argv);
+    const exposed = programs
+      ? exposeArgv(options.argv, options.cwd, options.env.PATH, programs.view)
+      : { readable: [], refusal: null };
+    if (exposed.refusal) {
+      programs?.onRefuse(exposed.refusal);
+      return refusedSpawn(options, exposed.refusal);
+    }
+    const readable = [...plan.readable, ...exposed.readable];
+    const argv = bwrapArgv({ ...plan, readable, env: options.env, cwd: options.cwd }, options.argv);
     return spawn({ ...options, argv, env: { PATH: options.env.PATH ?? '/usr/bin:/bin' } });
   };
 }

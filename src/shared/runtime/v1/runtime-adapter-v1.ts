@@ -85,9 +85,17 @@ export interface RuntimeAdapterV1<Config = unknown> {
    * `writable` its own state dirs (e.g. `CODEX_HOME`, pi's agent dir), `readable` files it only
    * reads (a binary or config under the masked home); a file in `logDir` the runtime's child
    * writes (the log dir itself stays hidden). `env` is the environment its children get.
-   * Absolute paths; missing ones are skipped.
+   * Absolute paths; missing ones are skipped. `state`: the agent's own state locations as its
+   * config names them (env name → configured directory, e.g. `HOME`, `XDG_DATA_HOME` set in the
+   * runtime's `env`): under isolation each becomes a directory of the operation's own, seeded with a
+   * copy of the configured one, writable, and the variable points there for the runtime's children;
+   * the configured directory is never written. Must list only names the adapter passes in its env.
    */
-  isolation?(config: Config, ctx: { env: Readonly<Record<string, string | undefined>>; logDir: string }): { writable: string[]; readable?: string[] };
+  isolation?(config: Config, ctx: { env: Readonly<Record<string, string | undefined>>; logDir: string }): {
+    writable: string[];
+    readable?: string[];
+    state?: Record<string, string>;
+  };
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a registry holds adapters of every config type

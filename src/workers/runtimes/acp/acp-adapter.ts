@@ -13,6 +13,7 @@ import { runAcp } from './acp-run.js';
 import { AcpSettingsSchema, type AcpCommonSettings, type AcpSettings } from './acp-settings.js';
 import type { AcpHints } from './classify-acp.js';
 import { providerEnv } from '../../../shared/runtime/provider-env.js';
+import { agentStateEnv } from '../../../shared/runtime/agent-state-env.js';
 
 export interface AcpAdapterSpec<Config extends AcpCommonSettings> {
   id: string;
@@ -38,6 +39,9 @@ export function createAcpAdapter<Config extends AcpCommonSettings>(spec: AcpAdap
     pool,
     secretsOf: (config) => secretEnvValues(config.env),
     envPassthrough: providerEnv('HERMES_HOME', 'QWEN_*', 'GEMINI_*', 'OPENCODE_*', 'XDG_CONFIG_HOME', 'XDG_DATA_HOME'),
+
+    // Under uh's isolation: the agent's configured HOME / XDG / *_HOME dirs become writable copies of the operation's own.
+    isolation: (config) => ({ writable: [], ...agentStateEnv(config.env) }),
 
     async check(config, ctx) {
       return checkAcpAgent(config, ctx, spec.hints(config));

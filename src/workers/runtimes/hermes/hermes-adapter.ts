@@ -20,6 +20,7 @@ import { detectHermesFeatures } from './hermes-features.js';
 import { classifyHermes, type HermesExitFacts } from './classify-hermes.js';
 import { checkHermes } from './check-hermes.js';
 import { providerEnv } from '../../../shared/runtime/provider-env.js';
+import { agentStateEnv } from '../../../shared/runtime/agent-state-env.js';
 
 type Facts = Omit<HermesExitFacts, 'abort'>;
 
@@ -98,6 +99,8 @@ export const hermesAdapter: RuntimeAdapterV1<HermesSettings> = {
   secretsOf: (config) => secretEnvValues(config.env),
   envPassthrough: providerEnv('HERMES_HOME'),
   check: (config, ctx) => checkHermes(config, ctx),
+  // Under uh's isolation: a HERMES_HOME (or HOME) set in env becomes the operation's own writable copy.
+  isolation: (config) => ({ writable: [], ...agentStateEnv(config.env) }),
 
   async prepare({ config, prompt }) {
     // The format is known only at launch (`auto` reads `hermes chat --help`); show the preferred one.

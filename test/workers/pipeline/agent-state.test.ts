@@ -1,0 +1,64 @@
+/** agent-state.ts: the operation's copy of a configured state dir, and the env that points at it. */
+import { mkdirSync, readFileSync, existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { SpawnGroupOptions } from '../../../src/shared/process/spawn-group.js';
+import { agentStateEnv } from '../../../src/shared/runtime/agent-state-env.js';
+import { agentStateSpawn, prepareAgentState } from '../../../src/workers/pipeline/agent-state.js';
+import { removeDir, tempDir } from '../../support/temp.js';
+
+const root = tempDir('uh-agent-state-');
+afterAll(() => removeDir(root));
+
+describe('agent state', () => {
+  it('copies the configured dir without its secret locations or uh dirs; removes the copy on dispose', () => {
+    const seed = join(root, 'home');
+    mkdirSync(join(seed, '.ssh'), { recursive: true });
+    mkdirSync(join(seed, '.config', 'tool'), { recursive: true });
+    writeFileSync(join(seed, '.ssh', 'id_rsa'), 'key');
+    writeFileSync(join(seed, '.config', 'tool', 'settings.json'), '{}');
+    const own = join(seed, '.cache', 'uh');
+    mkdirSync(own, { recursive: true });
+    writeFileSync(join(own, 'receipt.key'), 'k');
+    const op = join(root, 'op');
+    const state = prepareAgentState(op, { HOME: seed }, [own]);
+    const copy = state.env.HOME!;
+    expect(readFileSync(join(copy, '.config', 'tool', 'settings.json'), 'utf8')).toBe('{}');
+    expect(existsSync(join(copy, '.ssh'))).toBe(false);
+    expect(existsSync(join(copy, '.cache', 'uh'))).toBe(false);
+    expect(state.writable).toEqual([copy]);
+    state.dispose();
+    expect(existsSync(join(op, 'agent-state'))).toBe(false);
+    expect(existsSync(join(seed, '.ssh', 'id_rsa'))).toBe(true);
+  });
+
+  it('children see the copy where their env named the configured dir, and nothing else changes', () => {
+    const seen: SpawnGroupOptions[] = [];
+    const spawn = agentStateSpawn(
+      (o) => (seen.push(o), null as never),
+      { HOME: '/cfg/home' },
+      { HOME: '/op/agent-state/HOME' },
+    );
+    spawn({ argv: ['a'], cwd: '/', env: { HOME: '/cfg/home', PATH: '/bin' } });
+    spawn({ argv: ['b'], cwd: '/', env: { HOME: '/elsewhere' } });
+    spawn({ argv: ['c'], cwd: '/', env: { HOME: '/cfg/home/' } });
+    expect(seen.map((o) => o.env.HOME)).toEqual(['/op/agent-state/HOME', '/elsewhere', '/op/agent-state/HOME']);
+  });
+
+  it('names state from the env: homes and dirs with absolute paths; an existing file is only read', () => {
+    const file = join(root, 'opencode.json');
+    writeFileSync(file, '{}');
+    const env = {
+      HOME: '/var/lib/uh/gemini-home',
+      XDG_DATA_HOME: '/var/lib/uh/opencode/',
+      GEMINI_API_KEY: 'AIza-not-a-path',
+      OPENCODE_CONFIG: file,
+      OPENCODE_CONFIG_CONTENT: '{}',
+      TMPDIR: '/x',
+    };
+    expect(agentStateEnv(env)).toEqual({
+      state: { HOME: '/var/lib/uh/gemini-home', XDG_DATA_HOME: '/var/lib/uh/opencode' },
+      readable: [file],
+    });
+  });
+});
