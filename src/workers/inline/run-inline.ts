@@ -24,7 +24,7 @@ export interface InlineOptions {
   runtime?: string;
   signal?: AbortSignal;
   keepSandbox?: boolean;
-  /** Where the receipt signing key comes from (default: `<cacheDir>/receipt.key`). */
+  /** Where the receipt signing key comes from (default: Ed25519 `<cacheDir>/receipt-signing.pem`). */
   receiptKey?: ReceiptKeySource;
   prices?: PriceTable;
   sandboxKeepHours?: number;

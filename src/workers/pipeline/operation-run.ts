@@ -46,7 +46,7 @@ export interface ExecuteOptions {
   spawn?: SpawnGroup;
   fetch?: typeof globalThis.fetch;
   logger?: Logger;
-  /** Where the receipt signing key comes from (default: `<cacheDir>/receipt.key`, made on first use). */
+  /** Where the receipt signing key comes from (default: Ed25519 `<cacheDir>/receipt-signing.pem`, made on first use). */
   receiptKey?: ReceiptKeySource;
   /** The price table (`UH_PRICES`): token usage becomes `usage.cost_usd` in the receipt when both are known. */
   prices?: PriceTable;

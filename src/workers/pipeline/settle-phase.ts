@@ -8,9 +8,8 @@ import type { Outcome } from '../../shared/contracts/runtime-result.js';
 import type { Verdict } from '../../shared/contracts/status.js';
 import { buildReceipt } from '../../operation/build-receipt.js';
 import { writeReceiptOnce } from '../../operation/operation-files.js';
-import { join } from 'node:path';
 import { UhError } from '../../shared/errors.js';
-import { loadReceiptKey, signReceipt, type ReceiptKey } from '../../operation/receipt-signature.js';
+import { defaultReceiptKeySource, loadReceiptKey, signReceipt, type ReceiptKey } from '../../operation/receipt-signature.js';
 import { scrubOperationFiles } from '../results/scrub-files.js';
 import { decideVerdict } from '../results/verdict.js';
 import { retentionPhase } from './sandbox-phases.js';
@@ -24,9 +23,9 @@ function keepSandbox(run: OperationRun, outcome: Outcome, verdict: Verdict): boo
   return run.options.keepSandbox === true || !succeeded;
 }
 
-/** The key every receipt is signed with: the configured one, else `<cacheDir>/receipt.key` (made on first use). */
+/** The key every receipt is signed with: the configured one, else `<cacheDir>/receipt-signing.pem` (Ed25519, made on first use). */
 function receiptKeyOf(run: OperationRun): ReceiptKey {
-  const source = run.options.receiptKey ?? { key: undefined, keyFile: join(run.options.cacheDir, 'receipt.key') };
+  const source = run.options.receiptKey ?? defaultReceiptKeySource(run.options.cacheDir);
   const key = loadReceiptKey(source, true);
   if (!key) throw new UhError('internal', 'no receipt key');
   return key;

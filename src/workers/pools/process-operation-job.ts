@@ -30,7 +30,7 @@ import { claimOperationDir, operationDir, operationsRoot } from '../../operation
 import type { EventLog } from '../state/event-log.js';
 import { eventPublisher } from './event-publisher.js';
 import { settleFromRuntime } from './owner-watch.js';
-import { loadReceiptKey, signReceipt, type ReceiptKeySource } from '../../operation/receipt-signature.js';
+import { defaultReceiptKeySource, loadReceiptKey, signReceipt, type ReceiptKeySource } from '../../operation/receipt-signature.js';
 import { makeDir } from '../../shared/fs/make-dir.js';
 
 export interface PoolContext {
@@ -157,7 +157,7 @@ async function prepareOrSettle(run: JobRun, record: QueueRecord): Promise<Prepar
           timed_out: false,
           ...(UhError.isInstance(error) && error.hint ? { hint: error.hint } : {}),
         };
-    const key = loadReceiptKey(ctx.receiptKey ?? { key: undefined, keyFile: join(ctx.cacheDir, 'receipt.key') }, true);
+    const key = loadReceiptKey(ctx.receiptKey ?? defaultReceiptKeySource(ctx.cacheDir), true);
     const receipt = key ? signReceipt(synthesizeReceipt(record, outcome), key) : synthesizeReceipt(record, outcome);
     const finished = { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code } as const;
     await ctx.store.settle(id, {

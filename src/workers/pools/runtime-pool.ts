@@ -43,7 +43,7 @@ export interface PoolOptions {
   keepSandbox: boolean;
   /** The warm pool (`UH_SANDBOX_POOL_*`); unset = none. */
   sandboxPool?: PoolSettings;
-  /** Where the receipt signing key comes from (the fleet shares `UH_RECEIPT_KEY`). */
+  /** Where the receipt signing key comes from (the fleet shares one Ed25519 key: `UH_RECEIPT_SIGNING_KEY_FILE`). */
   receiptKey?: ReceiptKeySource;
   /** The price table: cost in receipts. */
   prices?: PriceTable;
