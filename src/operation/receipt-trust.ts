@@ -4,6 +4,7 @@
  * on a receipt. Only `valid` may be shown or acted on as the operation's outcome; every other state
  * carries the reason to print (and is exit 6 on the CLI).
  */
+import { EXIT } from '../shared/contracts/exit-codes.js';
 import type { Keyring, ReceiptKey } from './receipt-keys.js';
 import { verifyReceipt, type Verification } from './receipt-signature.js';
 
@@ -46,4 +47,9 @@ export function receiptTrustOfText(text: string, keys: Keyring | ReceiptKey | nu
     return { state: 'invalid', key_id: null, reason: 'invalid receipt: not JSON' };
   }
   return receiptTrust(raw, keys);
+}
+
+/** Exit 6 (EXIT.tampered) with the reason for anything but `valid`; null when the receipt may be believed. */
+export function untrustedExit(trust: ReceiptTrust): { exit_code: typeof EXIT.tampered; reason: string } | null {
+  return trust.state === 'valid' ? null : { exit_code: EXIT.tampered, reason: trust.reason };
 }
