@@ -23,9 +23,9 @@ export function trustOf(v: Verification): ReceiptTrust {
     case 'valid':
       return { state: 'valid', key_id: v.key_id, reason: `signed by key ${v.key_id}` };
     case 'invalid':
-      return { state: 'invalid', key_id: v.key_id || null, reason: `invalid signature: ${v.reason}` };
+      return { state: 'invalid', key_id: v.key_id || null, reason: v.reason };
     case 'unsigned':
-      return { state: 'unsigned', key_id: null, reason: 'unsigned receipt: nothing proves a worker wrote it' };
+      return { state: 'unsigned', key_id: null, reason: 'no signature: nothing proves a worker wrote it' };
     case 'unknown_key':
       return { state: 'unknown_key', key_id: v.key_id, reason: `signed by key ${v.key_id}, which is not in this keyring: add the fleet's public key (--public-key, UH_RECEIPT_PUBLIC_KEYS)` };
     case 'no_key':
@@ -44,7 +44,7 @@ export function receiptTrustOfText(text: string, keys: Keyring | ReceiptKey | nu
   try {
     raw = JSON.parse(text);
   } catch {
-    return { state: 'invalid', key_id: null, reason: 'invalid receipt: not JSON' };
+    return { state: 'invalid', key_id: null, reason: 'not JSON' };
   }
   return receiptTrust(raw, keys);
 }
