@@ -10,6 +10,7 @@
  * - Every consumer refuses a forged or unsigned receipt (a table): `receipt verify`, `mission
  *   status`, `collect`, `watch`, `submit --wait` (inline and queue mode) and the API's signature
  *   state; none prints "✔" or the forged verdict first.
+ * - Workers publish the id of the key they sign with; `uh doctor --redis` warns when they differ.
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -290,6 +291,28 @@ describe('queue mode: every consumer refuses a forged or unsigned receipt (table
     expect(only?.key_id).toBe(JSON.parse(receiptText).signature.key_id);
     expect(res.body).not.toContain('PRIVATE');
   });
+
+  it('workers publish their key id; uh doctor --redis warns when live workers sign with different keys', async () => {
+    const prefix = producer.UH_REDIS_PREFIX as string;
+    const fleetId = JSON.parse(receiptText).signature.key_id as string;
+    const [beatKey] = await redis.redis.keys(`{${prefix}}:worker:*`);
+    const beat = JSON.parse((await redis.redis.get(beatKey as string)) as string) as Record<string, unknown>;
+    expect(beat.receipt_key_id).toBe(fleetId);
+    type Doctor = { findings: Array<{ what: string; ok: boolean; detail: string }> };
+    const doctor = async () => (JSON.parse((await runCli(['doctor', '--redis', redis.url, '--json'], { cwd: repo, env: producer })).stdout) as Doctor).findings;
+    expect((await doctor()).find((f) => f.what === 'fleet receipt key')).toMatchObject({ ok: true, detail: expect.stringContaining(fleetId) });
+    // A second live worker that signs with its own key (its heartbeat, as that worker writes it).
+    const rogue = `{${prefix}}:worker:rogue-host-1`;
+    await redis.redis.set(rogue, JSON.stringify({ ...beat, id: 'rogue-host-1', receipt_key_id: '0123456789abcdef', at: new Date().toISOString() }), 'PX', 60_000);
+    try {
+      const findings = await doctor();
+      expect(findings.find((f) => f.what === 'fleet receipt key')).toMatchObject({ ok: false, detail: expect.stringMatching(/2 different keys.*rogue-host-1/) });
+      expect(findings.find((f) => f.what === 'fleet receipts here')).toMatchObject({ ok: false, detail: expect.stringContaining('0123456789abcdef') });
+      expect(findings.find((f) => f.what === 'receipt verification')).toMatchObject({ ok: true, detail: expect.stringContaining(fleetId) });
+    } finally {
+      await redis.redis.del(rogue);
+    }
+  }, 60_000);
 
   it.each(['valid', 'forged', 'unsigned', 'other_key'] as const)('%s receipt in Redis (the record forged to finished/verified/0)', async (kind) => {
     await redis.redis.hset(artifactsKey, 'receipt', variant(receiptText, kind, temp('uh-rq-other-')));

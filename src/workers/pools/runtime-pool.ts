@@ -25,7 +25,7 @@ import { connectRedis } from '../../shared/queue/redis-connection.js';
 import { queueName } from '../../shared/queue/topology.js';
 import { RETRY_POLICY, withMaxAttempts } from '../results/retry-policy.js';
 import { processOperationJob, type JobSummary, type PoolContext } from './process-operation-job.js';
-import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
+import { defaultReceiptKeySource, loadReceiptKey, type ReceiptKeySource } from '../../operation/receipt-signature.js';
 import { startOwnerWatch } from './owner-watch.js';
 import { startDiskGuard } from './disk-guard.js';
 
@@ -161,8 +161,11 @@ async function subscribeCancels(pool: Pool): Promise<Redis> {
 async function startHeartbeat(pool: Pool): Promise<NodeJS.Timeout> {
   const { store, worker, active } = pool.ctx;
   const { config, runtimes } = pool.options;
+  // Which key this worker signs receipts with (never the key): uh doctor --redis compares them across the fleet.
+  // Loaded (made, for the default) at start, so a worker with a broken key fails before it takes a job.
+  const receipt_key_id = loadReceiptKey(pool.options.receiptKey ?? defaultReceiptKeySource(pool.options.cacheDir), true)?.id ?? null;
   const beat = () =>
-    pool.redis.set(store.keys.worker(worker.id), JSON.stringify({ ...worker, runtimes, concurrency: pool.options.concurrency, active: [...active.keys()], at: new Date().toISOString() }), 'PX', config.heartbeatMs * 3).catch(() => undefined);
+    pool.redis.set(store.keys.worker(worker.id), JSON.stringify({ ...worker, runtimes, concurrency: pool.options.concurrency, active: [...active.keys()], receipt_key_id, at: new Date().toISOString() }), 'PX', config.heartbeatMs * 3).catch(() => undefined);
   await beat();
   return setInterval(beat, config.heartbeatMs);
 }
