@@ -10,7 +10,8 @@
  *
  * Key id: the first 16 hex digits of sha256 of the SPKI DER (Ed25519) or of the secret (HMAC).
  */
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { chmodSync, existsSync, linkSync, readdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { UhError } from '../shared/errors.js';
@@ -100,7 +101,8 @@ export function ed25519KeyFrom(pem: string, where: string): Ed25519ReceiptKey {
     throw badKey(where, 'is not a PEM private key', 'make a key pair: uh receipt key --generate <dir>');
   }
   if (privateKey.asymmetricKeyType !== 'ed25519') {
-    throw badKey(where, `is a ${privateKey.asymmetricKeyType ?? 'unknown'} key, not Ed25519`, 'make one: uh receipt key --generate <dir>');
+    const type = privateKey.asymmetricKeyType ?? 'unknown';
+    throw badKey(where, `is a ${type} key, not Ed25519`, 'make one: uh receipt key --generate <dir>');
   }
   const publicKey = createPublicKey(privateKey);
   return { alg: 'ed25519', id: publicKeyId(publicKey), privateKey, publicKey };
@@ -125,7 +127,9 @@ export function generateKeyPair(dir: string): { key: Ed25519ReceiptKey; privateF
   const privateFile = join(dir, SIGNING_KEY_NAME);
   const publicFile = join(dir, PUBLIC_KEY_NAME);
   for (const file of [privateFile, publicFile]) {
-    if (existsSync(file)) throw new UhError('invalid_input', `${file} exists: uh never replaces a key`, { hint: 'pick an empty dir, or remove the old pair first' });
+    if (existsSync(file)) {
+      throw new UhError('invalid_input', `${file} exists: uh never replaces a key`, { hint: 'pick an empty dir, or remove the old pair first' });
+    }
   }
   makeDir(dir, 0o700);
   const { privateKey } = generateKeyPairSync('ed25519');
@@ -138,11 +142,12 @@ export function generateKeyPair(dir: string): { key: Ed25519ReceiptKey; privateF
 /** The Ed25519 key a source names; null when none is there (and `create` is false or not allowed). */
 function loadEd25519(source: ReceiptKeySource, create: boolean): Ed25519ReceiptKey | null {
   if (source.signingKey !== undefined) return ed25519KeyFrom(source.signingKey, 'UH_RECEIPT_SIGNING_KEY');
-  const file = source.signingKeyFile as string;
+  const file = source.signingKeyFile ?? join(dirname(source.keyFile), SIGNING_KEY_NAME);
   if (!existsSync(file)) {
     if (!create) return null;
     if (!source.createSigningKey) {
-      throw badKey(`file ${file} (UH_RECEIPT_SIGNING_KEY_FILE)`, 'no such file', 'mount the fleet key there, or make a pair: uh receipt key --generate <dir>');
+      const hint = 'mount the fleet key there, or make a pair: uh receipt key --generate <dir>';
+      throw badKey(`file ${file} (UH_RECEIPT_SIGNING_KEY_FILE)`, 'no such file', hint);
     }
     makeDir(dirname(file), 0o700);
     const { privateKey } = generateKeyPairSync('ed25519');
@@ -164,7 +169,8 @@ function loadHmac(source: ReceiptKeySource, create: boolean): HmacReceiptKey | n
   }
   const text = readFileSync(source.keyFile, 'utf8').trim();
   if (text.length < 32) {
-    throw badKey(`file ${source.keyFile}`, 'holds fewer than 32 characters', 'remove it to have a new key made, or set UH_RECEIPT_KEY (at least 32 characters)');
+    const hint = 'remove it to have a new key made, or set UH_RECEIPT_KEY (at least 32 characters)';
+    throw badKey(`file ${source.keyFile}`, 'holds fewer than 32 characters', hint);
   }
   return keyFrom(Buffer.from(text, 'utf8'));
 }
@@ -183,10 +189,11 @@ function pemBlocks(text: string): string[] {
 
 function publicKeysOfFile(file: string, where: string, into: Map<string, KeyObject>): void {
   const blocks = pemBlocks(readFileSync(file, 'utf8'));
-  if (blocks.length === 0) throw badKey(`${where} ${file}`, 'holds no PEM public key (-----BEGIN PUBLIC KEY-----)', 'export one: uh receipt key --public > k.pub');
+  const hint = 'export one: uh receipt key --public > k.pub';
+  if (blocks.length === 0) throw badKey(`${where} ${file}`, 'holds no PEM public key (-----BEGIN PUBLIC KEY-----)', hint);
   for (const pem of blocks) {
     const key = createPublicKey({ key: pem, format: 'pem' });
-    if (key.asymmetricKeyType !== 'ed25519') throw badKey(`${where} ${file}`, `holds a ${key.asymmetricKeyType ?? 'unknown'} key, not Ed25519`, 'export one: uh receipt key --public > k.pub');
+    if (key.asymmetricKeyType !== 'ed25519') throw badKey(`${where} ${file}`, `holds a ${key.asymmetricKeyType ?? 'unknown'} key, not Ed25519`, hint);
     into.set(publicKeyId(key), key);
   }
 }
@@ -195,12 +202,15 @@ function publicKeysOfFile(file: string, where: string, into: Map<string, KeyObje
 export function readPublicKeys(paths: string[], where = 'UH_RECEIPT_PUBLIC_KEYS'): Map<string, KeyObject> {
   const keys = new Map<string, KeyObject>();
   for (const path of paths) {
-    if (!existsSync(path)) throw badKey(`${where} ${path}`, 'no such file or directory', 'name PEM public key files, or a directory of *.pub files');
+    if (!existsSync(path)) {
+      throw badKey(`${where} ${path}`, 'no such file or directory', 'name PEM public key files, or a directory of *.pub files');
+    }
     if (!statSync(path).isDirectory()) {
       publicKeysOfFile(path, where, keys);
       continue;
     }
-    for (const name of readdirSync(path).filter((n) => n.endsWith('.pub')).sort()) publicKeysOfFile(join(path, name), where, keys);
+    const names = readdirSync(path).filter((n) => n.endsWith('.pub')).sort();
+    for (const name of names) publicKeysOfFile(join(path, name), where, keys);
   }
   return keys;
 }

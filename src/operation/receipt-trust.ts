@@ -18,6 +18,8 @@ export interface ReceiptTrust {
   reason: string;
 }
 
+const ADD_KEY = "add the fleet's public key (--public-key, UH_RECEIPT_PUBLIC_KEYS)";
+
 export function trustOf(v: Verification): ReceiptTrust {
   switch (v.state) {
     case 'valid':
@@ -27,9 +29,9 @@ export function trustOf(v: Verification): ReceiptTrust {
     case 'unsigned':
       return { state: 'unsigned', key_id: null, reason: 'no signature: nothing proves a worker wrote it' };
     case 'unknown_key':
-      return { state: 'unknown_key', key_id: v.key_id, reason: `signed by key ${v.key_id}, which is not in this keyring: add the fleet's public key (--public-key, UH_RECEIPT_PUBLIC_KEYS)` };
+      return { state: 'unknown_key', key_id: v.key_id, reason: `signed by key ${v.key_id}, which is not in this keyring: ${ADD_KEY}` };
     case 'no_key':
-      return { state: 'unknown_key', key_id: v.key_id, reason: `signed by key ${v.key_id}, and there is no receipt key here to check it: pass the fleet's public key (--public-key, UH_RECEIPT_PUBLIC_KEYS)` };
+      return { state: 'unknown_key', key_id: v.key_id, reason: `signed by key ${v.key_id}, and there is no receipt key here: ${ADD_KEY}` };
   }
 }
 

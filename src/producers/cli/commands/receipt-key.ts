@@ -11,7 +11,10 @@ import { helpText, parseCommand, writeJson, type CommandSpec } from '../cli-kit.
 const KEY: CommandSpec = {
   usage: 'uh receipt key --public [--json] | uh receipt key --generate <dir> [--json]',
   summary:
-    "--public: print the public key (PEM, on stdout) of the Ed25519 key this host signs receipts with, and its key id (stderr). --generate <dir>: make a key pair for a fleet: <dir>/receipt-signing.pem (private, 0600: mount it on the workers as UH_RECEIPT_SIGNING_KEY_FILE) and <dir>/receipt-signing.pub (give it to every verifier: UH_RECEIPT_PUBLIC_KEYS, --public-key).",
+    '--public: print the public key (PEM, on stdout) of the Ed25519 key this host signs receipts with, and its key id ' +
+    '(stderr). --generate <dir>: make a key pair for a fleet: <dir>/receipt-signing.pem (private, 0600: mount it on ' +
+    'the workers as UH_RECEIPT_SIGNING_KEY_FILE) and <dir>/receipt-signing.pub (give it to every verifier: ' +
+    'UH_RECEIPT_PUBLIC_KEYS, --public-key).',
   options: {
     json: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
@@ -24,9 +27,8 @@ const KEY: CommandSpec = {
 
 function printPublic(config: UhConfig, json: boolean): number {
   if (config.receipts.signer !== 'ed25519') {
-    throw new UhError('invalid_input', 'this host signs receipts with an HMAC key (UH_RECEIPT_KEY / UH_RECEIPT_KEY_FILE), which has no public key', {
-      hint: 'give the fleet an Ed25519 key: uh receipt key --generate <dir>, then UH_RECEIPT_SIGNING_KEY_FILE',
-    });
+    const message = 'this host signs receipts with an HMAC key (UH_RECEIPT_KEY / UH_RECEIPT_KEY_FILE), which has no public key';
+    throw new UhError('invalid_input', message, { hint: 'give the fleet an Ed25519 key: uh receipt key --generate <dir>, then UH_RECEIPT_SIGNING_KEY_FILE' });
   }
   const key = loadReceiptKey(config.receipts, false);
   if (!key || key.alg !== 'ed25519') {
@@ -45,12 +47,18 @@ export async function receiptKey(argv: string[], config: UhConfig): Promise<numb
   if (values.help) return void process.stdout.write(`${helpText(KEY)}\n`), EXIT.ok;
   if (positionals.length > 0) throw invalidInput(`unexpected argument ${positionals[0]}`, [], KEY.usage);
   const dir = values.generate as string | undefined;
-  if (values.public === (dir !== undefined)) throw invalidInput('uh receipt key needs one of --public or --generate <dir>', [], KEY.usage);
+  if (values.public === (dir !== undefined)) {
+    throw invalidInput('uh receipt key needs one of --public or --generate <dir>', [], KEY.usage);
+  }
   if (values.public) return printPublic(config, Boolean(values.json));
   const made = generateKeyPair(dir as string);
-  if (values.json) writeJson({ alg: 'ed25519', key_id: made.key.id, private_key_file: made.privateFile, public_key_file: made.publicFile });
-  else {
-    process.stdout.write(`key id ${made.key.id}\n  private: ${made.privateFile} (0600; workers: UH_RECEIPT_SIGNING_KEY_FILE)\n  public:  ${made.publicFile} (verifiers: UH_RECEIPT_PUBLIC_KEYS, --public-key)\n`);
+  if (values.json) {
+    writeJson({ alg: 'ed25519', key_id: made.key.id, private_key_file: made.privateFile, public_key_file: made.publicFile });
+  } else {
+    process.stdout.write(
+      `key id ${made.key.id}\n  private: ${made.privateFile} (0600; workers: UH_RECEIPT_SIGNING_KEY_FILE)\n` +
+        `  public:  ${made.publicFile} (verifiers: UH_RECEIPT_PUBLIC_KEYS, --public-key)\n`,
+    );
   }
   return EXIT.ok;
 }

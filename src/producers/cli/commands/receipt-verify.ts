@@ -17,15 +17,21 @@ import { helpText, parseCommand, writeJson, type CommandSpec } from '../cli-kit.
 const VERIFY: CommandSpec = {
   usage: 'uh receipt verify <receipt.json> [--public-key <file|dir>]... [--key <hmac key file>] [--json]',
   summary:
-    "Check a receipt's signature. With --public-key (a PEM file, or a dir of *.pub; repeat it for rotation) or --key (a single host's HMAC key file) only those keys count; else this host's keyring (UH_RECEIPT_PUBLIC_KEYS, its own signing key, UH_RECEIPT_KEY / UH_RECEIPT_KEY_FILE). Exit 0 valid; 6 unsigned, edited or signed by an unknown key (the reason on stdout); 2 bad input or no key at all.",
+    "Check a receipt's signature. With --public-key (a PEM file, or a dir of *.pub; repeat it for rotation) or --key " +
+    "(a single host's HMAC key file) only those keys count; else this host's keyring (UH_RECEIPT_PUBLIC_KEYS, its own " +
+    'signing key, UH_RECEIPT_KEY / UH_RECEIPT_KEY_FILE). Exit 0 valid; 6 unsigned, edited or signed by an unknown key ' +
+    '(the reason on stdout); 2 bad input or no key at all.',
   options: {
     json: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
     key: { type: 'string' },
     'public-key': { type: 'string', multiple: true },
   },
-  details: ['A CI step needs only the receipt and the fleet\'s public key (uh receipt key --public on a worker, or GET /v1/receipt-key).'],
-  examples: ['uh receipt verify artifacts/receipt.json --public-key fleet.pub', 'uh receipt verify receipt.json --public-key keys/ --json | jq .state'],
+  details: ["A CI step needs only the receipt and the fleet's public key (uh receipt key --public on a worker, or GET /v1/receipt-key)."],
+  examples: [
+    'uh receipt verify artifacts/receipt.json --public-key fleet.pub',
+    'uh receipt verify receipt.json --public-key keys/ --json | jq .state',
+  ],
 };
 
 function readJson(file: string): unknown {
@@ -59,7 +65,8 @@ export async function receiptVerify(argv: string[], config: UhConfig): Promise<n
   const raw = readJson(positionals[0] as string);
   const result = verifyReceipt(raw, keyringFor(values, config));
   if (result.state === 'no_key') {
-    throw invalidInput('--public-key: no receipt key here to check with', [], "pass the fleet's public key (--public-key k.pub), or set UH_RECEIPT_PUBLIC_KEYS");
+    const hint = "pass the fleet's public key (--public-key k.pub), or set UH_RECEIPT_PUBLIC_KEYS";
+    throw invalidInput('--public-key: no receipt key here to check with', [], hint);
   }
   const trust = trustOf(result);
   if (values.json) writeJson({ file: positionals[0], ...trust });
