@@ -11,9 +11,11 @@
  *   status`, `collect`, `watch`, `submit --wait` (inline and queue mode) and the API's signature
  *   state; none prints "✔" or the forged verdict first.
  * - Workers publish the id of the key they sign with; `uh doctor --redis` warns when they differ.
+ * - An agent under bubblewrap cannot read the signing key where uh keeps it (the cache dir) or the
+ *   deploy files mount it (the state dir); without isolation (the control) it can.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPair, publicKeyId, readPublicKeys } from '../../src/operation/receipt-keys.js';
@@ -30,6 +32,7 @@ import { writeMission } from '../support/mission-file.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
+import { hostileMission, requireBwrap } from './isolation-helpers.js';
 
 let repo: string;
 const dirs: string[] = [];
@@ -340,5 +343,38 @@ describe('queue mode: every consumer refuses a forged or unsigned receipt (table
       expect(got.stdout, name).not.toContain('✔');
       expect(got.stdout, name).not.toMatch(/\bverified\b/);
     }
+  }, 60_000);
+});
+
+describe('the signing key is out of every agent\'s reach (bubblewrap masks the state and cache dirs)', () => {
+  // Outside /tmp on purpose: the sandbox's private /tmp would hide them anyway; here only the masks can.
+  const outsideTmp = (prefix: string) => {
+    const dir = mkdtempSync(join('/var/tmp', prefix));
+    dirs.push(dir);
+    return dir;
+  };
+  /** The agent tries each key file; a line per key it could read lands in the diff. */
+  const STEAL = 'for f in "$K_DEFAULT" "$K_FLEET" "$K_LOOSE"; do grep -q "PRIVATE KEY" "$f" 2>/dev/null && echo "read $f" >> stolen.txt; done; echo done > result.txt';
+
+  it.each([
+    ['auto', ['loose']],
+    ['off', ['default', 'fleet', 'loose']], // the control: without isolation the same agent reads them all
+  ] as const)('UH_ISOLATION=%s: the agent reads only %j', async (isolation, readable) => {
+    requireBwrap();
+    const cache = outsideTmp('uh-rk-iso-cache-');
+    const state = outsideTmp('uh-rk-iso-state-');
+    const loose = outsideTmp('uh-rk-iso-loose-');
+    generateKeyPair(join(cache, 'default-pair')); // the shape of the default <cache>/receipt-signing.pem
+    const fleet = generateKeyPair(join(state, 'receipt-key')); // where the deploy files mount the fleet key
+    const stray = generateKeyPair(loose); // a key left elsewhere: uh doctor warns about it
+    const keys = { default: join(cache, 'default-pair', 'receipt-signing.pem'), fleet: fleet.privateFile, loose: stray.privateFile };
+    const { path, operationId } = hostileMission(repo, STEAL, { sandbox: { env: { K_DEFAULT: keys.default, K_FLEET: keys.fleet, K_LOOSE: keys.loose } } });
+    const env = { UH_CACHE_DIR: cache, UH_ISOLATION: isolation, UH_RECEIPT_SIGNING_KEY_FILE: fleet.privateFile };
+    const run = await runCli(['mission', 'run', path, '--json', '--state-dir', state], { cwd: repo, env });
+    expect(run.code, run.stderr).toBe(0);
+    const diff = readFileSync(join(state, 'operations', operationId, 'diff.patch'), 'utf8');
+    const stolen = Object.entries(keys).filter(([, file]) => diff.includes(`+read ${file}`)).map(([name]) => name);
+    expect(stolen).toEqual(readable);
+    expect(JSON.parse(run.stdout).signature).toMatchObject({ alg: 'ed25519', key_id: fleet.key.id });
   }, 60_000);
 });
