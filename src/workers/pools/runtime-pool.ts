@@ -79,12 +79,15 @@ interface Pool {
 }
 
 export async function startRuntimePool(options: PoolOptions): Promise<RuntimePool> {
+  // Which key this worker signs receipts with (never the key), for its heartbeat: uh doctor --redis compares
+  // them across the fleet. Loaded (made, for the default) before Redis, so a broken key fails the start at once.
+  const receiptKeyId = loadReceiptKey(options.receiptKey ?? defaultReceiptKeySource(options.cacheDir), true)?.id ?? null;
   const bull = await import('bullmq');
   const workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   const redis = await connectRedis(options.redisUrl, { name: `uh-worker-${workerId}`, cluster: options.config.cluster });
   const pool: Pool = { options, bull, redis, ctx: poolContext(options, redis, workerId), workers: [], connections: [] };
   const subscriber = await subscribeCancels(pool);
-  const heartbeat = await startHeartbeat(pool);
+  const heartbeat = await startHeartbeat(pool, receiptKeyId);
   const stopWatch = startOwnerWatch({ redis, store: pool.ctx.store, intervalMs: options.config.heartbeatMs, stateDir: options.stateDir, logger: options.logger });
   for (const runtime of options.runtimes) await startWorker(pool, runtime);
   await Promise.all(pool.workers.map((w) => w.waitUntilReady()));
@@ -158,12 +161,9 @@ async function subscribeCancels(pool: Pool): Promise<Redis> {
 }
 
 /** A key per worker, refreshed while it lives: recover tells a dead owner from a slow one by it. */
-async function startHeartbeat(pool: Pool): Promise<NodeJS.Timeout> {
+async function startHeartbeat(pool: Pool, receipt_key_id: string | null): Promise<NodeJS.Timeout> {
   const { store, worker, active } = pool.ctx;
   const { config, runtimes } = pool.options;
-  // Which key this worker signs receipts with (never the key): uh doctor --redis compares them across the fleet.
-  // Loaded (made, for the default) at start, so a worker with a broken key fails before it takes a job.
-  const receipt_key_id = loadReceiptKey(pool.options.receiptKey ?? defaultReceiptKeySource(pool.options.cacheDir), true)?.id ?? null;
   const beat = () =>
     pool.redis.set(store.keys.worker(worker.id), JSON.stringify({ ...worker, runtimes, concurrency: pool.options.concurrency, active: [...active.keys()], receipt_key_id, at: new Date().toISOString() }), 'PX', config.heartbeatMs * 3).catch(() => undefined);
   await beat();
