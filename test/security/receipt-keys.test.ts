@@ -169,6 +169,22 @@ describe('a fresh single host', () => {
   });
 });
 
+describe('a worker whose fleet key is missing or not a key', () => {
+  it.each([
+    ['a placeholder (the k8s manifest before it is filled in)', 'REPLACE with fleet-key/receipt-signing.pem\n', 'is not a PEM private key'],
+    ['no such file', null, 'no such file'],
+  ])('%s: exit 2 at start, before it takes a job', async (_what, content, message) => {
+    const dir = temp('uh-rk-badkey-');
+    const file = join(dir, 'receipt-signing.pem');
+    if (content !== null) writeFileSync(file, content);
+    const env = { UH_CACHE_DIR: dir, UH_RECEIPT_SIGNING_KEY_FILE: file, REDIS_URL: 'redis://127.0.0.1:1' }; // never reached
+    const got = await runCli(['worker', 'start', '--runtime', 'command', '--state-dir', join(dir, 'state')], { cwd: repo, env });
+    expect(got.code, got.stderr).toBe(2);
+    expect(got.stderr).toContain(message);
+    expect(got.stderr).not.toContain('REPLACE'); // the file's content is never echoed
+  }, 30_000);
+});
+
 describe('host A signs with the fleet key; a CI step with only the public key verifies', () => {
   let fleet: string;
   let receiptText: string;

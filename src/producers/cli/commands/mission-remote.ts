@@ -85,7 +85,7 @@ export async function missionStatusAny(argv: string[], config: UhConfig): Promis
       const shown = receiptFields(receipt ? receiptJson(receipt, where) : null, signature);
       writeJson({ operation: publicRecord(record), ...shown, ...(signature ? { signature } : {}) });
     } else if (trusted && record.state === 'finished') printReceiptSummary(trusted, where, false);
-    else if (!receipt) process.stdout.write(`${id}: ${record.state} (runtime ${record.runtime}, attempt ${record.attempt}, updated ${record.updated_at}${record.worker ? `, worker ${record.worker.id}` : ''})${record.unknown_reason ? `\n  why: ${record.unknown_reason}\n  hint: uh mission recover ${id}` : ''}\n`);
+    else process.stdout.write(`${id}: ${record.state} (runtime ${record.runtime}, attempt ${record.attempt}, updated ${record.updated_at}${record.worker ? `, worker ${record.worker.id}` : ''})${record.unknown_reason ? `\n  why: ${record.unknown_reason}\n  hint: uh mission recover ${id}` : ''}\n`);
     const forced = signature ? reportSignature(signature, Boolean(values.json), id) : null;
     if (forced !== null) return forced;
     if (record.state !== 'finished') return EXIT.unknown;

@@ -63,7 +63,7 @@ export async function missionStatus(argv: string[], config: UhConfig): Promise<n
     const shown = receiptFields(receipt ? receiptJson(receipt, dir) : null, signature);
     writeJson({ operation: got.record, ...shown, ...(signature ? { signature } : {}) });
   } else if (trusted) printReceiptSummary(trusted, dir, false);
-  else if (!receipt) process.stdout.write(`${got.id}: ${got.record.state} (runtime ${got.record.runtime}, updated ${got.record.updated_at})\n`);
+  else process.stdout.write(`${got.id}: ${got.record.state} (runtime ${got.record.runtime}, updated ${got.record.updated_at})\n`);
   const forced = signature ? reportSignature(signature, Boolean(got.values.json), got.id) : null;
   return forced ?? (trusted ? trusted.exit_code : EXIT.unknown);
 }
