@@ -14,6 +14,16 @@ else
   [ "${UH_ACTION_CANCEL_ON_ABORT:-true}" = "false" ] && args+=(--detach-on-abort)
   cmd=("${uh[@]}" mission submit "$UH_MISSION" "${args[@]}")
 fi
+# The fleet's public key: PEM text is written to a file; a path is used as it is (docs/ci.md).
+if [ -n "${UH_ACTION_RECEIPT_PUBLIC_KEY:-}" ]; then
+  case "$UH_ACTION_RECEIPT_PUBLIC_KEY" in
+    *"-----BEGIN PUBLIC KEY-----"*)
+      keys="${RUNNER_TEMP:-${TMPDIR:-/tmp}}/uh-receipt-public-keys"
+      mkdir -p "$keys" && printf '%s\n' "$UH_ACTION_RECEIPT_PUBLIC_KEY" > "$keys/input.pub"
+      export UH_RECEIPT_PUBLIC_KEYS="$keys" ;;
+    *) export UH_RECEIPT_PUBLIC_KEYS="$UH_ACTION_RECEIPT_PUBLIC_KEY" ;;
+  esac
+fi
 export GITHUB_ACTIONS="${GITHUB_ACTIONS:-true}"
 # uh runs in the background so a cancelled job's SIGTERM/SIGINT reaches it (it cancels the operation).
 "${cmd[@]}" &

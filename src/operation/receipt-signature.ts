@@ -1,29 +1,26 @@
 /**
- * Signed receipts. The signature is HMAC-SHA256 over the canonical JSON (keys sorted at every
- * level, no whitespace) of the receipt without its `signature` field, stored in the receipt as
- * `signature: {alg, key_id, value}`. The key lives outside every sandbox: `UH_RECEIPT_KEY`, or
- * the file `UH_RECEIPT_KEY_FILE` (default `<cache dir>/receipt.key`, created 0600 with 32 random
- * bytes the first time a receipt is signed). A fleet shares one key through `UH_RECEIPT_KEY`.
+ * Signed receipts. The signature covers the canonical JSON (keys sorted at every level, no
+ * whitespace) of the receipt without its `signature` field, stored in the receipt as
+ * `signature: {alg, key_id, value}` (hex):
+ * - `ed25519`: an Ed25519 signature (the default; verifiable anywhere with the public key alone);
+ * - `hmac-sha256`: an HMAC for a single host (`UH_RECEIPT_KEY` / `UH_RECEIPT_KEY_FILE`).
+ * The keys and where they come from: receipt-keys.ts. What a consumer makes of the result:
+ * receipt-trust.ts.
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { createHmac, sign, timingSafeEqual, verify } from 'node:crypto';
 import type { Receipt, ReceiptSignature } from '../shared/contracts/receipt.js';
-import { UhError } from '../shared/errors.js';
 import { byCodeUnit } from '../shared/compare.js';
-import { makeDir } from '../shared/fs/make-dir.js';
+import { emptyKeyring, keyringOf, type Keyring, type ReceiptKey } from './receipt-keys.js';
 
-export interface ReceiptKey {
-  /** First 16 hex digits of sha256(key). */
-  id: string;
-  secret: Buffer;
-}
-
-/** Where the key comes from (the config's `receipts`). */
-export interface ReceiptKeySource {
-  key: string | undefined;
-  keyFile: string;
-}
+export {
+  defaultReceiptKeySource,
+  keyFrom,
+  loadKeyring,
+  loadReceiptKey,
+  type Keyring,
+  type ReceiptKey,
+  type ReceiptKeySource,
+} from './receipt-keys.js';
 
 /** JSON with sorted keys at every level: one text per value, whatever the key order. */
 export function canonicalJson(value: unknown): string {
@@ -37,34 +34,8 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-export function keyFrom(secret: Buffer): ReceiptKey {
-  return { id: createHash('sha256').update(secret).digest('hex').slice(0, 16), secret };
-}
-
-/** The key to sign with: `UH_RECEIPT_KEY`, else the key file (created 0600 when `create` and absent). */
-export function loadReceiptKey(source: ReceiptKeySource, create: boolean): ReceiptKey | null {
-  if (source.key !== undefined) return keyFrom(Buffer.from(source.key, 'utf8'));
-  if (!existsSync(source.keyFile)) {
-    if (!create) return null;
-    makeDir(dirname(source.keyFile), 0o700);
-    try {
-      writeFileSync(source.keyFile, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error; // another process made it first
-    }
-    chmodSync(source.keyFile, 0o600);
-  }
-  const text = readFileSync(source.keyFile, 'utf8').trim();
-  if (text.length < 32) {
-    throw new UhError('invalid_input', `receipt key file ${source.keyFile} holds fewer than 32 characters`, {
-      hint: 'remove it to have a new key made, or set UH_RECEIPT_KEY (at least 32 characters)',
-    });
-  }
-  return keyFrom(Buffer.from(text, 'utf8'));
-}
-
-function mac(body: unknown, key: ReceiptKey): string {
-  return createHmac('sha256', key.secret).update(canonicalJson(body)).digest('hex');
+function mac(body: unknown, secret: Buffer): string {
+  return createHmac('sha256', secret).update(canonicalJson(body)).digest('hex');
 }
 
 function withoutSignature(receipt: Record<string, unknown>): Record<string, unknown> {
@@ -72,40 +43,70 @@ function withoutSignature(receipt: Record<string, unknown>): Record<string, unkn
   return body;
 }
 
+function signatureOf(body: Record<string, unknown>, key: ReceiptKey): ReceiptSignature {
+  if (key.alg === 'hmac-sha256') return { alg: 'hmac-sha256', key_id: key.id, value: mac(body, key.secret) };
+  const value = sign(null, Buffer.from(canonicalJson(body), 'utf8'), key.privateKey).toString('hex');
+  return { alg: 'ed25519', key_id: key.id, value };
+}
+
 /** The receipt with its signature (any earlier signature replaced). */
 export function signReceipt<R extends Receipt>(receipt: R, key: ReceiptKey): R {
   const body = withoutSignature(receipt);
-  const signature: ReceiptSignature = { alg: 'hmac-sha256', key_id: key.id, value: mac(body, key) };
-  return { ...body, signature } as R;
+  return { ...body, signature: signatureOf(body, key) } as R;
 }
 
 export type Verification =
   | { state: 'valid'; key_id: string }
-  /** Signed by this key, but the content does not match: edited after signing. */
+  /** Signed by a known key, but the content does not match: edited after signing (or a forged signature). */
   | { state: 'invalid'; key_id: string; reason: string }
   /** No signature at all. */
   | { state: 'unsigned' }
-  /** Signed by another key (another host's key file): cannot be checked here. */
+  /** Signed by a key this keyring does not hold (another host's or fleet's key). */
   | { state: 'unknown_key'; key_id: string }
-  /** No key available here to check with. */
+  /** No key at all here to check with. */
   | { state: 'no_key'; key_id: string };
 
-/** Check a receipt as read from disk or Redis (the raw JSON, never a re-parsed copy). */
-export function verifyReceipt(raw: unknown, key: ReceiptKey | null): Verification {
+const VALUE_HEX: Record<string, number> = { 'hmac-sha256': 64, ed25519: 128 };
+
+function wellFormed(sig: unknown): sig is ReceiptSignature {
+  if (typeof sig !== 'object' || sig === null) return false;
+  const s = sig as Record<string, unknown>;
+  const length = typeof s.alg === 'string' ? VALUE_HEX[s.alg] : undefined;
+  return length !== undefined && typeof s.key_id === 'string' && /^[0-9a-f]{16}$/.test(s.key_id)
+    && typeof s.value === 'string' && s.value.length === length && /^[0-9a-f]+$/.test(s.value);
+}
+
+function matches(body: Record<string, unknown>, sig: ReceiptSignature, ring: Keyring): boolean | null {
+  if (sig.alg === 'ed25519') {
+    const publicKey = ring.publicKeys.get(sig.key_id);
+    if (!publicKey) return null;
+    return verify(null, Buffer.from(canonicalJson(body), 'utf8'), publicKey, Buffer.from(sig.value, 'hex'));
+  }
+  const secret = ring.secrets.get(sig.key_id);
+  if (!secret) return null;
+  const expected = Buffer.from(mac(body, secret), 'hex');
+  const given = Buffer.from(sig.value, 'hex');
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/**
+ * Check a receipt as read from disk or Redis (the raw JSON, never a re-parsed copy) against one
+ * signing key (its verifying half) or a keyring (several public keys: rotation); null: no key.
+ */
+export function verifyReceipt(raw: unknown, keys: ReceiptKey | Keyring | null): Verification {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return { state: 'invalid', key_id: '', reason: 'not a JSON object' };
   const receipt = raw as Record<string, unknown>;
-  const sig = receipt.signature as Partial<ReceiptSignature> | undefined;
+  const sig = receipt.signature;
   if (sig === undefined) return { state: 'unsigned' };
-  if (typeof sig !== 'object' || sig === null || sig.alg !== 'hmac-sha256' || typeof sig.key_id !== 'string' || typeof sig.value !== 'string') {
-    return { state: 'invalid', key_id: String(sig?.key_id ?? ''), reason: 'malformed signature' };
+  if (!wellFormed(sig)) {
+    const keyId = typeof sig === 'object' && sig !== null ? String((sig as { key_id?: unknown }).key_id ?? '') : '';
+    return { state: 'invalid', key_id: keyId, reason: 'malformed signature' };
   }
-  if (!key) return { state: 'no_key', key_id: sig.key_id };
-  if (sig.key_id !== key.id) return { state: 'unknown_key', key_id: sig.key_id };
-  const expected = Buffer.from(mac(withoutSignature(receipt), key), 'hex');
-  const given = Buffer.from(sig.value, 'hex');
-  if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-    return { state: 'invalid', key_id: sig.key_id, reason: 'content does not match the signature (edited after signing)' };
-  }
+  const ring = keys === null ? emptyKeyring() : 'alg' in keys ? keyringOf(keys) : keys;
+  if (ring.publicKeys.size === 0 && ring.secrets.size === 0) return { state: 'no_key', key_id: sig.key_id };
+  const ok = matches(withoutSignature(receipt), sig, ring);
+  if (ok === null) return { state: 'unknown_key', key_id: sig.key_id };
+  if (!ok) return { state: 'invalid', key_id: sig.key_id, reason: 'content does not match the signature (edited after signing)' };
   return { state: 'valid', key_id: sig.key_id };
 }
 
@@ -117,10 +118,10 @@ export function verificationLine(v: Verification): string {
     case 'invalid':
       return `✘ INVALID signature: ${v.reason}`;
     case 'unsigned':
-      return '⚠ unsigned receipt';
+      return '✘ unsigned receipt: nothing proves a worker wrote it';
     case 'unknown_key':
-      return `⚠ signature by key ${v.key_id}, not this host's key: set the fleet's UH_RECEIPT_KEY to check it`;
+      return `✘ signature by key ${v.key_id}, which this host does not know: add the fleet's public key (--public-key, UH_RECEIPT_PUBLIC_KEYS)`;
     case 'no_key':
-      return `⚠ signature by key ${v.key_id} not checked: no receipt key here (UH_RECEIPT_KEY or UH_RECEIPT_KEY_FILE)`;
+      return `✘ signature by key ${v.key_id} not checked: no receipt key here (--public-key, UH_RECEIPT_PUBLIC_KEYS)`;
   }
 }

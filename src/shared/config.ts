@@ -96,6 +96,9 @@ const VARIABLES = {
   // receipts
   UH_RECEIPT_KEY: v(() => z.string().min(32, 'at least 32 characters'), 'receipt signing key'),
   UH_RECEIPT_KEY_FILE: v(text, 'receipt signing key file'),
+  UH_RECEIPT_SIGNING_KEY: v(() => z.string().includes('PRIVATE KEY', { message: 'a PEM private key (-----BEGIN PRIVATE KEY-----)' }), 'Ed25519 receipt signing key (PEM)'),
+  UH_RECEIPT_SIGNING_KEY_FILE: v(text, 'Ed25519 receipt signing key file (PEM, PKCS#8)'),
+  UH_RECEIPT_PUBLIC_KEYS: v(text, 'receipt public keys (PEM files or directories of *.pub, comma-separated)'),
   // fleet: disk bounds (workers/sandbox/gc.ts)
   UH_GC_INTERVAL_MS: v(ms, 'retention sweep interval', 10 * 60_000),
   UH_MIRROR_IDLE_DAYS: v(days, 'mirror idle days before removal', 14),
@@ -172,8 +175,8 @@ export interface UhConfig {
   queue: QueueConfig;
   gc: GcConfig;
   api: { token: string | undefined };
-  /** The receipt signing key: `UH_RECEIPT_KEY`, else the file (default `<cacheDir>/receipt.key`). Never logged. */
-  receipts: { key: string | undefined; keyFile: string };
+  /** Receipt keys (src/operation/receipt-keys.ts). Private keys and secrets: never logged. */
+  receipts: ReceiptsConfig;
   ci: { githubOutput: string | undefined; stepSummary: string | undefined; annotations: boolean };
   /**
    * The process environment as given, for passing through to runtime children and adapter
@@ -198,6 +201,38 @@ function parseEnv(env: Env): Parsed {
   }
   if (details.length > 0) throw invalidInput('invalid configuration in the environment', details, 'fix or unset the variable; every variable is listed in docs/configuration.md');
   return out as Parsed;
+}
+
+/** Where receipt keys come from; the shape of `ReceiptKeySource` (src/operation/receipt-keys.ts). */
+export interface ReceiptsConfig {
+  /** `UH_RECEIPT_KEY`: an HMAC secret (single host). */
+  key: string | undefined;
+  /** `UH_RECEIPT_KEY_FILE`, default `<cacheDir>/receipt.key` (HMAC; read to verify older receipts). */
+  keyFile: string;
+  /** Ed25519 unless only an HMAC key is configured (UH_RECEIPT_KEY or UH_RECEIPT_KEY_FILE). */
+  signer: 'ed25519' | 'hmac';
+  /** `UH_RECEIPT_SIGNING_KEY`: the Ed25519 private key as a PEM value. */
+  signingKey: string | undefined;
+  /** `UH_RECEIPT_SIGNING_KEY_FILE`, default `<cacheDir>/receipt-signing.pem`. */
+  signingKeyFile: string;
+  /** Nothing Ed25519 configured: the default file is made on first signing. */
+  createSigningKey: boolean;
+  /** `UH_RECEIPT_PUBLIC_KEYS`, split on commas. */
+  publicKeys: string[];
+}
+
+function receiptsConfig(e: Parsed, cacheDir: string): ReceiptsConfig {
+  const ed25519 = e.UH_RECEIPT_SIGNING_KEY !== undefined || e.UH_RECEIPT_SIGNING_KEY_FILE !== undefined;
+  const hmac = e.UH_RECEIPT_KEY !== undefined || e.UH_RECEIPT_KEY_FILE !== undefined;
+  return {
+    key: e.UH_RECEIPT_KEY,
+    keyFile: e.UH_RECEIPT_KEY_FILE ?? join(cacheDir, 'receipt.key'),
+    signer: ed25519 || !hmac ? 'ed25519' : 'hmac',
+    signingKey: e.UH_RECEIPT_SIGNING_KEY,
+    signingKeyFile: e.UH_RECEIPT_SIGNING_KEY_FILE ?? join(cacheDir, 'receipt-signing.pem'),
+    createSigningKey: !ed25519,
+    publicKeys: (e.UH_RECEIPT_PUBLIC_KEYS ?? '').split(',').map((p) => p.trim()).filter((p) => p !== ''),
+  };
 }
 
 const flag = (v: string | undefined): boolean | undefined => (v === undefined ? undefined : v === '1' || v === 'true');
@@ -250,7 +285,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       minFreeBytes: e.UH_MIN_FREE_BYTES,
     },
     api: { token: e.UH_API_TOKEN },
-    receipts: { key: e.UH_RECEIPT_KEY, keyFile: e.UH_RECEIPT_KEY_FILE ?? join(cacheDir, 'receipt.key') },
+    receipts: receiptsConfig(e, cacheDir),
     ci: { githubOutput: e.GITHUB_OUTPUT, stepSummary: e.GITHUB_STEP_SUMMARY, annotations: e.GITHUB_ACTIONS === 'true' },
     childEnv: env,
   };

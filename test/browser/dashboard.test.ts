@@ -10,6 +10,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readApiConfig } from '../../src/producers/http/api-config.js';
 import { buildApiServer } from '../../src/producers/http/api-server.js';
+import { generateKeyPair, readPublicKeys, type Keyring } from '../../src/operation/receipt-keys.js';
 import { QueueClient } from '../../src/producers/queue/queue-client.js';
 import { loadConfig } from '../../src/shared/config.js';
 import { makeRepo } from '../support/git-repo.js';
@@ -35,6 +36,7 @@ let client: QueueClient;
 let browser: Browser;
 let base = '';
 let gates = '';
+let receiptKeys: Keyring;
 const dirs: string[] = [];
 const problems: string[] = [];
 
@@ -81,12 +83,14 @@ beforeAll(async () => {
   dirs.push(makeRepo({ 'README.md': '# dashboard\n' }), tempDir('uh-state-'), tempDir('uh-cache-'), (gates = tempDir('uh-gates-')));
   writeFileSync(join(gates, 'agent.cjs'), AGENT);
   const prefix = redis.prefix('dash');
+  const fleet = generateKeyPair(join(gates, 'fleet-key')); // the worker signs, the API verifies with the public key
   worker = await startWorker(['--runtime', 'command', '--concurrency', '2', '--state-dir', dirs[1] as string], {
     cwd: dirs[0] as string,
-    env: { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: dirs[2] },
+    env: { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: dirs[2], UH_RECEIPT_SIGNING_KEY_FILE: fleet.privateFile },
   });
+  receiptKeys = { publicKeys: readPublicKeys([fleet.publicFile]), secrets: new Map() };
   client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
-  app = await buildApiServer({ client, config: readApiConfig({ UH_API_TOKEN: TOKEN }, '127.0.0.1'), stateDir: dirs[1] as string, cacheDir: dirs[2] as string, baseDir: dirs[0] as string, repositoryPolicy: { allowLocal: true, allowHttp: false }, prices: {}, receiptKey: { key: 'k'.repeat(32), keyFile: '/nonexistent/receipt.key' }, promotionIdentity: { author: { name: 'T', email: 't@localhost' }, committer: { name: 'T', email: 't@localhost' } } });
+  app = await buildApiServer({ client, config: readApiConfig({ UH_API_TOKEN: TOKEN }, '127.0.0.1'), stateDir: dirs[1] as string, cacheDir: dirs[2] as string, baseDir: dirs[0] as string, repositoryPolicy: { allowLocal: true, allowHttp: false }, prices: {}, receiptKey: { key: 'k'.repeat(32), keyFile: '/nonexistent/receipt.key' }, receiptKeys, promotionIdentity: { author: { name: 'T', email: 't@localhost' }, committer: { name: 'T', email: 't@localhost' } } });
   base = await app.listen({ port: 0, host: '127.0.0.1' });
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
 }, 60_000);
@@ -159,6 +163,8 @@ describe('dashboard in chromium', () => {
     expect(await text(page, '[data-testid=checks]')).toContain('has-hello');
     expect(await text(page, '[data-testid=check-output]')).toContain('hello.txt is there'); // the receipt's check output tail, not a worker path
     expect(await text(page, '[data-testid=receipt]')).toContain('"operation_id": "dash-run"');
+    expect(await page.locator('[data-testid=signature]').getAttribute('data-state')).toBe('valid');
+    expect(await text(page, '[data-testid=signature]')).toContain('signature valid');
     await page.locator('[data-testid=promote]').click(); // issue 18: promotion from the dashboard
     await page.locator('[data-testid=promote-outcome]').filter({ hasText: 'branch uh/dash-run at' }).waitFor({ timeout: 30_000 });
     expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
@@ -203,4 +209,24 @@ describe('dashboard in chromium', () => {
     expect(names.filter((n) => n.startsWith('CANCELLED · '))).toHaveLength(1);
     expect(names).toContain('VERIFIED · dash-run');
   });
+
+  it('a receipt forged in Redis shows a red INVALID badge, the verdict as unproven and no Promote button', async () => {
+    await submit('dash-forged', 'Forged later');
+    writeFileSync(join(gates, 'dash-forged'), 'go');
+    await until(async () => (await stateOf('dash-forged')).state === 'finished', 'dash-forged to settle', 60_000);
+    const key = `{${redis.prefix('dash')}}:op:dash-forged:artifacts`;
+    const receipt = JSON.parse((await redis.redis.hget(key, 'receipt')) as string) as Record<string, unknown>;
+    await redis.redis.hset(key, 'receipt', JSON.stringify({ ...receipt, final_message: 'all good, trust me' }));
+    const page = await openPage();
+    await page.goto(`${base}/?token=${TOKEN}`);
+    await page.goto(`${base}/#/op/dash-forged`);
+    await page.locator('[data-testid=signature]').waitFor({ timeout: 30_000 });
+    expect(await page.locator('[data-testid=signature]').getAttribute('data-state')).toBe('invalid');
+    expect(await text(page, '[data-testid=signature]')).toContain('INVALID signature');
+    expect(await page.locator('[data-testid=signature] .badge').getAttribute('class')).toContain('sig-invalid'); // red, bold
+    expect(await text(page, 'main')).toContain('unproven');
+    expect(await page.locator('[data-testid=promote]').count()).toBe(0);
+    await shot(page, '8-operation-forged');
+    await page.context().close();
+  }, 90_000);
 });

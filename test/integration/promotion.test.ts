@@ -299,7 +299,7 @@ describe('automatic promotion', () => {
     // And through the HTTP API: the same target answers 200 with the same commit, another is a 409.
     const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
     const identity = { name: 'Api Bot', email: 'api@example.com' };
-    const app = await buildApiServer({ client, config: readApiConfig({}, '127.0.0.1'), stateDir, cacheDir, baseDir: stateDir, repositoryPolicy: { allowLocal: true, allowHttp: false }, prices: {}, receiptKey: { key: 'k'.repeat(32), keyFile: '/nonexistent/receipt.key' }, promotionIdentity: { author: identity, committer: identity } });
+    const app = await buildApiServer({ client, config: readApiConfig({}, '127.0.0.1'), stateDir, cacheDir, baseDir: stateDir, repositoryPolicy: { allowLocal: true, allowHttp: false }, prices: {}, receiptKey: loadConfig({ UH_CACHE_DIR: cacheDir }).receipts, promotionIdentity: { author: identity, committer: identity } });
     try {
       const post = (body: unknown, id = operationId) => app.inject({ method: 'POST', url: `/v1/operations/${id}/promote`, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) });
       const same = await post({ branch: `auto/${operationId}` });

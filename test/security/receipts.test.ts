@@ -1,8 +1,9 @@
 /**
- * Signed receipts: every receipt a run writes carries an HMAC-SHA256 signature made with a key
- * outside the sandbox; an edited receipt (a verdict turned to "verified") is caught by
- * `uh mission status` and `collect` (exit 6, "✘ INVALID") and by `uh receipt verify` (exit 1),
- * inline and when edited in Redis after a worker signed it with the fleet key.
+ * Signed receipts: every receipt a run writes carries a signature made with a key outside the
+ * sandbox (Ed25519 by default, test/security/receipt-keys.test.ts; HMAC-SHA256 here, for a single
+ * host that asks for it); an edited receipt (a verdict turned to "verified") is caught by
+ * `uh mission status` and `collect` and by `uh receipt verify` (exit 6, "NOT trusted"), inline
+ * and when edited in Redis after a worker signed it with the fleet's shared HMAC key.
  */
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -56,12 +57,12 @@ describe('receipt signature (unit)', () => {
 });
 
 describe('signed receipts, inline', () => {
-  it('signs with <cacheDir>/receipt.key (0600); status, collect and receipt verify catch a forged verdict', async () => {
+  it('UH_RECEIPT_KEY_FILE asks for HMAC; status, collect and receipt verify catch a forged verdict', async () => {
     const state = tempDir('uh-rc-state-');
     const cache = tempDir('uh-rc-cache-');
     const out = tempDir('uh-rc-out-');
     dirs.push(state, cache, out);
-    const env = { UH_CACHE_DIR: cache };
+    const env = { UH_CACHE_DIR: cache, UH_RECEIPT_KEY_FILE: join(cache, 'receipt.key') };
     const { path, operationId } = failingMission();
     const run = await runCli(['mission', 'run', path, '--json', '--state-dir', state], { cwd: repo, env });
     expect(run.code).toBe(1);
@@ -79,19 +80,20 @@ describe('signed receipts, inline', () => {
     forge(receiptPath);
     const status = await runCli(['mission', 'status', operationId, '--state-dir', state], { cwd: repo, env });
     expect(status.code).toBe(6);
-    expect(status.stderr).toContain('✘ INVALID');
+    expect(status.stderr).toContain('NOT trusted (invalid)');
+    expect(status.stdout).not.toContain('verified'); // the forged verdict is never printed as the outcome
     const statusJson = await runCli(['mission', 'status', operationId, '--json', '--state-dir', state], { cwd: repo, env });
     expect(statusJson.code).toBe(6);
     expect(JSON.parse(statusJson.stdout).signature).toMatchObject({ state: 'invalid' });
     const collect = await runCli(['mission', 'collect', operationId, '--out', out, '--state-dir', state], { cwd: repo, env });
     expect(collect.code).toBe(6);
-    expect(collect.stderr).toContain('✘ INVALID');
+    expect(collect.stderr).toContain('NOT trusted (invalid)');
     const verify = await runCli(['receipt', 'verify', receiptPath], { cwd: repo, env });
-    expect(verify.code).toBe(1);
-    expect(verify.stdout).toContain('✘ INVALID');
+    expect(verify.code).toBe(6);
+    expect(verify.stdout).toContain('✘ invalid: content does not match the signature');
   });
 
-  it('uh receipt verify: 2 for bad input, 1 for another key, --key names the key file', async () => {
+  it('uh receipt verify: 2 for bad input, 6 for another key, --key names the key file', async () => {
     const cache = tempDir('uh-rc-cache-');
     dirs.push(cache);
     const file = join(cache, 'r.json');
@@ -100,13 +102,13 @@ describe('signed receipts, inline', () => {
     const signed = signReceipt({ operation_id: 'y', verdict: 'verified' } as unknown as Receipt, keyFrom(Buffer.from('a'.repeat(64))));
     writeFileSync(file, JSON.stringify(signed));
     expect((await runCli(['receipt', 'verify', file, '--key', keyFile], { cwd: repo })).code).toBe(0);
-    expect((await runCli(['receipt', 'verify', file], { cwd: repo, env: { UH_RECEIPT_KEY: 'b'.repeat(40) } })).code).toBe(1);
+    expect((await runCli(['receipt', 'verify', file], { cwd: repo, env: { UH_RECEIPT_KEY: 'b'.repeat(40) } })).code).toBe(6);
     expect((await runCli(['receipt', 'verify', join(cache, 'missing.json')], { cwd: repo })).code).toBe(2);
     writeFileSync(join(cache, 'bad.json'), '{oops');
     expect((await runCli(['receipt', 'verify', join(cache, 'bad.json')], { cwd: repo })).code).toBe(2);
     const noKey = await runCli(['receipt', 'verify', file], { cwd: repo, env: { UH_CACHE_DIR: join(cache, 'empty') } });
     expect(noKey.code).toBe(2);
-    expect(noKey.stderr).toContain('--key');
+    expect(noKey.stderr).toContain('--public-key');
     expect((await runCli(['receipt', 'verify', file], { cwd: repo, env: { UH_RECEIPT_KEY: 'short' } })).code).toBe(2);
   });
 });
@@ -150,10 +152,10 @@ describe('signed receipts, queue mode', () => {
     await redis.redis.hset(key, 'receipt', JSON.stringify(forged));
     const status = await runCli(['mission', 'status', operationId, '--redis', redis.url], { cwd: repo, env: producer });
     expect(status.code).toBe(6);
-    expect(status.stderr).toContain('✘ INVALID');
+    expect(status.stderr).toContain('NOT trusted (invalid)');
     const collect = await runCli(['mission', 'collect', operationId, '--out', out, '--redis', redis.url], { cwd: repo, env: producer });
     expect(collect.code).toBe(6);
     const verify = await runCli(['receipt', 'verify', join(out, 'receipt.json')], { cwd: repo, env: producer });
-    expect(verify.code).toBe(1);
+    expect(verify.code).toBe(6);
   });
 });

@@ -32,6 +32,7 @@ const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
   },
   receipt: {
     verify: async () => (await import('./commands/receipt-verify.js')).receiptVerify,
+    key: async () => (await import('./commands/receipt-key.js')).receiptKey,
   },
   api: {
     start: async () => (await import('./commands/api-start.js')).apiStart,
@@ -71,14 +72,15 @@ usage: uh <group> <command> [options]   (every command takes --help)
   uh adapter list                  list runtimes and their manifests
   uh adapter add <id>              write .harness/adapters/<id>.yaml from a template
   uh adapter check <id>            is the runtime usable on this machine?
-  uh receipt verify <file>         check a receipt's signature (exit 0 valid, 1 invalid, 2 bad input)
+  uh receipt verify <file>         check a receipt's signature (--public-key k.pub; exit 0 valid, 6 not, 2 bad input)
+  uh receipt key --public          print this host's receipt public key (--generate <dir>: a fleet key pair)
   uh api start                     serve queue mode over HTTP (submit, status, artifacts, SSE events)
   uh doctor                        is this machine ready (node, git, dirs, Redis, runtimes)?
   uh gc [--dry-run]                apply the cache retention policy; list what it frees, with sizes
 
 exit codes: 0 completed (verified or unverified) · 1 failed, verification failed or scope
 violation · 2 invalid input · 3 blocked · 4 cancelled · 5 unknown or wait timed out ·
-6 the receipt's signature does not verify (status, collect)
+6 the receipt is unsigned, edited or signed by an unknown key (never reported as verified)
 
 example:
   uh mission run examples/hello/mission.yaml --json`;

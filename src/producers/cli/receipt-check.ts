@@ -1,26 +1,45 @@
 /**
- * The signature check `uh mission status`, `collect` and `uh receipt verify` share: the receipt's
- * raw JSON against this host's receipt key (`UH_RECEIPT_KEY` or the key file; never created here).
- * A receipt whose signature does not verify makes the command exit EXIT.tampered (6).
+ * The signature check every CLI consumer of a receipt shares (`uh mission status`, `collect`,
+ * `watch`, `submit --wait`): the receipt's raw JSON against this host's keyring
+ * (`UH_RECEIPT_PUBLIC_KEYS`, this host's own signing key, its HMAC key; nothing is made here).
+ * Anything but a valid signature exits EXIT.tampered (6) with the reason, and the receipt's
+ * claims (status, verdict) are never printed as the outcome.
  */
 import type { UhConfig } from '../../shared/config.js';
-import { EXIT } from '../../shared/contracts/status.js';
-import { loadReceiptKey, verificationLine, verifyReceipt, type Verification } from '../../operation/receipt-signature.js';
+import { loadKeyring, type Keyring } from '../../operation/receipt-keys.js';
+import { receiptTrustOfText, untrustedExit, type ReceiptTrust } from '../../operation/receipt-trust.js';
 
-export function checkReceiptText(text: string, config: Pick<UhConfig, 'receipts'>): Verification {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    return { state: 'invalid', key_id: '', reason: 'not JSON' };
-  }
-  return verifyReceipt(raw, loadReceiptKey(config.receipts, false));
+export type { ReceiptTrust } from '../../operation/receipt-trust.js';
+
+export function hostKeyring(config: Pick<UhConfig, 'receipts'>): Keyring {
+  return loadKeyring(config.receipts);
 }
 
-/** Print the verdict on the signature (stderr when stdout carries JSON); the exit code it forces, if any. */
-export function reportSignature(v: Verification, json: boolean): number | null {
-  const line = `${verificationLine(v)}\n`;
-  if (json || v.state === 'invalid') process.stderr.write(line);
-  else process.stdout.write(line);
-  return v.state === 'invalid' ? EXIT.tampered : null;
+export function checkReceiptText(text: string, config: Pick<UhConfig, 'receipts'>, keyring?: Keyring): ReceiptTrust {
+  return receiptTrustOfText(text, keyring ?? hostKeyring(config));
+}
+
+/** The refusal line of an untrusted receipt. */
+export function untrustedLine(operationId: string, trust: ReceiptTrust): string {
+  return `✘ ${operationId}: receipt NOT trusted (${trust.state}): ${trust.reason}`;
+}
+
+/**
+ * Say what the signature check found: `✔ signature` on stdout (unless JSON) when valid, else the
+ * refusal on stderr. Returns the exit code it forces (6), or null when the receipt may be believed.
+ */
+export function reportSignature(trust: ReceiptTrust, json: boolean, operationId = 'receipt'): number | null {
+  const refused = untrustedExit(trust);
+  if (!refused) {
+    if (!json) process.stdout.write(`✔ signature (key ${trust.key_id})\n`);
+    return null;
+  }
+  process.stderr.write(`${untrustedLine(operationId, trust)}\nhint: its status and verdict are not shown: nothing proves a worker wrote them\n`);
+  return refused.exit_code;
+}
+
+/** The receipt for `--json`: under `receipt` only when trusted, else under `untrusted_receipt`. */
+export function receiptFields<T>(receipt: T | null, trust: ReceiptTrust | null): { receipt: T | null; untrusted_receipt?: T } {
+  if (receipt === null || trust === null || trust.state === 'valid') return { receipt };
+  return { receipt: null, untrusted_receipt: receipt };
 }

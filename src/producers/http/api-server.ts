@@ -23,6 +23,7 @@ import { fleetRoutes } from './routes/fleet.js';
 import { healthRoutes } from './routes/health.js';
 import { missionRoutes } from './routes/missions.js';
 import { operationRoutes } from './routes/operations.js';
+import { receiptKeyRoutes } from './routes/receipt-key.js';
 import { mountBullBoard } from './dashboard/bull-board.js';
 import { dashboardRoutes } from './dashboard/routes.js';
 
@@ -75,6 +76,7 @@ export async function buildApiServer(options: ApiOptions): Promise<FastifyInstan
   healthRoutes(app);
   missionRoutes(app, ctx);
   operationRoutes(app, ctx);
+  receiptKeyRoutes(app, ctx);
   eventRoutes(app, ctx);
   fleetRoutes(app, ctx);
   batchRoutes(app, ctx);

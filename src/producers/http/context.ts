@@ -1,4 +1,5 @@
 import type { Person } from '../../shared/contracts/promotion.js';
+import type { Keyring } from '../../operation/receipt-keys.js';
 import type { PriceTable } from '../../shared/prices.js';
 import type { RepositoryPolicy } from '../../shared/contracts/load-mission.js';
 import type { HostSettings } from '../../shared/host-policy.js';
@@ -34,6 +35,8 @@ export interface ApiOptions {
   receiptKey: ReceiptKeySource;
   /** Author and committer of promotions made through the API (UH_PROMOTION_AUTHOR / _COMMITTER of the server). */
   promotionIdentity: { author: Person; committer: Person };
+  /** The keys receipts are verified with (UH_RECEIPT_PUBLIC_KEYS, …); none: every signed receipt is `unknown_key`. */
+  receiptKeys?: Keyring;
 }
 
 /** What every route file gets: the options plus the server's shared event hub and metrics. */

@@ -13,7 +13,20 @@ import { makeDir } from '../../shared/fs/make-dir.js';
 export interface Materialized {
   dir: string;
   files: string[];
+  /** The receipt parsed; null when there is none or it is not a receipt (an untrusted text: check `receiptText`). */
   receipt: Receipt | null;
+  /** The receipt as stored: what its signature covers. */
+  receiptText: string | null;
+}
+
+/** A stored receipt text parsed, or null when it is not JSON or not a receipt (never trusted then). */
+function parsedReceipt(text: string): Receipt | null {
+  try {
+    const got = ReceiptSchema.safeParse(JSON.parse(text));
+    return got.success ? got.data : null;
+  } catch {
+    return null;
+  }
 }
 
 /** The receipt as stored (the raw text, which its signature covers) and parsed. */
@@ -21,9 +34,9 @@ export async function readReceiptFromStore(store: OperationStore, operationId: s
   return (await readReceiptWithText(store, operationId))?.receipt ?? null;
 }
 
-export async function readReceiptWithText(store: OperationStore, operationId: string): Promise<{ receipt: Receipt; text: string } | null> {
+export async function readReceiptWithText(store: OperationStore, operationId: string): Promise<{ receipt: Receipt | null; text: string } | null> {
   const text = await store.redis.hget(store.keys.artifacts(operationId), 'receipt');
-  return text ? { receipt: ReceiptSchema.parse(JSON.parse(text)), text } : null;
+  return text ? { receipt: parsedReceipt(text), text } : null;
 }
 
 export async function materialize(store: OperationStore, operationId: string, dir: string): Promise<Materialized> {
@@ -46,5 +59,6 @@ export async function materialize(store: OperationStore, operationId: string, di
   const lines = entries.flatMap(([, fields]) => (fields.includes('event') ? [fields[fields.indexOf('event') + 1] ?? ''] : [])).filter(Boolean);
   writeFileSync(join(dir, 'events.jsonl'), lines.map((l) => `${l}\n`).join(''));
   files.push(join(dir, 'events.jsonl'));
-  return { dir, files, receipt: artifacts.receipt ? ReceiptSchema.parse(JSON.parse(artifacts.receipt)) : null };
+  const receiptText = artifacts.receipt ?? null;
+  return { dir, files, receipt: receiptText === null ? null : parsedReceipt(receiptText), receiptText };
 }

@@ -6,6 +6,6 @@ export const EXIT = {
   blocked: 3,
   cancelled: 4,
   unknown: 5,
-  /** The receipt's signature does not verify: it was edited after the worker wrote it. */
+  /** The receipt cannot be believed: unsigned, edited after signing, or signed by a key not in the keyring. */
   tampered: 6,
 } as const;

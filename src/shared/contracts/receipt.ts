@@ -45,12 +45,22 @@ export const PhaseTimingsSchema = z.lazy(() => z.record(z.string(), z.number().i
 
 /** `uh.receipt.v0`: the immutable record of one operation, written for every terminal state. */
 export const ReceiptSignatureSchema = z.lazy(() =>
-  z.strictObject({
-    alg: z.literal('hmac-sha256'),
-    /** The first 16 hex digits of sha256(key): which key signed, never the key. */
-    key_id: z.string().regex(/^[0-9a-f]{16}$/),
-    value: z.string().regex(/^[0-9a-f]{64}$/),
-  }));
+  z.discriminatedUnion('alg', [
+    z.strictObject({
+      /** Ed25519 (the fleet's): anyone holding the public key verifies; only the workers sign. */
+      alg: z.literal('ed25519'),
+      /** The first 16 hex digits of sha256(SPKI DER of the public key): which key signed. */
+      key_id: z.string().regex(/^[0-9a-f]{16}$/),
+      value: z.string().regex(/^[0-9a-f]{128}$/),
+    }),
+    z.strictObject({
+      /** HMAC-SHA256 (a single host's key): who verifies can also sign. */
+      alg: z.literal('hmac-sha256'),
+      /** The first 16 hex digits of sha256(key): which key signed, never the key. */
+      key_id: z.string().regex(/^[0-9a-f]{16}$/),
+      value: z.string().regex(/^[0-9a-f]{64}$/),
+    }),
+  ]));
 export type ReceiptSignature = z.infer<typeof ReceiptSignatureSchema>;
 
 export const ReceiptSchema = z.lazy(() =>

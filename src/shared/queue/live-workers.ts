@@ -14,6 +14,8 @@ const HeartbeatSchema = z.object({
   runtimes: z.array(z.string()).default([]),
   concurrency: z.number().optional(),
   active: z.array(z.string()).default([]),
+  /** The id of the key the worker signs receipts with (null or absent: none, or an older worker). */
+  receipt_key_id: z.string().nullable().optional(),
   at: z.string(),
 });
 export type Heartbeat = z.infer<typeof HeartbeatSchema>;

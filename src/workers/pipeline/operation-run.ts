@@ -16,6 +16,7 @@ import type { Logger } from '../../shared/logger.js';
 import { spawnGroup, type SpawnGroup } from '../../shared/process/spawn-group.js';
 import { hostSecretValues, redact, secretEnvValues } from '../../shared/redact.js';
 import { loadReceiptKey } from '../../operation/receipt-signature.js';
+import type { ReceiptKey } from '../../operation/receipt-keys.js';
 import type { OperationSettings } from '../../operation/settings.js';
 import type { FilesTarget } from '../../operation/finish-operation.js';
 import { outcomeOfError } from '../../operation/outcome-of-error.js';
@@ -142,12 +143,20 @@ function isolationFor(options: ExecuteOptions, env: Record<string, string | unde
  * and the worker's own (its secret-looking UH_* values, UH_RECEIPT_KEY, the key file, Redis's
  * password), which no agent is given but some path might still expose.
  */
+/** How a signing key could appear in text: the HMAC secret, or the private key's PEM and its base64 body. */
+function keyTexts(key: ReceiptKey): string[] {
+  if (key.alg === 'hmac-sha256') return [key.secret.toString('utf8')];
+  const pem = String(key.privateKey.export({ type: 'pkcs8', format: 'pem' })).trim();
+  const body = pem.split('\n').filter((l) => !l.startsWith('-----')).join('');
+  return [pem, body];
+}
+
 function secretsOf(options: ExecuteOptions, env: RuntimeEnv): string[] {
   const { mission, runtime } = options.prepared;
   let signingKey: string[] = [];
   try {
     const key = loadReceiptKey(options.settings.receiptKey, false);
-    signingKey = key ? [key.secret.toString('utf8')] : [];
+    signingKey = key ? keyTexts(key) : [];
   } catch {
     // an unreadable or short key file fails at signing, with its own message
   }

@@ -23,6 +23,7 @@ import { connectRedis } from '../../shared/queue/redis-connection.js';
 import { queueName } from '../../shared/queue/topology.js';
 import { RETRY_POLICY, withMaxAttempts } from '../results/retry-policy.js';
 import { processOperationJob, type JobSummary, type PoolContext } from './process-operation-job.js';
+import { loadReceiptKey } from '../../operation/receipt-signature.js';
 import { startOwnerWatch } from './owner-watch.js';
 import { startDiskGuard } from './disk-guard.js';
 
@@ -63,12 +64,15 @@ interface Pool {
 }
 
 export async function startRuntimePool(options: PoolOptions): Promise<RuntimePool> {
+  // Which key this worker signs receipts with (never the key), for its heartbeat: uh doctor --redis compares
+  // them across the fleet. Loaded (made, for the default) before Redis, so a broken key fails the start at once.
+  const receiptKeyId = loadReceiptKey(options.settings.receiptKey, true)?.id ?? null;
   const bull = await import('bullmq');
   const workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   const redis = await connectRedis(options.redisUrl, { name: `uh-worker-${workerId}`, cluster: options.config.cluster });
   const pool: Pool = { options, bull, redis, ctx: poolContext(options, redis, workerId), workers: [], connections: [] };
   const subscriber = await subscribeCancels(pool);
-  const heartbeat = await startHeartbeat(pool);
+  const heartbeat = await startHeartbeat(pool, receiptKeyId);
   const { settings } = options;
   const { logger } = settings;
   const stopWatch = startOwnerWatch({ redis, store: pool.ctx.store, runtimes: options.runtimes, intervalMs: options.config.heartbeatMs, settings });
@@ -136,11 +140,11 @@ async function subscribeCancels(pool: Pool): Promise<Redis> {
 }
 
 /** A key per worker, refreshed while it lives: recover tells a dead owner from a slow one by it. */
-async function startHeartbeat(pool: Pool): Promise<NodeJS.Timeout> {
+async function startHeartbeat(pool: Pool, receipt_key_id: string | null): Promise<NodeJS.Timeout> {
   const { store, worker, active } = pool.ctx;
   const { config, runtimes } = pool.options;
   const beat = () =>
-    pool.redis.set(store.keys.worker(worker.id), JSON.stringify({ ...worker, runtimes, concurrency: pool.options.concurrency, active: [...active.keys()], at: new Date().toISOString() }), 'PX', config.heartbeatMs * 3).catch(() => undefined);
+    pool.redis.set(store.keys.worker(worker.id), JSON.stringify({ ...worker, runtimes, concurrency: pool.options.concurrency, active: [...active.keys()], receipt_key_id, at: new Date().toISOString() }), 'PX', config.heartbeatMs * 3).catch(() => undefined);
   await beat();
   return setInterval(beat, config.heartbeatMs);
 }

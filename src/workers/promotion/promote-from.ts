@@ -8,7 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Person } from '../../shared/contracts/promotion.js';
-import type { Receipt } from '../../shared/contracts/receipt.js';
+import { ReceiptSchema } from '../../shared/contracts/receipt.js';
 import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
 import { requireTrustedReceipt } from '../../operation/trusted-receipt.js';
 import { UhError } from '../../shared/errors.js';
@@ -32,10 +32,21 @@ export interface PromoteOptions {
   receiptKey: ReceiptKeySource;
 }
 
-async function promoteWith(receipt: Receipt, patchPath: string, records: PromotionRecords, options: PromoteOptions): Promise<PromoteResult> {
-  // The policy first: a refusal must not fetch a mirror or write anything.
-  const refusal = policyRefusal(receipt, options.allowUnverified === true);
+function parseOrNull(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+async function promoteWith(text: string, patchPath: string, records: PromotionRecords, options: PromoteOptions): Promise<PromoteResult> {
+  // The policy first (a refusal must not fetch a mirror or write anything); then the signature:
+  // nothing is promoted from a receipt that does not verify.
+  const claimed = ReceiptSchema.safeParse(parseOrNull(text));
+  const refusal = claimed.success ? policyRefusal(claimed.data, options.allowUnverified === true) : null;
   if (refusal) throw refusal;
+  const receipt = requireTrustedReceipt(text, options.receiptKey, options.operationId);
   return promoteOperation({
     receipt,
     patchPath,
@@ -59,8 +70,8 @@ export async function promoteFromStateDir(stateDir: string, options: PromoteOpti
     if (!record) throw new UhError('not_found', `no operation ${id} in ${stateDir}`, { hint: 'check the id (uh mission list), pass --state-dir, or --redis for queue mode' });
     throw notFinishedRefusal(id, record.state);
   }
-  const receipt = requireTrustedReceipt(readFileSync(path, 'utf8'), options.receiptKey, id);
-  return promoteWith(receipt, join(dir, 'diff.patch'), fileRecords(dir), options);
+
+  return promoteWith(readFileSync(path, 'utf8'), join(dir, 'diff.patch'), fileRecords(dir), options);
 }
 
 /** Promote a queue-mode operation from Redis; the record goes to Redis. */
@@ -70,12 +81,11 @@ export async function promoteFromStore(store: OperationStore, options: PromoteOp
   if (!record) throw new UhError('not_found', `no operation ${id} in Redis (prefix ${store.prefix})`, { hint: 'check the id (uh mission list --redis) and UH_REDIS_PREFIX' });
   const artifacts = await store.artifacts(id);
   if (record.state !== 'finished' || !artifacts.receipt) throw notFinishedRefusal(id, record.state);
-  const receipt = requireTrustedReceipt(artifacts.receipt, options.receiptKey, id);
   const scratch = mkdtempSync(join(tmpdir(), 'uh-promote-diff-'));
   try {
     const patchPath = join(scratch, 'diff.patch');
     writeFileSync(patchPath, artifacts.diff ?? '');
-    return await promoteWith(receipt, patchPath, redisRecords(store, id), options);
+    return await promoteWith(artifacts.receipt, patchPath, redisRecords(store, id), options);
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }

@@ -31,10 +31,12 @@ export async function apiStart(argv: string[], config: UhConfig): Promise<number
   const host = values.host as string;
   const { readApiConfig } = await import('../../http/api-config.js');
   const apiConfig = readApiConfig(config.childEnv, host);
+  const { loadKeyring } = await import('../../../operation/receipt-keys.js');
+  const receiptKeys = loadKeyring(config.receipts); // before Redis: a bad UH_RECEIPT_PUBLIC_KEYS is exit 2
   const { QueueClient } = await import('../../queue/queue-client.js');
   const client = await QueueClient.open(config.queue, queueRedisUrl(config, values.redis));
   const { buildApiServer } = await import('../../http/api-server.js');
-  const app = await buildApiServer({ client, config: apiConfig, stateDir: resolveStateDir(values['state-dir'] as string | undefined, config), cacheDir: config.core.cacheDir, baseDir: process.cwd(), repositoryPolicy: repositoryPolicy(config.core, 'http'), prices: config.core.prices, hostSettings: hostSettingsOf(config), receiptKey: config.receipts, promotionIdentity: promotionIdentity({}, config.childEnv) });
+  const app = await buildApiServer({ client, config: apiConfig, stateDir: resolveStateDir(values['state-dir'] as string | undefined, config), cacheDir: config.core.cacheDir, baseDir: process.cwd(), repositoryPolicy: repositoryPolicy(config.core, 'http'), prices: config.core.prices, hostSettings: hostSettingsOf(config), receiptKey: config.receipts, promotionIdentity: promotionIdentity({}, config.childEnv), receiptKeys });
   try {
     await app.listen({ port, host });
   } catch (error) {

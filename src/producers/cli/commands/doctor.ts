@@ -15,6 +15,8 @@ import { loadAllRuntimeAdapters } from '../../../workers/runtimes/registry.js';
 import { mergeConfig } from '../../../operation/resolve-runtime.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { makeDir } from '../../../shared/fs/make-dir.js';
+import type { Keyring } from '../../../operation/receipt-keys.js';
+import { fleetKeyFindings, receiptKeyFindings } from '../receipt-doctor.js';
 
 const DOCTOR: CommandSpec = {
   usage: 'uh doctor [--json] [--redis url] [--state-dir dir]',
@@ -68,7 +70,7 @@ async function pingRedis(url: string): Promise<string | null> {
 }
 
 /** The fleet behind a configured Redis (`--redis` or REDIS_URL): a runtime with queued jobs and no live worker cannot make progress (core). */
-async function fleetFindings(config: UhConfig, url: string): Promise<{ findings: Finding[]; report: import('../../http/fleet-report.js').FleetReport }> {
+async function fleetFindings(config: UhConfig, url: string, keyring: Keyring | null): Promise<{ findings: Finding[]; report: import('../../http/fleet-report.js').FleetReport }> {
   const { QueueClient } = await import('../../queue/queue-client.js');
   const { fleetReport } = await import('../../http/fleet-report.js');
   const client = await QueueClient.open(config.queue, url);
@@ -84,6 +86,8 @@ async function fleetFindings(config: UhConfig, url: string): Promise<{ findings:
     if (report.runtimes.length === 0) findings.push({ what: 'fleet', ok: true, detail: 'no runtime queues and no live workers', core: false });
     findings.push({ what: 'unknown operations', ok: report.unknown_operations === 0, detail: String(report.unknown_operations), hint: 'GET /v1/operations?state=unknown lists them; see docs/queue.md (unknown operations)', core: false });
     findings.push({ what: 'outbox lag', ok: true, detail: `${report.outbox_lag} entr${report.outbox_lag === 1 ? 'y' : 'ies'} not yet delivered`, core: false });
+    const { liveWorkers } = await import('../../../shared/queue/live-workers.js');
+    findings.push(...fleetKeyFindings(await liveWorkers(client.redis, client.store.keys), keyring));
     return { findings, report };
   } finally {
     await client.close();
@@ -130,7 +134,9 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
   const redisUrl = queueRedisUrl(config, values.redis);
   const problem = await pingRedis(redisUrl);
   findings.push({ what: 'redis', ok: problem === null, detail: problem ?? `${redisUrl.replace(/\/\/[^@]*@/, '//***@')} answers`, hint: 'start Redis or fix --redis / REDIS_URL (queue mode only)', core: !redis.defaulted });
-  const fleet = problem === null && !redis.defaulted ? await fleetFindings(config, redisUrl) : null;
+  const receipts = receiptKeyFindings(config, stateDir);
+  findings.push(...receipts.findings);
+  const fleet = problem === null && !redis.defaulted ? await fleetFindings(config, redisUrl, receipts.keyring) : null;
   findings.push(...(fleet?.findings ?? []));
   findings.push(isolationFinding(config));
   for (const adapter of await loadAllRuntimeAdapters()) {

@@ -7,12 +7,13 @@ import { invalidInput, UhError } from '../../../shared/errors.js';
 import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-store.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { readRecord } from '../../../operation/operation-files.js';
+import type { QueueClient } from '../../queue/queue-client.js';
 
 const REDIS = { redis: { type: 'string' as const } };
 
 const WATCH: CommandSpec = {
   usage: 'uh mission watch <operation_id> [--from start|now] [--timeout s] [--json] [--redis url]',
-  summary: "Follow an operation's events live until it settles; exit with the operation's code (5 for unknown or --timeout).",
+  summary: "Follow an operation's events live until it settles; exit with the code of its receipt (5 for unknown or --timeout, 6 when the receipt is unsigned, edited or signed by an unknown key).",
   options: { ...COMMON_OPTIONS, ...REDIS, from: { type: 'string', default: 'start' }, timeout: { type: 'string' } },
   details: ['--json prints one uh.event.v0 per line.'],
   examples: ['uh mission watch hello-001', 'uh mission watch hello-001 --from now --json | jq -c .type'],
@@ -78,11 +79,27 @@ export async function missionWatch(argv: string[], config: UhConfig): Promise<nu
       process.stderr.write(`uh: ${id} has not settled after ${timeoutS} s\n`);
       return EXIT.unknown;
     }
-    if (!values.json) process.stderr.write(`uh: ${id} ${record.state}${record.status ? ` · ${record.status} · ${record.verdict}` : ''}\n`);
-    return settledCode(record);
+    if (record.state !== 'finished') {
+      if (!values.json) process.stderr.write(`uh: ${id} ${record.state}\n`);
+      return settledCode(record);
+    }
+    return await trustedReceiptCode(client, config, id, Boolean(values.json));
   } finally {
     await client.close();
   }
+}
+
+/** A finished operation's code from its receipt, once its signature verifies (else exit 6 with the reason). */
+async function trustedReceiptCode(client: QueueClient, config: UhConfig, id: string, json: boolean): Promise<number> {
+  const { readReceiptWithText } = await import('../../queue/materialize.js');
+  const { checkReceiptText, reportSignature } = await import('../receipt-check.js');
+  const stored = await readReceiptWithText(client.store, id);
+  const trust = stored ? checkReceiptText(stored.text, config) : { state: 'unsigned' as const, key_id: null, reason: 'no receipt in Redis' };
+  const forced = reportSignature(trust, true, id);
+  if (forced !== null || !stored?.receipt) return forced ?? EXIT.tampered;
+  const r = stored.receipt;
+  if (!json) process.stderr.write(`uh: ${id} finished · ${r.status} · ${r.verdict} (signature key ${trust.key_id})\n`);
+  return r.exit_code;
 }
 
 /** Remove a waiting job and settle its record as cancelled, if it is still queued (atomic). */

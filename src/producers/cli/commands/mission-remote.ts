@@ -4,15 +4,14 @@
  * host; otherwise they are the inline commands over the local state dir, unchanged.
  */
 import type { UhConfig } from '../../../shared/config.js';
-import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
 import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-store.js';
 import { readRecord } from '../../../operation/operation-files.js';
 import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
-import { checkReceiptText, reportSignature } from '../receipt-check.js';
+import { checkReceiptText, receiptFields, reportSignature, type ReceiptTrust } from '../receipt-check.js';
 import { checkStateFilter, missionCollect, missionList, missionStatus } from './mission-status.js';
 import { writeJunit } from '../../ci/ci-report.js';
 
@@ -20,7 +19,7 @@ const REDIS_NOTE = 'Queue mode: with --redis, or with $REDIS_URL when the operat
 
 const STATUS: CommandSpec = {
   usage: 'uh mission status <operation_id> [--json] [--state-dir dir] [--redis url]',
-  summary: "Show an operation's state and, when finished, its receipt summary. Exit code: the operation's (5 while not finished).",
+  summary: "Show an operation's state and, when finished, its receipt summary. Exit code: the operation's (5 while not finished); 6 when the receipt is unsigned, edited or signed by an unknown key.",
   options: { ...COMMON_OPTIONS, redis: { type: 'string' } },
   details: [REDIS_NOTE],
   examples: ['uh mission status hello-001', 'uh mission status hello-001 --redis redis://queue:6379 --json | jq .operation.state'],
@@ -28,7 +27,7 @@ const STATUS: CommandSpec = {
 
 const COLLECT: CommandSpec = {
   usage: 'uh mission collect <operation_id> --out <dir> [--junit path] [--json] [--state-dir dir] [--redis url]',
-  summary: 'Copy the receipt, diff, final message, runtime result, mission and events of an operation into --out.',
+  summary: 'Copy the receipt, diff, final message, runtime result, mission and events of an operation into --out; exit 6 when the receipt is unsigned, edited or signed by an unknown key.',
   options: { ...COMMON_OPTIONS, out: { type: 'string' }, redis: { type: 'string' }, junit: { type: 'string' } },
   details: [
     REDIS_NOTE,
@@ -78,13 +77,19 @@ export async function missionStatusAny(argv: string[], config: UhConfig): Promis
     const { readReceiptWithText } = await import('../../queue/materialize.js');
     const stored = await readReceiptWithText(client.store, id);
     const receipt = stored?.receipt ?? null;
+    // Checked before anything of the receipt is printed; the exit code comes from a trusted receipt, never the record alone.
     const signature = stored ? checkReceiptText(stored.text, config) : null;
+    const trusted = receipt && signature?.state === 'valid' ? receipt : null;
     const where = `redis:${client.store.keys.op(id)}`;
-    if (values.json) writeJson({ operation: publicRecord(record), receipt: receipt ? receiptJson(receipt, where) : null, ...(signature ? { signature } : {}) });
-    else if (receipt && record.state === 'finished') printReceiptSummary(receipt, where, false);
+    if (values.json) {
+      const shown = receiptFields(receipt ? receiptJson(receipt, where) : null, signature);
+      writeJson({ operation: publicRecord(record), ...shown, ...(signature ? { signature } : {}) });
+    } else if (trusted && record.state === 'finished') printReceiptSummary(trusted, where, false);
     else process.stdout.write(`${id}: ${record.state} (runtime ${record.runtime}, attempt ${record.attempt}, updated ${record.updated_at}${record.worker ? `, worker ${record.worker.id}` : ''})${record.unknown_reason ? `\n  why: ${record.unknown_reason}\n  hint: uh mission recover ${id}` : ''}\n`);
-    const forced = signature ? reportSignature(signature, Boolean(values.json)) : null;
-    return forced ?? (record.state === 'finished' ? (record.exit_code ?? EXIT.failed) : EXIT.unknown);
+    const forced = signature ? reportSignature(signature, Boolean(values.json), id) : null;
+    if (forced !== null) return forced;
+    if (record.state !== 'finished') return EXIT.unknown;
+    return trusted ? trusted.exit_code : (record.exit_code ?? EXIT.failed);
   });
 }
 
@@ -100,12 +105,14 @@ export async function missionCollectAny(argv: string[], config: UhConfig): Promi
     if (record.state !== 'finished') throw new UhError('not_found', `operation ${id} has no receipt yet (state ${record.state})`, { hint: `uh mission status ${id}` });
     const { materialize } = await import('../../queue/materialize.js');
     const got = await materialize(client.store, id, resolve(out));
-    if (values.junit && got.receipt) writeJunit(values.junit as string, got.receipt);
-    const receiptFile = join(got.dir, 'receipt.json');
-    const signature = existsSync(receiptFile) ? checkReceiptText(readFileSync(receiptFile, 'utf8'), config) : ({ state: 'unsigned' } as const);
+    const signature: ReceiptTrust = got.receiptText === null
+      ? { state: 'unsigned', key_id: null, reason: 'no receipt in Redis' }
+      : checkReceiptText(got.receiptText, config);
+    // JUnit only from a trusted receipt: a forged one would report passing checks.
+    if (values.junit && got.receipt && signature.state === 'valid') writeJunit(values.junit as string, got.receipt);
     if (values.json) writeJson({ operation_id: id, files: got.files, signature });
     else process.stdout.write(`${got.files.map((f) => `  ${f}`).join('\n')}\n`);
-    return reportSignature(signature, Boolean(values.json)) ?? EXIT.ok;
+    return reportSignature(signature, Boolean(values.json), id) ?? EXIT.ok;
   });
 }
 

@@ -7,19 +7,19 @@ import { invalidInput, UhError } from '../../../shared/errors.js';
 import { CHECK_LOG_FILE, operationDir, operationsRoot, readReceipt, readRecord } from '../../../operation/operation-files.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
-import { checkReceiptText, reportSignature } from '../receipt-check.js';
+import { checkReceiptText, receiptFields, reportSignature } from '../receipt-check.js';
 import { makeDir } from '../../../shared/fs/make-dir.js';
 
 const STATUS: CommandSpec = {
   usage: 'uh mission status <operation_id> [--json] [--state-dir dir]',
-  summary: "Show an operation's state and, when finished, its receipt summary and signature check. Exit code: the operation's (5 while not finished, 6 when the receipt's signature does not verify).",
+  summary: "Show an operation's state and, when finished, its receipt summary and signature check. Exit code: the operation's (5 while not finished); 6 when the receipt is not signed by a known key or was edited (its claims are then not shown).",
   options: { ...COMMON_OPTIONS },
   examples: ['uh mission status hello-001', 'uh mission status hello-001 --json | jq .verdict'],
 };
 
 const COLLECT: CommandSpec = {
   usage: 'uh mission collect <operation_id> --out <dir> [--junit path] [--json] [--state-dir dir]',
-  summary: 'Copy the receipt, diff, final message, runtime result, events and check logs of an operation into --out, and check the receipt\'s signature (exit 6 when it does not verify).',
+  summary: 'Copy the receipt, diff, final message, runtime result, events and check logs of an operation into --out, and check the receipt\'s signature (exit 6 when it is unsigned, edited or signed by an unknown key).',
   options: { ...COMMON_OPTIONS, out: { type: 'string' }, junit: { type: 'string' } },
   examples: ['uh mission collect hello-001 --out ./artifacts'],
 };
@@ -56,12 +56,16 @@ export async function missionStatus(argv: string[], config: UhConfig): Promise<n
   if (got.help) return void process.stdout.write(`${helpText(STATUS)}\n`), EXIT.ok;
   const receipt = readReceipt(got.stateDir, got.id);
   const dir = operationDir(got.stateDir, got.id);
+  // The signature is checked before anything of the receipt is printed: an untrusted one is never shown as the outcome.
   const signature = receipt ? checkReceiptText(readFileSync(join(dir, 'receipt.json'), 'utf8'), config) : null;
-  if (got.values.json) writeJson({ operation: got.record, receipt: receipt ? receiptJson(receipt, dir) : null, ...(signature ? { signature } : {}) });
-  else if (receipt) printReceiptSummary(receipt, dir, false);
+  const trusted = receipt && signature?.state === 'valid' ? receipt : null;
+  if (got.values.json) {
+    const shown = receiptFields(receipt ? receiptJson(receipt, dir) : null, signature);
+    writeJson({ operation: got.record, ...shown, ...(signature ? { signature } : {}) });
+  } else if (trusted) printReceiptSummary(trusted, dir, false);
   else process.stdout.write(`${got.id}: ${got.record.state} (runtime ${got.record.runtime}, updated ${got.record.updated_at})\n`);
-  const forced = signature ? reportSignature(signature, Boolean(got.values.json)) : null;
-  return forced ?? (receipt ? receipt.exit_code : EXIT.unknown);
+  const forced = signature ? reportSignature(signature, Boolean(got.values.json), got.id) : null;
+  return forced ?? (trusted ? trusted.exit_code : EXIT.unknown);
 }
 
 const ARTIFACTS = ['receipt.json', 'diff.patch', 'runtime-final.txt', 'runtime-result.yaml', 'events.jsonl', 'mission.json'];
@@ -81,11 +85,12 @@ export async function missionCollect(argv: string[], config: UhConfig): Promise<
     copyFileSync(join(dir, name), join(out, name));
     copied.push(join(resolve(out), name));
   }
-  if (got.values.junit) writeJunit(got.values.junit as string, receipt);
   const signature = checkReceiptText(readFileSync(join(dir, 'receipt.json'), 'utf8'), config);
+  // JUnit only from a trusted receipt: a forged one would report passing checks.
+  if (got.values.junit && signature.state === 'valid') writeJunit(got.values.junit as string, receipt);
   if (got.values.json) writeJson({ operation_id: got.id, files: copied, signature });
   else process.stdout.write(`${copied.map((f) => `  ${f}`).join('\n')}\n`);
-  return reportSignature(signature, Boolean(got.values.json)) ?? EXIT.ok;
+  return reportSignature(signature, Boolean(got.values.json), got.id) ?? EXIT.ok;
 }
 
 export async function missionList(argv: string[], config: UhConfig): Promise<number> {

@@ -10,6 +10,7 @@ import { publicRecord } from '../../../shared/queue/operation-store.js';
 import type { QueueClient } from '../../queue/queue-client.js';
 import { ensureStateDir } from '../../../operation/operation-files.js';
 import { reportReceipt, reportUnsettled } from '../../ci/ci-report.js';
+import { checkReceiptText, reportSignature, untrustedLine } from '../receipt-check.js';
 
 export const MISSION_SUBMIT: CommandSpec = {
   usage: 'uh mission submit <mission.yaml|json>... [--wait [--timeout s] [--junit path] [--detach-on-abort]] [--require-worker] [--json] [--redis url] [--runtime id] [--state-dir dir]',
@@ -32,7 +33,8 @@ export const MISSION_SUBMIT: CommandSpec = {
     'with --require-worker: exit 3 and nothing is enqueued.',
     'Redis: --redis, else $REDIS_URL, else redis://127.0.0.1:6379 (said on stderr). Keys live under $UH_REDIS_PREFIX (default uh).',
     '--wait follows the operation until it settles and exits with its code (0 ok, 1 failed/verification failed/scope,',
-    '3 blocked, 4 cancelled, 5 unknown or --timeout reached); artifacts are copied to <state-dir>/collected/<operation>/.',
+    '3 blocked, 4 cancelled, 5 unknown or --timeout reached, 6 the receipt is unsigned, edited or signed by a key not in',
+    'this host\'s keyring: UH_RECEIPT_PUBLIC_KEYS); artifacts are copied to <state-dir>/collected/<operation>/.',
     'Under GitHub Actions ($GITHUB_OUTPUT set) --wait writes status, verdict, operation_id, receipt_path,',
     'final_message and diff_path as step outputs; with $GITHUB_STEP_SUMMARY a Markdown summary; with GITHUB_ACTIONS=true',
     '::error annotations. --junit writes one test case per check plus one for the scope check (docs/ci.md).',
@@ -154,10 +156,19 @@ async function materializeAndReport(client: QueueClient, config: UhConfig, o: Wa
   const { materialize } = await import('../../queue/materialize.js');
   ensureStateDir(o.stateDir); // its .gitignore keeps the user's `git status` clean
   const got = await materialize(client.store, o.id, join(o.stateDir, 'collected', o.id));
-  if (!got.receipt) throw new Error(`operation ${o.id} settled without a receipt in Redis`);
+  if (got.receiptText === null) throw new Error(`operation ${o.id} settled without a receipt in Redis`);
+  // The signature first: an unsigned or forged receipt is never reported (nor written to CI outputs) as the outcome.
+  const trust = checkReceiptText(got.receiptText, config);
+  if (trust.state !== 'valid' || !got.receipt) {
+    const shown = { ...trust, state: trust.state === 'valid' ? 'invalid' : trust.state, reason: got.receipt ? trust.reason : 'not a receipt' };
+    if (o.json) writeJson({ operation_id: o.id, attached: o.attached, signature: shown, untrusted_receipt: got.receipt ?? got.receiptText });
+    reportUnsettled(config.ci, o.id, 'untrusted', untrustedLine(o.id, shown));
+    return reportSignature(shown, o.json, o.id) ?? EXIT.tampered;
+  }
   reportReceipt(got.receipt, config.ci, { dir: got.dir, junit: o.junit, json: o.json });
-  if (o.json) writeJson({ ...receiptJson(got.receipt, got.dir), attached: o.attached });
+  if (o.json) writeJson({ ...receiptJson(got.receipt, got.dir), attached: o.attached, signature: trust });
   else printReceiptSummary(got.receipt, got.dir, o.attached);
+  reportSignature(trust, o.json, o.id);
   return got.receipt.exit_code;
 }
 

@@ -156,12 +156,15 @@ const SCRIPT = String.raw`(function () {
       api('/v1/operations/' + encodeURIComponent(id) + '/cancel', { method: 'POST' }).then(function (res) { return res.json(); })
         .then(function (body) { outcome.textContent = 'Cancel: ' + (body.outcome || (body.error && body.error.message)); }).catch(failed);
     } });
-    function header(op) {
+    // A record's verdict is not proof: once the receipt is read, an untrusted one shows the verdict as unproven.
+    function header(op, sig) {
+      var verdict = sig && sig.state !== 'valid' ? badge('v-', 'unproven') : badge('v-', op.verdict);
       head.replaceChildren(el('h1', { 'data-testid': 'op-title', text: op.title || op.operation_id }),
-        el('p', {}, [el('code', { text: op.operation_id }), ' ', op.runtime, ' ', badge('s-', op.state), ' ', badge('st-', op.status), ' ', badge('v-', op.verdict),
+        el('p', {}, [el('code', { text: op.operation_id }), ' ', op.runtime, ' ', badge('s-', op.state), ' ', badge('st-', op.status), ' ', verdict,
           op.exit_code === null ? '' : ' exit ' + op.exit_code, op.unknown_reason ? ' \u2014 ' + op.unknown_reason : '']));
       cancel.hidden = !!SETTLED[op.state];
     }
+    var SIGNATURE_TEXT = { valid: 'signature valid', unsigned: 'UNSIGNED receipt', invalid: 'INVALID signature', unknown_key: 'signed by an unknown key' };
     // A verified operation can become a branch (docs/promotion.md); the server decides the policy.
     function promoteBox(r) {
       if (r.verdict !== 'verified') return el('span');
@@ -175,10 +178,14 @@ const SCRIPT = String.raw`(function () {
     }
     function settle() {
       return json('/v1/operations/' + encodeURIComponent(id)).then(function (body) {
-        header(body.operation);
+        var sig = body.signature || (body.receipt ? { state: 'unsigned', key_id: null, reason: 'no signature state from the server' } : null);
+        header(body.operation, sig);
         var r = body.receipt;
         if (!r) return;
-        var parts = [promoteBox(r), el('h2', { text: 'Final message' }), el('pre', { 'data-testid': 'final-message', text: r.final_message || '(none)' }),
+        var trusted = sig.state === 'valid';
+        var sigBox = el('p', { 'data-testid': 'signature', 'data-state': sig.state }, [
+          el('span', { class: 'badge ' + cls('sig-', sig.state), text: SIGNATURE_TEXT[sig.state] || sig.state }), ' ', sig.reason || '']);
+        var parts = [sigBox, trusted ? promoteBox(r) : el('span'), el('h2', { text: 'Final message' }), el('pre', { 'data-testid': 'final-message', text: r.final_message || '(none)' }),
           el('h2', { text: 'Checks' }), checksView(r.checks), el('h2', { text: 'Diff' })];
         var diffBox = el('div', {}, [el('p', { class: 'muted', text: 'No changes.' })]);
         parts.push(diffBox, el('h2', { text: 'Receipt' }), el('pre', { 'data-testid': 'receipt', text: JSON.stringify(r, null, 2) }));

@@ -48,6 +48,8 @@ form.filters label { display: flex; flex-direction: column; font-size: 12px; col
 .s-unknown, .v-failed, .v-timed_out, .v-verification_failed, .v-scope_violation, .st-failed, .st-cancelled, .st-blocked { color: var(--bad); }
 .v-passed, .v-verified, .st-completed { color: var(--ok); }
 .v-unverified { color: var(--warn); }
+.sig-valid { color: var(--ok); }
+.sig-unsigned, .sig-invalid, .sig-unknown_key, .v-unproven { color: var(--bad); font-weight: 700; }
 pre { background: #8881; padding: .6em; overflow: auto; max-height: 30em; white-space: pre-wrap; word-break: break-word; }
 pre.diff span { display: block; }
 pre.diff .add { color: var(--ok); }

@@ -6,6 +6,8 @@ import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-
 import { cancelOperation } from '../../queue/cancel-operation.js';
 import { operationOr404, type RouteContext } from '../context.js';
 import { listOperations } from '../fleet.js';
+import { emptyKeyring } from '../../../operation/receipt-keys.js';
+import { receiptTrustOfText } from '../../../operation/receipt-trust.js';
 
 export const OperationParams = z.strictObject({ id: z.string().min(1).max(128).describe('operation_id') });
 
@@ -24,6 +26,15 @@ const ARTIFACT: Record<string, { name: string; type: string }> = {
   'final-message': { name: 'final_message', type: 'text/plain; charset=utf-8' },
 };
 
+/** A stored receipt as JSON; text that is not JSON as it is (its signature state says `invalid`). */
+function parsedOrText(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
+
 /** The public record plus the mission's title (the dashboard lists it; rendered as text). */
 function listed(record: QueueRecord) {
   const title = (record.job.mission as { title?: unknown } | null)?.title;
@@ -36,11 +47,14 @@ export function operationRoutes(app: FastifyInstance, ctx: RouteContext): void {
     return { operations: page.operations.map(listed), next_cursor: page.next_cursor };
   });
 
-  app.get('/v1/operations/:id', { schema: { summary: 'An operation record and its receipt (null until settled)', tags: ['operations'], params: OperationParams } }, async (req) => {
+  app.get('/v1/operations/:id', { schema: { summary: 'An operation record, its receipt (null until settled) and signature: {state: valid|unsigned|invalid|unknown_key, key_id, reason}', tags: ['operations'], params: OperationParams } }, async (req) => {
     const { id } = req.params as { id: string };
     const record = await operationOr404(ctx, id);
     const receipt = (await ctx.client.store.artifacts(id)).receipt;
-    return { operation: listed(record), receipt: receipt ? (JSON.parse(receipt) as unknown) : null };
+    if (!receipt) return { operation: listed(record), receipt: null, signature: null };
+    // The receipt as stored, and whether its signature verifies: only `valid` may be shown as the outcome.
+    const signature = receiptTrustOfText(receipt, ctx.receiptKeys ?? emptyKeyring());
+    return { operation: listed(record), receipt: parsedOrText(receipt), signature };
   });
 
   for (const [sub, { name, type }] of Object.entries(ARTIFACT)) {
@@ -49,6 +63,10 @@ export function operationRoutes(app: FastifyInstance, ctx: RouteContext): void {
       await operationOr404(ctx, id);
       const body = (await ctx.client.store.artifacts(id))[name];
       if (body === undefined) throw new UhError('not_found', `operation ${id} has no ${sub} yet`, { hint: 'wait until it settles: GET /v1/operations/<id>/events' });
+      if (name === 'receipt') {
+        const trust = receiptTrustOfText(body, ctx.receiptKeys ?? emptyKeyring());
+        reply.header('x-uh-signature-state', trust.state).header('x-uh-signature-key-id', trust.key_id ?? '');
+      }
       return reply.type(type).send(body);
     });
   }
