@@ -90,7 +90,7 @@ beforeAll(async () => {
   });
   receiptKeys = { publicKeys: readPublicKeys([fleet.publicFile]), secrets: new Map() };
   client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
-  app = await buildApiServer({ client, config: readApiConfig({ UH_API_TOKEN: TOKEN }, '127.0.0.1'), stateDir: dirs[1] as string, cacheDir: dirs[2] as string, baseDir: dirs[0] as string, repositoryPolicy: { allowLocal: true, allowHttp: false }, prices: {}, receiptKey: { key: 'k'.repeat(32), keyFile: '/nonexistent/receipt.key' }, receiptKeys, promotionIdentity: { author: { name: 'T', email: 't@localhost' }, committer: { name: 'T', email: 't@localhost' } } });
+  app = await buildApiServer({ client, config: readApiConfig({ UH_API_TOKEN: TOKEN }, '127.0.0.1'), stateDir: dirs[1] as string, cacheDir: dirs[2] as string, baseDir: dirs[0] as string, repositoryPolicy: { allowLocal: true, allowHttp: false }, prices: {}, receiptKey: { key: undefined, keyFile: '/nonexistent/receipt.key', publicKeys: [fleet.publicFile] }, receiptKeys, promotionIdentity: { author: { name: 'T', email: 't@localhost' }, committer: { name: 'T', email: 't@localhost' } } });
   base = await app.listen({ port: 0, host: '127.0.0.1' });
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
 }, 60_000);
