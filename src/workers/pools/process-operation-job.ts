@@ -155,7 +155,8 @@ async function runPipeline(run: JobRun, prepared: Prepared, record: QueueRecord)
   let mirrored = JSON.stringify({ state: 'running', sandbox_path: null, session_id: null, thread_id: null, turn_id: null });
   const result = await executeOperation({
     prepared,
-    settings: ctx.settings,
+    // The pipeline's log lines carry this job's runtime and worker (docs/observability.md).
+    settings: { ...ctx.settings, logger: run.log },
     mode: 'queue',
     attempt: run.data.attempt,
     signal: controller.signal,
