@@ -54,19 +54,23 @@ async function deadLetters(prefix: string): Promise<string[]> {
   return entries.map(([, fields]) => fields[fields.indexOf('error') + 1] as string);
 }
 
+/** An upstream repository, a prefix of Redis and a runtime worker on it (isolation off: Redis is the attack surface here). */
+async function fleet(name: string) {
+  const repo = makeRepo();
+  const upstream = dir('uh-forged-upstream-');
+  git(upstream, 'init', '-q', '--bare', '-b', 'main');
+  git(repo, 'push', '-q', upstream, 'main');
+  const prefix = redis.prefix(name);
+  const stateDir = dir('uh-forged-state-');
+  const env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: dir('uh-forged-cache-'), UH_ISOLATION: 'off' };
+  workers.push(await startWorker(['--runtime', 'command', '--state-dir', stateDir], { cwd: stateDir, env }));
+  return { upstream, prefix, stateDir, env };
+}
+
 describe('a forged completion in Redis', () => {
   it('is never promoted or pushed: the results worker acts only on a receipt it has verified', async () => {
-    const repo = makeRepo();
-    const upstream = dir('uh-forged-upstream-');
-    git(upstream, 'init', '-q', '--bare', '-b', 'main');
-    git(repo, 'push', '-q', upstream, 'main');
-    const prefix = redis.prefix('forged');
-    const cacheDir = dir('uh-forged-cache-');
-    const stateDir = dir('uh-forged-state-');
-    const env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_ISOLATION: 'off' };
+    const { upstream, prefix, stateDir, env } = await fleet('forged');
     // A real operation whose check fails: its signed receipt says verification_failed.
-    const runtime = await startWorker(['--runtime', 'command', '--state-dir', stateDir], { cwd: stateDir, env });
-    workers.push(runtime);
     const failing = { verification: [{ name: 'unit', argv: ['false'], timeout_seconds: 30 }] };
     const real = writeMission(`file://${upstream}`, ['edit', 'src/x.txt', 'x'], failing);
     expect((await runCli(['mission', 'submit', real.path, '--wait', '--json'], { cwd: stateDir, env })).code).toBe(1);
@@ -100,16 +104,7 @@ describe('a forged completion in Redis', () => {
   });
 
   it('an outbox entry that lies about a signed receipt is acted on as the receipt says', async () => {
-    const repo = makeRepo();
-    const upstream = dir('uh-forged-upstream-');
-    git(upstream, 'init', '-q', '--bare', '-b', 'main');
-    git(repo, 'push', '-q', upstream, 'main');
-    const prefix = redis.prefix('liar');
-    const cacheDir = dir('uh-forged-cache-');
-    const stateDir = dir('uh-forged-state-');
-    const env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_ISOLATION: 'off' };
-    const runtime = await startWorker(['--runtime', 'command', '--state-dir', stateDir], { cwd: stateDir, env });
-    workers.push(runtime);
+    const { upstream, prefix, stateDir, env } = await fleet('liar');
     // Signed, verification_failed, and the mission asked for automatic promotion.
     const failing = { verification: [{ name: 'unit', argv: ['false'], timeout_seconds: 30 }], promotion: { branch: 'auto/{operation_id}', push: true } };
     const real = writeMission(`file://${upstream}`, ['edit', 'src/x.txt', 'x'], failing);
