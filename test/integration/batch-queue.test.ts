@@ -54,7 +54,14 @@ afterAll(async () => {
 });
 
 function fleetEnv(prefix: string): Record<string, string> {
-  return { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_QUEUE_LOCK_MS: '2000', UH_QUEUE_STALLED_INTERVAL_MS: '1000', UH_HEARTBEAT_MS: '500' };
+  return {
+    REDIS_URL: redis.url,
+    UH_REDIS_PREFIX: prefix,
+    UH_CACHE_DIR: cacheDir,
+    UH_QUEUE_LOCK_MS: '2000',
+    UH_QUEUE_STALLED_INTERVAL_MS: '1000',
+    UH_HEARTBEAT_MS: '500',
+  };
 }
 
 /** A state dir with the three runtimes' manifests (every host of the fleet has them). */
@@ -62,14 +69,27 @@ function state(): string {
   const dir = tempDir('uh-bqstate-');
   dirs.push(dir);
   mkdirSync(join(dir, 'adapters'));
-  for (const id of RUNTIMES) writeFileSync(join(dir, 'adapters', `${id}.yaml`), stringify({ schema_version: 'uh.adapter.v0', id, name: id, runtime_kind: 'command', runtime_config: { argv: ['true'] } }));
+  for (const id of RUNTIMES)
+    writeFileSync(
+      join(dir, 'adapters', `${id}.yaml`),
+      stringify({
+        schema_version: 'uh.adapter.v0',
+        id,
+        name: id,
+        runtime_kind: 'command',
+        runtime_config: { argv: ['true'] },
+      }),
+    );
   return dir;
 }
 
 const uh = (prefix: string, args: string[]): Promise<CliResult> => runCli(args, { cwd: repo, env: fleetEnv(prefix) });
 
 async function worker(prefix: string, args: string[]): Promise<WorkerProcess> {
-  const w = await startWorker(['--state-dir', state(), ...args], { cwd: repo, env: { ...fleetEnv(prefix), UH_LOG_LEVEL: 'warn' } });
+  const w = await startWorker(['--state-dir', state(), ...args], {
+    cwd: repo,
+    env: { ...fleetEnv(prefix), UH_LOG_LEVEL: 'warn' },
+  });
   workers.push(w);
   return w;
 }
@@ -93,7 +113,14 @@ function writeBatchMission(batchId: string, counter: string): string {
       runtime_config_overrides: {
         good: { argv: [process.execPath, FAKE_AGENT, 'edit', 'notes.txt', 'hi'] },
         bad: { argv: [process.execPath, FAKE_AGENT, 'exit', '2'] },
-        slow: { argv: ['sh', '-c', `if [ ! -s "${counter}" ]; then exec ${agent} count "${counter}" slow 60000; else exec ${agent} edit notes.txt slow; fi`], kill_grace_ms: 500 },
+        slow: {
+          argv: [
+            'sh',
+            '-c',
+            `if [ ! -s "${counter}" ]; then exec ${agent} count "${counter}" slow 60000; else exec ${agent} edit notes.txt slow; fi`,
+          ],
+          kill_grace_ms: 500,
+        },
       },
       verification: [{ name: 'notes', argv: ['test', '-f', 'notes.txt'] }],
       timeout_seconds: 120,
@@ -111,7 +138,12 @@ describe('uh batch submit (queue)', () => {
     const w1 = await worker(prefix, ['--runtime', 'good', '--runtime', 'bad', '--runtime', 'slow']);
     const submitted = await uh(prefix, ['batch', 'submit', path, '--trials', '3', '--json', '--state-dir', producer]);
     expect(submitted.code, submitted.stderr).toBe(0);
-    expect(JSON.parse(submitted.stdout)).toMatchObject({ batch_id: 'bq-001', attached: false, enqueued: true, trials: 3 });
+    expect(JSON.parse(submitted.stdout)).toMatchObject({
+      batch_id: 'bq-001',
+      attached: false,
+      enqueued: true,
+      trials: 3,
+    });
     expect(JSON.parse(submitted.stdout).operations).toHaveLength(9);
 
     // w1 hangs in slow's first trial; then the second worker and the results worker join.
@@ -140,15 +172,28 @@ describe('uh batch submit (queue)', () => {
     expect(table.stdout).toMatch(/slow\s+unknown\s+-/);
     const status = await uh(prefix, ['batch', 'status', 'bq-001', '--json']);
     expect(JSON.parse(status.stdout)).toMatchObject({ state: 'running', settled_at: null });
-    // The flow's parent ran once every child job completed, and found a child unknown.
-    const parent = await redis.redis.hget(`{${prefix}}:bull:batch:batch.bq-001`, 'returnvalue');
+    // The flow's parent runs once every child job completed (a moment after the last child's
+    // record settles, so poll for it), and found a child unknown.
+    const parentKey = `{${prefix}}:bull:batch:batch.bq-001`;
+    expect(await waitFor(async () => (await redis.redis.hget(parentKey, 'returnvalue')) !== null, 30_000)).toBe(true);
+    const parent = await redis.redis.hget(parentKey, 'returnvalue');
     expect(JSON.parse(parent ?? '{}')).toMatchObject({ batch_id: 'bq-001', outcome: 'waiting' });
 
     // Never overwritten: resubmitting attaches; another runtime list is refused (exit 2).
     const again = await uh(prefix, ['batch', 'submit', path, '--trials', '3', '--json', '--state-dir', producer]);
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ attached: true, enqueued: false });
-    const other = await uh(prefix, ['batch', 'submit', path, '--runtimes', 'good,bad', '--trials', '3', '--state-dir', producer]);
+    const other = await uh(prefix, [
+      'batch',
+      'submit',
+      path,
+      '--runtimes',
+      'good,bad',
+      '--trials',
+      '3',
+      '--state-dir',
+      producer,
+    ]);
     expect(other.code).toBe(2);
     expect(other.stderr).toContain('already exists with other runtimes');
 
@@ -160,16 +205,36 @@ describe('uh batch submit (queue)', () => {
     expect(JSON.parse(settled.stdout)).toMatchObject({ state: 'settled' });
     const final = await uh(prefix, ['batch', 'report', 'bq-001', '--format', 'json']);
     expect(final.code).toBe(1);
-    expect(JSON.parse(final.stdout).runtimes[2]).toMatchObject({ runtime: 'slow', statuses: { completed: 2, failed: 1 } });
+    expect(JSON.parse(final.stdout).runtimes[2]).toMatchObject({
+      runtime: 'slow',
+      statuses: { completed: 2, failed: 1 },
+    });
     expect(await redis.redis.hget(`{${prefix}}:batch:bq-001`, 'report_html')).toContain('<svg');
     const outbox = (await redis.redis.xrange(`{${prefix}}:outbox`, '-', '+')).filter(([, f]) => f[0] === 'batch');
     expect(outbox).toHaveLength(1);
-    expect(JSON.parse(outbox[0]?.[1][1] ?? '{}')).toMatchObject({ type: 'batch.settled', batch_id: 'bq-001', exit_code: 1 });
+    expect(JSON.parse(outbox[0]?.[1][1] ?? '{}')).toMatchObject({
+      type: 'batch.settled',
+      batch_id: 'bq-001',
+      exit_code: 1,
+    });
     expect(lines(counter)).toHaveLength(1); // the unknown child's runtime never ran again
 
     // The same batch over HTTP: the view and the self-contained HTML report.
     const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
-    const app = await buildApiServer({ client, config: readApiConfig({}, '127.0.0.1'), stateDir: producer, cacheDir: producer, baseDir: producer, repositoryPolicy: { allowLocal: true, allowHttp: false }, prices: {}, receiptKey: { key: 'k'.repeat(32), keyFile: '/nonexistent/receipt.key' }, promotionIdentity: { author: { name: 'T', email: 't@localhost' }, committer: { name: 'T', email: 't@localhost' } } });
+    const app = await buildApiServer({
+      client,
+      config: readApiConfig({}, '127.0.0.1'),
+      stateDir: producer,
+      cacheDir: producer,
+      baseDir: producer,
+      repositoryPolicy: { allowLocal: true, allowHttp: false },
+      prices: {},
+      receiptKey: { key: 'k'.repeat(32), keyFile: '/nonexistent/receipt.key' },
+      promotionIdentity: {
+        author: { name: 'T', email: 't@localhost' },
+        committer: { name: 'T', email: 't@localhost' },
+      },
+    });
     try {
       const view = await app.inject({ method: 'GET', url: '/v1/batches/bq-001' });
       expect(view.statusCode).toBe(200);
