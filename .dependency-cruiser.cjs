@@ -49,7 +49,8 @@ module.exports = {
     },
     {
       name: 'promotion-imports-only-shared',
-      comment: 'src/promotion (commits and branches from receipts) is used by producers and workers: it imports src/shared only.',
+      comment:
+        'src/promotion (commits and branches from receipts) is used by producers and workers: it imports src/shared only.',
       severity: 'error',
       from: { path: '^src/promotion/' },
       to: { path: '^src/(operation|producers|workers)/' },
@@ -77,7 +78,8 @@ module.exports = {
     },
     {
       name: 'producers-enter-workers-at-entry-points-only',
-      comment: 'A producer imports a worker module only to run it (inline, worker start) or to inject it into src/operation.',
+      comment:
+        'A producer imports a worker module only to run it (inline, worker start) or to inject it into src/operation.',
       severity: 'error',
       from: { path: '^src/producers/' },
       to: { path: '^src/workers/', pathNot: PRODUCER_ENTRY_POINTS },

@@ -28,10 +28,15 @@ const ROUNDS = Number(process.env.UH_BENCH_ROUNDS ?? 7);
 const KEY = 'sk-bench-appserver';
 
 async function startServer(): Promise<{ url: string; stop: () => void }> {
-  const child = spawn(process.execPath, [SERVER, '--port', '0', '--api-key', KEY], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [SERVER, '--port', '0', '--api-key', KEY], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const line = await new Promise<string>((resolve) => createInterface({ input: child.stdout! }).once('line', resolve));
   const { url, port } = JSON.parse(line) as { url: string; port: number };
-  await fetch(`http://127.0.0.1:${port}/__control/script`, { method: 'POST', body: JSON.stringify([{ kind: 'message', text: 'done' }]) });
+  await fetch(`http://127.0.0.1:${port}/__control/script`, {
+    method: 'POST',
+    body: JSON.stringify([{ kind: 'message', text: 'done' }]),
+  });
   return { url, stop: () => child.kill('SIGTERM') };
 }
 
@@ -59,11 +64,19 @@ export async function runCodexAppServerBench(): Promise<void> {
     const mission = { missionId: `m-bench-${n}`, operationId: `op-bench-${n}` };
     const plan = await adapter.prepare({ config: parsed, prompt: 'Say done.', workDir, mission });
     const ctx: RuntimeContextV1 = {
-      workDir, logDir, signal: new AbortController().signal, spawn: spawnGroup, fetch: globalThis.fetch, now: Date.now,
-      env, journal: fileJournal(join(logDir, 'runtime-journal.json')), mission: { ...mission, attempt: 1 },
+      workDir,
+      logDir,
+      signal: new AbortController().signal,
+      spawn: spawnGroup,
+      fetch: globalThis.fetch,
+      now: Date.now,
+      env,
+      journal: fileJournal(join(logDir, 'runtime-journal.json')),
+      mission: { ...mission, attempt: 1 },
     };
     let status = '';
-    for await (const event of adapter.launch(plan, ctx).events) if (event.type === 'runtime.finished') status = event.data.outcome.status;
+    for await (const event of adapter.launch(plan, ctx).events)
+      if (event.type === 'runtime.finished') status = event.data.outcome.status;
     if (status !== 'completed') throw new Error(`${adapter.id} bench run ended ${status}`);
     if (adapter === codexAppServerAdapter) lastLogDir.app = logDir;
   };
@@ -78,16 +91,30 @@ export async function runCodexAppServerBench(): Promise<void> {
     for (let i = 0; i < ROUNDS; i++) {
       const start = process.hrtime.bigint();
       const r = await codexAppServerAdapter.recover!(config, {
-        journal: fileJournal(join(lastLogDir.app!, 'runtime-journal.json')), logDir: lastLogDir.app!, spawn: spawnGroup, env, now: Date.now, logger: silentLogger,
+        journal: fileJournal(join(lastLogDir.app!, 'runtime-journal.json')),
+        logDir: lastLogDir.app!,
+        spawn: spawnGroup,
+        env,
+        now: Date.now,
+        logger: silentLogger,
         mission: { missionId: 'm', operationId: 'op' },
       });
       recoverTimes.push(Number(process.hrtime.bigint() - start) / 1e6);
       if (r.state !== 'settled') throw new Error(`recover: ${r.state} ${r.reason}`);
     }
     const all = { ...times, recover: recoverTimes };
-    printTable(`codex-app-server vs codex exec (real codex, one-message turn, ${ROUNDS} rounds, node ${process.version})`, Object.entries(all).map(([name, t]) => ({ contender: name, median: fmtMs(median(t)), p90: fmtMs(percentile(t, 90)) })));
+    printTable(
+      `codex-app-server vs codex exec (real codex, one-message turn, ${ROUNDS} rounds, node ${process.version})`,
+      Object.entries(all).map(([name, t]) => ({
+        contender: name,
+        median: fmtMs(median(t)),
+        p90: fmtMs(percentile(t, 90)),
+      })),
+    );
     const ratio = median(times['app-server']!) / median(times['codex exec']!);
-    console.log(`\nratio app-server / codex exec: ${ratio.toFixed(2)} (target ≤ 1.50: ${ratio <= 1.5 ? 'met' : 'NOT met'})`);
+    console.log(
+      `\nratio app-server / codex exec: ${ratio.toFixed(2)} (target ≤ 1.50: ${ratio <= 1.5 ? 'met' : 'NOT met'})`,
+    );
   } finally {
     server.stop();
     rmSync(root, { recursive: true, force: true });

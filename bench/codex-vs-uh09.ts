@@ -37,7 +37,13 @@ const UH09_CLI = join(UH09_DIR, 'node_modules/@agenticengineeringagency/ultimate
 const ROUNDS = Number(process.env.UH_BENCH_ROUNDS ?? 7);
 
 const HOST_ENV = withoutExtraCaCerts(process.env);
-const GIT_ENV = { ...HOST_ENV, GIT_AUTHOR_NAME: 'bench', GIT_AUTHOR_EMAIL: 'bench@uh.invalid', GIT_COMMITTER_NAME: 'bench', GIT_COMMITTER_EMAIL: 'bench@uh.invalid' };
+const GIT_ENV = {
+  ...HOST_ENV,
+  GIT_AUTHOR_NAME: 'bench',
+  GIT_AUTHOR_EMAIL: 'bench@uh.invalid',
+  GIT_COMMITTER_NAME: 'bench',
+  GIT_COMMITTER_EMAIL: 'bench@uh.invalid',
+};
 const git = (cwd: string, ...args: string[]) => execFileSync('git', args, { cwd, env: GIT_ENV, stdio: 'pipe' });
 
 /** Ultimate Harness 0.9.0 from the npm registry into .cache/bench (once). It runs under node. */
@@ -46,7 +52,19 @@ function ensureUh09(): void {
   mkdirSync(UH09_DIR, { recursive: true });
   writeFileSync(join(UH09_DIR, 'package.json'), '{"name":"uh-bench-baseline","private":true}\n');
   console.log(`installing @agenticengineeringagency/ultimate-harness@${UH09_VERSION} into ${UH09_DIR}`);
-  execFileSync('npm', ['install', '--prefix', UH09_DIR, '--no-audit', '--no-fund', '--loglevel=error', `@agenticengineeringagency/ultimate-harness@${UH09_VERSION}`], { stdio: 'inherit' });
+  execFileSync(
+    'npm',
+    [
+      'install',
+      '--prefix',
+      UH09_DIR,
+      '--no-audit',
+      '--no-fund',
+      '--loglevel=error',
+      `@agenticengineeringagency/ultimate-harness@${UH09_VERSION}`,
+    ],
+    { stdio: 'inherit' },
+  );
 }
 
 function makeRepo(dir: string): void {
@@ -60,12 +78,25 @@ function makeRepo(dir: string): void {
 /** A repo initialised for UH 0.9.0: `.harness/`, the codex manifest on the fake, one mission. */
 function makeUh09Repo(dir: string): void {
   makeRepo(dir);
-  const uh09 = (...args: string[]) => execFileSync(process.execPath, [UH09_CLI, ...args], { cwd: dir, env: HOST_ENV, stdio: 'pipe' });
+  const uh09 = (...args: string[]) =>
+    execFileSync(process.execPath, [UH09_CLI, ...args], { cwd: dir, env: HOST_ENV, stdio: 'pipe' });
   uh09('init', '--root', '.');
   uh09('adapter', 'add', 'codex', '--root', '.');
   const manifest = join(dir, '.harness/adapters/codex.yaml');
   writeFileSync(manifest, readFileSync(manifest, 'utf8').replace('cli_command: codex', `cli_command: ${FAKE_CODEX}`));
-  uh09('mission', 'create', 'bench-1', '--title', 'Create hello.txt', '--workflow', 'bugfix-contained', '--objective', 'Create hello.txt containing a greeting.', '--root', '.');
+  uh09(
+    'mission',
+    'create',
+    'bench-1',
+    '--title',
+    'Create hello.txt',
+    '--workflow',
+    'bugfix-contained',
+    '--objective',
+    'Create hello.txt containing a greeting.',
+    '--root',
+    '.',
+  );
   git(dir, 'add', '-A');
   git(dir, 'commit', '-q', '-m', 'harness');
 }
@@ -112,7 +143,8 @@ export async function runCodexVsUh09(): Promise<void> {
       return dir;
     });
     const theirEnv = { ...HOST_ENV, FAKE_CODEX_SCENARIO: 'success' };
-    const uh09 = (cwd: string, ...args: string[]) => run(process.execPath, [UH09_CLI, ...args], { cwd, env: theirEnv, maxBuffer: 64 * 1024 * 1024 });
+    const uh09 = (cwd: string, ...args: string[]) =>
+      run(process.execPath, [UH09_CLI, ...args], { cwd, env: theirEnv, maxBuffer: 64 * 1024 * 1024 });
 
     let ourN = 0;
     let sbN = 0;
@@ -121,15 +153,28 @@ export async function runCodexVsUh09(): Promise<void> {
       // The real inline `uh mission run` from main (merged into this branch), one process per run.
       ours: async () => {
         const mission = ourMission(work, ourRepo, ourN++);
-        const { stdout } = await run(process.execPath, [UH, 'mission', 'run', mission, '--json', '--state-dir', ourState], { env: ourEnv, maxBuffer: 64 * 1024 * 1024 });
+        const { stdout } = await run(
+          process.execPath,
+          [UH, 'mission', 'run', mission, '--json', '--state-dir', ourState],
+          { env: ourEnv, maxBuffer: 64 * 1024 * 1024 },
+        );
         const receipt = JSON.parse(stdout) as { status: string; changed_files: Array<{ path: string }> };
-        if (receipt.status !== 'completed' || receipt.changed_files[0]?.path !== 'hello.txt') throw new Error(`ours: unexpected receipt ${stdout.slice(0, 500)}`);
+        if (receipt.status !== 'completed' || receipt.changed_files[0]?.path !== 'hello.txt')
+          throw new Error(`ours: unexpected receipt ${stdout.slice(0, 500)}`);
       },
       'uh-0.9.0 sandbox': async () => {
         const sb = `sb-${sbN++}`;
         await uh09(theirSandboxRepo, 'sandbox', 'create', sb, '--mission', 'bench-1', '--root', '.');
-        const { stdout } = await uh09(theirSandboxRepo, 'mission', 'run', '.harness/missions/bench-1/mission.yaml', '--runtime', 'codex');
-        if (!stdout.includes(`Sandbox: ${sb}`)) throw new Error(`uh-0.9.0 did not run in its sandbox: ${stdout.slice(0, 300)}`);
+        const { stdout } = await uh09(
+          theirSandboxRepo,
+          'mission',
+          'run',
+          '.harness/missions/bench-1/mission.yaml',
+          '--runtime',
+          'codex',
+        );
+        if (!stdout.includes(`Sandbox: ${sb}`))
+          throw new Error(`uh-0.9.0 did not run in its sandbox: ${stdout.slice(0, 300)}`);
         await uh09(theirSandboxRepo, 'sandbox', 'discard', sb, '--force', '--root', '.');
       },
       'uh-0.9.0 in place': async () => {
@@ -151,20 +196,29 @@ export async function runCodexVsUh09(): Promise<void> {
       }
     }
     const ours = median(times.ours!);
-    printTable(`codex: inline uh mission run vs Ultimate Harness ${UH09_VERSION} (fake codex, ${ROUNDS} rounds, node ${process.version})`, [
-      ...names.map((name) => ({
-        contender: name,
-        median: fmtMs(median(times[name]!)),
-        p90: fmtMs(percentile(times[name]!, 90)),
-        'ours / this': (ours / median(times[name]!)).toFixed(2),
-      })),
-    ]);
+    printTable(
+      `codex: inline uh mission run vs Ultimate Harness ${UH09_VERSION} (fake codex, ${ROUNDS} rounds, node ${process.version})`,
+      [
+        ...names.map((name) => ({
+          contender: name,
+          median: fmtMs(median(times[name]!)),
+          p90: fmtMs(percentile(times[name]!, 90)),
+          'ours / this': (ours / median(times[name]!)).toFixed(2),
+        })),
+      ],
+    );
     const inPlaceRatio = ours / median(times['uh-0.9.0 in place']!);
     const sandboxed = ours / median(times['uh-0.9.0 sandbox']!);
     const paired = times.ours!.map((t, i) => t / times['uh-0.9.0 in place']![i]!);
-    console.log(`\nratio ours / uh-0.9.0 in place (issue 16): ${inPlaceRatio.toFixed(3)} (target ≤ 0.50: ${inPlaceRatio <= 0.5 ? 'met' : 'NOT met'})`);
-    console.log(`  the same, round by round (each round's pair run back to back): median ${median(paired).toFixed(3)}, ${Math.min(...paired).toFixed(2)}–${Math.max(...paired).toFixed(2)}`);
-    console.log(`ratio ours / uh-0.9.0 sandbox flow (both with worktree sandboxes): ${sandboxed.toFixed(2)} (target ≤ 0.50: ${sandboxed <= 0.5 ? 'met' : 'NOT met'})`);
+    console.log(
+      `\nratio ours / uh-0.9.0 in place (issue 16): ${inPlaceRatio.toFixed(3)} (target ≤ 0.50: ${inPlaceRatio <= 0.5 ? 'met' : 'NOT met'})`,
+    );
+    console.log(
+      `  the same, round by round (each round's pair run back to back): median ${median(paired).toFixed(3)}, ${Math.min(...paired).toFixed(2)}–${Math.max(...paired).toFixed(2)}`,
+    );
+    console.log(
+      `ratio ours / uh-0.9.0 sandbox flow (both with worktree sandboxes): ${sandboxed.toFixed(2)} (target ≤ 0.50: ${sandboxed <= 0.5 ? 'met' : 'NOT met'})`,
+    );
   } finally {
     rmSync(work, { recursive: true, force: true });
   }

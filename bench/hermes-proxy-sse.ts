@@ -23,7 +23,10 @@ const ROUNDS = 5;
 
 function serverPath(): string {
   // Compiled to dist/bench/, or run from bench/ directly.
-  for (const rel of ['../../test/fixtures/fake-hermes-proxy/server.mjs', '../test/fixtures/fake-hermes-proxy/server.mjs']) {
+  for (const rel of [
+    '../../test/fixtures/fake-hermes-proxy/server.mjs',
+    '../test/fixtures/fake-hermes-proxy/server.mjs',
+  ]) {
     const path = fileURLToPath(new URL(rel, import.meta.url));
     if (existsSync(path)) return path;
   }
@@ -70,11 +73,21 @@ async function bare(url: string): Promise<number> {
 
 async function throughAdapter(url: string, root: string): Promise<number> {
   const config = hermesProxyAdapter.configSchema.parse({ endpoint: url, model: 'bulk', auth_token: 'bench-token' });
-  const plan = await hermesProxyAdapter.prepare({ config, prompt: 'go', workDir: root, mission: { missionId: 'bench', operationId: 'bench' } });
+  const plan = await hermesProxyAdapter.prepare({
+    config,
+    prompt: 'go',
+    workDir: root,
+    mission: { missionId: 'bench', operationId: 'bench' },
+  });
   const logDir = mkdtempSync(join(root, 'logs-'));
   const ctx: RuntimeContextV1 = {
-    workDir: root, logDir, signal: new AbortController().signal, spawn: spawnGroup, fetch: globalThis.fetch,
-    now: Date.now, env: process.env,
+    workDir: root,
+    logDir,
+    signal: new AbortController().signal,
+    spawn: spawnGroup,
+    fetch: globalThis.fetch,
+    now: Date.now,
+    env: process.env,
     journal: { get: async () => ({}), put: async () => undefined }, // hermes-proxy keeps no journal
     mission: { missionId: 'bench', operationId: 'bench', attempt: 1 },
   };
@@ -92,7 +105,9 @@ async function throughAdapter(url: string, root: string): Promise<number> {
 
 export async function runHermesProxySseBench(): Promise<void> {
   const rssStart = process.memoryUsage.rss() / 1048576;
-  const child = spawn(process.execPath, [serverPath(), '--scenario', 'bulk', '--bytes', String(BYTES)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [serverPath(), '--scenario', 'bulk', '--bytes', String(BYTES)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const root = mkdtempSync(join(tmpdir(), 'uh-bench-hp-'));
   try {
     const [url] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
@@ -115,12 +130,28 @@ export async function runHermesProxySseBench(): Promise<void> {
     const tBare = median(times.bare!);
     const ratio = tBare / tAdapter;
     printTable(`hermes-proxy SSE: ${mb} MiB stream, median of ${ROUNDS} interleaved rounds`, [
-      { path: 'adapter (hermes-proxy launch)', 'median wall': fmtMs(tAdapter), 'MiB/s': (mb / (tAdapter / 1000)).toFixed(1), 'median CPU': fmtMs(median(cpu.adapter!)), 'peak RSS MiB': rss.adapter!.toFixed(0) },
-      { path: 'bare undici + eventsource-parser', 'median wall': fmtMs(tBare), 'MiB/s': (mb / (tBare / 1000)).toFixed(1), 'median CPU': fmtMs(median(cpu.bare!)), 'peak RSS MiB': rss.bare!.toFixed(0) },
+      {
+        path: 'adapter (hermes-proxy launch)',
+        'median wall': fmtMs(tAdapter),
+        'MiB/s': (mb / (tAdapter / 1000)).toFixed(1),
+        'median CPU': fmtMs(median(cpu.adapter!)),
+        'peak RSS MiB': rss.adapter!.toFixed(0),
+      },
+      {
+        path: 'bare undici + eventsource-parser',
+        'median wall': fmtMs(tBare),
+        'MiB/s': (mb / (tBare / 1000)).toFixed(1),
+        'median CPU': fmtMs(median(cpu.bare!)),
+        'peak RSS MiB': rss.bare!.toFixed(0),
+      },
     ]);
     const cpuRatio = median(cpu.bare!) / median(cpu.adapter!);
-    console.log(`\nadapter/bare throughput ratio (wall): ${ratio.toFixed(2)}× (target ≥ 0.80×) ${ratio >= 0.8 ? 'OK' : 'BELOW TARGET'}`);
-    console.log(`adapter/bare throughput ratio (CPU time of this process, less sensitive to a busy machine): ${cpuRatio.toFixed(2)}×`);
+    console.log(
+      `\nadapter/bare throughput ratio (wall): ${ratio.toFixed(2)}× (target ≥ 0.80×) ${ratio >= 0.8 ? 'OK' : 'BELOW TARGET'}`,
+    );
+    console.log(
+      `adapter/bare throughput ratio (CPU time of this process, less sensitive to a busy machine): ${cpuRatio.toFixed(2)}×`,
+    );
     console.log(
       `peak RSS of this process while streaming ${mb} MiB: adapter ${rss.adapter!.toFixed(0)} MiB, bare ${rss.bare!.toFixed(0)} MiB ` +
         `(${rssStart.toFixed(0)} MiB before the suite's first request; the growth is garbage from parsed frames, the same for both)`,

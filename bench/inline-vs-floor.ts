@@ -19,7 +19,17 @@ const UH = fileURLToPath(new URL('../../bin/uh.js', import.meta.url));
 const ROUNDS = Number(process.env.UH_BENCH_ROUNDS ?? 9);
 
 function sh(cwd: string, ...args: string[]): void {
-  execFileSync(args[0] as string, args.slice(1), { cwd, stdio: 'ignore', env: { ...process.env, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@b', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@b' } });
+  execFileSync(args[0] as string, args.slice(1), {
+    cwd,
+    stdio: 'ignore',
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: 'b',
+      GIT_AUTHOR_EMAIL: 'b@b',
+      GIT_COMMITTER_NAME: 'b',
+      GIT_COMMITTER_EMAIL: 'b@b',
+    },
+  });
 }
 
 function makeRepo(root: string, files: number, bytesPerFile: number): string {
@@ -32,7 +42,10 @@ function makeRepo(root: string, files: number, bytesPerFile: number): string {
     const dir = join(repo, 'src', `d${i % 50}`);
     mkdirSync(dir, { recursive: true });
     // Unique content per file so git stores every blob (no dedup flattering either side).
-    writeFileSync(join(dir, `f${i}.txt`), `${i}\n${line.repeat(Math.ceil(bytesPerFile / line.length))}`.slice(0, bytesPerFile));
+    writeFileSync(
+      join(dir, `f${i}.txt`),
+      `${i}\n${line.repeat(Math.ceil(bytesPerFile / line.length))}`.slice(0, bytesPerFile),
+    );
   }
   writeFileSync(join(repo, 'README.md'), '# bench\n');
   sh(repo, 'git', 'add', '-A');
@@ -55,11 +68,20 @@ function gitShim(root: string): { dir: string; log: string } {
   mkdirSync(dir, { recursive: true });
   const real = execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim();
   // The subcommand: the first argument that is not an option or an option's value (-c x=y).
-  writeFileSync(join(dir, 'git'), `#!/bin/sh\nprev=\nfor a in "$@"; do case "$prev" in -c|-C) prev=; continue;; esac; case "$a" in -*) prev="$a";; *) echo "$a" >> "${log}"; break;; esac; done\nexec ${real} "$@"\n`, { mode: 0o755 });
+  writeFileSync(
+    join(dir, 'git'),
+    `#!/bin/sh\nprev=\nfor a in "$@"; do case "$prev" in -c|-C) prev=; continue;; esac; case "$a" in -*) prev="$a";; *) echo "$a" >> "${log}"; break;; esac; done\nexec ${real} "$@"\n`,
+    { mode: 0o755 },
+  );
   return { dir, log };
 }
 
-async function benchRepo(root: string, name: string, repo: string, rounds: number): Promise<Record<string, string | number>> {
+async function benchRepo(
+  root: string,
+  name: string,
+  repo: string,
+  rounds: number,
+): Promise<Record<string, string | number>> {
   const label = name.replace(/[^A-Za-z0-9]+/g, '-');
   const stateDir = join(root, `state-${label}`);
   const cacheDir = join(root, `cache-${label}`);
@@ -87,7 +109,13 @@ async function benchRepo(root: string, name: string, repo: string, rounds: numbe
   const runUh = (id: string, warm: boolean, extraEnv: Record<string, string> = {}) => {
     const r = spawnSync(process.execPath, [UH, 'mission', 'run', mission(id), '--json', '--state-dir', stateDir], {
       cwd: root,
-      env: { ...process.env, UH_CACHE_DIR: cacheDir, UH_LOG_LEVEL: 'silent', UH_SANDBOX_POOL_SIZE: warm ? '2' : '0', ...extraEnv },
+      env: {
+        ...process.env,
+        UH_CACHE_DIR: cacheDir,
+        UH_LOG_LEVEL: 'silent',
+        UH_SANDBOX_POOL_SIZE: warm ? '2' : '0',
+        ...extraEnv,
+      },
       encoding: 'utf8',
     });
     if (r.status !== 0) throw new Error(`uh mission run failed (${r.status}): ${r.stderr}`);
@@ -114,7 +142,10 @@ async function benchRepo(root: string, name: string, repo: string, rounds: numbe
     },
   });
   const [warm, cold, floor] = [median(times['uh warm']!), median(times['uh cold']!), median(times.floor!)];
-  const phaseText = (kind: string) => ['sandbox', 'runtime', 'diff', 'total'].map((k) => `${k} ${median(phases[kind]![`${k}_ms`] ?? []).toFixed(0)}`).join(', ');
+  const phaseText = (kind: string) =>
+    ['sandbox', 'runtime', 'diff', 'total']
+      .map((k) => `${k} ${median(phases[kind]![`${k}_ms`] ?? []).toFixed(0)}`)
+      .join(', ');
   return {
     repository: name,
     'uh warm': fmtMs(warm),
@@ -132,7 +163,8 @@ async function fixedCost(): Promise<void> {
   const times = await interleave(ROUNDS, {
     'node -e ""': async () => void spawnSync(process.execPath, ['-e', '']),
     'uh --version (CLI entry only)': async () => void spawnSync(process.execPath, [UH, '--version']),
-    'uh mission run --help (run command imported)': async () => void spawnSync(process.execPath, [UH, 'mission', 'run', '--help']),
+    'uh mission run --help (run command imported)': async () =>
+      void spawnSync(process.execPath, [UH, 'mission', 'run', '--help']),
   });
   printTable(
     'Fixed cost of the CLI (tiny repository)',
@@ -142,7 +174,10 @@ async function fixedCost(): Promise<void> {
 
 /** `UH_BENCH_FILES`: the repository sizes (files), comma-separated; default 5,000 and 50,000. */
 function sizes(): number[] {
-  return (process.env.UH_BENCH_FILES ?? '5000,50000').split(',').map((v) => Number(v.trim())).filter((v) => Number.isInteger(v) && v > 0);
+  return (process.env.UH_BENCH_FILES ?? '5000,50000')
+    .split(',')
+    .map((v) => Number(v.trim()))
+    .filter((v) => Number.isInteger(v) && v > 0);
 }
 
 export async function runInlineVsFloor(): Promise<void> {
@@ -156,11 +191,22 @@ export async function runInlineVsFloor(): Promise<void> {
       const repo = makeRepo(root, files, bytes);
       const size = execFileSync('du', ['-sm', join(repo, 'src')], { encoding: 'utf8' }).split('\t')[0];
       const rounds = files > 5000 ? Math.min(ROUNDS, Number(process.env.UH_BENCH_LARGE_ROUNDS ?? 3)) : ROUNDS;
-      console.log(`repository: ${files + 1} files, ${size} MB of sources; ${rounds} rounds, interleaved; load: ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+      console.log(
+        `repository: ${files + 1} files, ${size} MB of sources; ${rounds} rounds, interleaved; load: ${loadavg()
+          .map((l) => l.toFixed(1))
+          .join(' ')}`,
+      );
       rows.push(await benchRepo(root, `${files} files`, repo, rounds));
     }
-    console.log(`load after: ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-    printTable('Inline mission run, warm (pooled sandbox) and cold, vs floor (git worktree add + edit + git diff + git worktree remove)', rows);
+    console.log(
+      `load after: ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')}`,
+    );
+    printTable(
+      'Inline mission run, warm (pooled sandbox) and cold, vs floor (git worktree add + edit + git diff + git worktree remove)',
+      rows,
+    );
     await fixedCost();
   } finally {
     rmSync(root, { recursive: true, force: true });

@@ -14,7 +14,10 @@ import { interleave, median, printTable } from './bench-kit.js';
 const PEER = fileURLToPath(new URL('../../test/fixtures/bin/jsonrpc-peer.mjs', import.meta.url));
 const CALLS = 2000;
 const ROUNDS = 5;
-const PARAMS = { sessionId: 'sess-1', update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'x'.repeat(200) } } };
+const PARAMS = {
+  sessionId: 'sess-1',
+  update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'x'.repeat(200) } },
+};
 
 function bareClient() {
   const child = spawn(process.execPath, [PEER], { stdio: ['pipe', 'pipe', 'ignore'] });
@@ -48,7 +51,13 @@ async function drive(request: (m: string, p: unknown) => Promise<unknown>, inFli
 }
 
 export async function runJsonRpcBench(): Promise<void> {
-  const ours = startJsonRpcChild({ spawn: spawnGroup, argv: [process.execPath, PEER], cwd: process.cwd(), env: process.env, dialect: 'jsonrpc2' });
+  const ours = startJsonRpcChild({
+    spawn: spawnGroup,
+    argv: [process.execPath, PEER],
+    cwd: process.cwd(),
+    env: process.env,
+    dialect: 'jsonrpc2',
+  });
   const bare = bareClient();
   await ours.connection.request('echo', {});
   await bare.request('echo', {});

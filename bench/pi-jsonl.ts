@@ -36,14 +36,28 @@ export async function runPiJsonl(): Promise<void> {
     const times = await interleave(ROUNDS, {
       floor: async () => {
         const dir = fresh();
-        const child = spawnGroup({ argv: [FAKE_PI, '--print', '--mode', 'json', '--no-session'], cwd: join(dir, 'work'), env, stdout: { file: join(dir, 'logs', 'out.jsonl') }, stdin: { text: 'bench' } });
+        const child = spawnGroup({
+          argv: [FAKE_PI, '--print', '--mode', 'json', '--no-session'],
+          cwd: join(dir, 'work'),
+          env,
+          stdout: { file: join(dir, 'logs', 'out.jsonl') },
+          stdin: { text: 'bench' },
+        });
         const result = await child.result;
         if (result.exitCode !== 0) throw new Error(`floor: fake pi exited ${result.exitCode}`);
       },
       'pi adapter': async () => {
         const dir = fresh();
-        const config = piAdapter.configSchema.parse({ binary: FAKE_PI, env: { UH_FAKE_SCENARIO: 'huge', FAKE_PI_HUGE_MB: String(MB) } });
-        const plan = await piAdapter.prepare({ config, prompt: 'bench', workDir: join(dir, 'work'), mission: { missionId: 'bench', operationId: `op-${n}` } });
+        const config = piAdapter.configSchema.parse({
+          binary: FAKE_PI,
+          env: { UH_FAKE_SCENARIO: 'huge', FAKE_PI_HUGE_MB: String(MB) },
+        });
+        const plan = await piAdapter.prepare({
+          config,
+          prompt: 'bench',
+          workDir: join(dir, 'work'),
+          mission: { missionId: 'bench', operationId: `op-${n}` },
+        });
         const ctx: RuntimeContextV1 = {
           workDir: join(dir, 'work'),
           logDir: join(dir, 'logs'),
@@ -56,15 +70,24 @@ export async function runPiJsonl(): Promise<void> {
           mission: { missionId: 'bench', operationId: `op-${n}`, attempt: 1 },
         };
         let status = '';
-        for await (const event of piAdapter.launch(plan, ctx).events) if (event.type === 'runtime.finished') status = event.data.outcome.status;
+        for await (const event of piAdapter.launch(plan, ctx).events)
+          if (event.type === 'runtime.finished') status = event.data.outcome.status;
         if (status !== 'completed') throw new Error(`pi adapter: run ended ${status}`);
       },
     });
     const floor = median(times.floor!);
     const adapter = median(times['pi adapter']!);
     printTable(`pi JSON mode: ${MB} MiB of JSONL, ${ROUNDS} interleaved rounds (median)`, [
-      { contender: 'floor (stdout to a file, nothing parsed)', wall: fmtMs(floor), throughput: `${((MB / floor) * 1000).toFixed(0)} MiB/s` },
-      { contender: 'pi adapter (parse, validate, translate, classify)', wall: fmtMs(adapter), throughput: `${((MB / adapter) * 1000).toFixed(0)} MiB/s` },
+      {
+        contender: 'floor (stdout to a file, nothing parsed)',
+        wall: fmtMs(floor),
+        throughput: `${((MB / floor) * 1000).toFixed(0)} MiB/s`,
+      },
+      {
+        contender: 'pi adapter (parse, validate, translate, classify)',
+        wall: fmtMs(adapter),
+        throughput: `${((MB / adapter) * 1000).toFixed(0)} MiB/s`,
+      },
     ]);
     console.log(`\nratio pi adapter / floor: ${(adapter / floor).toFixed(2)}x`);
   } finally {

@@ -42,7 +42,8 @@ async function monitored(redis: Redis, fn: () => Promise<void>): Promise<Monitor
   return lines;
 }
 
-const addrOf = (r: Redis) => `${(r as unknown as { stream: { localAddress: string; localPort: number } }).stream.localAddress}:${(r as unknown as { stream: { localPort: number } }).stream.localPort}`;
+const addrOf = (r: Redis) =>
+  `${(r as unknown as { stream: { localAddress: string; localPort: number } }).stream.localAddress}:${(r as unknown as { stream: { localPort: number } }).stream.localPort}`;
 
 function byCommand(lines: MonitorLine[]): string {
   const counts = new Map<string, number>();
@@ -50,15 +51,25 @@ function byCommand(lines: MonitorLine[]): string {
     const name = (l.args[0] ?? '?').toLowerCase();
     counts.set(name, (counts.get(name) ?? 0) + 1);
   }
-  return [...counts].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ');
+  return [...counts]
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
 }
 
-function spawnDelta(before: Record<string, number>, after: Record<string, number>, n: number): { total: number; detail: string } {
+function spawnDelta(
+  before: Record<string, number>,
+  after: Record<string, number>,
+  n: number,
+): { total: number; detail: string } {
   const rows = Object.entries(after)
     .map(([k, v]) => [k, (v - (before[k] ?? 0)) / n] as const)
     .filter(([, v]) => v > 0)
     .sort((a, b) => b[1] - a[1]);
-  return { total: rows.reduce((s, [, v]) => s + v, 0), detail: rows.map(([k, v]) => `${k} ${+v.toFixed(2)}`).join(', ') };
+  return {
+    total: rows.reduce((s, [, v]) => s + v, 0),
+    detail: rows.map(([k, v]) => `${k} ${+v.toFixed(2)}`).join(', '),
+  };
 }
 
 /** Processes a second this machine starts and reaps through spawnGroup, 8 at a time, for ~2 s. */
@@ -100,10 +111,23 @@ export async function measureMissionCosts(ctx: CostContext, rounds = 5): Promise
   const tailRedis = client.redis.duplicate();
   const tailStore = new OperationStore(tailRedis, ctx.prefix);
   const side = client.redis.duplicate();
-  const pool = await startRuntimePool({ settings: compileSettings(loadConfig({ ...process.env, UH_CACHE_DIR: ctx.cacheDir, UH_SANDBOX_KEEP_HOURS: '0', UH_SANDBOX_POOL_SIZE: '0' }), { stateDir: ctx.stateDir }), redisUrl: ctx.redisUrl, config, runtimes: ['command'], concurrency: 1 });
+  const pool = await startRuntimePool({
+    settings: compileSettings(
+      loadConfig({ ...process.env, UH_CACHE_DIR: ctx.cacheDir, UH_SANDBOX_KEEP_HOURS: '0', UH_SANDBOX_POOL_SIZE: '0' }),
+      { stateDir: ctx.stateDir },
+    ),
+    redisUrl: ctx.redisUrl,
+    config,
+    runtimes: ['command'],
+    concurrency: 1,
+  });
   const rawPrefix = `${ctx.prefix}:rawcost`;
   const raw = new Queue('raw', { connection: client.redis, prefix: rawPrefix });
-  const rawWorker = new Worker('raw', async () => 'ok', { connection: client.redis.duplicate(), prefix: rawPrefix, concurrency: 1 });
+  const rawWorker = new Worker('raw', async () => 'ok', {
+    connection: client.redis.duplicate(),
+    prefix: rawPrefix,
+    concurrency: 1,
+  });
   const rawEvents = new QueueEvents('raw', { connection: client.redis.duplicate(), prefix: rawPrefix });
   try {
     await Promise.all([rawWorker.waitUntilReady(), rawEvents.waitUntilReady(), tailRedis.ping()]);
@@ -127,7 +151,9 @@ export async function measureMissionCosts(ctx: CostContext, rounds = 5): Promise
     const producer = addrOf(client.redis);
     const tail = addrOf(tailRedis);
     // Not ours: this run's raw BullMQ baselines (`<prefix>:rawcost`, and the latency bench's `<prefix>:raw`, whose QueueEvents keeps polling with XREAD).
-    const ours = lines.filter((l) => l.args.some((a) => a.includes(ctx.prefix)) && !l.args.some((a) => a.includes(`${ctx.prefix}:raw`)));
+    const ours = lines.filter(
+      (l) => l.args.some((a) => a.includes(ctx.prefix)) && !l.args.some((a) => a.includes(`${ctx.prefix}:raw`)),
+    );
     const prod = ours.filter((l) => l.source === producer);
     // The tail reads the stream on a connection of its own (XREAD BLOCK); a runtime worker never sends XREAD.
     const isTail = (l: MonitorLine) => l.source === tail || (l.args[0] ?? '').toLowerCase() === 'xread';
@@ -139,10 +165,18 @@ export async function measureMissionCosts(ctx: CostContext, rounds = 5): Promise
     printTable(`What one queued no-op mission costs (mean of ${rounds}, worker in-process, concurrency 1)`, [
       { what: 'processes spawned (producer + worker)', count: +spawns.total.toFixed(2), detail: spawns.detail },
       { what: 'Redis round trips: producer (submit)', count: per(prod), detail: byCommand(prod) },
-      { what: 'Redis round trips: worker (pickup → settle, BullMQ included)', count: per(worker), detail: byCommand(worker) },
+      {
+        what: 'Redis round trips: worker (pickup → settle, BullMQ included)',
+        count: per(worker),
+        detail: byCommand(worker),
+      },
       { what: 'commands run inside those scripts (no round trip)', count: per(scripted), detail: byCommand(scripted) },
       { what: 'Redis round trips: the bench waiting (tail)', count: per(tailed), detail: byCommand(tailed) },
-      { what: 'Redis round trips: raw BullMQ job (add → completed, all connections)', count: per(rawOurs), detail: byCommand(rawOurs) },
+      {
+        what: 'Redis round trips: raw BullMQ job (add → completed, all connections)',
+        count: per(rawOurs),
+        detail: byCommand(rawOurs),
+      },
     ]);
     const ceiling = await spawnCeiling(['true'], ctx.repo);
     const gitCeiling = await spawnCeiling(['git', 'rev-parse', 'HEAD'], ctx.repo);
@@ -164,7 +198,13 @@ export function printCeiling(costs: MissionCosts, missionsPerMinute: number): vo
   printTable(`Processes per mission against this machine's spawn ceiling (${cpus().length} cores)`, [
     { what: 'spawn ceiling: `true` through spawnGroup, 8 at a time', 'per second': costs.ceilingPerSecond.toFixed(0) },
     { what: 'spawn ceiling: `git rev-parse HEAD`, 8 at a time', 'per second': costs.gitCeilingPerSecond.toFixed(0) },
-    { what: `processes per mission × ${missionsPerMinute.toFixed(0)} missions/min (measured)`, 'per second': `${neededPerSecond.toFixed(0)} (${((100 * neededPerSecond) / costs.gitCeilingPerSecond).toFixed(0)} % of the git ceiling)` },
-    { what: 'processes per mission × 2,500 missions/min (target)', 'per second': `${at2500.toFixed(0)} (${((100 * at2500) / costs.gitCeilingPerSecond).toFixed(0)} % of the git ceiling)` },
+    {
+      what: `processes per mission × ${missionsPerMinute.toFixed(0)} missions/min (measured)`,
+      'per second': `${neededPerSecond.toFixed(0)} (${((100 * neededPerSecond) / costs.gitCeilingPerSecond).toFixed(0)} % of the git ceiling)`,
+    },
+    {
+      what: 'processes per mission × 2,500 missions/min (target)',
+      'per second': `${at2500.toFixed(0)} (${((100 * at2500) / costs.gitCeilingPerSecond).toFixed(0)} % of the git ceiling)`,
+    },
   ]);
 }

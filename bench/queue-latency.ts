@@ -30,7 +30,13 @@ const NODE_ARGS = (process.env.UH_BENCH_WORKER_NODE_ARGS ?? '').split(' ').filte
 
 function makeRepo(root: string): string {
   const repo = join(root, 'repo');
-  const env = { ...process.env, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@b', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@b' };
+  const env = {
+    ...process.env,
+    GIT_AUTHOR_NAME: 'b',
+    GIT_AUTHOR_EMAIL: 'b@b',
+    GIT_COMMITTER_NAME: 'b',
+    GIT_COMMITTER_EMAIL: 'b@b',
+  };
   execFileSync('git', ['init', '-q', '-b', 'main', repo], { env });
   writeFileSync(join(repo, 'README.md'), '# bench\n');
   execFileSync('git', ['add', '-A'], { cwd: repo, env });
@@ -40,10 +46,25 @@ function makeRepo(root: string): string {
 
 function startWorkerProcess(env: Record<string, string>, stateDir: string, concurrency: number): Promise<ChildProcess> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...NODE_ARGS, UH, 'worker', 'start', '--runtime', 'command', '--concurrency', String(concurrency), '--state-dir', stateDir], {
-      env: { ...process.env, ...env, UH_LOG_LEVEL: 'silent' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        ...NODE_ARGS,
+        UH,
+        'worker',
+        'start',
+        '--runtime',
+        'command',
+        '--concurrency',
+        String(concurrency),
+        '--state-dir',
+        stateDir,
+      ],
+      {
+        env: { ...process.env, ...env, UH_LOG_LEVEL: 'silent' },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     let err = '';
     child.stderr?.on('data', (c) => {
       err += c;
@@ -54,7 +75,11 @@ function startWorkerProcess(env: Record<string, string>, stateDir: string, concu
 }
 
 /** `uh api start` on a free port; resolves with its base URL once it listens. */
-function startApi(env: Record<string, string>, stateDir: string, cwd: string): Promise<{ child: ChildProcess; base: string }> {
+function startApi(
+  env: Record<string, string>,
+  stateDir: string,
+  cwd: string,
+): Promise<{ child: ChildProcess; base: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [UH, 'api', 'start', '--port', '0', '--state-dir', stateDir], {
       cwd,
@@ -82,8 +107,13 @@ async function postAll(base: string, missions: unknown[], clients: number): Prom
     Array.from({ length: clients }, async () => {
       while (next < missions.length) {
         const body = JSON.stringify(missions[next++]);
-        const res = await fetch(`${base}/v1/missions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${API_TOKEN}` }, body });
-        if (res.status !== 201 && res.status !== 200) throw new Error(`POST /v1/missions: ${res.status} ${await res.text()}`);
+        const res = await fetch(`${base}/v1/missions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${API_TOKEN}` },
+          body,
+        });
+        if (res.status !== 201 && res.status !== 200)
+          throw new Error(`POST /v1/missions: ${res.status} ${await res.text()}`);
         await res.arrayBuffer();
       }
     }),
@@ -94,9 +124,15 @@ async function postAll(base: string, missions: unknown[], clients: number): Prom
 function cpuOf(pid: number | undefined): { self: number; children: number } {
   if (!pid) return { self: 0, children: 0 };
   // /proc/<pid>/stat: fields after the `(comm)`; utime stime cutime cstime are fields 14–17, in clock ticks (100/s).
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ').map(Number);
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /s, '')
+    .split(' ')
+    .map(Number);
   const tick = 10;
-  return { self: ((fields[11] ?? 0) + (fields[12] ?? 0)) * tick, children: ((fields[13] ?? 0) + (fields[14] ?? 0)) * tick };
+  return {
+    self: ((fields[11] ?? 0) + (fields[12] ?? 0)) * tick,
+    children: ((fields[13] ?? 0) + (fields[14] ?? 0)) * tick,
+  };
 }
 
 /** Redis server CPU ms so far (INFO cpu). */
@@ -110,12 +146,18 @@ async function redisCpuMs(redis: { info: (section: string) => Promise<string> })
  * Resolves once the outbox holds a completion for every id, read after `from` (the outbox's newest
  * entry before the first submit) on one dedicated connection; throws past the deadline.
  */
-async function outboxSettled(redis: import('ioredis').Redis, outbox: string, from: string, ids: readonly string[], timeoutMs: number): Promise<void> {
+async function outboxSettled(
+  redis: import('ioredis').Redis,
+  outbox: string,
+  from: string,
+  ids: readonly string[],
+  timeoutMs: number,
+): Promise<void> {
   const waiting = new Set(ids);
   const reader = redis.duplicate();
   const deadline = Date.now() + timeoutMs;
   try {
-    for (let last = from; waiting.size > 0; ) {
+    for (let last = from; waiting.size > 0;) {
       if (Date.now() > deadline) throw new Error(`${waiting.size} mission(s) not settled after ${timeoutMs} ms`);
       const reply = (await reader.xread('COUNT', 1000, 'BLOCK', 1000, 'STREAMS', outbox, last)) ?? [];
       for (const [, entries] of reply) {
@@ -178,11 +220,23 @@ export async function runQueueLatency(): Promise<void> {
   const workers: ChildProcess[] = [];
   const raw = { queue: new Queue('raw', { connection: client.redis, prefix: `${prefix}:raw` }) };
   const rawConnection = client.redis.duplicate();
-  const rawWorker = new Worker('raw', async () => 'ok', { connection: rawConnection, prefix: `${prefix}:raw`, concurrency: 1 });
+  const rawWorker = new Worker('raw', async () => 'ok', {
+    connection: rawConnection,
+    prefix: `${prefix}:raw`,
+    concurrency: 1,
+  });
   const rawEvents = new QueueEvents('raw', { connection: client.redis.duplicate(), prefix: `${prefix}:raw` });
   try {
     await Promise.all([rawWorker.waitUntilReady(), rawEvents.waitUntilReady()]);
-    const costs = await measureMissionCosts({ redisUrl, prefix, repo, stateDir: join(root, 'cost-state'), cacheDir: join(root, 'cache'), producerCacheDir: join(root, 'producer-cache'), mission });
+    const costs = await measureMissionCosts({
+      redisUrl,
+      prefix,
+      repo,
+      stateDir: join(root, 'cost-state'),
+      cacheDir: join(root, 'cache'),
+      producerCacheDir: join(root, 'producer-cache'),
+      mission,
+    });
     workers.push(await startWorkerProcess(env, join(root, 'w1'), 1));
     // Warm-up: mirror clone, module caches.
     const warm = await submitOperation(client, mission('warm-0'), opts);
@@ -212,19 +266,35 @@ export async function runQueueLatency(): Promise<void> {
     printTable(`Queue latency: enqueue → receipt, no-op mission (${ROUNDS} rounds, interleaved)`, [
       { contender: uhName, p50: fmtMs(p(uhName, 50)), p95: fmtMs(p(uhName, 95)) },
       { contender: rawName, p50: fmtMs(p(rawName, 50)), p95: fmtMs(p(rawName, 95)) },
-      { contender: 'ratio uh / raw', p50: `${(p(uhName, 50) / p(rawName, 50)).toFixed(1)}×`, p95: `${(p(uhName, 95) / p(rawName, 95)).toFixed(1)}×` },
+      {
+        contender: 'ratio uh / raw',
+        p50: `${(p(uhName, 50) / p(rawName, 50)).toFixed(1)}×`,
+        p95: `${(p(uhName, 95) / p(rawName, 95)).toFixed(1)}×`,
+      },
     ]);
 
     const total = p(uhName, 50);
-    printTable('Where a no-op mission\'s queue latency goes (medians)', [
-      { part: 'submit: prepare (runtime, ref → commit: one rev-parse in the source; mirror commits remembered) + record + add', ms: fmtMs(percentile(submitMs, 50)) },
-      { part: 'worker pipeline (receipt total_ms: sandbox, runtime, diff, receipt)', ms: fmtMs(percentile(pipelineMs, 50)) },
-      { part: 'the rest: pickup, claim, worker-side prepare (no process once the mirror is known to have the commit), artifacts + settle, tail wake-up', ms: fmtMs(total - percentile(submitMs, 50) - percentile(pipelineMs, 50)) },
+    printTable("Where a no-op mission's queue latency goes (medians)", [
+      {
+        part: 'submit: prepare (runtime, ref → commit: one rev-parse in the source; mirror commits remembered) + record + add',
+        ms: fmtMs(percentile(submitMs, 50)),
+      },
+      {
+        part: 'worker pipeline (receipt total_ms: sandbox, runtime, diff, receipt)',
+        ms: fmtMs(percentile(pipelineMs, 50)),
+      },
+      {
+        part: 'the rest: pickup, claim, worker-side prepare (no process once the mirror is known to have the commit), artifacts + settle, tail wake-up',
+        ms: fmtMs(total - percentile(submitMs, 50) - percentile(pipelineMs, 50)),
+      },
     ]);
 
     // Throughput: 2 worker processes × concurrency 4.
     await stopProcess(workers.pop() as ChildProcess);
-    workers.push(await startWorkerProcess(env, join(root, 'w2'), 4), await startWorkerProcess(env, join(root, 'w3'), 4));
+    workers.push(
+      await startWorkerProcess(env, join(root, 'w2'), 4),
+      await startWorkerProcess(env, join(root, 'w3'), 4),
+    );
     const { submitOperations } = await import('../src/producers/submit.js');
     // Steady state, as a long-lived fleet runs: both new workers load their modules, compile their
     // hot paths and fill their sandbox pools on a few missions first (not counted).
@@ -235,32 +305,60 @@ export async function runQueueLatency(): Promise<void> {
       const ids = Array.from({ length: MISSIONS }, (_, i) => `${prefixId}-${i}`);
       const busy = workers.slice(0, 2); // the two `uh worker start` processes (the API is pushed after them)
       const from = await newestId(client.redis, client.store.keys.outbox);
-      const cpu0 = { workers: busy.map((w) => cpuOf(w.pid)), producer: process.cpuUsage(), redis: await redisCpuMs(client.redis), api: cpuOf(api?.child.pid) };
+      const cpu0 = {
+        workers: busy.map((w) => cpuOf(w.pid)),
+        producer: process.cpuUsage(),
+        redis: await redisCpuMs(client.redis),
+        api: cpuOf(api?.child.pid),
+      };
       const t0 = performance.now();
       const watching = outboxSettled(client.redis, client.store.keys.outbox, from, ids, 600_000);
       await submitAll(ids);
       const submittedMs = performance.now() - t0;
       await watching;
       const totalMs = performance.now() - t0;
-      const cpu1 = { workers: busy.map((w) => cpuOf(w.pid)), producer: process.cpuUsage(cpu0.producer), redis: await redisCpuMs(client.redis), api: cpuOf(api?.child.pid) };
+      const cpu1 = {
+        workers: busy.map((w) => cpuOf(w.pid)),
+        producer: process.cpuUsage(cpu0.producer),
+        redis: await redisCpuMs(client.redis),
+        api: cpuOf(api?.child.pid),
+      };
       const perMission = (ms: number) => (ms / MISSIONS).toFixed(2);
-      const sum = (f: (c: { self: number; children: number }) => number, xs: Array<{ self: number; children: number }>) => xs.reduce((s, c) => s + f(c), 0);
+      const sum = (
+        f: (c: { self: number; children: number }) => number,
+        xs: Array<{ self: number; children: number }>,
+      ) => xs.reduce((s, c) => s + f(c), 0);
       cpuRows.push({
         producer: label,
         'worker node (2 processes)': perMission(sum((c) => c.self, cpu1.workers) - sum((c) => c.self, cpu0.workers)),
-        'worker children (git, runtime)': perMission(sum((c) => c.children, cpu1.workers) - sum((c) => c.children, cpu0.workers)),
-        'producer (this process: submit, one outbox reader)': perMission((cpu1.producer.user + cpu1.producer.system) / 1000),
+        'worker children (git, runtime)': perMission(
+          sum((c) => c.children, cpu1.workers) - sum((c) => c.children, cpu0.workers),
+        ),
+        'producer (this process: submit, one outbox reader)': perMission(
+          (cpu1.producer.user + cpu1.producer.system) / 1000,
+        ),
         'api process': perMission(cpu1.api.self - cpu0.api.self),
         'redis-server': perMission(cpu1.redis - cpu0.redis),
       });
       const settled = await client.store.getMany(ids);
       const ok = settled.filter((r) => r?.state === 'finished' && r.status === 'completed').length;
       for (const r of settled.filter((x) => !(x?.state === 'finished' && x.status === 'completed'))) {
-        const receipt = r ? await client.store.redis.hget(client.store.keys.artifacts(r.operation_id), 'receipt') : null;
-        console.log(`not completed: ${r?.operation_id} ${r?.state} ${r?.status}: ${receipt ? JSON.parse(receipt).outcome.message : r?.unknown_reason}`);
+        const receipt = r
+          ? await client.store.redis.hget(client.store.keys.artifacts(r.operation_id), 'receipt')
+          : null;
+        console.log(
+          `not completed: ${r?.operation_id} ${r?.state} ${r?.status}: ${receipt ? JSON.parse(receipt).outcome.message : r?.unknown_reason}`,
+        );
       }
       const perMinute = (MISSIONS / totalMs) * 60_000;
-      rows.push({ producer: label, missions: MISSIONS, completed: ok, 'all submitted after': fmtMs(submittedMs), 'last receipt after': fmtMs(totalMs), 'missions/minute': perMinute.toFixed(0) });
+      rows.push({
+        producer: label,
+        missions: MISSIONS,
+        completed: ok,
+        'all submitted after': fmtMs(submittedMs),
+        'last receipt after': fmtMs(totalMs),
+        'missions/minute': perMinute.toFixed(0),
+      });
       return perMinute;
     };
     const rows: Array<Record<string, string | number>> = [];
@@ -271,9 +369,14 @@ export async function runQueueLatency(): Promise<void> {
     });
     const api = await startApi(env, join(root, 'api'), root);
     workers.push(api.child);
-    const viaHttp = await settle('HTTP API (uh api start, 32 concurrent clients POST /v1/missions)', 'http', (ids) => postAll(api.base, ids.map(mission), 32));
+    const viaHttp = await settle('HTTP API (uh api start, 32 concurrent clients POST /v1/missions)', 'http', (ids) =>
+      postAll(api.base, ids.map(mission), 32),
+    );
     printTable(`Queue throughput: ${MISSIONS} trivial missions each way, 2 worker processes × concurrency 4`, rows);
-    printTable('CPU ms per mission in the throughput runs (/proc/<pid>/stat, process.cpuUsage, redis INFO cpu)', cpuRows);
+    printTable(
+      'CPU ms per mission in the throughput runs (/proc/<pid>/stat, process.cpuUsage, redis INFO cpu)',
+      cpuRows,
+    );
     printCeiling(costs, Math.max(viaCode, viaHttp));
   } finally {
     await Promise.all(workers.map(stopProcess));

@@ -13,6 +13,9 @@ for (const suite of selected) {
 // Every suite closes what it opened; should a library keep a handle alive anyway (an idle
 // socket, a timer), name it and exit rather than hang the command after the figures are out.
 const left = (process as unknown as { _getActiveHandles?: () => object[] })._getActiveHandles?.() ?? [];
-const named = left.map((h) => h.constructor?.name ?? 'handle').filter((n) => !['WriteStream', 'ReadStream', 'TTY'].includes(n));
-if (named.length > 0) console.error(`bench: exiting with ${named.length} handle(s) still open: ${[...new Set(named)].join(', ')}`);
+const named = left
+  .map((h) => h.constructor?.name ?? 'handle')
+  .filter((n) => !['WriteStream', 'ReadStream', 'TTY'].includes(n));
+if (named.length > 0)
+  console.error(`bench: exiting with ${named.length} handle(s) still open: ${[...new Set(named)].join(', ')}`);
 process.exit(process.exitCode ?? 0);

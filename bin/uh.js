@@ -35,7 +35,11 @@ function cacheFile() {
   const args = process.argv.slice(2);
   const mode = args.some((a) => a === '--help' || a === '-h') ? '-help' : args.includes('--dry-run') ? '-dry-run' : '';
   const command = `${word(args[0])}-${word(args[1])}${mode}`;
-  return { dir: join(dir, 'code-cache'), prefix: `uh-${digest}-`, name: `uh-${digest}-${process.version}-${process.arch}-${command}.bin` };
+  return {
+    dir: join(dir, 'code-cache'),
+    prefix: `uh-${digest}-`,
+    name: `uh-${digest}-${process.version}-${process.arch}-${command}.bin`,
+  };
 }
 
 /**

@@ -18,7 +18,8 @@ const noFromJsonSchema = {
   name: 'uh-no-zod-from-json-schema',
   setup(b) {
     b.onLoad({ filter: /[\\/]zod[\\/]v4[\\/]classic[\\/]from-json-schema\.js$/ }, () => ({
-      contents: "export function fromJSONSchema() { throw new Error('uh: z.fromJSONSchema is not in the uh bundle (scripts/bundle.mjs)'); }\n",
+      contents:
+        "export function fromJSONSchema() { throw new Error('uh: z.fromJSONSchema is not in the uh bundle (scripts/bundle.mjs)'); }\n",
       loader: 'js',
     }));
   },
@@ -35,7 +36,19 @@ await build({
   target: 'node20',
   outfile: 'dist/bundle/uh.cjs',
   sourcemap: true,
-  external: ['pino', 'bullmq', 'ioredis', 'undici', 'testcontainers', 'fastify', '@fastify/swagger', 'fastify-type-provider-zod', 'prom-client', '@bull-board/api', '@bull-board/fastify'],
+  external: [
+    'pino',
+    'bullmq',
+    'ioredis',
+    'undici',
+    'testcontainers',
+    'fastify',
+    '@fastify/swagger',
+    'fastify-type-provider-zod',
+    'prom-client',
+    '@bull-board/api',
+    '@bull-board/fastify',
+  ],
   // A dynamic import() of an external package becomes a require() (bin/uh.js compiles the bundle
   // with vm.Script, which has no ESM loader of its own).
   supported: { 'dynamic-import': false },
@@ -44,7 +57,9 @@ await build({
   // The file is the module wrapper itself, a function expression that bin/uh.js compiles and
   // calls with (exports, require, module, __filename, __dirname): no 2 MB string concatenation
   // per run. Strict, as the ES modules it is made of.
-  banner: { js: "(function (exports, require, module, __filename, __dirname) { 'use strict'; var __uhImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  banner: {
+    js: "(function (exports, require, module, __filename, __dirname) { 'use strict'; var __uhImportMetaUrl = require('node:url').pathToFileURL(__filename).href;",
+  },
   footer: { js: '})' },
   // No comments and no indentation: a smaller file to read and hash on every run, and one with
   // no non-ASCII comment text (below). Names are kept (no identifier minification), so stack
@@ -63,7 +78,9 @@ const bundled = readFileSync('dist/bundle/uh.cjs');
 const wide = bundled.findIndex((byte) => byte > 0x7f);
 if (wide !== -1) {
   const line = bundled.subarray(0, wide).toString('latin1').split('\n').length;
-  throw new Error(`dist/bundle/uh.cjs: non-ASCII byte at line ${line}; write it as a \\u escape in the source (a String.raw template keeps it as written)`);
+  throw new Error(
+    `dist/bundle/uh.cjs: non-ASCII byte at line ${line}; write it as a \\u escape in the source (a String.raw template keeps it as written)`,
+  );
 }
 
 const digest = createHash('sha256').update(bundled).digest('hex');

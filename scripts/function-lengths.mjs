@@ -22,7 +22,8 @@ export function longFunctions(roots, max) {
         const start = source.getLineAndCharacterOfPosition(node.getStart(source)).line;
         const end = source.getLineAndCharacterOfPosition(node.getEnd()).line;
         const lines = end - start + 1;
-        if (lines > max) found.push({ file: relative(process.cwd(), file), line: start + 1, name: nameOf(node), lines });
+        if (lines > max)
+          found.push({ file: relative(process.cwd(), file), line: start + 1, name: nameOf(node), lines });
       }
       ts.forEachChild(node, visit);
     };

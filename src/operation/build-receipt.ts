@@ -26,7 +26,13 @@ export interface ReceiptInput {
   finalMessage: string;
   finalMessageSource: Receipt['final_message_source'];
   /** The captured diff (null when the run ended before diff capture). */
-  diff: { changed: Receipt['changed_files']; bytes: number; digest: string; headCommit: string | null; tree: string | null } | null;
+  diff: {
+    changed: Receipt['changed_files'];
+    bytes: number;
+    digest: string;
+    headCommit: string | null;
+    tree: string | null;
+  } | null;
   violations: Receipt['scope']['violations'];
   checks: CheckResult[];
   /** Decided by the pipeline (src/workers/results/verdict.ts); the receipt records it, never re-decides. */

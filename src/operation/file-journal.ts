@@ -4,7 +4,8 @@ import { writeAtomic } from './operation-files.js';
 
 /** The inline runtime journal: one JSON file, rewritten atomically on every put. */
 export function fileJournal(path: string): RuntimeJournalV1 {
-  const read = (): Record<string, unknown> => (existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>) : {});
+  const read = (): Record<string, unknown> =>
+    existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>) : {};
   return {
     async get() {
       return read();

@@ -71,7 +71,10 @@ export function signedReceipt(receipt: Receipt, keySource: ReceiptKeySource): Re
   return signReceipt(receipt, key);
 }
 
-export async function finishOperation(target: FilesTarget | QueueTarget, request: FinishRequest): Promise<FinishResult> {
+export async function finishOperation(
+  target: FilesTarget | QueueTarget,
+  request: FinishRequest,
+): Promise<FinishResult> {
   const receipt = signedReceipt(request.receipt, request.keySource);
   const summary = { status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code, ...request.event };
   if (target.kind === 'files') {
@@ -79,11 +82,17 @@ export async function finishOperation(target: FilesTarget | QueueTarget, request
     return { receipt, receiptPath: local.path, settled: true };
   }
   const local = target.local ? finishFiles(target.local, receipt, summary) : null;
-  const event = local?.event ? JSON.stringify(local.event) : eventJson(target.record.operation_id, 'operation.completed', summary);
+  const event = local?.event
+    ? JSON.stringify(local.event)
+    : eventJson(target.record.operation_id, 'operation.completed', summary);
   return { receipt, receiptPath: local?.path ?? null, settled: await finishQueued(target, receipt, event) };
 }
 
-function finishFiles(target: FilesTarget, receipt: Receipt, summary: Record<string, unknown>): { path: string; event: UhEvent | null } {
+function finishFiles(
+  target: FilesTarget,
+  receipt: Receipt,
+  summary: Record<string, unknown>,
+): { path: string; event: UhEvent | null } {
   const path = writeReceiptOnce(target.dir, receipt);
   const event = target.events.append('operation.completed', { ...summary, receipt: path }) ?? null;
   const { status, verdict, exit_code } = receipt;
@@ -93,7 +102,12 @@ function finishFiles(target: FilesTarget, receipt: Receipt, summary: Record<stri
 }
 
 async function finishQueued(target: QueueTarget, receipt: Receipt, event: string): Promise<boolean> {
-  const finished = { state: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code } as const;
+  const finished = {
+    state: 'finished',
+    status: receipt.status,
+    verdict: receipt.verdict,
+    exit_code: receipt.exit_code,
+  } as const;
   return target.store.settle(target.record.operation_id, {
     owner: target.owner,
     allowedStates: [...target.allowedStates],

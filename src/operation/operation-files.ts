@@ -98,7 +98,10 @@ export function writeAtomic(path: string, content: string): void {
 }
 
 export function writeRecord(stateDir: string, record: OperationRecord): void {
-  writeAtomic(join(operationDir(stateDir, record.operation_id), 'operation.json'), `${JSON.stringify(record, null, 2)}\n`);
+  writeAtomic(
+    join(operationDir(stateDir, record.operation_id), 'operation.json'),
+    `${JSON.stringify(record, null, 2)}\n`,
+  );
 }
 
 export function readRecord(stateDir: string, operationId: string): OperationRecord | null {
@@ -116,7 +119,9 @@ export function writeReceiptOnce(dir: string, receipt: Receipt): string {
     linkSync(tmp, path); // fails if a receipt exists: receipts are immutable
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') {
-      throw new UhError('conflict', `receipt for ${receipt.operation_id} already written`, { hint: 'receipts are immutable' });
+      throw new UhError('conflict', `receipt for ${receipt.operation_id} already written`, {
+        hint: 'receipts are immutable',
+      });
     }
     throw error;
   } finally {

@@ -34,4 +34,3 @@ export interface OperationPorts {
   /** Must refuse a ref that does not name a commit, with an error naming `repository.ref`. */
   resolveRef: ResolveRef;
 }
-

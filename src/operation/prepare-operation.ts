@@ -31,7 +31,11 @@ export function pickRuntime(mission: Mission, chosen?: string): string {
     return chosen;
   }
   if (runtimes.length > 1) {
-    throw invalidInput(`runtime: the mission lists ${runtimes.length} runtimes (${runtimes.join(', ')})`, [], 'pick one with --runtime, or run them all with: uh batch run');
+    throw invalidInput(
+      `runtime: the mission lists ${runtimes.length} runtimes (${runtimes.join(', ')})`,
+      [],
+      'pick one with --runtime, or run them all with: uh batch run',
+    );
   }
   return runtimes[0] as string;
 }

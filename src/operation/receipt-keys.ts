@@ -12,7 +12,16 @@
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { chmodSync, existsSync, linkSync, readdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  linkSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { UhError } from '../shared/errors.js';
 import { makeDir } from '../shared/fs/make-dir.js';
@@ -81,7 +90,10 @@ export function keyFrom(secret: Buffer): HmacReceiptKey {
 
 /** The key id of an Ed25519 public key: first 16 hex of sha256(SPKI DER). */
 export function publicKeyId(publicKey: KeyObject): string {
-  return createHash('sha256').update(publicKey.export({ type: 'spki', format: 'der' })).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(publicKey.export({ type: 'spki', format: 'der' }))
+    .digest('hex')
+    .slice(0, 16);
 }
 
 export function publicKeyPem(publicKey: KeyObject): string {
@@ -128,7 +140,9 @@ export function generateKeyPair(dir: string): { key: Ed25519ReceiptKey; privateF
   const publicFile = join(dir, PUBLIC_KEY_NAME);
   for (const file of [privateFile, publicFile]) {
     if (existsSync(file)) {
-      throw new UhError('invalid_input', `${file} exists: uh never replaces a key`, { hint: 'pick an empty dir, or remove the old pair first' });
+      throw new UhError('invalid_input', `${file} exists: uh never replaces a key`, {
+        hint: 'pick an empty dir, or remove the old pair first',
+      });
     }
   }
   makeDir(dir, 0o700);
@@ -190,10 +204,12 @@ function pemBlocks(text: string): string[] {
 function publicKeysOfFile(file: string, where: string, into: Map<string, KeyObject>): void {
   const blocks = pemBlocks(readFileSync(file, 'utf8'));
   const hint = 'export one: uh receipt key --public > k.pub';
-  if (blocks.length === 0) throw badKey(`${where} ${file}`, 'holds no PEM public key (-----BEGIN PUBLIC KEY-----)', hint);
+  if (blocks.length === 0)
+    throw badKey(`${where} ${file}`, 'holds no PEM public key (-----BEGIN PUBLIC KEY-----)', hint);
   for (const pem of blocks) {
     const key = createPublicKey({ key: pem, format: 'pem' });
-    if (key.asymmetricKeyType !== 'ed25519') throw badKey(`${where} ${file}`, `holds a ${key.asymmetricKeyType ?? 'unknown'} key, not Ed25519`, hint);
+    if (key.asymmetricKeyType !== 'ed25519')
+      throw badKey(`${where} ${file}`, `holds a ${key.asymmetricKeyType ?? 'unknown'} key, not Ed25519`, hint);
     into.set(publicKeyId(key), key);
   }
 }
@@ -203,13 +219,19 @@ export function readPublicKeys(paths: string[], where = 'UH_RECEIPT_PUBLIC_KEYS'
   const keys = new Map<string, KeyObject>();
   for (const path of paths) {
     if (!existsSync(path)) {
-      throw badKey(`${where} ${path}`, 'no such file or directory', 'name PEM public key files, or a directory of *.pub files');
+      throw badKey(
+        `${where} ${path}`,
+        'no such file or directory',
+        'name PEM public key files, or a directory of *.pub files',
+      );
     }
     if (!statSync(path).isDirectory()) {
       publicKeysOfFile(path, where, keys);
       continue;
     }
-    const names = readdirSync(path).filter((n) => n.endsWith('.pub')).sort();
+    const names = readdirSync(path)
+      .filter((n) => n.endsWith('.pub'))
+      .sort();
     for (const name of names) publicKeysOfFile(join(path, name), where, keys);
   }
   return keys;

@@ -72,8 +72,14 @@ function wellFormed(sig: unknown): sig is ReceiptSignature {
   if (typeof sig !== 'object' || sig === null) return false;
   const s = sig as Record<string, unknown>;
   const length = typeof s.alg === 'string' ? VALUE_HEX[s.alg] : undefined;
-  return length !== undefined && typeof s.key_id === 'string' && /^[0-9a-f]{16}$/.test(s.key_id)
-    && typeof s.value === 'string' && s.value.length === length && /^[0-9a-f]+$/.test(s.value);
+  return (
+    length !== undefined &&
+    typeof s.key_id === 'string' &&
+    /^[0-9a-f]{16}$/.test(s.key_id) &&
+    typeof s.value === 'string' &&
+    s.value.length === length &&
+    /^[0-9a-f]+$/.test(s.value)
+  );
 }
 
 function matches(body: Record<string, unknown>, sig: ReceiptSignature, ring: Keyring): boolean | null {
@@ -94,7 +100,8 @@ function matches(body: Record<string, unknown>, sig: ReceiptSignature, ring: Key
  * signing key (its verifying half) or a keyring (several public keys: rotation); null: no key.
  */
 export function verifyReceipt(raw: unknown, keys: ReceiptKey | Keyring | null): Verification {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return { state: 'invalid', key_id: '', reason: 'not a JSON object' };
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw))
+    return { state: 'invalid', key_id: '', reason: 'not a JSON object' };
   const receipt = raw as Record<string, unknown>;
   const sig = receipt.signature;
   if (sig === undefined) return { state: 'unsigned' };
@@ -106,7 +113,12 @@ export function verifyReceipt(raw: unknown, keys: ReceiptKey | Keyring | null): 
   if (ring.publicKeys.size === 0 && ring.secrets.size === 0) return { state: 'no_key', key_id: sig.key_id };
   const ok = matches(withoutSignature(receipt), sig, ring);
   if (ok === null) return { state: 'unknown_key', key_id: sig.key_id };
-  if (!ok) return { state: 'invalid', key_id: sig.key_id, reason: 'content does not match the signature (edited after signing)' };
+  if (!ok)
+    return {
+      state: 'invalid',
+      key_id: sig.key_id,
+      reason: 'content does not match the signature (edited after signing)',
+    };
   return { state: 'valid', key_id: sig.key_id };
 }
 

@@ -29,9 +29,17 @@ export function trustOf(v: Verification): ReceiptTrust {
     case 'unsigned':
       return { state: 'unsigned', key_id: null, reason: 'no signature: nothing proves a worker wrote it' };
     case 'unknown_key':
-      return { state: 'unknown_key', key_id: v.key_id, reason: `signed by key ${v.key_id}, which is not in this keyring: ${ADD_KEY}` };
+      return {
+        state: 'unknown_key',
+        key_id: v.key_id,
+        reason: `signed by key ${v.key_id}, which is not in this keyring: ${ADD_KEY}`,
+      };
     case 'no_key':
-      return { state: 'unknown_key', key_id: v.key_id, reason: `signed by key ${v.key_id}, and there is no receipt key here: ${ADD_KEY}` };
+      return {
+        state: 'unknown_key',
+        key_id: v.key_id,
+        reason: `signed by key ${v.key_id}, and there is no receipt key here: ${ADD_KEY}`,
+      };
   }
 }
 

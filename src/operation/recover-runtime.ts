@@ -66,7 +66,12 @@ interface RecoverTarget {
   sandboxPath: string | null;
 }
 
-async function recoverTarget(stateDir: string, runtimes: RuntimeCatalog, t: RecoverTarget, options: { env?: Readonly<Record<string, string | undefined>>; logger?: Logger }): Promise<RuntimeRecovery | null> {
+async function recoverTarget(
+  stateDir: string,
+  runtimes: RuntimeCatalog,
+  t: RecoverTarget,
+  options: { env?: Readonly<Record<string, string | undefined>>; logger?: Logger },
+): Promise<RuntimeRecovery | null> {
   const resolved = await resolveRuntime(t.mission, t.runtime, stateDir, runtimes);
   if (!resolved.adapter.recover) return null;
   const recovery = await resolved.adapter.recover(resolved.config, {

@@ -47,7 +47,11 @@ export function defaultManifest(adapter: AnyRuntimeAdapter): AdapterManifest {
   };
 }
 
-export async function loadManifest(stateDir: string, id: string, runtimes: RuntimeCatalog): Promise<{ manifest: AdapterManifest; source: string }> {
+export async function loadManifest(
+  stateDir: string,
+  id: string,
+  runtimes: RuntimeCatalog,
+): Promise<{ manifest: AdapterManifest; source: string }> {
   const path = manifestPath(stateDir, id);
   if (existsSync(path)) {
     const manifest = parseOrThrow(AdapterManifestSchema, readDocument(path), path, `${path}: `);
@@ -77,7 +81,12 @@ export function mergeConfig(base: Record<string, unknown>, over: Record<string, 
   return out;
 }
 
-export async function resolveRuntime(mission: Mission, runtimeId: string, stateDir: string, runtimes: RuntimeCatalog): Promise<ResolvedRuntime> {
+export async function resolveRuntime(
+  mission: Mission,
+  runtimeId: string,
+  stateDir: string,
+  runtimes: RuntimeCatalog,
+): Promise<ResolvedRuntime> {
   const { manifest, source } = await loadManifest(stateDir, runtimeId, runtimes);
   const adapter = await runtimes.load(manifest.runtime_kind);
   if (!adapter) {
@@ -100,12 +109,22 @@ export async function resolveRuntime(mission: Mission, runtimeId: string, stateD
     throw invalidInput(`invalid runtime_config for ${runtimeId}`, details, `see docs/runtimes/${adapter.id}.md`);
   }
   const config = parsed.data;
-  const missing = mission.requires.filter((c: Capability) => !(manifest.capabilities[c] ?? adapter.capabilities.includes(c)));
+  const missing = mission.requires.filter(
+    (c: Capability) => !(manifest.capabilities[c] ?? adapter.capabilities.includes(c)),
+  );
   if (missing.length > 0) {
     throw new UhError('unsupported_capability', `runtime ${runtimeId} cannot meet requires: ${missing.join(', ')}`, {
       hint: `${runtimeId} has: ${adapter.capabilities.join(', ') || 'none'}; pick another runtime or drop the requirement`,
     });
   }
   const secrets = adapter.secretsOf(config);
-  return { runtimeId, manifest, manifestSource: source, adapter, config, publicConfig: redact(config, secrets), secrets };
+  return {
+    runtimeId,
+    manifest,
+    manifestSource: source,
+    adapter,
+    config,
+    publicConfig: redact(config, secrets),
+    secrets,
+  };
 }

@@ -55,7 +55,11 @@ export function compileSettings(config: UhConfig, overrides: SettingsOverrides):
   return Object.freeze({
     stateDir: overrides.stateDir,
     cacheDir: core.cacheDir,
-    sandbox: { keepHours: core.sandboxKeepHours, keepAll: core.keepSandbox || overrides.keepSandbox === true, pool: core.sandboxPool },
+    sandbox: {
+      keepHours: core.sandboxKeepHours,
+      keepAll: core.keepSandbox || overrides.keepSandbox === true,
+      pool: core.sandboxPool,
+    },
     isolation: { mode: core.isolation, tmpfsBytes: core.isolationTmpfsBytes, readable: core.isolationReadable },
     policy: config.policy,
     receiptKey: config.receipts,

@@ -9,7 +9,8 @@ import { UhError } from '../shared/errors.js';
 import { loadKeyring, type ReceiptKeySource } from './receipt-keys.js';
 import { receiptTrustOfText, type ReceiptTrust } from './receipt-trust.js';
 
-export type TrustResult = { ok: true; receipt: Receipt; key_id: string } | { ok: false; trust: ReceiptTrust | null; reason: string };
+export type TrustResult =
+  { ok: true; receipt: Receipt; key_id: string } | { ok: false; trust: ReceiptTrust | null; reason: string };
 
 /** The receipt's text as stored (Redis artifact or receipt.json), checked against the keyring. */
 export function trustReceipt(text: string | null | undefined, keySource: ReceiptKeySource): TrustResult {
@@ -22,7 +23,11 @@ export function trustReceipt(text: string | null | undefined, keySource: Receipt
 }
 
 /** The trusted receipt, or an `untrusted_receipt` error naming why (exit 6). */
-export function requireTrustedReceipt(text: string | null | undefined, keySource: ReceiptKeySource, operationId: string): Receipt {
+export function requireTrustedReceipt(
+  text: string | null | undefined,
+  keySource: ReceiptKeySource,
+  operationId: string,
+): Receipt {
   const trust = trustReceipt(text, keySource);
   if (trust.ok) return trust.receipt;
   throw new UhError('untrusted_receipt', `the receipt of ${operationId} cannot be trusted: ${trust.reason}`, {

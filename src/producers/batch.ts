@@ -14,7 +14,10 @@ export function batchPath(stateDir: string, batchId: string): string {
  * record). Returns `attached` with the existing record when the same batch exists; throws
  * `conflict` when another batch has the id.
  */
-export function createBatchRecord(stateDir: string, record: BatchRecord): { kind: 'created' | 'attached'; record: BatchRecord } {
+export function createBatchRecord(
+  stateDir: string,
+  record: BatchRecord,
+): { kind: 'created' | 'attached'; record: BatchRecord } {
   makeDir(join(stateDir, 'batches'));
   const path = batchPath(stateDir, record.batch_id);
   const tmp = `${path}.${process.pid}.tmp`;
@@ -34,6 +37,9 @@ export function createBatchRecord(stateDir: string, record: BatchRecord): { kind
 
 export function readBatchRecord(stateDir: string, batchId: string): BatchRecord {
   const path = batchPath(stateDir, batchId);
-  if (!existsSync(path)) throw new UhError('not_found', `no batch ${batchId} in ${stateDir}`, { hint: 'run it with: uh batch run <mission> --runtimes a,b (or uh batch report --redis for a queued batch)' });
+  if (!existsSync(path))
+    throw new UhError('not_found', `no batch ${batchId} in ${stateDir}`, {
+      hint: 'run it with: uh batch run <mission> --runtimes a,b (or uh batch report --redis for a queued batch)',
+    });
   return BatchRecordSchema.parse(JSON.parse(readFileSync(path, 'utf8')));
 }

@@ -31,7 +31,11 @@ export interface SubmitResult {
 /** Where to prepare, and this host's policy (`host`): a mission it refuses is never enqueued. */
 type SubmitOptions = PrepareOptions;
 
-export async function submitOperation(client: QueueClient, mission: Mission, options: SubmitOptions): Promise<SubmitResult> {
+export async function submitOperation(
+  client: QueueClient,
+  mission: Mission,
+  options: SubmitOptions,
+): Promise<SubmitResult> {
   const [result] = await submitOperations(client, [mission], options);
   if (result instanceof OperationConflictError) throw result;
   return result as SubmitResult;
@@ -45,7 +49,11 @@ export async function submitOperation(client: QueueClient, mission: Mission, opt
  * and the records as they stand in a last one. A conflict is that mission's result (its
  * `OperationConflictError`), the others still go through. Results are in the missions' order.
  */
-export async function submitOperations(client: QueueClient, missions: readonly Mission[], options: SubmitOptions): Promise<Array<SubmitResult | OperationConflictError>> {
+export async function submitOperations(
+  client: QueueClient,
+  missions: readonly Mission[],
+  options: SubmitOptions,
+): Promise<Array<SubmitResult | OperationConflictError>> {
   const prepared = await Promise.all(missions.map((mission) => prepareOperation(mission, options, OPERATION_PORTS)));
   const jobs: OperationJob[] = prepared.map((p) => ({
     operation_id: p.mission.operation_id,
@@ -56,10 +64,26 @@ export async function submitOperations(client: QueueClient, missions: readonly M
     attempt: 1,
   }));
   const { store } = client;
-  const created = await store.createOrAttachMany(jobs.map((job, i) => ({ job, mission_id: (prepared[i] as PreparedOperation).mission.mission_id, prompt_digest: (prepared[i] as PreparedOperation).promptDigest })));
+  const created = await store.createOrAttachMany(
+    jobs.map((job, i) => ({
+      job,
+      mission_id: (prepared[i] as PreparedOperation).mission.mission_id,
+      prompt_digest: (prepared[i] as PreparedOperation).promptDigest,
+    })),
+  );
   const queuedEvents = jobs
     .filter((_, i) => created[i]?.kind === 'created')
-    .map((job) => [job.operation_id, eventJson(job.operation_id, 'operation.queued', { runtime: job.runtime, contract_digest: job.contract_digest, base_commit: job.base_commit })] as const);
+    .map(
+      (job) =>
+        [
+          job.operation_id,
+          eventJson(job.operation_id, 'operation.queued', {
+            runtime: job.runtime,
+            contract_digest: job.contract_digest,
+            base_commit: job.base_commit,
+          }),
+        ] as const,
+    );
   const attachedIds = jobs.filter((_, i) => created[i]?.kind === 'attached').map((j) => j.operation_id);
   const [, attachedRecords] = await Promise.all([store.appendEvents(queuedEvents), store.getMany(attachedIds)]);
   const attachedById = new Map(attachedRecords.map((r, i) => [attachedIds[i] as string, r]));
@@ -68,26 +92,38 @@ export async function submitOperations(client: QueueClient, missions: readonly M
     if (created[i]?.kind === 'created') return [{ job, runtime: job.runtime, jobId: jobIdFor(job.operation_id) }];
     const record = attachedById.get(job.operation_id);
     if (created[i]?.kind !== 'attached' || !record || record.state !== 'queued' || record.cancel_requested) return [];
-    return [{ job: record.job.attempt === record.attempt ? record.job : { ...record.job, attempt: record.attempt }, runtime: record.runtime, jobId: record.job_id }];
+    return [
+      {
+        job: record.job.attempt === record.attempt ? record.job : { ...record.job, attempt: record.attempt },
+        runtime: record.runtime,
+        jobId: record.job_id,
+      },
+    ];
   });
   await enqueue(client, toAdd);
   const records = await store.getMany(jobs.map((j) => j.operation_id));
   return jobs.map((job, i) => {
     const result = created[i] as CreateResult;
-    if (result.kind === 'conflict') return new OperationConflictError(job.operation_id, result.digest, job.contract_digest);
+    if (result.kind === 'conflict')
+      return new OperationConflictError(job.operation_id, result.digest, job.contract_digest);
     const record = records[i] as QueueRecord;
     return { kind: result.kind, record, queue: queueName(record.runtime) };
   });
 }
 
 /** One BullMQ `addBulk` per runtime queue (a MULTI each). */
-async function enqueue(client: QueueClient, entries: Array<{ job: OperationJob; runtime: string; jobId: string }>): Promise<void> {
+async function enqueue(
+  client: QueueClient,
+  entries: Array<{ job: OperationJob; runtime: string; jobId: string }>,
+): Promise<void> {
   const byRuntime = new Map<string, typeof entries>();
   for (const e of entries) byRuntime.set(e.runtime, [...(byRuntime.get(e.runtime) ?? []), e]);
   await Promise.all(
     [...byRuntime].map(async ([runtime, list]) => {
       const queue = await client.queue(runtime);
-      await queue.addBulk(list.map((e) => ({ name: 'operation', data: e.job, opts: { ...JOB_OPTIONS, jobId: e.jobId } })));
+      await queue.addBulk(
+        list.map((e) => ({ name: 'operation', data: e.job, opts: { ...JOB_OPTIONS, jobId: e.jobId } })),
+      );
     }),
   );
 }

@@ -37,9 +37,13 @@ export async function buildCommit(plan: CommitPlan): Promise<{ commit: string; t
     await runGit(['apply', '--cached', '--whitespace=nowarn', plan.patchPath], { cwd, env });
     const tree = (await runGit(['write-tree'], { cwd, env })).stdout.trim();
     if (plan.expectedTree !== null && tree !== plan.expectedTree) {
-      throw new UhError('conflict', `the captured diff applied to ${plan.baseCommit.slice(0, 12)} gives tree ${tree}, not the receipt's final tree ${plan.expectedTree}`, {
-        hint: 'the diff or the receipt was altered; nothing was promoted',
-      });
+      throw new UhError(
+        'conflict',
+        `the captured diff applied to ${plan.baseCommit.slice(0, 12)} gives tree ${tree}, not the receipt's final tree ${plan.expectedTree}`,
+        {
+          hint: 'the diff or the receipt was altered; nothing was promoted',
+        },
+      );
     }
     const identity = {
       GIT_AUTHOR_NAME: plan.author.name,
@@ -49,7 +53,11 @@ export async function buildCommit(plan: CommitPlan): Promise<{ commit: string; t
       GIT_COMMITTER_EMAIL: plan.committer.email,
       GIT_COMMITTER_DATE: plan.date,
     };
-    const { stdout } = await runGit(['commit-tree', tree, '-p', plan.baseCommit, '-F', '-'], { cwd, env: { ...env, ...identity }, input: plan.message });
+    const { stdout } = await runGit(['commit-tree', tree, '-p', plan.baseCommit, '-F', '-'], {
+      cwd,
+      env: { ...env, ...identity },
+      input: plan.message,
+    });
     return { commit: stdout.trim(), tree, treeVerified: plan.expectedTree !== null };
   } finally {
     rmSync(scratch, { recursive: true, force: true });

@@ -61,9 +61,14 @@ function checkPromotable(req: PromoteRequest): string {
   const { receipt } = req;
   const refusal = policyRefusal(receipt, req.allowUnverified === true);
   if (refusal) throw refusal;
-  if (receipt.repository.base_commit === null) throw invalidInput(`operation ${receipt.operation_id} has no base commit in its receipt: nothing to promote`);
+  if (receipt.repository.base_commit === null)
+    throw invalidInput(`operation ${receipt.operation_id} has no base commit in its receipt: nothing to promote`);
   if (receipt.changed_files.length === 0 || receipt.diff_bytes === 0) {
-    throw invalidInput(`operation ${receipt.operation_id} changed no files: nothing to promote`, [], 'a branch would equal its base commit');
+    throw invalidInput(
+      `operation ${receipt.operation_id} changed no files: nothing to promote`,
+      [],
+      'a branch would equal its base commit',
+    );
   }
   return receipt.repository.base_commit;
 }
@@ -73,13 +78,19 @@ function checkEarlier(earlier: PromotionRecord | null, branch: string, req: Prom
   if (earlier?.decision !== 'promoted' || earlier.commit === null) return null;
   const id = req.receipt.operation_id;
   if (earlier.branch !== branch) {
-    throw new UhError('conflict', `operation ${id} is already promoted to branch ${earlier.branch} (commit ${earlier.commit.slice(0, 12)}), not ${branch}`, {
-      hint: `promoting again returns the same branch: uh mission promote ${id} --branch ${earlier.branch}`,
-    });
+    throw new UhError(
+      'conflict',
+      `operation ${id} is already promoted to branch ${earlier.branch} (commit ${earlier.commit.slice(0, 12)}), not ${branch}`,
+      {
+        hint: `promoting again returns the same branch: uh mission promote ${id} --branch ${earlier.branch}`,
+      },
+    );
   }
   const wanted = req.push ? scrubUrls(req.push.remote) : null;
   if (wanted !== null && earlier.pushed !== null && earlier.pushed.remote !== wanted) {
-    throw new UhError('conflict', `operation ${id} was already pushed to ${earlier.pushed.remote}, not ${wanted}`, { hint: 'push the branch elsewhere by hand with git push' });
+    throw new UhError('conflict', `operation ${id} was already pushed to ${earlier.pushed.remote}, not ${wanted}`, {
+      hint: 'push the branch elsewhere by hand with git push',
+    });
   }
   return earlier;
 }
@@ -93,7 +104,11 @@ export async function promoteOperation(req: PromoteRequest): Promise<PromoteResu
   const branch =
     req.branch === undefined && loaded?.decision === 'promoted'
       ? loaded.branch
-      : expandBranch(req.branch, { operation_id: receipt.operation_id, mission_id: receipt.mission_id, runtime: receipt.runtime.adapter_id });
+      : expandBranch(req.branch, {
+          operation_id: receipt.operation_id,
+          mission_id: receipt.mission_id,
+          runtime: receipt.runtime.adapter_id,
+        });
   const earlier = checkEarlier(loaded, branch, req);
   const receiptDigest = digestOf(receipt);
 
@@ -138,16 +153,25 @@ export async function promoteOperation(req: PromoteRequest): Promise<PromoteResu
  * The promotion commit: an earlier promotion's when this repository has it; else built from the
  * patch (with the earlier identity, so a rebuild on another host gives the same commit).
  */
-async function commitFor(req: PromoteRequest, earlier: PromotionRecord | null, baseCommit: string, receiptDigest: string): Promise<{ commit: string; tree: string; treeVerified: boolean }> {
+async function commitFor(
+  req: PromoteRequest,
+  earlier: PromotionRecord | null,
+  baseCommit: string,
+  receiptDigest: string,
+): Promise<{ commit: string; tree: string; treeVerified: boolean }> {
   const { receipt, repository } = req;
   if (earlier?.commit && (await hasCommit(repository.gitDir, earlier.commit))) {
     return { commit: earlier.commit, tree: earlier.tree ?? '', treeVerified: earlier.tree_verified };
   }
   const patchDigest = await fileDigest(req.patchPath);
   if (patchDigest !== receipt.diff_digest) {
-    throw new UhError('conflict', `the diff of ${receipt.operation_id} (${patchDigest.slice(0, 19)}…) does not match the receipt's diff_digest (${receipt.diff_digest.slice(0, 19)}…)`, {
-      hint: 'a diff stored in Redis may be truncated (UH_ARTIFACT_CAP_BYTES); promote on the worker host, or raise the cap',
-    });
+    throw new UhError(
+      'conflict',
+      `the diff of ${receipt.operation_id} (${patchDigest.slice(0, 19)}…) does not match the receipt's diff_digest (${receipt.diff_digest.slice(0, 19)}…)`,
+      {
+        hint: 'a diff stored in Redis may be truncated (UH_ARTIFACT_CAP_BYTES); promote on the worker host, or raise the cap',
+      },
+    );
   }
   const built = await buildCommit({
     gitDir: repository.gitDir,
@@ -160,9 +184,13 @@ async function commitFor(req: PromoteRequest, earlier: PromotionRecord | null, b
     date: receipt.finished_at,
   });
   if (earlier?.commit && built.commit !== earlier.commit) {
-    throw new UhError('conflict', `operation ${receipt.operation_id} was promoted as ${earlier.commit.slice(0, 12)}, but rebuilding it here gives ${built.commit.slice(0, 12)}`, {
-      hint: 'promote where the earlier promotion was made, or fetch its branch',
-    });
+    throw new UhError(
+      'conflict',
+      `operation ${receipt.operation_id} was promoted as ${earlier.commit.slice(0, 12)}, but rebuilding it here gives ${built.commit.slice(0, 12)}`,
+      {
+        hint: 'promote where the earlier promotion was made, or fetch its branch',
+      },
+    );
   }
   return built;
 }

@@ -26,14 +26,14 @@ export interface GitResult {
   code: number;
 }
 
-
 /** `https://user:token@host/x` → `https://***@host/x`, anywhere in a text. */
 export function scrubUrls(text: string): string {
   return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]+@/gi, '$1***@');
 }
 
 /** Scrub URL userinfo and the values of secret-looking environment variables. */
-export function scrubText(text: string, env: Readonly<Record<string, string | undefined>> = process.env): string { // env passthrough: the values of secret-looking variables git might echo
+export function scrubText(text: string, env: Readonly<Record<string, string | undefined>> = process.env): string {
+  // env passthrough: the values of secret-looking variables git might echo
   return redactString(scrubUrls(text), secretEnvValues(env));
 }
 
@@ -53,7 +53,11 @@ export function runGit(args: readonly string[], run: GitRun): Promise<GitResult>
         const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;
         if (code === 0 || run.okCodes?.includes(code)) return resolve({ stdout, stderr, code });
         const message = scrubText((stderr || error?.message || '').trim().split('\n').slice(-3).join(' '));
-        reject(new UhError('sandbox', `git ${args[0]} failed: ${message}`, { hint: `run git ${args[0]} by hand in ${run.cwd} to see more` }));
+        reject(
+          new UhError('sandbox', `git ${args[0]} failed: ${message}`, {
+            hint: `run git ${args[0]} by hand in ${run.cwd} to see more`,
+          }),
+        );
       },
     );
     child.stdin?.on('error', () => undefined); // git may exit before reading (it then reports why)

@@ -24,21 +24,35 @@ const BY_STATUS: Record<Receipt['status'], string | null> = {
   cancelled: 'the operation was cancelled',
 };
 
-export function promotionPolicy(receipt: Pick<Receipt, 'status' | 'verdict'>): { decision: PolicyDecision; why: string } {
+export function promotionPolicy(receipt: Pick<Receipt, 'status' | 'verdict'>): {
+  decision: PolicyDecision;
+  why: string;
+} {
   const statusProblem = BY_STATUS[receipt.status];
   if (statusProblem) return { decision: 'never', why: statusProblem };
   return BY_VERDICT[receipt.verdict];
 }
 
 /** The refusal to raise, or null when the operation may be promoted. Exit 2: bad input, nothing changed. */
-export function policyRefusal(receipt: Pick<Receipt, 'operation_id' | 'status' | 'verdict'>, allowUnverified: boolean): UhError | null {
+export function policyRefusal(
+  receipt: Pick<Receipt, 'operation_id' | 'status' | 'verdict'>,
+  allowUnverified: boolean,
+): UhError | null {
   const { decision, why } = promotionPolicy(receipt);
   if (decision === 'allow' || (decision === 'needs_flag' && allowUnverified)) return null;
   const what = `status ${receipt.status}, verdict ${receipt.verdict}`;
   if (decision === 'needs_flag') {
-    return invalidInput(`operation ${receipt.operation_id} is ${receipt.verdict} (${what}): ${why}`, [], 'pass --allow-unverified to promote it anyway');
+    return invalidInput(
+      `operation ${receipt.operation_id} is ${receipt.verdict} (${what}): ${why}`,
+      [],
+      'pass --allow-unverified to promote it anyway',
+    );
   }
-  return invalidInput(`operation ${receipt.operation_id} cannot be promoted (${what}): ${why}`, [], 'only verified operations promote; fix the mission and run a new operation');
+  return invalidInput(
+    `operation ${receipt.operation_id} cannot be promoted (${what}): ${why}`,
+    [],
+    'only verified operations promote; fix the mission and run a new operation',
+  );
 }
 
 /** Refusal for an operation with no receipt yet (running, queued) or in the unknown state. */
@@ -46,6 +60,8 @@ export function notFinishedRefusal(operationId: string, state: string): UhError 
   return invalidInput(
     `operation ${operationId} cannot be promoted (state ${state}): only a finished, verified operation promotes`,
     [],
-    state === 'unknown' ? `settle it first: uh mission recover ${operationId}` : `wait for it: uh mission status ${operationId}`,
+    state === 'unknown'
+      ? `settle it first: uh mission recover ${operationId}`
+      : `wait for it: uh mission status ${operationId}`,
   );
 }

@@ -36,7 +36,11 @@ interface Variable<T> {
 }
 function v<S extends z.ZodType>(schema: () => S, option: string): Variable<z.output<S> | undefined>;
 function v<S extends z.ZodType>(schema: () => S, option: string, fallback: z.output<S>): Variable<z.output<S>>;
-function v<S extends z.ZodType>(schema: () => S, option: string, fallback?: z.output<S>): Variable<z.output<S> | undefined> {
+function v<S extends z.ZodType>(
+  schema: () => S,
+  option: string,
+  fallback?: z.output<S>,
+): Variable<z.output<S> | undefined> {
   return { schema, option, fallback };
 }
 
@@ -49,8 +53,17 @@ const days = () => z.coerce.number().nonnegative();
 const nameList = () =>
   z
     .string()
-    .transform((s) => s.split(',').map((n) => n.trim()).filter((n) => n !== ''))
-    .pipe(z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}\*?$/, 'each entry: a variable name, or a prefix ending in *')));
+    .transform((s) =>
+      s
+        .split(',')
+        .map((n) => n.trim())
+        .filter((n) => n !== ''),
+    )
+    .pipe(
+      z.array(
+        z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}\*?$/, 'each entry: a variable name, or a prefix ending in *'),
+      ),
+    );
 
 /** Each variable of the environment uh reads (docs/configuration.md lists them all). */
 const VARIABLES = {
@@ -58,7 +71,10 @@ const VARIABLES = {
   UH_STATE_DIR: v(text, '--state-dir'),
   UH_CACHE_DIR: v(text, 'cache dir'),
   XDG_CACHE_HOME: v(text, 'cache dir (XDG base)'),
-  UH_LOG_LEVEL: v(() => z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']), 'log level (default warn; workers info)'),
+  UH_LOG_LEVEL: v(
+    () => z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent']),
+    'log level (default warn; workers info)',
+  ),
   UH_DEBUG: v(text, 'stack traces on internal errors'),
   UH_SANDBOX_KEEP_HOURS: v(days, 'sandbox retention (hours)', 24),
   UH_KEEP_SANDBOX: v(flagValue, 'keep every sandbox'),
@@ -72,16 +88,31 @@ const VARIABLES = {
   // host policy: what a mission may ask for (shared/host-policy.ts)
   UH_ALLOW_MISSION_ISOLATION_OFF: v(flagValue, "honour a mission's sandbox.isolation: off (never under require)"),
   UH_ENV_PASSTHROUGH_ALLOW: v(nameList, 'names a mission may pass through with sandbox.env_passthrough', []),
-  UH_ISOLATION_TMPFS_BYTES: v(() => z.coerce.number().int().min(1024 * 1024, 'at least 1048576 (1 MiB)').max(Number.MAX_SAFE_INTEGER), 'size cap of an isolated private /tmp and home (bytes)', DEFAULT_TMPFS_BYTES),
+  UH_ISOLATION_TMPFS_BYTES: v(
+    () =>
+      z.coerce
+        .number()
+        .int()
+        .min(1024 * 1024, 'at least 1048576 (1 MiB)')
+        .max(Number.MAX_SAFE_INTEGER),
+    'size cap of an isolated private /tmp and home (bytes)',
+    DEFAULT_TMPFS_BYTES,
+  ),
   UH_ISOLATION_READABLE: v(
     () =>
-      z.string().refine((s) => s.split(':').every((p) => p === '' || p.startsWith('/')), 'colon-separated absolute paths'),
+      z
+        .string()
+        .refine((s) => s.split(':').every((p) => p === '' || p.startsWith('/')), 'colon-separated absolute paths'),
     'paths every isolated process may read (colon-separated)',
   ),
   // queue
   REDIS_URL: v(() => z.string().url(), '--redis'),
   UH_REDIS_CLUSTER: v(flagValue, 'Redis Cluster mode (REDIS_URL names a seed node)'),
-  UH_REDIS_PREFIX: v(() => z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ - only (no ":")'), 'Redis key prefix', 'uh'),
+  UH_REDIS_PREFIX: v(
+    () => z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ - only (no ":")'),
+    'Redis key prefix',
+    'uh',
+  ),
   UH_QUEUE_LOCK_MS: v(ms, 'job lock duration', 120_000),
   UH_QUEUE_STALLED_INTERVAL_MS: v(ms, 'stalled-job check interval', 60_000),
   UH_QUEUE_MAX_STALLED: v(count, 'stalls before a job fails', 1),
@@ -96,7 +127,10 @@ const VARIABLES = {
   // receipts
   UH_RECEIPT_KEY: v(() => z.string().min(32, 'at least 32 characters'), 'receipt signing key'),
   UH_RECEIPT_KEY_FILE: v(text, 'receipt signing key file'),
-  UH_RECEIPT_SIGNING_KEY: v(() => z.string().includes('PRIVATE KEY', { message: 'a PEM private key (-----BEGIN PRIVATE KEY-----)' }), 'Ed25519 receipt signing key (PEM)'),
+  UH_RECEIPT_SIGNING_KEY: v(
+    () => z.string().includes('PRIVATE KEY', { message: 'a PEM private key (-----BEGIN PRIVATE KEY-----)' }),
+    'Ed25519 receipt signing key (PEM)',
+  ),
   UH_RECEIPT_SIGNING_KEY_FILE: v(text, 'Ed25519 receipt signing key file (PEM, PKCS#8)'),
   UH_RECEIPT_PUBLIC_KEYS: v(text, 'receipt public keys (PEM files or directories of *.pub, comma-separated)'),
   // fleet: disk bounds (workers/sandbox/gc.ts)
@@ -199,7 +233,12 @@ function parseEnv(env: Env): Parsed {
     if (result.success) out[key] = result.data;
     else details.push(...result.error.issues.map((i) => `${variable.option} (environment ${key}): ${i.message}`));
   }
-  if (details.length > 0) throw invalidInput('invalid configuration in the environment', details, 'fix or unset the variable; every variable is listed in docs/configuration.md');
+  if (details.length > 0)
+    throw invalidInput(
+      'invalid configuration in the environment',
+      details,
+      'fix or unset the variable; every variable is listed in docs/configuration.md',
+    );
   return out as Parsed;
 }
 
@@ -231,7 +270,10 @@ function receiptsConfig(e: Parsed, cacheDir: string): ReceiptsConfig {
     signingKey: e.UH_RECEIPT_SIGNING_KEY,
     signingKeyFile: e.UH_RECEIPT_SIGNING_KEY_FILE ?? join(cacheDir, 'receipt-signing.pem'),
     createSigningKey: !ed25519,
-    publicKeys: (e.UH_RECEIPT_PUBLIC_KEYS ?? '').split(',').map((p) => p.trim()).filter((p) => p !== ''),
+    publicKeys: (e.UH_RECEIPT_PUBLIC_KEYS ?? '')
+      .split(',')
+      .map((p) => p.trim())
+      .filter((p) => p !== ''),
   };
 }
 
@@ -272,7 +314,12 @@ export function loadConfig(env: Env = process.env): UhConfig {
       heartbeatMs: e.UH_HEARTBEAT_MS,
       artifactCapBytes: e.UH_ARTIFACT_CAP_BYTES,
       webhook: e.UH_WEBHOOK_URL
-        ? { url: e.UH_WEBHOOK_URL, secret: e.UH_WEBHOOK_SECRET ?? null, attempts: e.UH_WEBHOOK_ATTEMPTS, backoffMs: e.UH_WEBHOOK_BACKOFF_MS }
+        ? {
+            url: e.UH_WEBHOOK_URL,
+            secret: e.UH_WEBHOOK_SECRET ?? null,
+            attempts: e.UH_WEBHOOK_ATTEMPTS,
+            backoffMs: e.UH_WEBHOOK_BACKOFF_MS,
+          }
         : null,
       retryMaxAttempts: e.UH_RETRY_MAX_ATTEMPTS ?? null,
       cluster: flag(e.UH_REDIS_CLUSTER) ?? false,
@@ -298,8 +345,14 @@ export function hostSettingsOf(config: UhConfig): HostSettings {
 
 function parsePrices(inline: string | undefined, file: string | undefined): PriceTable {
   if (inline === undefined && file === undefined) return {};
-  const [name, source] = inline !== undefined ? ['UH_PRICES', () => inline] : ['UH_PRICES_FILE', () => readFileSync(file as string, 'utf8')];
-  const fail = (why: string) => invalidInput('invalid configuration in the environment', [`price table (environment ${name}): ${why}`], 'e.g. UH_PRICES=\'{"codex":{"input_per_mtok":1.25,"output_per_mtok":10}}\'');
+  const [name, source] =
+    inline !== undefined ? ['UH_PRICES', () => inline] : ['UH_PRICES_FILE', () => readFileSync(file as string, 'utf8')];
+  const fail = (why: string) =>
+    invalidInput(
+      'invalid configuration in the environment',
+      [`price table (environment ${name}): ${why}`],
+      'e.g. UH_PRICES=\'{"codex":{"input_per_mtok":1.25,"output_per_mtok":10}}\'',
+    );
   let json: unknown;
   try {
     json = JSON.parse(source());
@@ -307,7 +360,8 @@ function parsePrices(inline: string | undefined, file: string | undefined): Pric
     throw fail((error as Error).message);
   }
   const parsed = PriceTableSchema.safeParse(json);
-  if (!parsed.success) throw fail(parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '));
+  if (!parsed.success)
+    throw fail(parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; '));
   return parsed.data;
 }
 
@@ -318,7 +372,8 @@ function parsePrices(inline: string | undefined, file: string | undefined): Pric
 export function redisUrlFor(queue: QueueConfig, flag?: string): { url: string; defaulted: boolean } {
   if (flag) {
     const parsed = z.string().url().safeParse(flag);
-    if (!parsed.success) throw invalidInput(`--redis: "${flag}" is not a URL`, [], 'e.g. --redis redis://127.0.0.1:6379');
+    if (!parsed.success)
+      throw invalidInput(`--redis: "${flag}" is not a URL`, [], 'e.g. --redis redis://127.0.0.1:6379');
     return { url: flag, defaulted: false };
   }
   if (queue.redisUrl) return { url: queue.redisUrl, defaulted: false };

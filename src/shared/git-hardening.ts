@@ -21,25 +21,47 @@ import { UhError } from './errors.js';
 
 /** `-c` overrides put before every git subcommand (command-line config wins over every file). */
 export const GIT_HARDENING_ARGS: readonly string[] = [
-  '-c', 'core.hooksPath=/dev/null',
-  '-c', 'core.fsmonitor=false',
-  '-c', 'core.untrackedCache=false',
-  '-c', 'core.splitIndex=false',
-  '-c', 'core.sharedRepository=false',
-  '-c', 'core.attributesFile=/dev/null',
-  '-c', 'core.excludesFile=/dev/null',
-  '-c', 'protocol.ext.allow=never',
-  '-c', 'commit.gpgSign=false',
-  '-c', 'tag.gpgSign=false',
-  '-c', 'submodule.recurse=false',
-  '-c', 'fetch.recurseSubmodules=false',
-  '-c', 'gc.auto=0',
-  '-c', 'maintenance.auto=false',
-  '-c', 'advice.detachedHead=false',
+  '-c',
+  'core.hooksPath=/dev/null',
+  '-c',
+  'core.fsmonitor=false',
+  '-c',
+  'core.untrackedCache=false',
+  '-c',
+  'core.splitIndex=false',
+  '-c',
+  'core.sharedRepository=false',
+  '-c',
+  'core.attributesFile=/dev/null',
+  '-c',
+  'core.excludesFile=/dev/null',
+  '-c',
+  'protocol.ext.allow=never',
+  '-c',
+  'commit.gpgSign=false',
+  '-c',
+  'tag.gpgSign=false',
+  '-c',
+  'submodule.recurse=false',
+  '-c',
+  'fetch.recurseSubmodules=false',
+  '-c',
+  'gc.auto=0',
+  '-c',
+  'maintenance.auto=false',
+  '-c',
+  'advice.detachedHead=false',
 ];
 
 /** Inherited variables kept: how to reach a remote, never where a repository is. */
-const KEPT_GIT_VARIABLES = new Set(['GIT_SSH', 'GIT_SSH_COMMAND', 'GIT_SSH_VARIANT', 'GIT_SSL_CAINFO', 'GIT_SSL_CAPATH', 'GIT_PROXY_SSL_CAINFO']);
+const KEPT_GIT_VARIABLES = new Set([
+  'GIT_SSH',
+  'GIT_SSH_COMMAND',
+  'GIT_SSH_VARIANT',
+  'GIT_SSL_CAINFO',
+  'GIT_SSL_CAPATH',
+  'GIT_PROXY_SSL_CAINFO',
+]);
 
 export interface GitEnvOptions {
   /** A clone, fetch or push: keep the user's global config (credential helpers). */
@@ -47,7 +69,10 @@ export interface GitEnvOptions {
 }
 
 /** The environment of a hardened git process, from the caller's (inherited) environment. Pure. */
-export function hardenedGitEnv(inherited: Readonly<Record<string, string | undefined>>, options: GitEnvOptions = {}): Record<string, string> {
+export function hardenedGitEnv(
+  inherited: Readonly<Record<string, string | undefined>>,
+  options: GitEnvOptions = {},
+): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(inherited)) {
     if (value === undefined) continue;
@@ -70,6 +95,8 @@ export function hardenedGitEnv(inherited: Readonly<Record<string, string | undef
 /** A URL or ref that git could read as an option. The input layer refuses them; this is the last guard. */
 export function assertNotOption(value: string, what: string): void {
   if (value.startsWith('-') || /^ext::/i.test(value)) {
-    throw new UhError('invalid_input', `${what}: "${value.slice(0, 80)}" looks like a git option or an ext:: URL`, { hint: `give a plain ${what}` });
+    throw new UhError('invalid_input', `${what}: "${value.slice(0, 80)}" looks like a git option or an ext:: URL`, {
+      hint: `give a plain ${what}`,
+    });
   }
 }

@@ -30,7 +30,14 @@ export function createLogger(level = 'warn', bindings: Record<string, unknown> =
             level,
             base: { pid: process.pid },
             redact: {
-              paths: ['*.auth_token', '*.authorization', '*.Authorization', '*.api_key', '*.extra_headers', 'headers.*'],
+              paths: [
+                '*.auth_token',
+                '*.authorization',
+                '*.Authorization',
+                '*.api_key',
+                '*.extra_headers',
+                'headers.*',
+              ],
               censor: '[redacted]',
             },
           },

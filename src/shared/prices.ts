@@ -26,6 +26,10 @@ export function costOf(usage: Usage, prices: PriceTable, keys: readonly string[]
   if (!price || usage.input_tokens === undefined || usage.output_tokens === undefined) return null;
   const cached = Math.min(usage.cached_input_tokens ?? 0, usage.input_tokens);
   const cachedPrice = price.cached_input_per_mtok ?? price.input_per_mtok;
-  const usd = ((usage.input_tokens - cached) * price.input_per_mtok + cached * cachedPrice + usage.output_tokens * price.output_per_mtok) / 1e6;
+  const usd =
+    ((usage.input_tokens - cached) * price.input_per_mtok +
+      cached * cachedPrice +
+      usage.output_tokens * price.output_per_mtok) /
+    1e6;
   return Math.round(usd * 1e6) / 1e6;
 }

@@ -128,7 +128,11 @@ export class StreamRedactor {
 }
 
 /** A byte-level redactor: the secrets' UTF-8 bytes are found whatever the chunking of the stream. */
-export function byteRedactor(secrets: readonly string[]): { push(chunk: Buffer): Buffer; end(): Buffer; active: boolean } {
+export function byteRedactor(secrets: readonly string[]): {
+  push(chunk: Buffer): Buffer;
+  end(): Buffer;
+  active: boolean;
+} {
   const inner = new StreamRedactor(secrets.map((s) => Buffer.from(s, 'utf8').toString('latin1')));
   return {
     active: usable(secrets).length > 0,

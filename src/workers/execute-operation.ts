@@ -15,7 +15,13 @@
  * States written to operation.json: running → verifying → finished (or unknown). Whatever fails,
  * a receipt is written for the terminal state; nothing already written is lost.
  */
-import { openOperation, recordPipelineError, type ExecuteOptions, type ExecuteResult, type OperationRun } from './pipeline/operation-run.js';
+import {
+  openOperation,
+  recordPipelineError,
+  type ExecuteOptions,
+  type ExecuteResult,
+  type OperationRun,
+} from './pipeline/operation-run.js';
 import type { Sandbox } from './sandbox/worktree.js';
 import { runtimePhase, writeRuntimeResult } from './pipeline/runtime-phase.js';
 import { sandboxPhase } from './pipeline/sandbox-phases.js';

@@ -25,7 +25,9 @@ describe('CLI bundle', () => {
   });
 
   it('stubs zod fromJSONSchema, which no source file may use (the stub throws)', () => {
-    const users = sourceFiles(join(ROOT, 'src')).filter((path) => /\bfromJSONSchema\b/.test(readFileSync(path, 'utf8')));
+    const users = sourceFiles(join(ROOT, 'src')).filter((path) =>
+      /\bfromJSONSchema\b/.test(readFileSync(path, 'utf8')),
+    );
     expect(users.map((p) => relative(ROOT, p))).toEqual([]);
     expect(readFileSync(BUNDLE, 'latin1')).toContain('z.fromJSONSchema is not in the uh bundle');
   });

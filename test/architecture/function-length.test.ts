@@ -8,9 +8,9 @@ import { longFunctions } from '../../scripts/function-lengths.mjs';
 
 describe('function length', () => {
   it('no function in src/ is longer than 80 lines', () => {
-    const found = (longFunctions(['src'], 80) as Array<{ file: string; line: number; name: string; lines: number }>).map(
-      (f) => `${f.file}:${f.line} ${f.name} (${f.lines} lines)`,
-    );
+    const found = (
+      longFunctions(['src'], 80) as Array<{ file: string; line: number; name: string; lines: number }>
+    ).map((f) => `${f.file}:${f.line} ${f.name} (${f.lines} lines)`);
     expect(found).toEqual([]);
   });
 });

@@ -41,7 +41,13 @@ describe('layers', () => {
     // The rules see what they guard: every layer is cruised, and a pool's BullMQ import resolves
     // to the path the runtime-adapter rule matches (a rule that matches nothing would pass silently).
     const sources = report.modules.map((m) => m.source);
-    for (const layer of ['src/shared/', 'src/operation/', 'src/promotion/', 'src/producers/', 'src/workers/runtimes/']) {
+    for (const layer of [
+      'src/shared/',
+      'src/operation/',
+      'src/promotion/',
+      'src/producers/',
+      'src/workers/runtimes/',
+    ]) {
       expect(sources.some((s) => s.startsWith(layer))).toBe(true);
     }
     const pool = report.modules.find((m) => m.source === 'src/workers/pools/runtime-pool.ts');

@@ -24,9 +24,11 @@ function recursiveMkdirs(): string[] {
   const found: string[] = [];
   for (const path of [...sourceFiles(join(ROOT, 'src')), ...sourceFiles(join(ROOT, 'bin'))]) {
     const file = relative(ROOT, path);
-    readFileSync(path, 'utf8').split('\n').forEach((line, i) => {
-      if (RECURSIVE_MKDIR.test(line) && !line.trim().startsWith('*')) found.push(`${file}:${i + 1}: ${line.trim()}`);
-    });
+    readFileSync(path, 'utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        if (RECURSIVE_MKDIR.test(line) && !line.trim().startsWith('*')) found.push(`${file}:${i + 1}: ${line.trim()}`);
+      });
   }
   return found;
 }
@@ -38,7 +40,7 @@ describe('recursive mkdir', () => {
 
   it('the pattern finds the form it forbids (the check is not vacuous)', () => {
     expect(RECURSIVE_MKDIR.test("mkdirSync(join(dir, 'x'), { recursive: true });")).toBe(true);
-    expect(RECURSIVE_MKDIR.test("await mkdir(dir, { mode: 0o700, recursive: true })")).toBe(true);
+    expect(RECURSIVE_MKDIR.test('await mkdir(dir, { mode: 0o700, recursive: true })')).toBe(true);
     expect(RECURSIVE_MKDIR.test('makeDir(dir);')).toBe(false);
   });
 });

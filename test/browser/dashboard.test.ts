@@ -27,7 +27,14 @@ const TOKEN = 'dashboard-token-0123456789abcdef-012345';
 const auth = { authorization: `Bearer ${TOKEN}` };
 const ARTIFACTS = join(process.cwd(), 'test-artifacts', 'dashboard');
 const HOSTILE = '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">Fix & ship';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const CHROMIUM_ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 
 let redis: TestRedis;
 let worker: WorkerProcess;
@@ -62,35 +69,76 @@ function mission(id: string, title: string) {
     objective: 'Write hello.txt',
     repository: { url: dirs[0], ref: 'main' },
     runtime: 'command',
-    verification: [{ name: 'has-hello', argv: [process.execPath, '-e', "require('node:fs').accessSync('hello.txt'); console.log('hello.txt is there')"] }],
+    verification: [
+      {
+        name: 'has-hello',
+        argv: [process.execPath, '-e', "require('node:fs').accessSync('hello.txt'); console.log('hello.txt is there')"],
+      },
+    ],
     runtime_config_overrides: { command: { argv: [process.execPath, join(gates, 'agent.cjs'), join(gates, id)] } },
   };
 }
 const submit = async (id: string, title: string) => {
-  const res = await fetch(`${base}/v1/missions`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify(mission(id, title)) });
+  const res = await fetch(`${base}/v1/missions`, {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/json' },
+    body: JSON.stringify(mission(id, title)),
+  });
   expect(res.status).toBe(201);
 };
-const stateOf = async (id: string) => ((await (await fetch(`${base}/v1/operations/${id}`, { headers: auth })).json()) as { operation: { state: string; status: string | null } }).operation;
+const stateOf = async (id: string) =>
+  (
+    (await (await fetch(`${base}/v1/operations/${id}`, { headers: auth })).json()) as {
+      operation: { state: string; status: string | null };
+    }
+  ).operation;
 
 async function text(page: Page, selector: string): Promise<string> {
-  return (await page.locator(selector).first().textContent({ timeout: 1000 }).catch(() => '')) ?? '';
+  return (
+    (await page
+      .locator(selector)
+      .first()
+      .textContent({ timeout: 1000 })
+      .catch(() => '')) ?? ''
+  );
 }
 const shot = (page: Page, name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   redis = await startTestRedis('dashboard');
-  dirs.push(makeRepo({ 'README.md': '# dashboard\n' }), tempDir('uh-state-'), tempDir('uh-cache-'), (gates = tempDir('uh-gates-')));
+  dirs.push(
+    makeRepo({ 'README.md': '# dashboard\n' }),
+    tempDir('uh-state-'),
+    tempDir('uh-cache-'),
+    (gates = tempDir('uh-gates-')),
+  );
   writeFileSync(join(gates, 'agent.cjs'), AGENT);
   const prefix = redis.prefix('dash');
   const fleet = generateKeyPair(join(gates, 'fleet-key')); // the worker signs, the API verifies with the public key
   worker = await startWorker(['--runtime', 'command', '--concurrency', '2', '--state-dir', dirs[1] as string], {
     cwd: dirs[0] as string,
-    env: { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: dirs[2], UH_RECEIPT_SIGNING_KEY_FILE: fleet.privateFile },
+    env: {
+      REDIS_URL: redis.url,
+      UH_REDIS_PREFIX: prefix,
+      UH_CACHE_DIR: dirs[2],
+      UH_RECEIPT_SIGNING_KEY_FILE: fleet.privateFile,
+    },
   });
   receiptKeys = { publicKeys: readPublicKeys([fleet.publicFile]), secrets: new Map() };
   client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
-  app = await buildApiServer({ client, config: readApiConfig({ UH_API_TOKEN: TOKEN }, '127.0.0.1'), stateDir: dirs[1] as string, cacheDir: dirs[2] as string, baseDir: dirs[0] as string, repositoryPolicy: { allowLocal: true, allowHttp: false }, prices: {}, receiptKey: { key: undefined, keyFile: '/nonexistent/receipt.key', publicKeys: [fleet.publicFile] }, receiptKeys, promotionIdentity: { author: { name: 'T', email: 't@localhost' }, committer: { name: 'T', email: 't@localhost' } } });
+  app = await buildApiServer({
+    client,
+    config: readApiConfig({ UH_API_TOKEN: TOKEN }, '127.0.0.1'),
+    stateDir: dirs[1] as string,
+    cacheDir: dirs[2] as string,
+    baseDir: dirs[0] as string,
+    repositoryPolicy: { allowLocal: true, allowHttp: false },
+    prices: {},
+    receiptKey: { key: undefined, keyFile: '/nonexistent/receipt.key', publicKeys: [fleet.publicFile] },
+    receiptKeys,
+    promotionIdentity: { author: { name: 'T', email: 't@localhost' }, committer: { name: 'T', email: 't@localhost' } },
+  });
   base = await app.listen({ port: 0, host: '127.0.0.1' });
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
 }, 60_000);
@@ -110,7 +158,11 @@ async function openPage(): Promise<Page> {
   const page = await context.newPage();
   page.on('console', (m) => void (m.type() === 'error' && problems.push(`console: ${m.text()}`)));
   page.on('pageerror', (e) => void problems.push(`page error: ${e.message}`));
-  page.on('request', (r) => void (!r.url().startsWith(base) && !r.url().startsWith('data:') && problems.push(`off-site request: ${r.url()}`)));
+  page.on(
+    'request',
+    (r) =>
+      void (!r.url().startsWith(base) && !r.url().startsWith('data:') && problems.push(`off-site request: ${r.url()}`)),
+  );
   return page;
 }
 
@@ -130,9 +182,14 @@ describe('dashboard in chromium', () => {
     expect(cookie).toMatchObject({ name: 'uh_session', httpOnly: true, sameSite: 'Strict' });
     expect(cookie?.value).not.toContain(TOKEN);
     expect(await page.content()).not.toContain(TOKEN);
-    expect(await page.evaluate(() => (globalThis as unknown as { document: { cookie: string } }).document.cookie)).toBe('');
+    expect(await page.evaluate(() => (globalThis as unknown as { document: { cookie: string } }).document.cookie)).toBe(
+      '',
+    );
     // The cookie alone cannot change state: a cross-site form cannot add the dashboard header.
-    const res = await fetch(`${base}/v1/operations/none/cancel`, { method: 'POST', headers: { cookie: `uh_session=${cookie?.value}` } });
+    const res = await fetch(`${base}/v1/operations/none/cancel`, {
+      method: 'POST',
+      headers: { cookie: `uh_session=${cookie?.value}` },
+    });
     expect(res.status).toBe(401);
     await page.context().close();
   });
@@ -143,7 +200,10 @@ describe('dashboard in chromium', () => {
     await page.goto(`${base}/?token=${TOKEN}`);
     expect(page.url()).toBe(`${base}/`);
     const row = page.locator('tr[data-operation="dash-run"]');
-    await until(async () => (await text(page, 'tr[data-operation="dash-run"]')).includes('running'), 'the list to show dash-run running');
+    await until(
+      async () => (await text(page, 'tr[data-operation="dash-run"]')).includes('running'),
+      'the list to show dash-run running',
+    );
     expect(await row.locator('.title').textContent()).toBe(HOSTILE);
     expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
     await shot(page, '1-list-running');
@@ -155,7 +215,11 @@ describe('dashboard in chromium', () => {
     expect(await text(page, '[data-testid=op-title]')).toBe(HOSTILE);
     await shot(page, '2-operation-running');
     writeFileSync(join(gates, 'dash-run'), 'go');
-    await until(async () => (await text(page, '[data-testid=stream-state]')) === 'settled', 'the stream to end', 60_000);
+    await until(
+      async () => (await text(page, '[data-testid=stream-state]')) === 'settled',
+      'the stream to end',
+      60_000,
+    );
     expect(await page.locator('[data-testid=events] li').count()).toBeGreaterThan(before); // arrived live on this page
     expect(await page.locator('[data-testid=events] li[data-type="operation.completed"]').count()).toBe(1);
     await page.locator('[data-testid=diff]').waitFor();
@@ -166,7 +230,10 @@ describe('dashboard in chromium', () => {
     expect(await page.locator('[data-testid=signature]').getAttribute('data-state')).toBe('valid');
     expect(await text(page, '[data-testid=signature]')).toContain('signature valid');
     await page.locator('[data-testid=promote]').click(); // issue 18: promotion from the dashboard
-    await page.locator('[data-testid=promote-outcome]').filter({ hasText: 'branch uh/dash-run at' }).waitFor({ timeout: 30_000 });
+    await page
+      .locator('[data-testid=promote-outcome]')
+      .filter({ hasText: 'branch uh/dash-run at' })
+      .waitFor({ timeout: 30_000 });
     expect(await page.evaluate(() => (globalThis as { __pwned?: number }).__pwned)).toBeUndefined();
     await shot(page, '3-operation-settled');
     await page.context().close();
@@ -180,7 +247,11 @@ describe('dashboard in chromium', () => {
     await page.goto(`${base}/#/op/dash-cancel`);
     await until(async () => (await text(page, '[data-testid=stream-state]')) === 'live', 'the stream to open');
     await page.click('[data-testid=cancel]');
-    await until(async () => (await text(page, '[data-testid=stream-state]')) === 'settled', 'the cancelled mission to settle', 60_000);
+    await until(
+      async () => (await text(page, '[data-testid=stream-state]')) === 'settled',
+      'the cancelled mission to settle',
+      60_000,
+    );
     expect(await text(page, '[data-testid=cancel-outcome]')).toMatch(/^Cancel: /);
     expect((await stateOf('dash-cancel')).status).toBe('cancelled');
     await until(async () => (await text(page, 'main')).includes('cancelled'), 'the page to show cancelled');
@@ -202,7 +273,10 @@ describe('dashboard in chromium', () => {
 
   it('bull-board sits behind the token and names jobs by their verdict', async () => {
     expect((await fetch(`${base}/admin/queues/`)).status).toBe(401);
-    const res = await fetch(`${base}/admin/queues/api/queues?activeQueue=runtime.command&status=completed&page=1&jobsPerPage=50`, { headers: auth });
+    const res = await fetch(
+      `${base}/admin/queues/api/queues?activeQueue=runtime.command&status=completed&page=1&jobsPerPage=50`,
+      { headers: auth },
+    );
     expect(res.status).toBe(200);
     const body = (await res.json()) as { queues: Array<{ jobs: Array<{ name: string }> }> };
     const names = body.queues.flatMap((q) => q.jobs.map((j) => j.name));

@@ -8,6 +8,10 @@ const SECRET = 'sk-conformance-acp-8e1d7b';
 describeConformance('acp', {
   adapter: acpAdapter,
   successConfig: () => ({ command: [process.execPath, AGENT, 'ok'], env: { FAKE_API_KEY: SECRET } }),
-  hangingConfig: () => ({ command: [process.execPath, AGENT, 'hang'], env: { FAKE_API_KEY: SECRET }, kill_grace_ms: 500 }),
+  hangingConfig: () => ({
+    command: [process.execPath, AGENT, 'hang'],
+    env: { FAKE_API_KEY: SECRET },
+    kill_grace_ms: 500,
+  }),
   secrets: [SECRET],
 });

@@ -35,7 +35,12 @@ describeConformance('codex-app-server', {
     completing = await startResponsesServer({ apiKey: SECRET });
     hanging = await startResponsesServer({ apiKey: SECRET });
     await completing.script([
-      { kind: 'function_call', name: 'exec_command', arguments: { cmd: "printf 'ok\\n' > conformance.txt" }, call_id: 'call_c1' },
+      {
+        kind: 'function_call',
+        name: 'exec_command',
+        arguments: { cmd: "printf 'ok\\n' > conformance.txt" },
+        call_id: 'call_c1',
+      },
       { kind: 'message', text: 'done' },
     ]);
     await hanging.script([{ kind: 'hang' }]);

@@ -8,6 +8,10 @@ const SECRET = 'sk-conformance-codex-7d1e93';
 describeConformance('codex', {
   adapter: codexAdapter,
   successConfig: () => ({ binary: FAKE, env: { OPENAI_API_KEY: SECRET, FAKE_CODEX_SCENARIO: 'success' } }),
-  hangingConfig: () => ({ binary: FAKE, env: { OPENAI_API_KEY: SECRET, FAKE_CODEX_SCENARIO: 'hang' }, kill_grace_ms: 500 }),
+  hangingConfig: () => ({
+    binary: FAKE,
+    env: { OPENAI_API_KEY: SECRET, FAKE_CODEX_SCENARIO: 'hang' },
+    kill_grace_ms: 500,
+  }),
   secrets: [SECRET],
 });

@@ -8,6 +8,10 @@ const SECRET = 'sk-conformance-pi-71b0d3';
 describeConformance('pi', {
   adapter: piAdapter,
   successConfig: () => ({ binary: FAKE_PI, env: { UH_FAKE_SCENARIO: 'success', OPENAI_API_KEY: SECRET } }),
-  hangingConfig: () => ({ binary: FAKE_PI, env: { UH_FAKE_SCENARIO: 'hang', OPENAI_API_KEY: SECRET }, kill_grace_ms: 500 }),
+  hangingConfig: () => ({
+    binary: FAKE_PI,
+    env: { UH_FAKE_SCENARIO: 'hang', OPENAI_API_KEY: SECRET },
+    kill_grace_ms: 500,
+  }),
   secrets: [SECRET],
 });

@@ -64,7 +64,11 @@ export function describeConformance(name: string, subject: ConformanceSubject): 
     });
 
     it('ends as failed with timed_out when the mission timeout aborts it', async () => {
-      const { signal, onEvent } = withCancelAfterStart({ kind: 'timeout', message: 'mission timed out after 1 s', timeoutMs: 1000 });
+      const { signal, onEvent } = withCancelAfterStart({
+        kind: 'timeout',
+        message: 'mission timed out after 1 s',
+        timeoutMs: 1000,
+      });
       const run = await runAdapter(subject.adapter, subject.hangingConfig(), { env: env(), signal, onEvent });
       const outcome = terminalOf(run.events).outcome;
       expect(outcome.status).toBe('failed');

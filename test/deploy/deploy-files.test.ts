@@ -44,24 +44,42 @@ afterAll(async () => {
   dirs.forEach(removeDir);
 });
 
-const compose = () => parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, { command?: string[]; profiles?: string[]; stop_grace_period?: string }> };
+const compose = () =>
+  parse(readFileSync(join(ROOT, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+    services: Record<string, { command?: string[]; profiles?: string[]; stop_grace_period?: string }>;
+  };
 const k8sDocs = () =>
   ['infra/k8s', 'infra/k8s/secrets']
-    .flatMap((dir) => readdirSync(join(ROOT, dir)).filter((f) => f.endsWith('.yaml')).map((f) => join(dir, f)))
-    .flatMap((f) => parseAllDocuments(readFileSync(join(ROOT, f), 'utf8')).map((d) => ({ file: f, doc: d.toJS() as Record<string, any> })));
+    .flatMap((dir) =>
+      readdirSync(join(ROOT, dir))
+        .filter((f) => f.endsWith('.yaml'))
+        .map((f) => join(dir, f)),
+    )
+    .flatMap((f) =>
+      parseAllDocuments(readFileSync(join(ROOT, f), 'utf8')).map((d) => ({
+        file: f,
+        doc: d.toJS() as Record<string, any>,
+      })),
+    );
 /** `${VAR:-default}` → default, as compose interpolates with the variable unset. */
 const interpolate = (arg: string) => arg.replace(/\$\{[A-Z_]+:-([^}]*)\}/g, '$1');
 
 /** Every argv a service runs: compose commands, k8s container args, systemd ExecStart (after `uh.js`). */
 function serviceCommands(): Array<{ where: string; argv: string[] }> {
   const out: Array<{ where: string; argv: string[] }> = [];
-  for (const [name, s] of Object.entries(compose().services)) if (name !== 'redis' && s.command) out.push({ where: `compose ${name}`, argv: s.command.map(interpolate) });
+  for (const [name, s] of Object.entries(compose().services))
+    if (name !== 'redis' && s.command) out.push({ where: `compose ${name}`, argv: s.command.map(interpolate) });
   for (const { file, doc } of k8sDocs())
     if (doc.kind === 'Deployment') out.push({ where: `k8s ${file}`, argv: doc.spec.template.spec.containers[0].args });
   for (const f of readdirSync(join(ROOT, 'infra/systemd'))) {
-    const line = readFileSync(join(ROOT, 'infra/systemd', f), 'utf8').split('\n').find((l) => l.startsWith('ExecStart='));
+    const line = readFileSync(join(ROOT, 'infra/systemd', f), 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('ExecStart='));
     const argv = (line ?? '').split(' ');
-    out.push({ where: `systemd ${f}`, argv: argv.slice(argv.findIndex((a) => a.endsWith('uh.js')) + 1).map((a) => a.replace('%i', 'command')) });
+    out.push({
+      where: `systemd ${f}`,
+      argv: argv.slice(argv.findIndex((a) => a.endsWith('uh.js')) + 1).map((a) => a.replace('%i', 'command')),
+    });
   }
   return out;
 }
@@ -77,7 +95,10 @@ function renameIds(node: unknown, underProperties = false): unknown {
   return Object.fromEntries(
     Object.entries(node)
       .filter(([k, v]) => underProperties || k !== 'id' || typeof v !== 'string' || !v.startsWith('#'))
-      .map(([k, v]) => [!underProperties && k === 'id' && typeof v === 'string' ? '$id' : k, renameIds(v, k === 'properties' || k === 'patternProperties')]),
+      .map(([k, v]) => [
+        !underProperties && k === 'id' && typeof v === 'string' ? '$id' : k,
+        renameIds(v, k === 'properties' || k === 'patternProperties'),
+      ]),
   );
 }
 
@@ -94,7 +115,8 @@ describe('docker-compose.yml', () => {
     expect(redisSvc.command).toContain('--appendonly');
     expect(redisSvc.healthcheck.test).toEqual(['CMD', 'redis-cli', 'ping']);
     expect(doc.services['worker-command']?.profiles).toBeUndefined();
-    for (const optional of ['worker-codex', 'worker-pi', 'worker-acp']) expect(doc.services[optional]?.profiles).toHaveLength(1);
+    for (const optional of ['worker-codex', 'worker-pi', 'worker-acp'])
+      expect(doc.services[optional]?.profiles).toHaveLength(1);
     expect(doc.services['worker-command']?.stop_grace_period).toBe('60s');
     // One fleet receipt key: the private half on the runtime workers only, the public half everywhere.
     const services = doc.services as Record<string, any>;
@@ -103,7 +125,9 @@ describe('docker-compose.yml', () => {
       expect(signs, name).toBe(name.startsWith('worker-'));
       expect(svc.configs?.[0]?.target, name).toBe(`${svc.environment.UH_RECEIPT_PUBLIC_KEYS}/fleet.pub`);
     }
-    expect(services['worker-command'].secrets[0].target).toBe(services['worker-command'].environment.UH_RECEIPT_SIGNING_KEY_FILE);
+    expect(services['worker-command'].secrets[0].target).toBe(
+      services['worker-command'].environment.UH_RECEIPT_SIGNING_KEY_FILE,
+    );
   });
 });
 
@@ -111,12 +135,18 @@ describe('infra/k8s', () => {
   it('every manifest validates against the Kubernetes OpenAPI schemas (KEDA CRD for ScaledObject); grace > worker grace', () => {
     const kinds: string[] = [];
     for (const { file, doc } of k8sDocs()) {
-      const Model = ({ Deployment, Service, ScaledObject, Secret, ConfigMap } as Record<string, new (d: never) => { validate(): void }>)[doc.kind];
+      const Model = (
+        { Deployment, Service, ScaledObject, Secret, ConfigMap } as Record<
+          string,
+          new (d: never) => { validate(): void }
+        >
+      )[doc.kind];
       const model = Model ? new Model(doc as never) : null;
       expect(model, `${file}: unexpected kind ${doc.kind}`).not.toBeNull();
       expect(() => model?.validate(), `${file} ${doc.kind}`).not.toThrow();
       kinds.push(doc.kind);
-      if (doc.kind === 'Deployment' && doc.metadata.name.startsWith('uh-worker')) expect(doc.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThan(30);
+      if (doc.kind === 'Deployment' && doc.metadata.name.startsWith('uh-worker'))
+        expect(doc.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThan(30);
     }
     expect(kinds.filter((k) => k === 'ScaledObject').length).toBe(kinds.filter((k) => k === 'Deployment').length - 2);
   });
@@ -128,14 +158,20 @@ describe('infra/k8s', () => {
     expect(docs.find(({ doc }) => doc.kind === 'Secret')?.file).toBe(join('infra/k8s/secrets', 'receipt-key.yaml')); // never re-applied with infra/k8s/
     for (const { doc } of docs.filter(({ doc }) => doc.kind === 'Deployment')) {
       const pod = doc.spec.template.spec;
-      const env = Object.fromEntries((pod.containers[0].env as Array<{ name: string; value?: string }>).map((e) => [e.name, e.value]));
-      const secretVolume = (pod.volumes as Array<Record<string, any>>).find((v) => v.secret?.secretName === 'uh-receipt-signing-key');
+      const env = Object.fromEntries(
+        (pod.containers[0].env as Array<{ name: string; value?: string }>).map((e) => [e.name, e.value]),
+      );
+      const secretVolume = (pod.volumes as Array<Record<string, any>>).find(
+        (v) => v.secret?.secretName === 'uh-receipt-signing-key',
+      );
       expect(env.UH_RECEIPT_PUBLIC_KEYS, doc.metadata.name).toBe('/etc/uh/receipt-public-keys');
       if (!doc.metadata.name.startsWith('uh-worker')) {
         expect(secretVolume, `${doc.metadata.name} must not hold the private key`).toBeUndefined();
         continue;
       }
-      const mount = (pod.containers[0].volumeMounts as Array<{ name: string; mountPath: string }>).find((m) => m.name === secretVolume?.name);
+      const mount = (pod.containers[0].volumeMounts as Array<{ name: string; mountPath: string }>).find(
+        (m) => m.name === secretVolume?.name,
+      );
       expect(env.UH_RECEIPT_SIGNING_KEY_FILE).toBe(`${mount?.mountPath}/receipt-signing.pem`);
       expect(mount?.mountPath.startsWith(`${env.UH_STATE_DIR}/`)).toBe(true);
     }
@@ -143,7 +179,9 @@ describe('infra/k8s', () => {
 
   it("KEDA's list name is the BullMQ wait list a submitted mission lands on", async () => {
     const prefix = redis.prefix('keda');
-    const scaled = k8sDocs().find((d) => d.doc.kind === 'ScaledObject' && d.file === join('infra/k8s', 'worker-command.yaml'))?.doc;
+    const scaled = k8sDocs().find(
+      (d) => d.doc.kind === 'ScaledObject' && d.file === join('infra/k8s', 'worker-command.yaml'),
+    )?.doc;
     const listName = String(scaled?.spec.triggers[0].metadata.listName).replace('{uh}', `{${prefix}}`);
     const state = tempDir('uh-dstate-');
     dirs.push(state);
@@ -166,7 +204,10 @@ describe('infra/systemd', () => {
       copyFileSync(join(ROOT, 'infra/systemd', f), join(dir, name));
       units.push(join(dir, name));
     }
-    const out = execFileSync('systemd-analyze', ['verify', '--man=no', ...units], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = execFileSync('systemd-analyze', ['verify', '--man=no', ...units], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     expect(out).toBe('');
     const worker = readFileSync(join(ROOT, 'infra/systemd/uh-worker@.service'), 'utf8');
     expect(worker).toContain('KillMode=mixed');

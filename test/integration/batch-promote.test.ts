@@ -24,7 +24,16 @@ beforeAll(async () => {
   dirs.push(repo, stateDir, cacheDir, work);
   mkdirSync(join(stateDir, 'adapters'), { recursive: true });
   for (const id of ['good', 'bad']) {
-    writeFileSync(join(stateDir, 'adapters', `${id}.yaml`), stringify({ schema_version: 'uh.adapter.v0', id, name: id, runtime_kind: 'command', runtime_config: { argv: ['true'] } }));
+    writeFileSync(
+      join(stateDir, 'adapters', `${id}.yaml`),
+      stringify({
+        schema_version: 'uh.adapter.v0',
+        id,
+        name: id,
+        runtime_kind: 'command',
+        runtime_config: { argv: ['true'] },
+      }),
+    );
   }
   const missionPath = join(work, 'mission.yaml');
   writeFileSync(
@@ -44,14 +53,21 @@ beforeAll(async () => {
       verification: [{ name: 'notes', argv: ['test', '-f', 'notes.txt'] }],
     }),
   );
-  const ran = await runCli(['batch', 'run', missionPath, '--json', '--state-dir', stateDir], { cwd: work, env: { UH_CACHE_DIR: cacheDir } });
+  const ran = await runCli(['batch', 'run', missionPath, '--json', '--state-dir', stateDir], {
+    cwd: work,
+    env: { UH_CACHE_DIR: cacheDir },
+  });
   expect(ran.code).toBe(1);
 });
 
 describe('uh batch promote', () => {
-  const promote = (args: string[]) => runCli(['batch', 'promote', 'cmp-p1', '--state-dir', stateDir, ...args], { cwd: stateDir, env: { UH_CACHE_DIR: cacheDir } });
+  const promote = (args: string[]) =>
+    runCli(['batch', 'promote', 'cmp-p1', '--state-dir', stateDir, ...args], {
+      cwd: stateDir,
+      env: { UH_CACHE_DIR: cacheDir },
+    });
 
-  it('promotes the chosen runtime\'s child to its branch', async () => {
+  it("promotes the chosen runtime's child to its branch", async () => {
     const r = await promote(['--runtime', 'good', '--branch', 'pick/{runtime}', '--json']);
     expect(r.code).toBe(0);
     const record = JSON.parse(r.stdout);

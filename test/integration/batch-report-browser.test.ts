@@ -18,7 +18,10 @@ const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/', import.meta.url
 const dirs: string[] = [];
 let browser: Browser;
 let reportPath: string;
-let report: { runtimes: Array<{ runtime: string; pass_at_1: number; median_ms: number }>; trials: Array<{ operation_id: string; status: string }> };
+let report: {
+  runtimes: Array<{ runtime: string; pass_at_1: number; median_ms: number }>;
+  trials: Array<{ operation_id: string; status: string }>;
+};
 
 beforeAll(async () => {
   const repo = makeRepo({ 'README.md': '# r\n', 'src/app.txt': 'one\ntwo\nthree\n' });
@@ -26,7 +29,17 @@ beforeAll(async () => {
   const cacheDir = tempDir('uh-cache-');
   dirs.push(repo, stateDir, cacheDir);
   mkdirSync(join(stateDir, 'adapters'));
-  for (const id of ['alpha', 'beta']) writeFileSync(join(stateDir, 'adapters', `${id}.yaml`), stringify({ schema_version: 'uh.adapter.v0', id, name: id, runtime_kind: 'command', runtime_config: { argv: ['true'] } }));
+  for (const id of ['alpha', 'beta'])
+    writeFileSync(
+      join(stateDir, 'adapters', `${id}.yaml`),
+      stringify({
+        schema_version: 'uh.adapter.v0',
+        id,
+        name: id,
+        runtime_kind: 'command',
+        runtime_config: { argv: ['true'] },
+      }),
+    );
   const missionPath = join(stateDir, 'mission.yaml');
   writeFileSync(
     missionPath,
@@ -47,12 +60,28 @@ beforeAll(async () => {
   );
   const env = { UH_CACHE_DIR: cacheDir, REDIS_URL: undefined };
   await runCli(['batch', 'run', missionPath, '--trials', '2', '--state-dir', stateDir], { cwd: repo, env });
-  const json = await runCli(['batch', 'report', 'html-001', '--format', 'json', '--state-dir', stateDir], { cwd: repo, env });
+  const json = await runCli(['batch', 'report', 'html-001', '--format', 'json', '--state-dir', stateDir], {
+    cwd: repo,
+    env,
+  });
   report = JSON.parse(json.stdout);
   reportPath = join(stateDir, 'report.html');
-  const html = await runCli(['batch', 'report', 'html-001', '--format', 'html', '--out', reportPath, '--state-dir', stateDir], { cwd: repo, env });
+  const html = await runCli(
+    ['batch', 'report', 'html-001', '--format', 'html', '--out', reportPath, '--state-dir', stateDir],
+    { cwd: repo, env },
+  );
   expect(html.code).toBe(1);
-  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+  browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--no-first-run',
+    ],
+  });
 }, 120_000);
 
 afterAll(async () => {
@@ -70,7 +99,11 @@ describe('the HTML batch report in Chromium', () => {
     await page.goto(pathToFileURL(reportPath).href);
 
     expect(await page.title()).toBe('Batch html-001: Rewrite app.txt <safely>');
-    const rows = await page.$$eval('#runtimes tbody tr', (trs) => trs.map((tr) => Array.from(tr.querySelectorAll('td')).map((td) => (td as { textContent: string | null }).textContent ?? '')));
+    const rows = await page.$$eval('#runtimes tbody tr', (trs) =>
+      trs.map((tr) =>
+        Array.from(tr.querySelectorAll('td')).map((td) => (td as { textContent: string | null }).textContent ?? ''),
+      ),
+    );
     expect(rows.map((r) => [r[0], r[1]])).toEqual([
       ['alpha', '100% (2/2)'],
       ['beta', '0% (0/2)'],
@@ -81,12 +114,24 @@ describe('the HTML batch report in Chromium', () => {
     // Sorting by pass@1 (click twice: descending, then ascending) reorders the rows.
     await page.click('#runtimes th:nth-child(2)');
     await page.click('#runtimes th:nth-child(2)');
-    expect(await page.$$eval('#runtimes tbody tr td:first-child', (tds) => tds.map((td) => td.textContent))).toEqual(['alpha', 'beta']);
+    expect(await page.$$eval('#runtimes tbody tr td:first-child', (tds) => tds.map((td) => td.textContent))).toEqual([
+      'alpha',
+      'beta',
+    ]);
     await page.click('#runtimes th:nth-child(2)');
-    expect(await page.$$eval('#runtimes tbody tr td:first-child', (tds) => tds.map((td) => td.textContent))).toEqual(['beta', 'alpha']);
+    expect(await page.$$eval('#runtimes tbody tr td:first-child', (tds) => tds.map((td) => td.textContent))).toEqual([
+      'beta',
+      'alpha',
+    ]);
 
     // The chart: one bar group per runtime, pass bar width proportional to pass@1.
-    const bars = await page.$$eval('#chart g.bar', (gs) => gs.map((g) => ({ runtime: g.getAttribute('data-runtime'), pass: Number(g.querySelector('rect.pass')?.getAttribute('width')), duration: Number(g.querySelector('rect.duration')?.getAttribute('width')) })));
+    const bars = await page.$$eval('#chart g.bar', (gs) =>
+      gs.map((g) => ({
+        runtime: g.getAttribute('data-runtime'),
+        pass: Number(g.querySelector('rect.pass')?.getAttribute('width')),
+        duration: Number(g.querySelector('rect.duration')?.getAttribute('width')),
+      })),
+    );
     expect(bars.map((b) => b.runtime)).toEqual(['alpha', 'beta']);
     expect(bars[0]?.pass).toBe(300);
     expect(bars[1]?.pass).toBe(0);

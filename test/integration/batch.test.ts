@@ -26,7 +26,11 @@ afterAll(() => dirs.forEach(removeDir));
 /** Passes on odd executions (writes notes.txt), fails verification on even ones. */
 export function flakyArgv(counter: string): string[] {
   const agent = `"${process.execPath}" "${FAKE_AGENT}"`;
-  return ['sh', '-c', `n=$(cat "${counter}" 2>/dev/null | wc -l); echo x >> "${counter}"; if [ $((n % 2)) -eq 0 ]; then exec ${agent} edit notes.txt "trial $n"; else exec ${agent} edit other.txt nope; fi`];
+  return [
+    'sh',
+    '-c',
+    `n=$(cat "${counter}" 2>/dev/null | wc -l); echo x >> "${counter}"; if [ $((n % 2)) -eq 0 ]; then exec ${agent} edit notes.txt "trial $n"; else exec ${agent} edit other.txt nope; fi`,
+  ];
 }
 
 beforeAll(() => {
@@ -37,7 +41,16 @@ beforeAll(() => {
   dirs.push(repo, stateDir, cacheDir, work);
   mkdirSync(join(stateDir, 'adapters'), { recursive: true });
   for (const id of ['good', 'bad', 'flaky']) {
-    writeFileSync(join(stateDir, 'adapters', `${id}.yaml`), stringify({ schema_version: 'uh.adapter.v0', id, name: id, runtime_kind: 'command', runtime_config: { argv: ['true'] } }));
+    writeFileSync(
+      join(stateDir, 'adapters', `${id}.yaml`),
+      stringify({
+        schema_version: 'uh.adapter.v0',
+        id,
+        name: id,
+        runtime_kind: 'command',
+        runtime_config: { argv: ['true'] },
+      }),
+    );
   }
   missionPath = join(work, 'mission.yaml');
   writeFileSync(
@@ -64,16 +77,43 @@ const cli = (args: string[]) => runCli(args, { cwd: repo, env: { UH_CACHE_DIR: c
 
 describe('uh batch (inline)', () => {
   it('runs every runtime × trial as its own operation and reports pass rates; exit 1 when one failed', async () => {
-    const r = await cli(['batch', 'run', missionPath, '--runtimes', 'good,bad,flaky', '--trials', '3', '--json', '--state-dir', stateDir]);
+    const r = await cli([
+      'batch',
+      'run',
+      missionPath,
+      '--runtimes',
+      'good,bad,flaky',
+      '--trials',
+      '3',
+      '--json',
+      '--state-dir',
+      stateDir,
+    ]);
     expect(r.code, r.stderr).toBe(1);
     const report = JSON.parse(r.stdout);
     expect(report.batch).toMatchObject({ batch_id: 'cmp-001', runtimes: ['good', 'bad', 'flaky'], trials: 3 });
-    expect(report.trials.map((t: { operation_id: string }) => t.operation_id)).toEqual(['good', 'bad', 'flaky'].flatMap((rt) => [1, 2, 3].map((k) => `cmp-001.${rt}.t${k}`)));
+    expect(report.trials.map((t: { operation_id: string }) => t.operation_id)).toEqual(
+      ['good', 'bad', 'flaky'].flatMap((rt) => [1, 2, 3].map((k) => `cmp-001.${rt}.t${k}`)),
+    );
     const [good, bad, flaky] = report.runtimes;
-    expect(good).toMatchObject({ runtime: 'good', passed: 3, settled: 3, pass_at_1: 1, pass_at_k: 1, verdicts: { verified: 3 }, files_changed: ['notes.txt'], checks: [{ name: 'notes', passed: 3, total: 3 }] });
+    expect(good).toMatchObject({
+      runtime: 'good',
+      passed: 3,
+      settled: 3,
+      pass_at_1: 1,
+      pass_at_k: 1,
+      verdicts: { verified: 3 },
+      files_changed: ['notes.txt'],
+      checks: [{ name: 'notes', passed: 3, total: 3 }],
+    });
     expect(bad).toMatchObject({ runtime: 'bad', passed: 0, pass_at_1: 0, pass_at_k: 0, statuses: { failed: 3 } });
     expect(bad.reasons[0]).toMatchObject({ status: 'failed', count: 3 });
-    expect(flaky).toMatchObject({ runtime: 'flaky', passed: 2, pass_at_k: 1, verdicts: { verified: 2, verification_failed: 1 } });
+    expect(flaky).toMatchObject({
+      runtime: 'flaky',
+      passed: 2,
+      pass_at_k: 1,
+      verdicts: { verified: 2, verification_failed: 1 },
+    });
     expect(flaky.pass_at_1).toBeCloseTo(2 / 3);
     expect(good.tokens).toBeNull();
     expect(good.cost_usd).toBeNull();
@@ -96,7 +136,9 @@ describe('uh batch (inline)', () => {
     const html = await marked.parse(r.stdout);
     const tables = html.match(/<table>[\s\S]*?<\/table>/g) ?? [];
     expect(tables).toHaveLength(2);
-    const rows = (tables[0]?.match(/<tr>[\s\S]*?<\/tr>/g) ?? []).slice(1).map((row) => (row.match(/<td>([\s\S]*?)<\/td>/g) ?? []).map((c) => c.replace(/<\/?td>/g, '')));
+    const rows = (tables[0]?.match(/<tr>[\s\S]*?<\/tr>/g) ?? [])
+      .slice(1)
+      .map((row) => (row.match(/<td>([\s\S]*?)<\/td>/g) ?? []).map((c) => c.replace(/<\/?td>/g, '')));
     expect(rows.map((c) => [c[0], c[1]])).toEqual([
       ['good', '100% (3/3)'],
       ['bad', '0% (0/3)'],
@@ -108,13 +150,44 @@ describe('uh batch (inline)', () => {
   it('never overwrites: the same batch attaches, other runtimes or trials are refused (exit 2)', async () => {
     const recordBefore = readFileSync(join(stateDir, 'batches', 'cmp-001.json'), 'utf8');
     const receiptBefore = readFileSync(join(stateDir, 'operations', 'cmp-001.good.t1', 'receipt.json'), 'utf8');
-    const again = await cli(['batch', 'run', missionPath, '--runtimes', 'good,bad,flaky', '--trials', '3', '--json', '--state-dir', stateDir]);
+    const again = await cli([
+      'batch',
+      'run',
+      missionPath,
+      '--runtimes',
+      'good,bad,flaky',
+      '--trials',
+      '3',
+      '--json',
+      '--state-dir',
+      stateDir,
+    ]);
     expect(again.code).toBe(1);
     expect(readFileSync(join(stateDir, 'operations', 'cmp-001.good.t1', 'receipt.json'), 'utf8')).toBe(receiptBefore);
-    const other = await cli(['batch', 'run', missionPath, '--runtimes', 'good,bad', '--trials', '3', '--state-dir', stateDir]);
+    const other = await cli([
+      'batch',
+      'run',
+      missionPath,
+      '--runtimes',
+      'good,bad',
+      '--trials',
+      '3',
+      '--state-dir',
+      stateDir,
+    ]);
     expect(other.code).toBe(2);
     expect(other.stderr).toContain('batch cmp-001 already exists with other runtimes');
-    const fewer = await cli(['batch', 'run', missionPath, '--runtimes', 'good,bad,flaky', '--trials', '2', '--state-dir', stateDir]);
+    const fewer = await cli([
+      'batch',
+      'run',
+      missionPath,
+      '--runtimes',
+      'good,bad,flaky',
+      '--trials',
+      '2',
+      '--state-dir',
+      stateDir,
+    ]);
     expect(fewer.code).toBe(2);
     expect(fewer.stderr).toContain('other trials');
     expect(readFileSync(join(stateDir, 'batches', 'cmp-001.json'), 'utf8')).toBe(recordBefore);

@@ -64,12 +64,18 @@ function groupOf(pid: number): number {
 async function submitHanging(args: string[] = []) {
   const pidFile = join(tempDir('uh-ci-pid-'), 'grandchild.pid');
   const { path, operationId } = writeMission(repo, ['hang', pidFile]);
-  const child = spawn(process.execPath, [UH_BIN, 'mission', 'submit', path, '--wait', ...args], { cwd: repo, env: { ...process.env, UH_LOG_LEVEL: 'silent', ...env() }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [UH_BIN, 'mission', 'submit', path, '--wait', ...args], {
+    cwd: repo,
+    env: { ...process.env, UH_LOG_LEVEL: 'silent', ...env() },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (c) => (stdout += c));
   child.stderr.on('data', (c) => (stderr += c));
-  const exited = new Promise<CliResult>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr, peakRssKb: 0 })));
+  const exited = new Promise<CliResult>((resolve) =>
+    child.on('close', (code) => resolve({ code, stdout, stderr, peakRssKb: 0 })),
+  );
   expect(await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '', 20_000)).toBe(true);
   return { child, exited, operationId, pgid: groupOf(Number(readFileSync(pidFile, 'utf8'))) };
 }
@@ -83,7 +89,10 @@ describe('submit --wait on abort', () => {
     expect(r.stdout).toContain(run.operationId);
     expect(await redis.redis.hget(`{${prefix}}:op:${run.operationId}`, 'status')).toBe('cancelled');
     expect(await waitGroupGone(run.pgid)).toEqual([]);
-    const status = await runCli(['mission', 'status', run.operationId, '--redis', redis.url], { cwd: repo, env: env() });
+    const status = await runCli(['mission', 'status', run.operationId, '--redis', redis.url], {
+      cwd: repo,
+      env: env(),
+    });
     expect(status.code).toBe(4);
     expect(status.stdout).toContain('SIGINT to uh mission submit --wait');
   }, 60_000);
@@ -95,12 +104,24 @@ describe('submit --wait on abort', () => {
     expect(r.code).toBe(4);
     expect(r.stderr).toContain(`${run.operationId} keeps running`);
     expect(await redis.redis.hget(`{${prefix}}:op:${run.operationId}`, 'state')).toBe('running');
-    const cancel = await runCli(['mission', 'cancel', run.operationId, '--reason', 'superseded by PR #12', '--wait', '--json'], { cwd: repo, env: env() });
+    const cancel = await runCli(
+      ['mission', 'cancel', run.operationId, '--reason', 'superseded by PR #12', '--wait', '--json'],
+      { cwd: repo, env: env() },
+    );
     expect(cancel.code).toBe(4);
-    expect(await redis.redis.hget(`{${prefix}}:op:${run.operationId}`, 'cancel_requested')).toBe('superseded by PR #12');
+    expect(await redis.redis.hget(`{${prefix}}:op:${run.operationId}`, 'cancel_requested')).toBe(
+      'superseded by PR #12',
+    );
     const events = await redis.redis.xrange(`{${prefix}}:op:${run.operationId}:events`, '-', '+');
-    expect(events.filter(([, f]) => f.includes('event')).map(([, f]) => JSON.parse(f[f.indexOf('event') + 1] as string)).find((e) => e.type === 'operation.cancel_requested')?.data).toEqual({ reason: 'superseded by PR #12' });
-    const receipt = JSON.parse((await redis.redis.hget(`{${prefix}}:op:${run.operationId}:artifacts`, 'receipt')) as string);
+    expect(
+      events
+        .filter(([, f]) => f.includes('event'))
+        .map(([, f]) => JSON.parse(f[f.indexOf('event') + 1] as string))
+        .find((e) => e.type === 'operation.cancel_requested')?.data,
+    ).toEqual({ reason: 'superseded by PR #12' });
+    const receipt = JSON.parse(
+      (await redis.redis.hget(`{${prefix}}:op:${run.operationId}:artifacts`, 'receipt')) as string,
+    );
     expect(receipt.outcome.message).toContain('superseded by PR #12');
     expect(await waitGroupGone(run.pgid)).toEqual([]);
   }, 60_000);
@@ -110,13 +131,24 @@ describe('check output travels', () => {
   it('the receipt holds head and tail (secrets scrubbed), collect brings the check log back, --junit on collect', async () => {
     const check = {
       name: 'unit-tests',
-      argv: [process.execPath, '-e', "console.log('HEAD-LINE token=' + process.env.DEPLOY_TOKEN); for (let i = 0; i < 2000; i++) console.log('line ' + i); console.error('LAST-LINE failing'); process.exitCode = 3"],
+      argv: [
+        process.execPath,
+        '-e',
+        "console.log('HEAD-LINE token=' + process.env.DEPLOY_TOKEN); for (let i = 0; i < 2000; i++) console.log('line ' + i); console.error('LAST-LINE failing'); process.exitCode = 3",
+      ],
       timeout_seconds: 30,
     };
-    const { path, operationId } = writeMission(repo, ['edit', 'src/app.js', 'x\n'], { scope: { allowed_change_globs: ['src/**'] }, verification: [check], sandbox: { env: { DEPLOY_TOKEN: 'hunter2-very-secret' } } });
+    const { path, operationId } = writeMission(repo, ['edit', 'src/app.js', 'x\n'], {
+      scope: { allowed_change_globs: ['src/**'] },
+      verification: [check],
+      sandbox: { env: { DEPLOY_TOKEN: 'hunter2-very-secret' } },
+    });
     const state = tempDir('uh-ci-producer-');
     dirs.push(state);
-    const waited = await runCli(['mission', 'submit', path, '--wait', '--json', '--state-dir', state], { cwd: repo, env: env() });
+    const waited = await runCli(['mission', 'submit', path, '--wait', '--json', '--state-dir', state], {
+      cwd: repo,
+      env: env(),
+    });
     expect(waited.code).toBe(1);
     const c = JSON.parse(waited.stdout).checks[0];
     expect(c.output_head).toContain('HEAD-LINE token=[redacted]');
@@ -125,13 +157,18 @@ describe('check output travels', () => {
     expect(waited.stdout).not.toContain('hunter2-very-secret');
     const out = tempDir('uh-ci-out-');
     const junit = join(out, 'junit.xml');
-    const collected = await runCli(['mission', 'collect', operationId, '--redis', redis.url, '--out', out, '--junit', junit], { cwd: repo, env: env() });
+    const collected = await runCli(
+      ['mission', 'collect', operationId, '--redis', redis.url, '--out', out, '--junit', junit],
+      { cwd: repo, env: env() },
+    );
     expect(collected.code, collected.stderr).toBe(0);
     const log = readFileSync(join(out, 'check-unit-tests.log'), 'utf8');
     expect(log).toContain('line 1999');
     expect(log).not.toContain('hunter2-very-secret');
     const suites = (await parseJunit(readFileSync(junit, 'utf8'))) as TestSuites;
-    expect(suites.testsuite?.[0]?.testcase?.find((t) => t.name === 'unit-tests')?.failure?.[0]?.inner).toContain('LAST-LINE failing');
+    expect(suites.testsuite?.[0]?.testcase?.find((t) => t.name === 'unit-tests')?.failure?.[0]?.inner).toContain(
+      'LAST-LINE failing',
+    );
     // The producer's state dir after --wait is ignored by git.
     expect(readFileSync(join(state, '.gitignore'), 'utf8')).toContain('*');
   }, 60_000);
@@ -152,15 +189,34 @@ describe('small things a pipeline trips on', () => {
     const state = tempDir('uh-ci-inline-');
     dirs.push(state);
     const fail = { name: 'fails', argv: [process.execPath, '-e', 'process.exit(1)'], timeout_seconds: 30 };
-    const { path, operationId } = writeMission(repo, ['edit', 'src/app.js', 'y\n'], { scope: { allowed_change_globs: ['src/**'] }, verification: [fail] });
+    const { path, operationId } = writeMission(repo, ['edit', 'src/app.js', 'y\n'], {
+      scope: { allowed_change_globs: ['src/**'] },
+      verification: [fail],
+    });
     expect((await runCli(['mission', 'run', path, '--state-dir', state], { cwd: repo, env: env() })).code).toBe(1);
     const status = await runCli(['mission', 'status', operationId, '--state-dir', state], { cwd: repo, env: env() });
     expect(status.stdout.split('\n')[0]).toMatch(/^✘ .* completed · verification_failed/);
-    for (let i = 0; i < 3; i++) await runCli(['mission', 'run', writeMission(repo, ['noop']).path, '--state-dir', state], { cwd: repo, env: env() });
+    for (let i = 0; i < 3; i++)
+      await runCli(['mission', 'run', writeMission(repo, ['noop']).path, '--state-dir', state], {
+        cwd: repo,
+        env: env(),
+      });
     // `| true` closes the pipe before uh writes (it takes longer to start): EPIPE every time.
-    for (const [args, reader] of [[['mission', 'list', '--state-dir', state], 'head -1'], [['adapter', 'list', '--state-dir', state], 'head -1'], [['mission', 'list', '--state-dir', state], 'true'], [['adapter', 'list'], 'true']] as const) {
+    for (const [args, reader] of [
+      [['mission', 'list', '--state-dir', state], 'head -1'],
+      [['adapter', 'list', '--state-dir', state], 'head -1'],
+      [['mission', 'list', '--state-dir', state], 'true'],
+      [['adapter', 'list'], 'true'],
+    ] as const) {
       const piped = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-        const sh = spawn('bash', ['-c', `"${process.execPath}" "${UH_BIN}" ${args.join(' ')} | ${reader} >/dev/null; echo "\${PIPESTATUS[0]}" >&2`], { cwd: repo, env: { ...process.env, ...env() } });
+        const sh = spawn(
+          'bash',
+          [
+            '-c',
+            `"${process.execPath}" "${UH_BIN}" ${args.join(' ')} | ${reader} >/dev/null; echo "\${PIPESTATUS[0]}" >&2`,
+          ],
+          { cwd: repo, env: { ...process.env, ...env() } },
+        );
         let stderr = '';
         sh.stderr.on('data', (c) => (stderr += c));
         sh.on('close', (code) => resolve({ code, stderr }));
@@ -168,7 +224,10 @@ describe('small things a pipeline trips on', () => {
       expect(piped.stderr).not.toContain('EPIPE');
       expect(piped.stderr.trim()).toBe('0');
     }
-    const bogus = await runCli(['mission', 'list', '--state', 'bogus', '--state-dir', state], { cwd: repo, env: env() });
+    const bogus = await runCli(['mission', 'list', '--state', 'bogus', '--state-dir', state], {
+      cwd: repo,
+      env: env(),
+    });
     expect(bogus.code).toBe(2);
     expect(bogus.stderr).toContain('--state: "bogus"');
   }, 60_000);
@@ -185,12 +244,27 @@ describe('small things a pipeline trips on', () => {
   it('adapter list lists manifests under their own ids', async () => {
     const state = tempDir('uh-ci-adapters-');
     dirs.push(state);
-    expect((await runCli(['adapter', 'add', 'my-agent', '--kind', 'command', '--state-dir', state], { cwd: repo, env: env() })).code).toBe(0);
+    expect(
+      (
+        await runCli(['adapter', 'add', 'my-agent', '--kind', 'command', '--state-dir', state], {
+          cwd: repo,
+          env: env(),
+        })
+      ).code,
+    ).toBe(0);
     mkdirSync(join(state, 'adapters'), { recursive: true });
     writeFileSync(join(state, 'adapters', 'broken.yaml'), 'id: [');
     const r = await runCli(['adapter', 'list', '--json', '--state-dir', state], { cwd: repo, env: env() });
-    const rows = JSON.parse(r.stdout) as Array<{ id: string; runtime_kind: string | null; manifest: string | null; name: string }>;
-    expect(rows.find((x) => x.id === 'my-agent')).toMatchObject({ runtime_kind: 'command', manifest: join(state, 'adapters', 'my-agent.yaml') });
+    const rows = JSON.parse(r.stdout) as Array<{
+      id: string;
+      runtime_kind: string | null;
+      manifest: string | null;
+      name: string;
+    }>;
+    expect(rows.find((x) => x.id === 'my-agent')).toMatchObject({
+      runtime_kind: 'command',
+      manifest: join(state, 'adapters', 'my-agent.yaml'),
+    });
     expect(rows.find((x) => x.id === 'broken')?.name).toContain('invalid manifest');
   });
 });

@@ -33,7 +33,10 @@ describe('the README quick start', () => {
   it('runs examples/hello/mission.yaml to a verified receipt', async () => {
     const stateDir = tempDir('uh-state-');
     dirs.push(stateDir);
-    const r = await runCli(['mission', 'run', 'examples/hello/mission.yaml', '--state-dir', stateDir], { cwd: ROOT, env: env() });
+    const r = await runCli(['mission', 'run', 'examples/hello/mission.yaml', '--state-dir', stateDir], {
+      cwd: ROOT,
+      env: env(),
+    });
     expect(r.stderr).toBe('uh: running hello-001 (Write a greeting)…\n');
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('hello-001 completed · verified (1/1 checks passed)');
@@ -58,7 +61,10 @@ describe('uh mission status | collect | list', () => {
     const r = await runCli(['mission', 'status', operationId, '--state-dir', stateDir], { cwd: repo, env: env() });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(`${operationId} completed · unverified`);
-    const j = await runCli(['mission', 'status', operationId, '--json', '--state-dir', stateDir], { cwd: repo, env: env() });
+    const j = await runCli(['mission', 'status', operationId, '--json', '--state-dir', stateDir], {
+      cwd: repo,
+      env: env(),
+    });
     expect(JSON.parse(j.stdout)).toMatchObject({ operation: { state: 'finished' }, receipt: { status: 'completed' } });
   });
 
@@ -71,17 +77,33 @@ describe('uh mission status | collect | list', () => {
 
   it('collect copies receipt, diff, final message and events to --out', async () => {
     const out = join(tempDir('uh-out-'), 'artifacts');
-    const r = await runCli(['mission', 'collect', operationId, '--out', out, '--state-dir', stateDir], { cwd: repo, env: env() });
+    const r = await runCli(['mission', 'collect', operationId, '--out', out, '--state-dir', stateDir], {
+      cwd: repo,
+      env: env(),
+    });
     expect(r.code).toBe(0);
-    expect(readdirSync(out).sort()).toEqual(['diff.patch', 'events.jsonl', 'mission.json', 'receipt.json', 'runtime-final.txt', 'runtime-result.yaml']);
+    expect(readdirSync(out).sort()).toEqual([
+      'diff.patch',
+      'events.jsonl',
+      'mission.json',
+      'receipt.json',
+      'runtime-final.txt',
+      'runtime-result.yaml',
+    ]);
     expect(readFileSync(join(out, 'runtime-final.txt'), 'utf8')).toBe('Edited src/b.txt.');
-    expect(parseYaml(readFileSync(join(out, 'runtime-result.yaml'), 'utf8'))).toMatchObject({ schema_version: 'uh.runtime-result.v0', status: 'completed' });
+    expect(parseYaml(readFileSync(join(out, 'runtime-result.yaml'), 'utf8'))).toMatchObject({
+      schema_version: 'uh.runtime-result.v0',
+      status: 'completed',
+    });
   });
 
   it('list shows operations, filtered by state', async () => {
     const r = await runCli(['mission', 'list', '--json', '--state-dir', stateDir], { cwd: repo, env: env() });
     expect(JSON.parse(r.stdout).map((o: any) => o.operation_id)).toEqual([operationId]);
-    const none = await runCli(['mission', 'list', '--state', 'unknown', '--json', '--state-dir', stateDir], { cwd: repo, env: env() });
+    const none = await runCli(['mission', 'list', '--state', 'unknown', '--json', '--state-dir', stateDir], {
+      cwd: repo,
+      env: env(),
+    });
     expect(JSON.parse(none.stdout)).toEqual([]);
   });
 
@@ -94,14 +116,23 @@ describe('uh mission status | collect | list', () => {
   it('reads the state dir from UH_STATE_DIR, and --state-dir wins over it', async () => {
     const other = tempDir('uh-state-');
     dirs.push(other);
-    const fromEnv = await runCli(['mission', 'list', '--json'], { cwd: repo, env: { ...env(), UH_STATE_DIR: stateDir, REDIS_URL: undefined } });
+    const fromEnv = await runCli(['mission', 'list', '--json'], {
+      cwd: repo,
+      env: { ...env(), UH_STATE_DIR: stateDir, REDIS_URL: undefined },
+    });
     expect(JSON.parse(fromEnv.stdout).map((o: any) => o.operation_id)).toEqual([operationId]);
-    const flag = await runCli(['mission', 'list', '--json', '--state-dir', other], { cwd: repo, env: { ...env(), UH_STATE_DIR: stateDir, REDIS_URL: undefined } });
+    const flag = await runCli(['mission', 'list', '--json', '--state-dir', other], {
+      cwd: repo,
+      env: { ...env(), UH_STATE_DIR: stateDir, REDIS_URL: undefined },
+    });
     expect(JSON.parse(flag.stdout)).toEqual([]);
   });
 
   it('a bad environment variable is exit 2 naming the option and the variable, before anything runs', async () => {
-    const r = await runCli(['mission', 'list', '--json', '--state-dir', stateDir], { cwd: repo, env: { ...env(), UH_QUEUE_LOCK_MS: 'soon' } });
+    const r = await runCli(['mission', 'list', '--json', '--state-dir', stateDir], {
+      cwd: repo,
+      env: { ...env(), UH_QUEUE_LOCK_MS: 'soon' },
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('job lock duration (environment UH_QUEUE_LOCK_MS)');
     expect(JSON.parse(r.stdout).error.kind).toBe('invalid_input');
@@ -119,16 +150,25 @@ describe('uh adapter list | add | check', () => {
   it('adds a manifest from the template, which then drives runs and checks', async () => {
     const stateDir = tempDir('uh-state-');
     dirs.push(stateDir);
-    const add = await runCli(['adapter', 'add', 'my-agent', '--kind', 'command', '--state-dir', stateDir], { cwd: repo, env: env() });
+    const add = await runCli(['adapter', 'add', 'my-agent', '--kind', 'command', '--state-dir', stateDir], {
+      cwd: repo,
+      env: env(),
+    });
     expect(add.code).toBe(0);
     const path = join(stateDir, 'adapters', 'my-agent.yaml');
     const manifest = parseYaml(readFileSync(path, 'utf8'));
     expect(manifest).toMatchObject({ schema_version: 'uh.adapter.v0', id: 'my-agent', runtime_kind: 'command' });
-    const again = await runCli(['adapter', 'add', 'my-agent', '--kind', 'command', '--state-dir', stateDir], { cwd: repo, env: env() });
+    const again = await runCli(['adapter', 'add', 'my-agent', '--kind', 'command', '--state-dir', stateDir], {
+      cwd: repo,
+      env: env(),
+    });
     expect(again.code).toBe(2);
     expect(again.stderr).toContain('--force');
 
-    const ok = await runCli(['adapter', 'check', 'my-agent', '--json', '--state-dir', stateDir], { cwd: repo, env: env() });
+    const ok = await runCli(['adapter', 'check', 'my-agent', '--json', '--state-dir', stateDir], {
+      cwd: repo,
+      env: env(),
+    });
     expect(ok.code).toBe(0);
     expect(JSON.parse(ok.stdout)).toMatchObject({ id: 'my-agent', ok: true });
 
@@ -186,18 +226,25 @@ describe('sandbox retention', () => {
     const { removeSandbox } = await import('../../src/workers/sandbox/worktree.js');
     const victim = tempDir('uh-victim-');
     mkdirSync(join(victim, 'keep'), { recursive: true });
-    await expect(removeSandbox(cacheDir, { name: 'x', path: victim, mirror: victim })).rejects.toThrow(/refusing to remove/);
+    await expect(removeSandbox(cacheDir, { name: 'x', path: victim, mirror: victim })).rejects.toThrow(
+      /refusing to remove/,
+    );
     expect(existsSync(join(victim, 'keep'))).toBe(true);
   });
 });
 
 describe('uh doctor', () => {
   it('reports a ready machine, and a Redis that does not answer as not ready (exit 3)', async () => {
-    const ok = await runCli(['doctor', '--json', '--redis', process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'], { cwd: repo, env: { ...env(), UH_REDIS_PREFIX: `uh-doctor-${process.pid}` } });
+    const ok = await runCli(['doctor', '--json', '--redis', process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'], {
+      cwd: repo,
+      env: { ...env(), UH_REDIS_PREFIX: `uh-doctor-${process.pid}` },
+    });
     expect(ok.code).toBe(0);
     const body = JSON.parse(ok.stdout);
     expect(body.ok).toBe(true);
-    expect(body.findings.map((f: any) => f.what)).toEqual(expect.arrayContaining(['node', 'git', 'state dir', 'cache dir', 'redis', 'runtime command']));
+    expect(body.findings.map((f: any) => f.what)).toEqual(
+      expect.arrayContaining(['node', 'git', 'state dir', 'cache dir', 'redis', 'runtime command']),
+    );
     const down = await runCli(['doctor', '--redis', 'redis://127.0.0.1:1'], { cwd: repo, env: env() });
     expect(down.code).toBe(3);
     expect(down.stdout).toMatch(/✖ redis\s+.*ECONNREFUSED/);

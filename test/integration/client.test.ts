@@ -30,9 +30,20 @@ beforeAll(async () => {
   const cacheDir = tempDir('uh-client-cache-');
   const stateDir = tempDir('uh-client-state-');
   dirs.push(repo, cacheDir, stateDir);
-  const env = { ...process.env, REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_LOG_LEVEL: 'silent', UH_HEARTBEAT_MS: '500' };
+  const env = {
+    ...process.env,
+    REDIS_URL: redis.url,
+    UH_REDIS_PREFIX: prefix,
+    UH_CACHE_DIR: cacheDir,
+    UH_LOG_LEVEL: 'silent',
+    UH_HEARTBEAT_MS: '500',
+  };
   worker = await startWorker(['--runtime', 'command', '--state-dir', stateDir], { cwd: repo, env });
-  api = spawn(process.execPath, [UH_BIN, 'api', 'start', '--port', '0', '--state-dir', stateDir], { cwd: repo, env: { ...env, UH_API_TOKEN: TOKEN, UH_ALLOW_LOCAL_REPOS: '1' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  api = spawn(process.execPath, [UH_BIN, 'api', 'start', '--port', '0', '--state-dir', stateDir], {
+    cwd: repo,
+    env: { ...env, UH_API_TOKEN: TOKEN, UH_ALLOW_LOCAL_REPOS: '1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   apiUrl = await new Promise<string>((resolve, reject) => {
     let out = '';
     api.stdout?.on('data', (c) => {
@@ -72,7 +83,10 @@ const TRANSPORTS = ['redis', 'http'] as const;
 describe.each(TRANSPORTS)('client over %s', (transport) => {
   let uh: UhClient;
   beforeAll(async () => {
-    uh = transport === 'redis' ? await createClient({ redisUrl: redis.url, prefix, stateDir: tempDir('uh-client-producer-') }) : await createClient({ apiUrl, token: TOKEN });
+    uh =
+      transport === 'redis'
+        ? await createClient({ redisUrl: redis.url, prefix, stateDir: tempDir('uh-client-producer-') })
+        : await createClient({ apiUrl, token: TOKEN });
   });
   afterAll(() => uh?.close());
 
@@ -84,7 +98,11 @@ describe.each(TRANSPORTS)('client over %s', (transport) => {
     for await (const e of uh.watch(m.operation_id) as AsyncIterable<UhEvent>) types.push(e.type);
     expect(types).toContain('operation.completed');
     const settled = await uh.wait(m.operation_id);
-    expect(settled).toMatchObject({ state: 'finished', exitCode: 0, receipt: { status: 'completed', verdict: 'unverified' } });
+    expect(settled).toMatchObject({
+      state: 'finished',
+      exitCode: 0,
+      receipt: { status: 'completed', verdict: 'unverified' },
+    });
     expect((await uh.submit(m)).attached).toBe(true);
     const out = tempDir('uh-client-out-');
     dirs.push(out);
@@ -98,7 +116,8 @@ describe.each(TRANSPORTS)('client over %s', (transport) => {
     const m = mission(['hang']);
     await uh.submit(m);
     const deadline = Date.now() + 15_000;
-    while ((await uh.attach(m.operation_id)).state !== 'running' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    while ((await uh.attach(m.operation_id)).state !== 'running' && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
     expect(await uh.cancel(m.operation_id, 'client test')).toMatch(/cancel/);
     const settled = await uh.wait(m.operation_id, { timeoutMs: 20_000 });
     expect(settled).toMatchObject({ state: 'finished', exitCode: 4, receipt: { status: 'cancelled' } });

@@ -51,9 +51,14 @@ describe('the code cache of the CLI', () => {
     expect(again.bytes.equals(made.bytes)).toBe(true);
     expect(readdirSync(join(cacheDir, 'code-cache')).filter((n) => n.endsWith('.tmp'))).toEqual([]);
     // A real run of the command is not served the help run's cache: it gets its own.
-    const real = await runCli(['mission', 'run', join(cacheDir, 'no-such-mission.yaml')], { cwd: ROOT, env: { UH_CACHE_DIR: cacheDir } });
+    const real = await runCli(['mission', 'run', join(cacheDir, 'no-such-mission.yaml')], {
+      cwd: ROOT,
+      env: { UH_CACHE_DIR: cacheDir },
+    });
     expect(real.code).toBe(2);
-    expect(readdirSync(join(cacheDir, 'code-cache')).filter((n) => /-mission-run(-help)?\.bin$/.test(n))).toHaveLength(2);
+    expect(readdirSync(join(cacheDir, 'code-cache')).filter((n) => /-mission-run(-help)?\.bin$/.test(n))).toHaveLength(
+      2,
+    );
   }, 30_000);
 
   it('ignores a corrupt cache and a cache of another script, and rewrites both', async () => {
@@ -106,10 +111,18 @@ describe('the code cache of the CLI', () => {
   }, 30_000);
 });
 
-async function runCliAt(bin: string, args: string[], cacheDir: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function runCliAt(
+  bin: string,
+  args: string[],
+  cacheDir: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const { spawn } = await import('node:child_process');
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd: ROOT, env: { ...process.env, UH_LOG_LEVEL: 'silent', UH_CACHE_DIR: cacheDir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [bin, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, UH_LOG_LEVEL: 'silent', UH_CACHE_DIR: cacheDir },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));

@@ -43,7 +43,11 @@ afterAll(async () => {
   created.forEach(removeDir);
 });
 
-const runtimeConfig = () => ({ binary: realRuntimeBinary('codex'), codex_home: codexHome, env: { UH_MOCK_API_KEY: API_KEY } });
+const runtimeConfig = () => ({
+  binary: realRuntimeBinary('codex'),
+  codex_home: codexHome,
+  env: { UH_MOCK_API_KEY: API_KEY },
+});
 
 function missionFile(operationId: string): { path: string; stateDir: string } {
   const dir = tempDir('uh-mission-');
@@ -80,11 +84,19 @@ async function until(what: string, check: () => boolean | Promise<boolean>, boun
 describe('uh mission run --runtime codex-app-server (real app server)', () => {
   it('writes a receipt holding the thread id, the turn id and the readback status', async () => {
     await server.script([
-      { kind: 'function_call', name: 'exec_command', arguments: { cmd: "printf 'hi from the app server\\n' > hello.txt" }, call_id: 'call_1' },
+      {
+        kind: 'function_call',
+        name: 'exec_command',
+        arguments: { cmd: "printf 'hi from the app server\\n' > hello.txt" },
+        call_id: 'call_1',
+      },
       { kind: 'message', text: 'Done.\n\n```uh-runtime-final-message\nWrote hello.txt.\n```\n' },
     ]);
     const { path, stateDir } = missionFile(`op-as-receipt-${process.pid}`);
-    const r = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], { cwd: repo, env: { UH_CACHE_DIR: cacheDir } });
+    const r = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], {
+      cwd: repo,
+      env: { UH_CACHE_DIR: cacheDir },
+    });
     expect(r.code, r.stderr).toBe(0);
     const receipt = JSON.parse(r.stdout);
     expect(receipt.status).toBe('completed');
@@ -93,8 +105,15 @@ describe('uh mission run --runtime codex-app-server (real app server)', () => {
     expect(receipt.runtime.turn_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(receipt.changed_files).toEqual([{ path: 'hello.txt', status: 'added' }]);
     expect(receipt.final_message).toBe('Wrote hello.txt.');
-    const journal = JSON.parse(readFileSync(join(stateDir, 'operations', receipt.operation_id, 'runtime-journal.json'), 'utf8')).codex_app_server;
-    expect(journal).toMatchObject({ thread_id: receipt.runtime.thread_id, turn_id: receipt.runtime.turn_id, dispatch: 'terminal', readback_status: 'completed' });
+    const journal = JSON.parse(
+      readFileSync(join(stateDir, 'operations', receipt.operation_id, 'runtime-journal.json'), 'utf8'),
+    ).codex_app_server;
+    expect(journal).toMatchObject({
+      thread_id: receipt.runtime.thread_id,
+      turn_id: receipt.runtime.turn_id,
+      dispatch: 'terminal',
+      readback_status: 'completed',
+    });
     const events = readFileSync(receipt.artifacts.events, 'utf8');
     expect(events + r.stdout + r.stderr).not.toContain(API_KEY);
   });
@@ -105,7 +124,8 @@ describe('uh mission run --runtime codex-app-server (real app server)', () => {
     const { path, stateDir } = missionFile(operationId);
     const opDir = join(stateDir, 'operations', operationId);
     const journalPath = join(opDir, 'runtime-journal.json');
-    const journalNow = () => (existsSync(journalPath) ? JSON.parse(readFileSync(journalPath, 'utf8')).codex_app_server ?? {} : {});
+    const journalNow = () =>
+      existsSync(journalPath) ? (JSON.parse(readFileSync(journalPath, 'utf8')).codex_app_server ?? {}) : {};
 
     let pid = 0;
     const worker = runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], {
@@ -114,7 +134,10 @@ describe('uh mission run --runtime codex-app-server (real app server)', () => {
       onSpawn: (p) => (pid = p),
     });
     // turn/start was sent (journal) and reached the model (the turn is live): kill the worker now.
-    await until('the turn to reach the model', async () => journalNow().dispatch !== undefined && (await server.requests()).length === 1);
+    await until(
+      'the turn to reach the model',
+      async () => journalNow().dispatch !== undefined && (await server.requests()).length === 1,
+    );
     process.kill(pid, 'SIGKILL');
     const killed = await worker;
     expect(killed.code).not.toBe(0);
@@ -144,14 +167,24 @@ describe('uh mission run --runtime codex-app-server (real app server)', () => {
     const copy = join(tempDir('uh-journal-'), 'runtime-journal.json');
     copyFileSync(journalPath, copy);
     // Through the state dir `uh mission run` left (mission.json, operation.json, the journal).
-    const viaState = await recoverOperationRuntime(stateDir, operationId, RUNTIME_CATALOG, { env: { PATH: process.env.PATH, HOME: tempDir('uh-home-') } });
+    const viaState = await recoverOperationRuntime(stateDir, operationId, RUNTIME_CATALOG, {
+      env: { PATH: process.env.PATH, HOME: tempDir('uh-home-') },
+    });
     expect(viaState?.runtime).toBe('codex-app-server');
     const recovered = viaState!.recovery;
     expect(recovered.state, recovered.reason).toBe('settled');
     expect(recovered.thread_id).toBe(left.thread_id);
     if (left.turn_id) expect(recovered.turn_id).toBe(left.turn_id);
-    expect(recovered.finished).toMatchObject({ readback_status: 'interrupted', outcome: { status: 'failed', raw: 'readback:interrupted' }, thread_id: left.thread_id });
-    expect(JSON.parse(readFileSync(journalPath, 'utf8')).codex_app_server).toMatchObject({ dispatch: 'terminal', readback_status: 'interrupted', turn_id: recovered.turn_id });
+    expect(recovered.finished).toMatchObject({
+      readback_status: 'interrupted',
+      outcome: { status: 'failed', raw: 'readback:interrupted' },
+      thread_id: left.thread_id,
+    });
+    expect(JSON.parse(readFileSync(journalPath, 'utf8')).codex_app_server).toMatchObject({
+      dispatch: 'terminal',
+      readback_status: 'interrupted',
+      turn_id: recovered.turn_id,
+    });
 
     // 2. The reply of turn/start lost (no turn id bound): adopted by our client message id alone.
     const lost = JSON.parse(readFileSync(copy, 'utf8'));

@@ -53,7 +53,10 @@ const env = (prefix: string, heartbeatMs = 500) => ({
 });
 const uh = (prefix: string, args: string[]): Promise<CliResult> => runCli(args, { cwd: repo, env: env(prefix) });
 async function worker(prefix: string, heartbeatMs?: number): Promise<WorkerProcess> {
-  const w = await startWorker(['--state-dir', stateDir, '--runtime', 'codex-app-server', '--allow-unready'], { cwd: repo, env: { ...env(prefix, heartbeatMs), UH_LOG_LEVEL: 'info' } });
+  const w = await startWorker(['--state-dir', stateDir, '--runtime', 'codex-app-server', '--allow-unready'], {
+    cwd: repo,
+    env: { ...env(prefix, heartbeatMs), UH_LOG_LEVEL: 'info' },
+  });
   workers.push(w);
   return w;
 }
@@ -69,45 +72,73 @@ describe('codex-app-server in queue mode', () => {
   it.each([
     ['the owner watch', 500],
     ["the stalled checker's re-delivery", 60_000],
-  ])('a worker killed -9 after turn/start, found by %s: unknown, then the live worker settles it from the exact turn, no operator command; one model request', { timeout: 150_000 }, async (_who, heartbeatMs) => {
-    const prefix = redis.prefix(`kill${heartbeatMs}`);
-    // A codex home of its own: the other case's thread must not be this one's baseline.
-    const codexHome = makeCodexHome(server.url);
-    homes.push(codexHome);
-    await server.script([{ kind: 'hang' }]);
-    const { path, operationId } = writeMission(repo, [], {
-      runtime: 'codex-app-server',
-      runtime_config_overrides: { 'codex-app-server': { binary: realRuntimeBinary('codex'), codex_home: codexHome, env: { UH_MOCK_API_KEY: API_KEY } } },
-    });
-    const key = `{${prefix}}:op:${operationId}`;
-    const journal = async () => JSON.parse((await redis.redis.hget(key, 'journal')) || '{}').codex_app_server ?? {};
+  ])(
+    'a worker killed -9 after turn/start, found by %s: unknown, then the live worker settles it from the exact turn, no operator command; one model request',
+    { timeout: 150_000 },
+    async (_who, heartbeatMs) => {
+      const prefix = redis.prefix(`kill${heartbeatMs}`);
+      // A codex home of its own: the other case's thread must not be this one's baseline.
+      const codexHome = makeCodexHome(server.url);
+      homes.push(codexHome);
+      await server.script([{ kind: 'hang' }]);
+      const { path, operationId } = writeMission(repo, [], {
+        runtime: 'codex-app-server',
+        runtime_config_overrides: {
+          'codex-app-server': {
+            binary: realRuntimeBinary('codex'),
+            codex_home: codexHome,
+            env: { UH_MOCK_API_KEY: API_KEY },
+          },
+        },
+      });
+      const key = `{${prefix}}:op:${operationId}`;
+      const journal = async () => JSON.parse((await redis.redis.hget(key, 'journal')) || '{}').codex_app_server ?? {};
 
-    const w1 = await worker(prefix, heartbeatMs);
-    expect((await uh(prefix, ['mission', 'submit', path, '--state-dir', stateDir])).code).toBe(0);
-    await until('the turn to reach the model', async () => (await journal()).turn_id !== undefined && (await server.requests()).length === 1);
-    await w1.stop('SIGKILL');
+      const w1 = await worker(prefix, heartbeatMs);
+      expect((await uh(prefix, ['mission', 'submit', path, '--state-dir', stateDir])).code).toBe(0);
+      await until(
+        'the turn to reach the model',
+        async () => (await journal()).turn_id !== undefined && (await server.requests()).length === 1,
+      );
+      await w1.stop('SIGKILL');
 
-    // The second worker's owner watch finds the dead owner (heartbeat expired), marks the
-    // operation unknown, and settles it from codex's own records as `uh mission recover` would.
-    const w2 = await worker(prefix, heartbeatMs);
-    // Bounded generously: under a full suite on 2 cores the recovery's fresh app server starts slowly.
-    await until('the operation to settle', async () => (await redis.redis.hget(key, 'state')) === 'finished', 90_000).catch(async (error: Error) => {
-      throw new Error(`${error.message}; record ${JSON.stringify(await redis.redis.hgetall(key))}; worker output:\n${w2.output()}`);
-    });
-    const left = await journal();
-    expect(left).toMatchObject({ client_message_id: `uh-op:${operationId}`, dispatch: 'bound', baseline_turn_ids: [] });
-    const events = (await redis.redis.xrange(`${key}:events`, '-', '+')).flatMap(([, f]) => (f[0] === 'event' ? [JSON.parse(f[1] as string)] : []));
-    expect(events.map((e) => e.type)).toContain('operation.unknown');
-    expect(events.find((e) => e.type === 'operation.completed')?.data).toMatchObject({ status: 'failed', recovered: true });
-    const receipt = JSON.parse((await redis.redis.hget(`${key}:artifacts`, 'receipt')) as string);
-    expect(receipt.outcome).toMatchObject({ status: 'failed', raw: 'readback:interrupted' });
-    expect(receipt.runtime).toMatchObject({ thread_id: left.thread_id, turn_id: left.turn_id });
-    // Ended by the live worker through the one finishing module: signed with the fleet's key.
-    const file = join(tempDir('uh-verify-'), 'receipt.json');
-    writeFileSync(file, (await redis.redis.hget(`${key}:artifacts`, 'receipt')) as string);
-    const verified = await uh(prefix, ['receipt', 'verify', file, '--json']);
-    expect(verified.code, verified.stdout + verified.stderr).toBe(0);
-    expect(JSON.parse(verified.stdout)).toMatchObject({ state: 'valid' });
-    expect(await server.requests()).toHaveLength(1);
-  });
+      // The second worker's owner watch finds the dead owner (heartbeat expired), marks the
+      // operation unknown, and settles it from codex's own records as `uh mission recover` would.
+      const w2 = await worker(prefix, heartbeatMs);
+      // Bounded generously: under a full suite on 2 cores the recovery's fresh app server starts slowly.
+      await until(
+        'the operation to settle',
+        async () => (await redis.redis.hget(key, 'state')) === 'finished',
+        90_000,
+      ).catch(async (error: Error) => {
+        throw new Error(
+          `${error.message}; record ${JSON.stringify(await redis.redis.hgetall(key))}; worker output:\n${w2.output()}`,
+        );
+      });
+      const left = await journal();
+      expect(left).toMatchObject({
+        client_message_id: `uh-op:${operationId}`,
+        dispatch: 'bound',
+        baseline_turn_ids: [],
+      });
+      const events = (await redis.redis.xrange(`${key}:events`, '-', '+')).flatMap(([, f]) =>
+        f[0] === 'event' ? [JSON.parse(f[1] as string)] : [],
+      );
+      expect(events.map((e) => e.type)).toContain('operation.unknown');
+      expect(events.find((e) => e.type === 'operation.completed')?.data).toMatchObject({
+        status: 'failed',
+        recovered: true,
+      });
+      const receipt = JSON.parse((await redis.redis.hget(`${key}:artifacts`, 'receipt')) as string);
+      expect(receipt.outcome).toMatchObject({ status: 'failed', raw: 'readback:interrupted' });
+      expect(receipt.runtime).toMatchObject({ thread_id: left.thread_id, turn_id: left.turn_id });
+      // Ended by the live worker through the one finishing module: signed with the fleet's key.
+      const file = join(tempDir('uh-verify-'), 'receipt.json');
+      writeFileSync(file, (await redis.redis.hget(`${key}:artifacts`, 'receipt')) as string);
+      const verified = await uh(prefix, ['receipt', 'verify', file, '--json']);
+      expect(verified.code, verified.stdout + verified.stderr).toBe(0);
+      expect(JSON.parse(verified.stdout)).toMatchObject({ state: 'valid' });
+      expect(await server.requests()).toHaveLength(1);
+    },
+  );
 });

@@ -61,7 +61,10 @@ async function missionRun(codex: Record<string, unknown>, env: Record<string, st
     }),
   );
   const before = checkoutFingerprint(repo);
-  const result = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], { cwd: repo, env: { UH_CACHE_DIR: cacheDir, ...env } });
+  const result = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], {
+    cwd: repo,
+    env: { UH_CACHE_DIR: cacheDir, ...env },
+  });
   expect(checkoutFingerprint(repo)).toBe(before);
   return { ...result, receipt: JSON.parse(result.stdout) };
 }
@@ -69,10 +72,23 @@ async function missionRun(codex: Record<string, unknown>, env: Record<string, st
 describe('uh mission run --runtime codex', () => {
   it('runs the real codex: completed, diff, final message, thread/session ids and usage in the receipt', async () => {
     await server.script([
-      { kind: 'function_call', name: 'exec_command', arguments: { cmd: "printf 'hi from codex\\n' > hello.txt" }, call_id: 'call_1' },
-      { kind: 'message', text: 'Done.\n\n```uh-runtime-final-message\nWrote hello.txt.\n```\n', usage: { input_tokens: 500, output_tokens: 70, cached_tokens: 100, reasoning_tokens: 9 } },
+      {
+        kind: 'function_call',
+        name: 'exec_command',
+        arguments: { cmd: "printf 'hi from codex\\n' > hello.txt" },
+        call_id: 'call_1',
+      },
+      {
+        kind: 'message',
+        text: 'Done.\n\n```uh-runtime-final-message\nWrote hello.txt.\n```\n',
+        usage: { input_tokens: 500, output_tokens: 70, cached_tokens: 100, reasoning_tokens: 9 },
+      },
     ]);
-    const r = await missionRun({ binary: realRuntimeBinary('codex'), codex_home: codexHome, env: { UH_MOCK_API_KEY: API_KEY } });
+    const r = await missionRun({
+      binary: realRuntimeBinary('codex'),
+      codex_home: codexHome,
+      env: { UH_MOCK_API_KEY: API_KEY },
+    });
     expect(r.code, r.stderr).toBe(0);
     expect(r.receipt.status).toBe('completed');
     expect(r.receipt.changed_files).toEqual([{ path: 'hello.txt', status: 'added' }]);
@@ -81,7 +97,13 @@ describe('uh mission run --runtime codex', () => {
     expect(r.receipt.runtime.thread_id).toMatch(/^[0-9a-f]{8}-/);
     expect(r.receipt.runtime.session_id).toBe(r.receipt.runtime.thread_id);
     // 120/30 defaults for the first request, the scripted numbers for the second.
-    expect(r.receipt.usage).toEqual({ input_tokens: 620, cached_input_tokens: 120, output_tokens: 100, reasoning_tokens: 14, total_tokens: 720 });
+    expect(r.receipt.usage).toEqual({
+      input_tokens: 620,
+      cached_input_tokens: 120,
+      output_tokens: 100,
+      reasoning_tokens: 14,
+      total_tokens: 720,
+    });
     const events = readFileSync(r.receipt.artifacts.events, 'utf8');
     expect(events).toContain('"runtime.tool_call"');
     expect(events + r.stdout + r.stderr).not.toContain(API_KEY);

@@ -46,8 +46,17 @@ describe('uh doctor --redis (fleet)', () => {
     expect(text.stdout).toMatch(/✖ fleet command\s+1 queued, 0 active, 0 delayed, 0 live worker\(s\)/);
     expect(text.stdout).toContain('hint: no live worker serves runtime command');
 
-    worker = await startWorker(['--runtime', 'command', '--state-dir', state, '--metrics-port', '0'], { cwd: repo, env: { ...env, UH_LOG_LEVEL: 'info' } });
-    await until(async () => JSON.parse((await runCli(['mission', 'status', operationId, '--json', '--state-dir', state], { cwd: repo, env })).stdout).operation?.state === 'finished', 'the mission to settle');
+    worker = await startWorker(['--runtime', 'command', '--state-dir', state, '--metrics-port', '0'], {
+      cwd: repo,
+      env: { ...env, UH_LOG_LEVEL: 'info' },
+    });
+    await until(
+      async () =>
+        JSON.parse(
+          (await runCli(['mission', 'status', operationId, '--json', '--state-dir', state], { cwd: repo, env })).stdout,
+        ).operation?.state === 'finished',
+      'the mission to settle',
+    );
     const green = await runCli(['doctor', '--json', '--redis', redis.url], { cwd: repo, env });
     const fleet = JSON.parse(green.stdout).fleet;
     expect(fleet.stalled_runtimes).toEqual([]);
@@ -64,7 +73,11 @@ describe('uh doctor --redis (fleet)', () => {
     expect((await fetch(metricsUrl.replace('/metrics', '/other'))).status).toBe(404);
 
     // Workers log NDJSON at info: claim, runtime start, phase end, settle, each with operation_id, runtime and worker.
-    const lines = worker.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = worker
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const mine = lines.filter((l) => l.operation_id === operationId);
     for (const msg of ['claim', 'runtime start', 'phase end', 'settle']) {
       const line = mine.find((l) => l.msg === msg);

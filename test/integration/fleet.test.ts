@@ -46,15 +46,25 @@ afterAll(async () => {
 });
 
 /** Default lock (120 s) and stalled timings: only the heartbeat watch can notice in seconds. */
-const env = (prefix: string, extra: Record<string, string> = {}) => ({ REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_HEARTBEAT_MS: '2000', ...extra });
+const env = (prefix: string, extra: Record<string, string> = {}) => ({
+  REDIS_URL: redis.url,
+  UH_REDIS_PREFIX: prefix,
+  UH_CACHE_DIR: cacheDir,
+  UH_HEARTBEAT_MS: '2000',
+  ...extra,
+});
 const state = () => {
   const d = tempDir('uh-fstate-');
   dirs.push(d);
   return d;
 };
-const uh = (prefix: string, args: string[], extra: Record<string, string> = {}): Promise<CliResult> => runCli(args, { cwd: repo, env: env(prefix, extra) });
+const uh = (prefix: string, args: string[], extra: Record<string, string> = {}): Promise<CliResult> =>
+  runCli(args, { cwd: repo, env: env(prefix, extra) });
 async function worker(prefix: string, args: string[]): Promise<WorkerProcess> {
-  const w = await startWorker(['--state-dir', state(), ...args], { cwd: repo, env: { ...env(prefix), UH_LOG_LEVEL: 'warn' } });
+  const w = await startWorker(['--state-dir', state(), ...args], {
+    cwd: repo,
+    env: { ...env(prefix), UH_LOG_LEVEL: 'warn' },
+  });
   workers.push(w);
   return w;
 }
@@ -86,11 +96,23 @@ describe('a worker killed with -9 mid-mission', () => {
     expect(JSON.parse(status?.stdout ?? '{}').operation.state).toBe('unknown');
     expect(noticedMs).toBeLessThan(30_000);
     process.stderr.write(`fleet: kill -9 → unknown in ${noticedMs} ms (heartbeat 2000 ms, lock 120000 ms)\n`);
-    const events = (await redis.redis.xrange(`{${prefix}}:op:${operationId}:events`, '-', '+')).flatMap(([, f]) => (f[0] === 'event' ? [JSON.parse(f[1] as string)] : []));
+    const events = (await redis.redis.xrange(`{${prefix}}:op:${operationId}:events`, '-', '+')).flatMap(([, f]) =>
+      f[0] === 'event' ? [JSON.parse(f[1] as string)] : [],
+    );
     expect(events.find((e) => e.type === 'operation.unknown')?.data.reason).toContain('heartbeat expired');
     // A second worker for the runtime never runs it again.
     await worker(prefix, ['--runtime', 'command']);
-    const again = await uh(prefix, ['mission', 'submit', path, '--wait', '--json', '--timeout', '5', '--state-dir', state()]);
+    const again = await uh(prefix, [
+      'mission',
+      'submit',
+      path,
+      '--wait',
+      '--json',
+      '--timeout',
+      '5',
+      '--state-dir',
+      state(),
+    ]);
     expect(again.code).toBe(5);
     expect(lines(countFile)).toHaveLength(1);
   });
@@ -99,7 +121,9 @@ describe('a worker killed with -9 mid-mission', () => {
 describe('safety rails', () => {
   it('a worker for a runtime whose binary is missing exits 3 at start with the check hint', async () => {
     const prefix = redis.prefix('unready');
-    const r = await uh(prefix, ['worker', 'start', '--runtime', 'hermes', '--state-dir', state()], { PATH: '/usr/bin:/bin' });
+    const r = await uh(prefix, ['worker', 'start', '--runtime', 'hermes', '--state-dir', state()], {
+      PATH: '/usr/bin:/bin',
+    });
     expect(r.code).toBe(3);
     expect(r.stderr).toContain('runtime hermes is not ready');
     expect(r.stderr).toMatch(/hint: .*install Hermes/);
@@ -116,7 +140,15 @@ describe('safety rails', () => {
     expect(warned.code).toBe(0);
     expect(warned.stderr).toContain('warning: no live worker serves runtime command');
     await worker(prefix, ['--runtime', 'command']);
-    const served = await uh(prefix, ['mission', 'submit', writeMission(repo, []).path, '--require-worker', '--wait', '--state-dir', state()]);
+    const served = await uh(prefix, [
+      'mission',
+      'submit',
+      writeMission(repo, []).path,
+      '--require-worker',
+      '--wait',
+      '--state-dir',
+      state(),
+    ]);
     expect(served.code).toBe(0);
     expect(served.stderr).not.toContain('no live worker');
   });

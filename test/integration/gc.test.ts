@@ -56,16 +56,27 @@ const dir = (p: string) => {
   return d;
 };
 /** Sandbox dirs (the dot dirs hold their records and uh's private git dirs: see privateEntries). */
-const sandboxEntries = (cacheDir: string) => (existsSync(sandboxesRoot(cacheDir)) ? readdirSync(sandboxesRoot(cacheDir)).filter((e) => !e.startsWith('.')) : []);
+const sandboxEntries = (cacheDir: string) =>
+  existsSync(sandboxesRoot(cacheDir)) ? readdirSync(sandboxesRoot(cacheDir)).filter((e) => !e.startsWith('.')) : [];
 /** uh's private git dir and index per sandbox (`sandboxes/.uh/<name>`): removed with their sandbox. */
-const privateEntries = (cacheDir: string) => (existsSync(join(sandboxesRoot(cacheDir), '.uh')) ? readdirSync(join(sandboxesRoot(cacheDir), '.uh')) : []);
+const privateEntries = (cacheDir: string) =>
+  existsSync(join(sandboxesRoot(cacheDir), '.uh')) ? readdirSync(join(sandboxesRoot(cacheDir), '.uh')) : [];
 
 describe('a worker with retention 0', () => {
   it('runs 50 missions (half failing, so retained) and its sandboxes dir ends holding only the warm pool', async () => {
     const prefix = redis.prefix('fifty');
     const cacheDir = dir('uh-gcache-');
-    const env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_SANDBOX_KEEP_HOURS: '0', UH_GC_INTERVAL_MS: '500' };
-    const w = await startWorker(['--runtime', 'command', '--concurrency', '4', '--state-dir', dir('uh-gstate-')], { cwd: repo, env: { ...env, UH_LOG_LEVEL: 'warn' } });
+    const env = {
+      REDIS_URL: redis.url,
+      UH_REDIS_PREFIX: prefix,
+      UH_CACHE_DIR: cacheDir,
+      UH_SANDBOX_KEEP_HOURS: '0',
+      UH_GC_INTERVAL_MS: '500',
+    };
+    const w = await startWorker(['--runtime', 'command', '--concurrency', '4', '--state-dir', dir('uh-gstate-')], {
+      cwd: repo,
+      env: { ...env, UH_LOG_LEVEL: 'warn' },
+    });
     workers.push(w);
     const config = loadConfig({ ...process.env, ...env });
     const client = await QueueClient.open(config.queue, redis.url);
@@ -77,7 +88,8 @@ describe('a worker with retention 0', () => {
         await submitOperation(client, loadMissionFile(path), { stateDir: dir('uh-gsub-'), cacheDir });
         ids.push(operationId);
       }
-      const settled = async () => (await Promise.all(ids.map((id) => client.store.get(id)))).every((r) => r?.state === 'finished');
+      const settled = async () =>
+        (await Promise.all(ids.map((id) => client.store.get(id)))).every((r) => r?.state === 'finished');
       const deadline = Date.now() + 100_000;
       while (!(await settled()) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
       expect(await settled()).toBe(true);
@@ -87,12 +99,21 @@ describe('a worker with retention 0', () => {
     const ranMs = Date.now() - started;
     // Left: only the warm pool (UH_SANDBOX_POOL_SIZE, default 2 per mirror), each with its private dir.
     const onlyPool = () => {
-      const pooled = readRecords(cacheDir).filter((r) => r.state === 'pooled').map((r) => r.name).sort();
+      const pooled = readRecords(cacheDir)
+        .filter((r) => r.state === 'pooled')
+        .map((r) => r.name)
+        .sort();
       const names = sandboxEntries(cacheDir).sort();
-      return pooled.length <= 2 && JSON.stringify(names) === JSON.stringify(pooled) && JSON.stringify(privateEntries(cacheDir).sort()) === JSON.stringify(pooled);
+      return (
+        pooled.length <= 2 &&
+        JSON.stringify(names) === JSON.stringify(pooled) &&
+        JSON.stringify(privateEntries(cacheDir).sort()) === JSON.stringify(pooled)
+      );
     };
     expect(await waitFor(onlyPool, 10_000)).toBe(true);
-    process.stderr.write(`gc: 50 missions through one worker (concurrency 4) in ${ranMs} ms; sandboxes dir holds only the warm pool\n`);
+    process.stderr.write(
+      `gc: 50 missions through one worker (concurrency 4) in ${ranMs} ms; sandboxes dir holds only the warm pool\n`,
+    );
   }, 120_000);
 });
 
@@ -106,16 +127,32 @@ describe('the cache cap', () => {
     };
     const used = join(mirrorsRoot, 'used.git');
     mk(used, 1000);
-    for (const [name, age] of [['idle-old.git', 9], ['idle-new.git', 1]] as const) {
+    for (const [name, age] of [
+      ['idle-old.git', 9],
+      ['idle-new.git', 1],
+    ] as const) {
       mk(join(mirrorsRoot, name), 1000);
       const t = new Date(Date.now() - age * 3600_000);
       utimesSync(join(mirrorsRoot, name), t, t);
     }
-    for (const [name, hoursAgo] of [['s-new', 1], ['s-old', 5], ['s-mid', 3]] as const) {
+    for (const [name, hoursAgo] of [
+      ['s-new', 1],
+      ['s-old', 5],
+      ['s-mid', 3],
+    ] as const) {
       const path = join(sandboxesRoot(cacheDir), name);
       mk(path, 1000);
       const at = new Date(Date.now() - hoursAgo * 3600_000).toISOString();
-      writeRecord(cacheDir, { name, path, mirror: used, operation_id: `op-${name}`, commit: 'c'.repeat(40), created_at: at, keep_until: new Date(Date.now() + 3600_000).toISOString(), state: 'retained' });
+      writeRecord(cacheDir, {
+        name,
+        path,
+        mirror: used,
+        operation_id: `op-${name}`,
+        commit: 'c'.repeat(40),
+        created_at: at,
+        keep_until: new Date(Date.now() + 3600_000).toISOString(),
+        state: 'retained',
+      });
     }
     const policy = { now: new Date(), mirrorIdleDays: 30, operationRetentionDays: 30, cacheCapBytes: 2500 };
     const plan = await planGc(cacheDir, null, policy, { operationState: async () => 'finished' });
@@ -132,12 +169,21 @@ describe('the cache cap', () => {
     const cacheDir = dir('uh-factscache-');
     const facts = join(cacheDir, 'derived', 'base-facts');
     mkdirSync(facts, { recursive: true });
-    for (const [name, days] of [['a'.repeat(40), 20], [`${'a'.repeat(40)}.exclude`, 20], ['b'.repeat(40), 2]] as const) {
+    for (const [name, days] of [
+      ['a'.repeat(40), 20],
+      [`${'a'.repeat(40)}.exclude`, 20],
+      ['b'.repeat(40), 2],
+    ] as const) {
       writeFileSync(join(facts, name), 'x');
       const t = new Date(Date.now() - days * 24 * 3600_000);
       utimesSync(join(facts, name), t, t);
     }
-    const plan = await planGc(cacheDir, null, { now: new Date(), mirrorIdleDays: 14, operationRetentionDays: 30, cacheCapBytes: 0 }, { operationState: async () => 'finished' });
+    const plan = await planGc(
+      cacheDir,
+      null,
+      { now: new Date(), mirrorIdleDays: 14, operationRetentionDays: 30, cacheCapBytes: 0 },
+      { operationState: async () => 'finished' },
+    );
     expect(plan.map((i) => [i.kind, i.path.split('/').pop()]).sort()).toEqual([
       ['facts_idle', 'a'.repeat(40)],
       ['facts_idle', `${'a'.repeat(40)}.exclude`],
@@ -152,10 +198,16 @@ describe('uh gc', () => {
     const cacheDir = dir('uh-drycache-');
     const stateDir = dir('uh-drystate-');
     const env = { UH_CACHE_DIR: cacheDir, UH_SANDBOX_KEEP_HOURS: '1', REDIS_URL: '' };
-    const failed = await runCli(['mission', 'run', writeMission(repo, ['exit', '1']).path, '--state-dir', stateDir], { cwd: repo, env });
+    const failed = await runCli(['mission', 'run', writeMission(repo, ['exit', '1']).path, '--state-dir', stateDir], {
+      cwd: repo,
+      env,
+    });
     expect(failed.code).toBe(1);
     expect(sandboxEntries(cacheDir)).toHaveLength(1);
-    const dry = await runCli(['gc', '--dry-run', '--json', '--state-dir', stateDir], { cwd: repo, env: { ...env, UH_CACHE_CAP_BYTES: '1' } });
+    const dry = await runCli(['gc', '--dry-run', '--json', '--state-dir', stateDir], {
+      cwd: repo,
+      env: { ...env, UH_CACHE_CAP_BYTES: '1' },
+    });
     expect(dry.code).toBe(0);
     const listed = JSON.parse(dry.stdout);
     expect(listed.dry_run).toBe(true);
@@ -172,21 +224,34 @@ describe("a killed worker's sandbox", () => {
   it('stays while the operation is unknown and is collected by a live worker once recover settled it', async () => {
     const prefix = redis.prefix('killgc');
     const cacheDir = dir('uh-kcache-');
-    const env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_HEARTBEAT_MS: '1000', UH_GC_INTERVAL_MS: '500' };
+    const env = {
+      REDIS_URL: redis.url,
+      UH_REDIS_PREFIX: prefix,
+      UH_CACHE_DIR: cacheDir,
+      UH_HEARTBEAT_MS: '1000',
+      UH_GC_INTERVAL_MS: '500',
+    };
     const countFile = join(dir('uh-count-'), 'count');
     const { path, operationId } = writeMission(repo, ['count', countFile, 'slow', '60000']);
-    const victim = await startWorker(['--runtime', 'command', '--state-dir', dir('uh-kstate-')], { cwd: repo, env: { ...env, UH_LOG_LEVEL: 'warn' } });
+    const victim = await startWorker(['--runtime', 'command', '--state-dir', dir('uh-kstate-')], {
+      cwd: repo,
+      env: { ...env, UH_LOG_LEVEL: 'warn' },
+    });
     workers.push(victim);
     expect((await runCli(['mission', 'submit', path, '--state-dir', dir('uh-ks-')], { cwd: repo, env })).code).toBe(0);
     const pid = () => (existsSync(countFile) ? Number(readFileSync(countFile, 'utf8').trim().split('\n')[0]) : 0);
     expect(await waitFor(() => pid() > 0, 20_000)).toBe(true);
     orphans.push(pid());
     await victim.stop('SIGKILL');
-    const live = await startWorker(['--runtime', 'command', '--state-dir', dir('uh-kstate-')], { cwd: repo, env: { ...env, UH_LOG_LEVEL: 'warn' } });
+    const live = await startWorker(['--runtime', 'command', '--state-dir', dir('uh-kstate-')], {
+      cwd: repo,
+      env: { ...env, UH_LOG_LEVEL: 'warn' },
+    });
     workers.push(live);
     const key = `{${prefix}}:op:${operationId}`;
     const deadline = Date.now() + 30_000;
-    while ((await redis.redis.hget(key, 'state')) !== 'unknown' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    while ((await redis.redis.hget(key, 'state')) !== 'unknown' && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 200));
     expect(await redis.redis.hget(key, 'state')).toBe('unknown');
     const sandbox = (await redis.redis.hget(key, 'sandbox_path')) as string;
     expect(existsSync(sandbox)).toBe(true); // unknown: kept as evidence
@@ -201,7 +266,10 @@ describe('Redis retention', () => {
     const prefix = redis.prefix('prune');
     const cacheDir = dir('uh-pcache-');
     const env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir };
-    const w = await startWorker(['--runtime', 'command', '--state-dir', dir('uh-pstate-')], { cwd: repo, env: { ...env, UH_LOG_LEVEL: 'warn' } });
+    const w = await startWorker(['--runtime', 'command', '--state-dir', dir('uh-pstate-')], {
+      cwd: repo,
+      env: { ...env, UH_LOG_LEVEL: 'warn' },
+    });
     workers.push(w);
     const config = loadConfig({ ...process.env, ...env });
     const client = await QueueClient.open(config.queue, redis.url);
@@ -213,7 +281,8 @@ describe('Redis retention', () => {
       const piMission = { ...loadMissionFile(waiting.path), runtime: 'pi', runtime_config_overrides: {} };
       await submitOperation(client, piMission, { stateDir: dir('uh-psub-'), cacheDir });
       const deadline = Date.now() + 30_000;
-      while ((await client.store.get(done.operationId))?.state !== 'finished' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      while ((await client.store.get(done.operationId))?.state !== 'finished' && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
       expect((await client.store.get(done.operationId))?.state).toBe('finished');
       const keysOf = async (id: string) => (await redis.redis.keys(`{${prefix}}:op:${id}*`)).length;
       expect(await keysOf(done.operationId)).toBeGreaterThanOrEqual(3); // record, events, artifacts

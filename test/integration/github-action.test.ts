@@ -28,8 +28,20 @@ let prefix: string;
 const dirs: string[] = [];
 const cacheDir = tempDir('uh-action-cache-');
 
-const FAILING_CHECK = { name: 'unit-tests', argv: [process.execPath, '-e', "console.log('ran 3 tests'); console.error('AssertionError: expected 41 to be 42 (test/answer.test.js)'); process.exit(1)"], timeout_seconds: 30 };
-const PASSING_CHECK = { name: 'unit-tests', argv: [process.execPath, '-e', "console.log('all 3 tests passed')"], timeout_seconds: 30 };
+const FAILING_CHECK = {
+  name: 'unit-tests',
+  argv: [
+    process.execPath,
+    '-e',
+    "console.log('ran 3 tests'); console.error('AssertionError: expected 41 to be 42 (test/answer.test.js)'); process.exit(1)",
+  ],
+  timeout_seconds: 30,
+};
+const PASSING_CHECK = {
+  name: 'unit-tests',
+  argv: [process.execPath, '-e', "console.log('all 3 tests passed')"],
+  timeout_seconds: 30,
+};
 
 beforeAll(async () => {
   repo = makeRepo({ 'README.md': '# demo\n', 'src/app.js': 'export const answer = 41;\n' });
@@ -48,7 +60,13 @@ afterAll(async () => {
 });
 
 function env(): Record<string, string> {
-  return { UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_HEARTBEAT_MS: '500', UH_STATE_DIR: join(repo, '.harness-test'), REDIS_URL: '' };
+  return {
+    UH_REDIS_PREFIX: prefix,
+    UH_CACHE_DIR: cacheDir,
+    UH_HEARTBEAT_MS: '500',
+    UH_STATE_DIR: join(repo, '.harness-test'),
+    REDIS_URL: '',
+  };
 }
 
 /** The process group of a live process (Linux /proc). */
@@ -64,14 +82,25 @@ async function junitOf(path: string): Promise<TestSuites> {
 const MODES = ['inline', 'queue'] as const;
 type Mode = (typeof MODES)[number];
 
-function action(mode: Mode, mission: string, extra: Record<string, string> = {}, onStep?: Parameters<typeof runAction>[1]['onStep']): Promise<ActionResult> {
+function action(
+  mode: Mode,
+  mission: string,
+  extra: Record<string, string> = {},
+  onStep?: Parameters<typeof runAction>[1]['onStep'],
+): Promise<ActionResult> {
   const junit = join(tempDir('uh-junit-'), 'uh-junit.xml');
-  return runAction({ mission, junit, 'redis-url': mode === 'queue' ? redis.url : '', ...extra }, { cwd: repo, env: env(), ...(onStep ? { onStep } : {}) }).then((r) => ({ ...r, junit }) as ActionResult & { junit: string });
+  return runAction(
+    { mission, junit, 'redis-url': mode === 'queue' ? redis.url : '', ...extra },
+    { cwd: repo, env: env(), ...(onStep ? { onStep } : {}) },
+  ).then((r) => ({ ...r, junit }) as ActionResult & { junit: string });
 }
 
 describe.each(MODES)('action.yml, %s', (mode) => {
   it('completed: outputs, summary, JUnit all passing', async () => {
-    const { path, operationId } = writeMission(repo, ['edit', 'src/app.js', 'export const answer = 42;\n'], { scope: { allowed_change_globs: ['src/**'] }, verification: [PASSING_CHECK] });
+    const { path, operationId } = writeMission(repo, ['edit', 'src/app.js', 'export const answer = 42;\n'], {
+      scope: { allowed_change_globs: ['src/**'] },
+      verification: [PASSING_CHECK],
+    });
     const r = (await action(mode, path)) as ActionResult & { junit: string };
     expect(r.code, r.log).toBe(0);
     expect(r.outputs).toMatchObject({ status: 'completed', verdict: 'verified', operation_id: operationId });
@@ -87,7 +116,10 @@ describe.each(MODES)('action.yml, %s', (mode) => {
   }, 60_000);
 
   it('verification_failed: the failing test output reaches the summary, JUnit and an annotation', async () => {
-    const { path } = writeMission(repo, ['edit', 'src/app.js', 'export const answer = 43;\n'], { scope: { allowed_change_globs: ['src/**'] }, verification: [FAILING_CHECK] });
+    const { path } = writeMission(repo, ['edit', 'src/app.js', 'export const answer = 43;\n'], {
+      scope: { allowed_change_globs: ['src/**'] },
+      verification: [FAILING_CHECK],
+    });
     const r = (await action(mode, path)) as ActionResult & { junit: string };
     expect(r.code, r.log).toBe(1);
     expect(r.outputs).toMatchObject({ status: 'completed', verdict: 'verification_failed' });
@@ -101,7 +133,10 @@ describe.each(MODES)('action.yml, %s', (mode) => {
   }, 60_000);
 
   it('scope_violation: an annotation names the file', async () => {
-    const { path } = writeMission(repo, ['edit', 'secrets/keys.txt', 'oops\n'], { scope: { allowed_change_globs: ['src/**'] }, verification: [PASSING_CHECK] });
+    const { path } = writeMission(repo, ['edit', 'secrets/keys.txt', 'oops\n'], {
+      scope: { allowed_change_globs: ['src/**'] },
+      verification: [PASSING_CHECK],
+    });
     const r = (await action(mode, path)) as ActionResult & { junit: string };
     expect(r.code, r.log).toBe(1);
     expect(r.outputs).toMatchObject({ status: 'completed', verdict: 'scope_violation' });
@@ -113,7 +148,9 @@ describe.each(MODES)('action.yml, %s', (mode) => {
 
   it('cancelled: SIGTERM to the step (a cancelled job) ends the operation as cancelled, exit 4', async () => {
     const pidFile = join(tempDir('uh-action-pid-'), 'grandchild.pid');
-    const { path, operationId } = writeMission(repo, ['hang', pidFile], { scope: { allowed_change_globs: ['src/**'] } });
+    const { path, operationId } = writeMission(repo, ['hang', pidFile], {
+      scope: { allowed_change_globs: ['src/**'] },
+    });
     let pgid = 0;
     const r = await action(mode, path, {}, (child, index) => {
       if (index !== 1) return;
@@ -160,7 +197,10 @@ describe('action.yml, promotion', () => {
   }, 60_000);
 
   it('no promotion asked: promoted_branch is empty', async () => {
-    const { path } = writeMission(repo, ['edit', 'src/app.js', 'export const answer = 44;\n'], { scope: { allowed_change_globs: ['src/**'] }, verification: [PASSING_CHECK] });
+    const { path } = writeMission(repo, ['edit', 'src/app.js', 'export const answer = 44;\n'], {
+      scope: { allowed_change_globs: ['src/**'] },
+      verification: [PASSING_CHECK],
+    });
     const r = await action('inline', path);
     expect(r.code, r.log).toBe(0);
     expect(r.outputs.promoted_branch).toBe('');
@@ -169,10 +209,14 @@ describe('action.yml, promotion', () => {
 
 describe('action.yml, receipt-public-key (a CI runner holding only the fleet public key)', () => {
   it('the fleet key passes; another key fails the step with exit 6 and status untrusted; none here is exit 6 too', async () => {
-    const { path } = writeMission(repo, ['edit', 'src/app.js', 'export const answer = 45;\n'], { scope: { allowed_change_globs: ['src/**'] }, verification: [PASSING_CHECK] });
+    const { path } = writeMission(repo, ['edit', 'src/app.js', 'export const answer = 45;\n'], {
+      scope: { allowed_change_globs: ['src/**'] },
+      verification: [PASSING_CHECK],
+    });
     const fleetPub = readFileSync(join(cacheDir, 'receipt-signing.pub'), 'utf8'); // made by the worker at start
     const ci = () => ({ ...env(), UH_CACHE_DIR: tempDir('uh-action-ci-') }); // no signing key of its own
-    const run = (key: string) => runAction({ mission: path, 'redis-url': redis.url, 'receipt-public-key': key }, { cwd: repo, env: ci() });
+    const run = (key: string) =>
+      runAction({ mission: path, 'redis-url': redis.url, 'receipt-public-key': key }, { cwd: repo, env: ci() });
     const good = await run(fleetPub);
     expect(good.code, good.log).toBe(0);
     expect(good.outputs).toMatchObject({ status: 'completed', verdict: 'verified' });

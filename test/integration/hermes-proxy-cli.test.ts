@@ -44,20 +44,27 @@ function allFiles(dir: string): string[] {
 function mission(model: string) {
   return writeMission(repo, [], {
     runtime: 'hermes-proxy',
-    runtime_config_overrides: { 'hermes-proxy': { endpoint: fake.url, model, auth_token: BEARER, extra_headers: { 'x-team-key': TEAM_KEY } } },
+    runtime_config_overrides: {
+      'hermes-proxy': { endpoint: fake.url, model, auth_token: BEARER, extra_headers: { 'x-team-key': TEAM_KEY } },
+    },
   });
 }
 
 describe('uh with the hermes-proxy runtime', () => {
   it('adds the adapter and checks it against the proxy', async () => {
-    expect((await runCli(['adapter', 'add', 'hermes-proxy', '--state-dir', stateDir], { cwd: repo, env: env() })).code).toBe(0);
+    expect(
+      (await runCli(['adapter', 'add', 'hermes-proxy', '--state-dir', stateDir], { cwd: repo, env: env() })).code,
+    ).toBe(0);
     const manifest = join(stateDir, 'adapters', 'hermes-proxy.yaml');
     writeFileSync(manifest, readFileSync(manifest, 'utf8').replace('http://127.0.0.1:8645/v1', fake.url));
     const ok = await runCli(['adapter', 'check', 'hermes-proxy', '--state-dir', stateDir], { cwd: repo, env: env() });
     expect(ok.code).toBe(0);
     expect(ok.stdout).toContain(`proxy reachable at ${fake.url} (3 models available)`);
     writeFileSync(manifest, readFileSync(manifest, 'utf8').replace(fake.url, fake.scenarioUrl('models-locked')));
-    const locked = await runCli(['adapter', 'check', 'hermes-proxy', '--state-dir', stateDir], { cwd: repo, env: env() });
+    const locked = await runCli(['adapter', 'check', 'hermes-proxy', '--state-dir', stateDir], {
+      cwd: repo,
+      env: env(),
+    });
     expect(locked.code).toBe(3);
     expect(locked.stdout).toContain('configured but locked: upstream logged out');
   });
@@ -67,7 +74,11 @@ describe('uh with the hermes-proxy runtime', () => {
     const r = await runCli(['mission', 'run', m.path, '--state-dir', stateDir, '--json'], { cwd: repo, env: env() });
     expect(r.code).toBe(0);
     const receipt = JSON.parse(r.stdout);
-    expect(receipt).toMatchObject({ status: 'completed', final_message: 'Did the thing: café ✓ 🙂', final_message_source: 'sentinel' });
+    expect(receipt).toMatchObject({
+      status: 'completed',
+      final_message: 'Did the thing: café ✓ 🙂',
+      final_message_source: 'sentinel',
+    });
     expect(receipt.usage).toMatchObject({ input_tokens: 42, output_tokens: 17 });
     expect(receipt.runtime.session_id).toBe('chatcmpl-fake-1');
   });

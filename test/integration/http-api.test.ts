@@ -25,7 +25,14 @@ beforeAll(async () => {
   const cacheDir = tempDir('uh-cache-');
   const stateDir = tempDir('uh-state-');
   dirs.push(repo, cacheDir, stateDir);
-  const env = { ...process.env, REDIS_URL: redis.url, UH_REDIS_PREFIX: redis.prefix('api'), UH_CACHE_DIR: cacheDir, UH_LOG_LEVEL: 'silent', UH_ALLOW_LOCAL_REPOS: '1' };
+  const env = {
+    ...process.env,
+    REDIS_URL: redis.url,
+    UH_REDIS_PREFIX: redis.prefix('api'),
+    UH_CACHE_DIR: cacheDir,
+    UH_LOG_LEVEL: 'silent',
+    UH_ALLOW_LOCAL_REPOS: '1',
+  };
   worker = await startWorker(['--runtime', 'command', '--state-dir', stateDir], { cwd: repo, env });
   api = spawn(process.execPath, [UH_BIN, 'api', 'start', '--port', '0', '--state-dir', stateDir], {
     cwd: repo,
@@ -53,7 +60,11 @@ afterAll(async () => {
 
 const auth = { authorization: `Bearer ${TOKEN}` };
 const post = (path: string, body: unknown, headers: Record<string, string> = auth) =>
-  fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  fetch(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
 
 function mission(operationId: string, objective = 'Write api.txt') {
   return {
@@ -81,7 +92,11 @@ describe('uh api start', () => {
     const created = await post('/v1/missions', mission('api-001'));
     expect(created.status).toBe(201);
     const body = await created.json();
-    expect(body).toMatchObject({ kind: 'created', operation: { operation_id: 'api-001' }, links: { events: '/v1/operations/api-001/events' } });
+    expect(body).toMatchObject({
+      kind: 'created',
+      operation: { operation_id: 'api-001' },
+      links: { events: '/v1/operations/api-001/events' },
+    });
     expect(JSON.stringify(body)).not.toContain('runtime_config_overrides'); // the job payload stays private
 
     const events = await fetch(`${base}/v1/operations/api-001/events`, { headers: auth });
@@ -89,12 +104,22 @@ describe('uh api start', () => {
     const text = await events.text(); // the server ends the stream once the operation settles
     expect(text).toContain('event: operation.queued');
     expect(text).toContain('event: runtime.finished');
-    expect(text).toMatch(/event: end\ndata: \{"state":"finished","status":"completed","verdict":"unverified","exit_code":0\}/);
+    expect(text).toMatch(
+      /event: end\ndata: \{"state":"finished","status":"completed","verdict":"unverified","exit_code":0\}/,
+    );
 
     const receipt = await (await fetch(`${base}/v1/operations/api-001/receipt`, { headers: auth })).json();
-    expect(receipt).toMatchObject({ operation_id: 'api-001', status: 'completed', changed_files: [{ path: 'api.txt', status: 'added' }] });
-    expect(await (await fetch(`${base}/v1/operations/api-001/diff`, { headers: auth })).text()).toContain('+from the api');
-    expect(await (await fetch(`${base}/v1/operations/api-001/final-message`, { headers: auth })).text()).toBe('Edited api.txt.');
+    expect(receipt).toMatchObject({
+      operation_id: 'api-001',
+      status: 'completed',
+      changed_files: [{ path: 'api.txt', status: 'added' }],
+    });
+    expect(await (await fetch(`${base}/v1/operations/api-001/diff`, { headers: auth })).text()).toContain(
+      '+from the api',
+    );
+    expect(await (await fetch(`${base}/v1/operations/api-001/final-message`, { headers: auth })).text()).toBe(
+      'Edited api.txt.',
+    );
     const status = await (await fetch(`${base}/v1/operations/api-001`, { headers: auth })).json();
     expect(status).toMatchObject({ operation: { state: 'finished' }, receipt: { verdict: 'unverified' } });
 
@@ -103,7 +128,10 @@ describe('uh api start', () => {
     expect(await again.json()).toMatchObject({ kind: 'attached' });
     const conflict = await post('/v1/missions', mission('api-001', 'Something else'));
     expect(conflict.status).toBe(409);
-    expect(((await conflict.json()) as { error: unknown }).error).toMatchObject({ kind: 'conflict', name: 'OperationConflict' });
+    expect(((await conflict.json()) as { error: unknown }).error).toMatchObject({
+      kind: 'conflict',
+      name: 'OperationConflict',
+    });
   });
 
   it('rejects a bad mission with 400 and one line per problem, naming the path', async () => {
@@ -112,8 +140,14 @@ describe('uh api start', () => {
     expect(r.status).toBe(400);
     const { error } = (await r.json()) as { error: { kind: string; details: string[] } };
     expect(error.kind).toBe('invalid_input');
-    expect(error.details).toEqual(expect.arrayContaining(['objectve: unknown key', expect.stringContaining('timeout_seconds')]));
-    const notJson = await fetch(`${base}/v1/missions`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{oops' });
+    expect(error.details).toEqual(
+      expect.arrayContaining(['objectve: unknown key', expect.stringContaining('timeout_seconds')]),
+    );
+    const notJson = await fetch(`${base}/v1/missions`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: '{oops',
+    });
     expect(notJson.status).toBe(400);
     expect((await fetch(`${base}/v1/operations/nope-404`, { headers: auth })).status).toBe(404);
   });

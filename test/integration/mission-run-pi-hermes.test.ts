@@ -30,9 +30,21 @@ beforeAll(async () => {
   mkdirSync(join(home, '.pi', 'agent'), { recursive: true });
   writeFileSync(
     join(home, '.pi', 'agent', 'models.json'),
-    JSON.stringify({ providers: { uhmock: { baseUrl: server.url, api: 'openai-completions', apiKey: 'UH_MOCK_API_KEY', models: [{ id: 'uh-scripted' }] } } }),
+    JSON.stringify({
+      providers: {
+        uhmock: {
+          baseUrl: server.url,
+          api: 'openai-completions',
+          apiKey: 'UH_MOCK_API_KEY',
+          models: [{ id: 'uh-scripted' }],
+        },
+      },
+    }),
   );
-  writeFileSync(join(home, '.pi', 'agent', 'settings.json'), JSON.stringify({ retry: { enabled: false, provider: { maxRetries: 0 } } }));
+  writeFileSync(
+    join(home, '.pi', 'agent', 'settings.json'),
+    JSON.stringify({ retry: { enabled: false, provider: { maxRetries: 0 } } }),
+  );
   repo = makeRepo({ 'README.md': '# demo\n' });
   cacheDir = tempDir('uh-cache-');
   created.push(home, repo, cacheDir);
@@ -66,19 +78,38 @@ async function missionRun(runtime: string, overrides: Record<string, unknown>, s
     sampleMemory,
   });
   const opDir = join(stateDir, 'operations', operationId);
-  return { result, receipt: JSON.parse(result.stdout), events: readFileSync(join(opDir, 'events.jsonl'), 'utf8'), opDir, peakRssKb: result.peakRssKb };
+  return {
+    result,
+    receipt: JSON.parse(result.stdout),
+    events: readFileSync(join(opDir, 'events.jsonl'), 'utf8'),
+    opDir,
+    peakRssKb: result.peakRssKb,
+  };
 }
 
 describe('uh mission run with pi and hermes', () => {
   it('real pi: the receipt carries the session id, usage, diff and final message', async () => {
     await server.script(
       [
-        { kind: 'tool_calls', calls: [{ name: 'write', arguments: { path: 'hello.txt', content: 'hello via uh and pi\n' } }], usage: { prompt_tokens: 100, completion_tokens: 10 } },
-        { kind: 'text', text: 'Done.\n```uh-runtime-final-message\nWrote hello.txt through pi.\n```\n', usage: { prompt_tokens: 140, completion_tokens: 12 } },
+        {
+          kind: 'tool_calls',
+          calls: [{ name: 'write', arguments: { path: 'hello.txt', content: 'hello via uh and pi\n' } }],
+          usage: { prompt_tokens: 100, completion_tokens: 10 },
+        },
+        {
+          kind: 'text',
+          text: 'Done.\n```uh-runtime-final-message\nWrote hello.txt through pi.\n```\n',
+          usage: { prompt_tokens: 140, completion_tokens: 12 },
+        },
       ],
       API_KEY,
     );
-    const { result, receipt, events, opDir } = await missionRun('pi', { binary: realRuntimeBinary('pi'), provider: 'uhmock', model: 'uh-scripted', env: { UH_MOCK_API_KEY: API_KEY } });
+    const { result, receipt, events, opDir } = await missionRun('pi', {
+      binary: realRuntimeBinary('pi'),
+      provider: 'uhmock',
+      model: 'uh-scripted',
+      env: { UH_MOCK_API_KEY: API_KEY },
+    });
     expect(result.code, result.stderr).toBe(0);
     expect(receipt).toMatchObject({
       status: 'completed',
@@ -96,7 +127,10 @@ describe('uh mission run with pi and hermes', () => {
   });
 
   it('fake hermes: the receipt carries the session id and usage from the stream-json result', async () => {
-    const { result, receipt, events } = await missionRun('hermes', { binary: FAKE_HERMES, env: { UH_FAKE_SCENARIO: 'success', OPENROUTER_API_KEY: API_KEY } });
+    const { result, receipt, events } = await missionRun('hermes', {
+      binary: FAKE_HERMES,
+      env: { UH_FAKE_SCENARIO: 'success', OPENROUTER_API_KEY: API_KEY },
+    });
     expect(result.code, result.stderr).toBe(0);
     expect(receipt).toMatchObject({
       status: 'completed',
@@ -115,10 +149,16 @@ describe('uh mission run with pi and hermes', () => {
   });
 
   it('keeps memory flat while pi prints 150 MB of JSONL (and one line over the cap)', async () => {
-    const { result, receipt, opDir, peakRssKb } = await missionRun('pi', { binary: FAKE_PI, env: { UH_FAKE_SCENARIO: 'huge', FAKE_PI_HUGE_MB: '150' } }, true);
+    const { result, receipt, opDir, peakRssKb } = await missionRun(
+      'pi',
+      { binary: FAKE_PI, env: { UH_FAKE_SCENARIO: 'huge', FAKE_PI_HUGE_MB: '150' } },
+      true,
+    );
     expect(result.code, result.stderr).toBe(0);
     expect(receipt.final_message).toBe('Created hello.txt with a greeting.');
-    const size = readdirSync(opDir).filter((f) => f.endsWith('.stdout.jsonl')).map((f) => statSync(join(opDir, f)).size);
+    const size = readdirSync(opDir)
+      .filter((f) => f.endsWith('.stdout.jsonl'))
+      .map((f) => statSync(join(opDir, f)).size);
     expect(Math.max(...size)).toBeGreaterThan(150 * 1024 * 1024);
     expect(peakRssKb).toBeGreaterThan(0);
     expect(peakRssKb).toBeLessThan(200 * 1024); // far below the 150 MB printed

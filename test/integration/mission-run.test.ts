@@ -17,7 +17,12 @@ const created: string[] = [];
 
 beforeAll(() => {
   cacheDir = tempDir('uh-cache-');
-  repo = makeRepo({ 'README.md': '# demo\n', 'src/app.txt': 'v1\n', 'docs/guide.md': 'guide\n', 'config/prod.env': 'X=1\n' });
+  repo = makeRepo({
+    'README.md': '# demo\n',
+    'src/app.txt': 'v1\n',
+    'docs/guide.md': 'guide\n',
+    'config/prod.env': 'X=1\n',
+  });
   // A dirty user checkout: staged, unstaged, untracked and a stash, all of which must survive.
   writeFileSync(join(repo, 'src/app.txt'), 'v1 local edit\n');
   writeFileSync(join(repo, 'staged.txt'), 'staged\n');
@@ -35,12 +40,21 @@ interface Run extends CliResult {
   operationId: string;
 }
 
-async function run(agentArgs: string[], patch: Record<string, unknown> = {}, extra: string[] = [], opts: Parameters<typeof runCli>[1] extends infer O ? Partial<O> : never = {}): Promise<Run> {
+async function run(
+  agentArgs: string[],
+  patch: Record<string, unknown> = {},
+  extra: string[] = [],
+  opts: Parameters<typeof runCli>[1] extends infer O ? Partial<O> : never = {},
+): Promise<Run> {
   const before = checkoutFingerprint(repo);
   const stateDir = tempDir('uh-state-');
   created.push(stateDir);
   const { path, operationId } = writeMission(repo, agentArgs, patch);
-  const result = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir, ...extra], { cwd: repo, env: { UH_CACHE_DIR: cacheDir }, ...opts });
+  const result = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir, ...extra], {
+    cwd: repo,
+    env: { UH_CACHE_DIR: cacheDir },
+    ...opts,
+  });
   expect(checkoutFingerprint(repo)).toBe(before);
   let receipt: any = null;
   try {
@@ -55,7 +69,9 @@ describe('uh mission run', () => {
   it('runs the happy path: worktree, edit, diff, checks, receipt, exit 0', async () => {
     const r = await run(['edit', 'src/feature.txt', 'new feature\\n'], {
       scope: { allowed_change_globs: ['src/**'] },
-      verification: [{ name: 'feature-present', argv: ['grep', '-q', 'new feature', 'src/feature.txt'], timeout_seconds: 30 }],
+      verification: [
+        { name: 'feature-present', argv: ['grep', '-q', 'new feature', 'src/feature.txt'], timeout_seconds: 30 },
+      ],
     });
     expect(r.code).toBe(0);
     expect(r.receipt).toMatchObject({
@@ -70,11 +86,23 @@ describe('uh mission run', () => {
     });
     expect(r.receipt.repository.base_commit).toBe(git(repo, 'rev-parse', 'main'));
     const dir = join(r.stateDir, 'operations', r.operationId);
-    for (const f of ['receipt.json', 'events.jsonl', 'diff.patch', 'runtime-final.txt', 'runtime-result.yaml', 'mission.json', 'operation.json', 'runtime.stdout.log']) {
+    for (const f of [
+      'receipt.json',
+      'events.jsonl',
+      'diff.patch',
+      'runtime-final.txt',
+      'runtime-result.yaml',
+      'mission.json',
+      'operation.json',
+      'runtime.stdout.log',
+    ]) {
       expect(existsSync(join(dir, f)), f).toBe(true);
     }
     expect(readFileSync(join(dir, 'diff.patch'), 'utf8')).toContain('+new feature');
-    const types = readFileSync(join(dir, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l).type);
+    const types = readFileSync(join(dir, 'events.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l).type);
     expect(types[0]).toBe('operation.started');
     expect(types).toContain('sandbox.created');
     expect(types.filter((t) => t === 'runtime.finished')).toHaveLength(1);
@@ -99,13 +127,17 @@ describe('uh mission run', () => {
   });
 
   it('flags a forbidden file even inside the allowed globs', async () => {
-    const r = await run(['edit', 'config/prod.env', 'X=2'], { scope: { allowed_change_globs: ['**'], forbidden_globs: ['**/*.env'] } });
+    const r = await run(['edit', 'config/prod.env', 'X=2'], {
+      scope: { allowed_change_globs: ['**'], forbidden_globs: ['**/*.env'] },
+    });
     expect(r.code).toBe(1);
     expect(r.receipt.scope.violations).toEqual([{ path: 'config/prod.env', reason: 'forbidden', glob: '**/*.env' }]);
   });
 
   it('checks both paths of a rename and the path of a deletion', async () => {
-    const renamed = await run(['rename', 'docs/guide.md', 'src/guide.md'], { scope: { allowed_change_globs: ['src/**'] } });
+    const renamed = await run(['rename', 'docs/guide.md', 'src/guide.md'], {
+      scope: { allowed_change_globs: ['src/**'] },
+    });
     expect(renamed.receipt.changed_files).toEqual([{ path: 'src/guide.md', status: 'renamed', from: 'docs/guide.md' }]);
     expect(renamed.receipt.scope.violations.map((v: any) => v.path)).toEqual(['docs/guide.md']);
     const deleted = await run(['delete', 'docs/guide.md'], { scope: { allowed_change_globs: ['src/**'] } });
@@ -114,7 +146,9 @@ describe('uh mission run', () => {
   });
 
   it('reports verification_failed, exit 1, when no edit is made and a check fails', async () => {
-    const r = await run(['noop'], { verification: [{ name: 'must-fail', argv: ['node', '-e', 'console.log("boom"); process.exit(3)'] }] });
+    const r = await run(['noop'], {
+      verification: [{ name: 'must-fail', argv: ['node', '-e', 'console.log("boom"); process.exit(3)'] }],
+    });
     expect(r.code).toBe(1);
     expect(r.receipt).toMatchObject({ status: 'completed', verdict: 'verification_failed', changed_files: [] });
     expect(r.receipt.checks[0]).toMatchObject({ name: 'must-fail', exit_code: 3, passed: false, timed_out: false });
@@ -124,7 +158,9 @@ describe('uh mission run', () => {
   it('writes a timed_out receipt when the runtime exceeds timeout_seconds, and the whole process group is gone', async () => {
     const pidFile = join(tempDir('uh-pid-'), 'grandchild.pid');
     // Unisolated: the process-group kill (the isolated PID-namespace kill: test/security/processes.test.ts).
-    const r = await run(['hang', pidFile], { timeout_seconds: 1 }, [], { env: { UH_CACHE_DIR: cacheDir, UH_ISOLATION: 'off' } });
+    const r = await run(['hang', pidFile], { timeout_seconds: 1 }, [], {
+      env: { UH_CACHE_DIR: cacheDir, UH_ISOLATION: 'off' },
+    });
     expect(r.code).toBe(1);
     expect(r.receipt.status).toBe('failed');
     expect(r.receipt.outcome).toMatchObject({ raw: 'timeout', timed_out: true });
@@ -140,7 +176,9 @@ describe('uh mission run', () => {
   });
 
   it('caps captured check output with a truncation marker', async () => {
-    const r = await run(['noop'], { verification: [{ name: 'loud', argv: ['node', '-e', 'process.stdout.write("z".repeat(3*1024*1024))'] }] });
+    const r = await run(['noop'], {
+      verification: [{ name: 'loud', argv: ['node', '-e', 'process.stdout.write("z".repeat(3*1024*1024))'] }],
+    });
     const check = r.receipt.checks[0];
     expect(check).toMatchObject({ passed: true, output_truncated: true, output_bytes: 3 * 1024 * 1024 });
     const log = readFileSync(check.log, 'utf8');
@@ -165,7 +203,9 @@ describe('uh mission run', () => {
   it('takes the last of several sentinel blocks, with CRLF line endings', async () => {
     const r = await run(['crlf']);
     expect(r.receipt.final_message).toBe('final answer');
-    expect(readFileSync(join(r.stateDir, 'operations', r.operationId, 'runtime-final.txt'), 'utf8')).toBe('final answer');
+    expect(readFileSync(join(r.stateDir, 'operations', r.operationId, 'runtime-final.txt'), 'utf8')).toBe(
+      'final answer',
+    );
   });
 
   it('reports a missing runtime binary as blocked, exit 3, with a hint', async () => {
@@ -177,7 +217,14 @@ describe('uh mission run', () => {
 
   it('never puts a secret from the runtime env into events, receipts or the mission copy', async () => {
     const secret = 'sk-live-8c1f0e6a2b9d4471';
-    const r = await run(['echo-env', 'MY_API_KEY'], { runtime_config_overrides: { command: { argv: [process.execPath, (await import('../support/cli.js')).FAKE_AGENT, 'echo-env', 'MY_API_KEY'], env: { MY_API_KEY: secret } } } });
+    const r = await run(['echo-env', 'MY_API_KEY'], {
+      runtime_config_overrides: {
+        command: {
+          argv: [process.execPath, (await import('../support/cli.js')).FAKE_AGENT, 'echo-env', 'MY_API_KEY'],
+          env: { MY_API_KEY: secret },
+        },
+      },
+    });
     expect(r.code).toBe(0);
     const dir = join(r.stateDir, 'operations', r.operationId);
     for (const f of ['receipt.json', 'events.jsonl', 'mission.json', 'runtime-result.yaml']) {
@@ -190,7 +237,10 @@ describe('uh mission run', () => {
     const pidFile = join(tempDir('uh-pid-'), 'grandchild.pid');
     let uhPid = 0;
     // Unisolated (the agent writes its grandchild's host pid outside its sandbox).
-    const pending = run(['hang', pidFile], {}, [], { env: { UH_CACHE_DIR: cacheDir, UH_ISOLATION: 'off' }, onSpawn: (pid) => (uhPid = pid) });
+    const pending = run(['hang', pidFile], {}, [], {
+      env: { UH_CACHE_DIR: cacheDir, UH_ISOLATION: 'off' },
+      onSpawn: (pid) => (uhPid = pid),
+    });
     // Wait for the fake agent to be running (it writes its grandchild's pid), then interrupt.
     expect(await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '')).toBe(true);
     process.kill(uhPid, 'SIGINT');
@@ -225,7 +275,9 @@ describe('uh mission run', () => {
   it('runs six missions on the same repository at once, each in its own sandbox', async () => {
     const names = ['a', 'b', 'c', 'd', 'e', 'f'];
     const runs = await Promise.all(
-      names.map((n) => run(['edit', `src/${n}.txt`, n.toUpperCase()], { scope: { allowed_change_globs: [`src/${n}.txt`] } })),
+      names.map((n) =>
+        run(['edit', `src/${n}.txt`, n.toUpperCase()], { scope: { allowed_change_globs: [`src/${n}.txt`] } }),
+      ),
     );
     runs.forEach((r, i) => {
       expect(r.code, r.stderr).toBe(0);
@@ -244,10 +296,22 @@ describe('uh mission run refuses bad input with exit 2 and writes nothing', () =
     ['absolute glob', (m) => (m.scope = { allowed_change_globs: ['/etc/passwd'] }), 'scope.allowed_change_globs[0]'],
     ['.. glob', (m) => (m.scope = { allowed_change_globs: ['src/**', '../x'] }), 'scope.allowed_change_globs[1]'],
     ['unknown runtime', (m) => ((m.runtime = 'nope'), (m.runtime_config_overrides = {})), 'unknown runtime "nope"'],
-    ['runtime_config typo', (m) => (m.runtime_config_overrides = { command: { argv: ['true'], promt_via: 'file' } }), 'runtime_config_overrides.command.promt_via: unknown key'],
+    [
+      'runtime_config typo',
+      (m) => (m.runtime_config_overrides = { command: { argv: ['true'], promt_via: 'file' } }),
+      'runtime_config_overrides.command.promt_via: unknown key',
+    ],
     ['missing required runtime_config', (m) => (m.runtime_config_overrides = {}), 'runtime_config.argv'],
-    ['capability the runtime lacks', (m) => (m.requires = ['interactive_steering']), 'cannot meet requires: interactive_steering'],
-    ['ref that does not exist', (m) => (m.repository = { url: (m.repository as any).url, ref: 'no-such-branch' }), 'repository.ref'],
+    [
+      'capability the runtime lacks',
+      (m) => (m.requires = ['interactive_steering']),
+      'cannot meet requires: interactive_steering',
+    ],
+    [
+      'ref that does not exist',
+      (m) => (m.repository = { url: (m.repository as any).url, ref: 'no-such-branch' }),
+      'repository.ref',
+    ],
     ['repository path that does not exist', (m) => (m.repository = { url: '/nonexistent/repo' }), 'repository.url'],
   ])('%s', async (_name, mutate, expected) => {
     const stateDir = join(tempDir('uh-state-'), 'state');
@@ -256,7 +320,10 @@ describe('uh mission run refuses bad input with exit 2 and writes nothing', () =
     mutate(mission);
     writeFileSync(path, JSON.stringify(mission));
     const before = checkoutFingerprint(repo);
-    const r = await runCli(['mission', 'run', path, '--state-dir', stateDir], { cwd: repo, env: { UH_CACHE_DIR: cacheDir } });
+    const r = await runCli(['mission', 'run', path, '--state-dir', stateDir], {
+      cwd: repo,
+      env: { UH_CACHE_DIR: cacheDir },
+    });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(expected);
     expect(existsSync(stateDir)).toBe(false);

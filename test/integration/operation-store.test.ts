@@ -12,7 +12,14 @@ const fx = useOperationStore('store', 's');
 let n = 0;
 
 function job(digest = 'sha256:a'): OperationJob {
-  return { operation_id: `op-${++n}`, runtime: 'command', mission: { title: 't', repository: { url: '/r', ref: 'main' } }, base_commit: 'c0ffee', contract_digest: digest, attempt: 1 };
+  return {
+    operation_id: `op-${++n}`,
+    runtime: 'command',
+    mission: { title: 't', repository: { url: '/r', ref: 'main' } },
+    base_commit: 'c0ffee',
+    contract_digest: digest,
+    attempt: 1,
+  };
 }
 const fields = { mission_id: 'm', prompt_digest: 'sha256:p' };
 const worker = (id: string) => ({ id, host: 'h', pid: 1 });
@@ -24,19 +31,28 @@ describe('operation record transitions', () => {
     const results = await Promise.all(Array.from({ length: 100 }, () => fx.store.createOrAttach(j, fields)));
     expect(results.filter((r) => r.kind === 'created')).toHaveLength(1);
     expect(results.filter((r) => r.kind === 'attached')).toHaveLength(99);
-    expect(await fx.store.createOrAttach({ ...j, contract_digest: 'sha256:b' }, fields)).toEqual({ kind: 'conflict', digest: 'sha256:a' });
+    expect(await fx.store.createOrAttach({ ...j, contract_digest: 'sha256:b' }, fields)).toEqual({
+      kind: 'conflict',
+      digest: 'sha256:a',
+    });
   });
 
   it('two workers claiming one job: the later claim takes over only while the runtime has not started; the loser cannot start it', async () => {
     const j = job();
     await fx.store.createOrAttach(j, fields);
-    expect((await fx.store.claim(j.operation_id, 'w1', worker('w1'), jobIdFor(j.operation_id), done(j))).kind).toBe('run');
-    expect((await fx.store.claim(j.operation_id, 'w2', worker('w2'), jobIdFor(j.operation_id), done(j))).kind).toBe('run');
+    expect((await fx.store.claim(j.operation_id, 'w1', worker('w1'), jobIdFor(j.operation_id), done(j))).kind).toBe(
+      'run',
+    );
+    expect((await fx.store.claim(j.operation_id, 'w2', worker('w2'), jobIdFor(j.operation_id), done(j))).kind).toBe(
+      'run',
+    );
     expect(await fx.store.markRuntimeStarted(j.operation_id, 'w1')).toBe('lost');
     expect(await fx.store.markRuntimeStarted(j.operation_id, 'w2')).toBe('ok');
     expect(await fx.store.markRuntimeStarted(j.operation_id, 'w2')).toBe('lost'); // never twice
     // Re-delivered after the runtime started: unknown, with an event and an outbox entry.
-    expect((await fx.store.claim(j.operation_id, 'w3', worker('w3'), jobIdFor(j.operation_id), done(j))).kind).toBe('unknown');
+    expect((await fx.store.claim(j.operation_id, 'w3', worker('w3'), jobIdFor(j.operation_id), done(j))).kind).toBe(
+      'unknown',
+    );
     expect((await fx.store.get(j.operation_id))?.state).toBe('unknown');
     const events = await fx.store.redis.xrange(fx.store.keys.events(j.operation_id), '-', '+');
     expect(events.map(([, f]) => JSON.parse(f[1] as string).type)).toEqual(['operation.unknown']);
@@ -46,7 +62,9 @@ describe('operation record transitions', () => {
   it('a cancel requested before the runtime starts closes the gate', async () => {
     const j = job();
     await fx.store.createOrAttach(j, fields);
-    expect((await fx.store.claim(j.operation_id, 'w1', worker('w1'), jobIdFor(j.operation_id), done(j))).kind).toBe('run');
+    expect((await fx.store.claim(j.operation_id, 'w1', worker('w1'), jobIdFor(j.operation_id), done(j))).kind).toBe(
+      'run',
+    );
     expect((await fx.store.requestCancel(j.operation_id, 'test')).kind).toBe('requested');
     expect(await fx.store.markRuntimeStarted(j.operation_id, 'w1')).toBe('cancelled');
   });
@@ -56,12 +74,25 @@ describe('operation record transitions', () => {
     await fx.store.createOrAttach(j, fields);
     await fx.store.claim(j.operation_id, 'w1', worker('w1'), jobIdFor(j.operation_id), done(j));
     await fx.store.markRuntimeStarted(j.operation_id, 'w1');
-    expect(await fx.store.nextAttempt(j.operation_id, 'w-other', 2, jobIdFor(j.operation_id, 2), '{}', new Date())).toBe(false);
-    expect(await fx.store.nextAttempt(j.operation_id, 'w1', 2, jobIdFor(j.operation_id, 2), '{"attempt":1}', new Date())).toBe(true);
+    expect(
+      await fx.store.nextAttempt(j.operation_id, 'w-other', 2, jobIdFor(j.operation_id, 2), '{}', new Date()),
+    ).toBe(false);
+    expect(
+      await fx.store.nextAttempt(j.operation_id, 'w1', 2, jobIdFor(j.operation_id, 2), '{"attempt":1}', new Date()),
+    ).toBe(true);
     const r = await fx.store.get(j.operation_id);
-    expect(r).toMatchObject({ state: 'queued', attempt: 2, runtime_started: false, job_id: jobIdFor(j.operation_id, 2) });
-    expect((await fx.store.claim(j.operation_id, 'w2', worker('w2'), jobIdFor(j.operation_id, 1), done(j))).kind).toBe('stale');
-    expect((await fx.store.claim(j.operation_id, 'w2', worker('w2'), jobIdFor(j.operation_id, 2), done(j))).kind).toBe('run');
+    expect(r).toMatchObject({
+      state: 'queued',
+      attempt: 2,
+      runtime_started: false,
+      job_id: jobIdFor(j.operation_id, 2),
+    });
+    expect((await fx.store.claim(j.operation_id, 'w2', worker('w2'), jobIdFor(j.operation_id, 1), done(j))).kind).toBe(
+      'stale',
+    );
+    expect((await fx.store.claim(j.operation_id, 'w2', worker('w2'), jobIdFor(j.operation_id, 2), done(j))).kind).toBe(
+      'run',
+    );
     expect(await fx.store.attempts(j.operation_id)).toEqual(['{"attempt":1}']);
   });
 
@@ -69,13 +100,22 @@ describe('operation record transitions', () => {
     const j = job();
     await fx.store.createOrAttach(j, fields);
     const settle = (owner: string | null, allowed: string[]) =>
-      fx.store.settle(j.operation_id, { owner, allowedStates: allowed, record: { state: 'finished', status: 'cancelled', exit_code: 4 }, artifacts: { receipt: '{}' }, event: null, completion: done(j) });
+      fx.store.settle(j.operation_id, {
+        owner,
+        allowedStates: allowed,
+        record: { state: 'finished', status: 'cancelled', exit_code: 4 },
+        artifacts: { receipt: '{}' },
+        event: null,
+        completion: done(j),
+      });
     expect(await settle(null, ['running'])).toBe(false);
     expect(await fx.store.artifacts(j.operation_id)).toEqual({});
     expect(await settle(null, ['queued'])).toBe(true);
     expect(await settle(null, ['queued'])).toBe(false);
     expect((await fx.store.get(j.operation_id))?.state).toBe('finished');
-    expect((await fx.store.claim(j.operation_id, 'w1', worker('w1'), jobIdFor(j.operation_id), done(j))).kind).toBe('settled');
+    expect((await fx.store.claim(j.operation_id, 'w1', worker('w1'), jobIdFor(j.operation_id), done(j))).kind).toBe(
+      'settled',
+    );
   });
 });
 

@@ -19,7 +19,13 @@ let redis: TestRedis;
 const dirs: string[] = [cacheDir];
 
 function sh(cmd: string, args: string[], cwd: string, env: Record<string, string> = {}): string {
-  return execFileSync(cmd, args, { cwd, encoding: 'utf8', env: { ...process.env, UH_LOG_LEVEL: 'silent', ...env }, stdio: ['ignore', 'pipe', 'pipe'], timeout: 50_000 });
+  return execFileSync(cmd, args, {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, UH_LOG_LEVEL: 'silent', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 50_000,
+  });
 }
 
 beforeAll(async () => {
@@ -27,10 +33,28 @@ beforeAll(async () => {
   const packDir = tempDir('uh-pack-');
   project = tempDir('uh-consumer-');
   dirs.push(packDir, project);
-  const packed = JSON.parse(sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', packDir], ACTION_PATH)) as Array<{ filename: string }>;
+  const packed = JSON.parse(
+    sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', packDir], ACTION_PATH),
+  ) as Array<{ filename: string }>;
   const tarball = join(packDir, packed[0]?.filename as string);
-  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }));
-  sh('npm', ['install', tarball, '--prefer-offline', '--no-audit', '--no-fund', '--omit=dev', '--ignore-scripts', '--no-update-notifier'], project);
+  writeFileSync(
+    join(project, 'package.json'),
+    JSON.stringify({ name: 'consumer', version: '1.0.0', private: true, type: 'module' }),
+  );
+  sh(
+    'npm',
+    [
+      'install',
+      tarball,
+      '--prefer-offline',
+      '--no-audit',
+      '--no-fund',
+      '--omit=dev',
+      '--ignore-scripts',
+      '--no-update-notifier',
+    ],
+    project,
+  );
   git(project, 'init', '-q', '-b', 'main');
   cpSync(join(project, 'node_modules/ultimate-harness/examples'), join(project, 'examples'), { recursive: true });
   writeFileSync(join(project, '.gitignore'), 'node_modules/\n');
@@ -45,8 +69,18 @@ afterAll(async () => {
 
 describe('the npm pack tarball', () => {
   it('installs into an empty project whose uh runs the hello demo to a verified receipt', () => {
-    const out = sh(join(project, 'node_modules/.bin/uh'), ['mission', 'run', 'examples/hello/mission.yaml', '--json'], project, { UH_CACHE_DIR: cacheDir });
-    expect(JSON.parse(out)).toMatchObject({ operation_id: 'hello-001', status: 'completed', verdict: 'verified', exit_code: 0 });
+    const out = sh(
+      join(project, 'node_modules/.bin/uh'),
+      ['mission', 'run', 'examples/hello/mission.yaml', '--json'],
+      project,
+      { UH_CACHE_DIR: cacheDir },
+    );
+    expect(JSON.parse(out)).toMatchObject({
+      operation_id: 'hello-001',
+      status: 'completed',
+      verdict: 'verified',
+      exit_code: 0,
+    });
     expect(git(project, 'status', '--porcelain')).toBe('');
   }, 30_000);
 
@@ -75,12 +109,28 @@ try {
     writeFileSync(join(project, 'program.ts'), program);
     writeFileSync(
       join(project, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { target: 'ES2023', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, skipLibCheck: true, outDir: 'out', typeRoots: [join(ACTION_PATH, 'node_modules/@types')], types: ['node'] }, files: ['program.ts'] }),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'ES2023',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          skipLibCheck: true,
+          outDir: 'out',
+          typeRoots: [join(ACTION_PATH, 'node_modules/@types')],
+          types: ['node'],
+        },
+        files: ['program.ts'],
+      }),
     );
     sh(process.execPath, [join(ACTION_PATH, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], project);
     const prefix = redis.prefix('consumer');
     const env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_HEARTBEAT_MS: '500' };
-    const worker = spawn(join(project, 'node_modules/.bin/uh'), ['worker', 'start', '--runtime', 'command', '--state-dir', tempDir('uh-consumer-worker-')], { cwd: project, env: { ...process.env, ...env, UH_LOG_LEVEL: 'silent' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const worker = spawn(
+      join(project, 'node_modules/.bin/uh'),
+      ['worker', 'start', '--runtime', 'command', '--state-dir', tempDir('uh-consumer-worker-')],
+      { cwd: project, env: { ...process.env, ...env, UH_LOG_LEVEL: 'silent' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     try {
       await new Promise<void>((resolve, reject) => {
         let out = '';
@@ -89,8 +139,18 @@ try {
         worker.stderr.on('data', onData);
         worker.on('close', () => reject(new Error(`worker exited: ${out}`)));
       });
-      const result = JSON.parse(sh(process.execPath, ['out/program.js'], project, env).trim().split('\n').pop() as string);
-      expect(result).toEqual({ exitCode: 0, ok: true, verdict: 'verified', files: expect.any(Number), greeting: true, invalid: 2, missing: 'not_found' });
+      const result = JSON.parse(
+        sh(process.execPath, ['out/program.js'], project, env).trim().split('\n').pop() as string,
+      );
+      expect(result).toEqual({
+        exitCode: 0,
+        ok: true,
+        verdict: 'verified',
+        files: expect.any(Number),
+        greeting: true,
+        invalid: 2,
+        missing: 'not_found',
+      });
       expect(result.files).toBeGreaterThanOrEqual(4);
     } finally {
       worker.kill('SIGKILL');

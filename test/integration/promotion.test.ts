@@ -64,7 +64,8 @@ afterAll(async () => {
 
 /** The user's checkout as bytes: HEAD, index, stash ref and reflog, every working-tree file, and git's own view. */
 function userFingerprint(dir: string): string {
-  const hash = (path: string) => (existsSync(path) ? createHash('sha256').update(readFileSync(path)).digest('hex') : 'absent');
+  const hash = (path: string) =>
+    existsSync(path) ? createHash('sha256').update(readFileSync(path)).digest('hex') : 'absent';
   const files: string[] = [];
   const walk = (d: string) => {
     for (const name of readdirSync(d).sort()) {
@@ -77,7 +78,8 @@ function userFingerprint(dir: string): string {
   };
   walk(dir);
   const quiet = { GIT_OPTIONAL_LOCKS: '0' }; // git status must not refresh the index it is fingerprinting
-  const status = (args: string[]) => execFileSync('git', args, { cwd: dir, env: { ...process.env, ...quiet }, encoding: 'utf8' });
+  const status = (args: string[]) =>
+    execFileSync('git', args, { cwd: dir, env: { ...process.env, ...quiet }, encoding: 'utf8' });
   return [
     `HEAD ${hash(join(dir, '.git/HEAD'))}`,
     `index ${hash(join(dir, '.git/index'))}`,
@@ -99,12 +101,18 @@ async function runMission(target: string, agentArgs: string[], patch: Record<str
   const stateDir = tempDir('uh-pstate-');
   created.push(stateDir);
   const { path, operationId } = writeMission(target, agentArgs, patch);
-  const result = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], { cwd: stateDir, env: { UH_CACHE_DIR: cacheDir } });
+  const result = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], {
+    cwd: stateDir,
+    env: { UH_CACHE_DIR: cacheDir },
+  });
   return { operationId, stateDir, receipt: JSON.parse(result.stdout) };
 }
 
 function promote(ran: Ran, args: string[] = [], env: Record<string, string> = {}): Promise<CliResult> {
-  return runCli(['mission', 'promote', ran.operationId, '--state-dir', ran.stateDir, ...args], { cwd: ran.stateDir, env: { UH_CACHE_DIR: cacheDir, ...env } });
+  return runCli(['mission', 'promote', ran.operationId, '--state-dir', ran.stateDir, ...args], {
+    cwd: ran.stateDir,
+    env: { UH_CACHE_DIR: cacheDir, ...env },
+  });
 }
 
 const verified = { verification: [{ name: 'ok', argv: ['true'], timeout_seconds: 30 }] };
@@ -122,19 +130,32 @@ describe('uh mission promote into the user repository', () => {
 
     const record = JSON.parse(r.stdout);
     const branch = `uh/${ran.operationId}`;
-    expect(record).toMatchObject({ schema_version: 'uh.promotion.v0', decision: 'promoted', branch, tree_verified: true, created: true, pushed: null });
+    expect(record).toMatchObject({
+      schema_version: 'uh.promotion.v0',
+      decision: 'promoted',
+      branch,
+      tree_verified: true,
+      created: true,
+      pushed: null,
+    });
     expect(git(repo, 'rev-parse', branch)).toBe(record.commit);
     // Tree equality with the sandbox's final tree, parent = base commit, exactly the receipt's files.
     expect(git(repo, 'rev-parse', `${branch}^{tree}`)).toBe(ran.receipt.final_tree);
     expect(git(repo, 'rev-parse', `${branch}^`)).toBe(ran.receipt.repository.base_commit);
-    expect(git(repo, 'diff', '--name-only', `${branch}^`, branch).split('\n').sort()).toEqual(ran.receipt.changed_files.map((f: any) => f.path).sort());
+    expect(git(repo, 'diff', '--name-only', `${branch}^`, branch).split('\n').sort()).toEqual(
+      ran.receipt.changed_files.map((f: any) => f.path).sort(),
+    );
     expect(git(repo, 'show', `${branch}:src/app.txt`)).toBe('agent change');
     const message = git(repo, 'log', '-1', '--format=%B', branch);
     expect(message.split('\n')[0]).toBe('Test mission');
     expect(message).toContain(`Uh-Operation-Id: ${ran.operationId}`);
     expect(message).toMatch(/Uh-Receipt-Digest: sha256:[0-9a-f]{64}/);
-    expect(git(repo, 'log', '-1', '--format=%an <%ae>|%cn <%ce>', branch)).toBe('Promo Bot <bot@example.com>|Promo Bot <bot@example.com>');
-    expect(JSON.parse(readFileSync(join(ran.stateDir, 'operations', ran.operationId, 'promotion.json'), 'utf8')).commit).toBe(record.commit);
+    expect(git(repo, 'log', '-1', '--format=%an <%ae>|%cn <%ce>', branch)).toBe(
+      'Promo Bot <bot@example.com>|Promo Bot <bot@example.com>',
+    );
+    expect(
+      JSON.parse(readFileSync(join(ran.stateDir, 'operations', ran.operationId, 'promotion.json'), 'utf8')).commit,
+    ).toBe(record.commit);
 
     // Idempotent: the same branch and commit again; another branch is a conflict that changes nothing.
     const again = await promote(ran, ['--json']);
@@ -160,24 +181,37 @@ describe('uh mission promote into the user repository', () => {
 
   it.each([
     ['unverified', ['edit', 'src/u.txt', 'u'], {}, 'unverified'],
-    ['verification_failed', ['edit', 'src/f.txt', 'f'], { verification: [{ name: 'no', argv: ['false'], timeout_seconds: 30 }] }, 'verification_failed'],
-    ['scope_violation', ['edit', 'docs/s.txt', 's'], { ...verified, scope: { allowed_change_globs: ['src/**'] } }, 'scope_violation'],
+    [
+      'verification_failed',
+      ['edit', 'src/f.txt', 'f'],
+      { verification: [{ name: 'no', argv: ['false'], timeout_seconds: 30 }] },
+      'verification_failed',
+    ],
+    [
+      'scope_violation',
+      ['edit', 'docs/s.txt', 's'],
+      { ...verified, scope: { allowed_change_globs: ['src/**'] } },
+      'scope_violation',
+    ],
     ['failed', ['exit', '3'], verified, 'status failed'],
-  ])('refuses a %s operation with exit 2 naming the verdict, and creates nothing', async (_name, agent, patch, named) => {
-    const ran = await runMission(repo, agent as string[], patch);
-    const refs = git(repo, 'for-each-ref');
-    const r = await promote(ran);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toContain(named);
-    expect(git(repo, 'for-each-ref')).toBe(refs);
-    expect(existsSync(join(ran.stateDir, 'operations', ran.operationId, 'promotion.json'))).toBe(false);
-    if (_name === 'unverified') {
-      expect(r.stderr).toContain('--allow-unverified');
-      const allowed = await promote(ran, ['--allow-unverified', '--json']);
-      expect(allowed.code).toBe(0);
-      expect(JSON.parse(allowed.stdout).verdict).toBe('unverified');
-    }
-  });
+  ])(
+    'refuses a %s operation with exit 2 naming the verdict, and creates nothing',
+    async (_name, agent, patch, named) => {
+      const ran = await runMission(repo, agent as string[], patch);
+      const refs = git(repo, 'for-each-ref');
+      const r = await promote(ran);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(named);
+      expect(git(repo, 'for-each-ref')).toBe(refs);
+      expect(existsSync(join(ran.stateDir, 'operations', ran.operationId, 'promotion.json'))).toBe(false);
+      if (_name === 'unverified') {
+        expect(r.stderr).toContain('--allow-unverified');
+        const allowed = await promote(ran, ['--allow-unverified', '--json']);
+        expect(allowed.code).toBe(0);
+        expect(JSON.parse(allowed.stdout).verdict).toBe('unverified');
+      }
+    },
+  );
 
   it('refuses an operation whose state is unknown, and a cancelled one', async () => {
     const ran = await runMission(repo, ['edit', 'src/k.txt', 'k'], verified);
@@ -206,7 +240,10 @@ describe('uh mission promote into the user repository', () => {
     expect(first.mergeable).toMatchObject({ into: 'main', clean: true, conflicts: [] });
     writeFileSync(join(own, 'b.txt'), 'b moved on\n');
     git(own, 'commit', '-qam', 'unrelated change');
-    expect(JSON.parse((await promote(ran, ['--json'])).stdout).mergeable).toMatchObject({ clean: true, head: git(own, 'rev-parse', 'main') });
+    expect(JSON.parse((await promote(ran, ['--json'])).stdout).mergeable).toMatchObject({
+      clean: true,
+      head: git(own, 'rev-parse', 'main'),
+    });
     writeFileSync(join(own, 'a.txt'), 'one\nTWO by user\nthree\n');
     git(own, 'commit', '-qam', 'conflicting change');
     const moved = JSON.parse((await promote(ran, ['--json'])).stdout);
@@ -227,14 +264,16 @@ describe('pushing', () => {
     expect(userFingerprint(repo)).toBe(before);
   });
 
-  it('exits 3 with the remote\'s own reason when the push is rejected; the local branch stays on record', async () => {
+  it("exits 3 with the remote's own reason when the push is rejected; the local branch stays on record", async () => {
     const strict = bareRepo('echo "policy: uh branches need a review first" >&2; exit 1');
     const ran = await runMission(repo, ['edit', 'src/rejected.txt', 'r'], verified);
     const r = await promote(ran, ['--push', strict]);
     expect(r.code).toBe(3);
     expect(r.stderr).toContain('policy: uh branches need a review first');
     expect(git(strict, 'for-each-ref')).toBe('');
-    const record = JSON.parse(readFileSync(join(ran.stateDir, 'operations', ran.operationId, 'promotion.json'), 'utf8'));
+    const record = JSON.parse(
+      readFileSync(join(ran.stateDir, 'operations', ran.operationId, 'promotion.json'), 'utf8'),
+    );
     expect(record.pushed).toBeNull();
     expect(git(repo, 'rev-parse', `uh/${ran.operationId}`)).toBe(record.commit);
   });
@@ -244,14 +283,20 @@ describe('pushing', () => {
     const r = await promote(ran, ['--push', 'https://bot:s3cr3t-t0ken@127.0.0.1:9/x.git', '--json']);
     expect(r.code).toBe(3);
     expect(r.stdout + r.stderr).not.toContain('s3cr3t-t0ken');
-    expect(readFileSync(join(ran.stateDir, 'operations', ran.operationId, 'promotion.json'), 'utf8')).not.toContain('s3cr3t-t0ken');
+    expect(readFileSync(join(ran.stateDir, 'operations', ran.operationId, 'promotion.json'), 'utf8')).not.toContain(
+      's3cr3t-t0ken',
+    );
   });
 });
 
 describe('automatic promotion', () => {
   it('inline: promotion: branch makes the branch at the end of the run', async () => {
     const ran = await runMission(repo, ['edit', 'src/auto.txt', 'auto'], { ...verified, promotion: 'branch' });
-    expect(ran.receipt.promotion).toMatchObject({ decision: 'promoted', branch: `uh/${ran.operationId}`, promoted_by: { via: 'inline' } });
+    expect(ran.receipt.promotion).toMatchObject({
+      decision: 'promoted',
+      branch: `uh/${ran.operationId}`,
+      promoted_by: { via: 'inline' },
+    });
     expect(git(repo, 'rev-parse', `uh/${ran.operationId}^{tree}`)).toBe(ran.receipt.final_tree);
   });
 
@@ -259,7 +304,12 @@ describe('automatic promotion', () => {
     const upstream = bareRepo();
     git(repo, 'push', '-q', upstream, 'main');
     const prefix = redis.prefix('auto');
-    const env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_PROMOTION_AUTHOR: 'Queue Bot <queue@example.com>' };
+    const env = {
+      REDIS_URL: redis.url,
+      UH_REDIS_PREFIX: prefix,
+      UH_CACHE_DIR: cacheDir,
+      UH_PROMOTION_AUTHOR: 'Queue Bot <queue@example.com>',
+    };
     const stateDir = tempDir('uh-pqstate-');
     created.push(stateDir);
     const w = await startWorker(['--runtime', 'command', '--results', '--state-dir', stateDir], { cwd: stateDir, env });
@@ -271,14 +321,18 @@ describe('automatic promotion', () => {
     const submitted = await runCli(['mission', 'submit', path, '--wait', '--json'], { cwd: stateDir, env });
     expect(submitted.code).toBe(0);
     const branch = `refs/heads/auto/${operationId}`;
-    const pushed = await waitFor(() => {
-      try {
-        git(upstream, 'rev-parse', '--verify', branch);
-        return true;
-      } catch {
-        return false;
-      }
-    }, 30_000, 100);
+    const pushed = await waitFor(
+      () => {
+        try {
+          git(upstream, 'rev-parse', '--verify', branch);
+          return true;
+        } catch {
+          return false;
+        }
+      },
+      30_000,
+      100,
+    );
     expect(pushed, w.output()).toBe(true);
     // The record lands in Redis right after the push.
     let record: any = null;
@@ -288,20 +342,45 @@ describe('automatic promotion', () => {
       if (text) record = JSON.parse(text);
       else await new Promise((r) => setTimeout(r, 100));
     }
-    expect(record).toMatchObject({ decision: 'promoted', branch: `auto/${operationId}`, repository: { kind: 'mirror' }, promoted_by: { via: 'results-worker' }, author: { name: 'Queue Bot' } });
+    expect(record).toMatchObject({
+      decision: 'promoted',
+      branch: `auto/${operationId}`,
+      repository: { kind: 'mirror' },
+      promoted_by: { via: 'results-worker' },
+      author: { name: 'Queue Bot' },
+    });
     expect(record.pushed).toMatchObject({ remote: 'origin', ref: branch });
     expect(git(upstream, 'rev-parse', branch)).toBe(record.commit);
     expect(git(upstream, 'show', `${branch}:src/queued.txt`)).toBe('queued');
     // The CLI against Redis returns the same promotion.
-    const again = await runCli(['mission', 'promote', operationId, '--redis', redis.url, '--json'], { cwd: stateDir, env });
+    const again = await runCli(['mission', 'promote', operationId, '--redis', redis.url, '--json'], {
+      cwd: stateDir,
+      env,
+    });
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ commit: record.commit, created: false });
     // And through the HTTP API: the same target answers 200 with the same commit, another is a 409.
     const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
     const identity = { name: 'Api Bot', email: 'api@example.com' };
-    const app = await buildApiServer({ client, config: readApiConfig({}, '127.0.0.1'), stateDir, cacheDir, baseDir: stateDir, repositoryPolicy: { allowLocal: true, allowHttp: false }, prices: {}, receiptKey: loadConfig({ UH_CACHE_DIR: cacheDir }).receipts, promotionIdentity: { author: identity, committer: identity } });
+    const app = await buildApiServer({
+      client,
+      config: readApiConfig({}, '127.0.0.1'),
+      stateDir,
+      cacheDir,
+      baseDir: stateDir,
+      repositoryPolicy: { allowLocal: true, allowHttp: false },
+      prices: {},
+      receiptKey: loadConfig({ UH_CACHE_DIR: cacheDir }).receipts,
+      promotionIdentity: { author: identity, committer: identity },
+    });
     try {
-      const post = (body: unknown, id = operationId) => app.inject({ method: 'POST', url: `/v1/operations/${id}/promote`, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+      const post = (body: unknown, id = operationId) =>
+        app.inject({
+          method: 'POST',
+          url: `/v1/operations/${id}/promote`,
+          headers: { 'content-type': 'application/json' },
+          payload: JSON.stringify(body),
+        });
       const same = await post({ branch: `auto/${operationId}` });
       expect(same.statusCode).toBe(200);
       expect(same.json()).toMatchObject({ created: false, promotion: { commit: record.commit } });

@@ -71,7 +71,12 @@ function state(): string {
   return dir;
 }
 
-function uh(prefix: string, args: string[], extra: Record<string, string> = {}, onSpawn?: (pid: number) => void): Promise<CliResult> {
+function uh(
+  prefix: string,
+  args: string[],
+  extra: Record<string, string> = {},
+  onSpawn?: (pid: number) => void,
+): Promise<CliResult> {
   return runCli(args, { cwd: repo, env: fleetEnv(prefix, extra), ...(onSpawn ? { onSpawn } : {}) });
 }
 
@@ -85,7 +90,10 @@ async function verifyCollected(prefix: string, operationId: string): Promise<unk
 }
 
 async function worker(prefix: string, args: string[], extra: Record<string, string> = {}): Promise<WorkerProcess> {
-  const w = await startWorker(['--state-dir', state(), ...args], { cwd: repo, env: { ...fleetEnv(prefix, extra), UH_LOG_LEVEL: 'warn' } });
+  const w = await startWorker(['--state-dir', state(), ...args], {
+    cwd: repo,
+    env: { ...fleetEnv(prefix, extra), UH_LOG_LEVEL: 'warn' },
+  });
   workers.push(w);
   return w;
 }
@@ -94,7 +102,12 @@ async function record(prefix: string, id: string): Promise<Record<string, string
   return redis.redis.hgetall(`{${prefix}}:op:${id}`);
 }
 
-async function waitForRecord(prefix: string, id: string, ok: (r: Record<string, string>) => boolean, timeoutMs = 30_000): Promise<Record<string, string>> {
+async function waitForRecord(
+  prefix: string,
+  id: string,
+  ok: (r: Record<string, string>) => boolean,
+  timeoutMs = 30_000,
+): Promise<Record<string, string>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const r = await record(prefix, id);
@@ -107,14 +120,32 @@ async function waitForRecord(prefix: string, id: string, ok: (r: Record<string, 
 const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
 const json = (r: CliResult) => JSON.parse(r.stdout);
 
-function burst(prefix: string, n: number, missionPath: string, stateDir: string): Promise<Array<{ kind?: string; error?: string }>> {
+function burst(
+  prefix: string,
+  n: number,
+  missionPath: string,
+  stateDir: string,
+): Promise<Array<{ kind?: string; error?: string }>> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BURST, String(n), missionPath, stateDir], { cwd: repo, env: { ...process.env, ...fleetEnv(prefix) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BURST, String(n), missionPath, stateDir], {
+      cwd: repo,
+      env: { ...process.env, ...fleetEnv(prefix) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.on('data', (c) => (out += c));
     child.stderr.on('data', (c) => (err += c));
-    child.on('close', (code) => (code === 0 ? resolve(out.trim().split('\n').map((l) => JSON.parse(l))) : reject(new Error(`submit-burst exited ${code}: ${err}`))));
+    child.on('close', (code) =>
+      code === 0
+        ? resolve(
+            out
+              .trim()
+              .split('\n')
+              .map((l) => JSON.parse(l)),
+          )
+        : reject(new Error(`submit-burst exited ${code}: ${err}`)),
+    );
   });
 }
 
@@ -171,12 +202,36 @@ describe('one fleet: worker pool, --wait exit codes, cancel, collect, watch', ()
   it('--wait exits with the code of each status and verdict', async () => {
     const check = (argv: string[]) => [{ name: 'c', argv, timeout_seconds: 30 }];
     const cases: Array<[string, string[], Record<string, unknown>, number, Record<string, unknown>]> = [
-      ['verified', ['edit', 'src/new.txt', 'x'], { scope: { allowed_change_globs: ['src/**'] }, verification: check(['test', '-f', 'src/new.txt']) }, 0, { status: 'completed', verdict: 'verified' }],
+      [
+        'verified',
+        ['edit', 'src/new.txt', 'x'],
+        { scope: { allowed_change_globs: ['src/**'] }, verification: check(['test', '-f', 'src/new.txt']) },
+        0,
+        { status: 'completed', verdict: 'verified' },
+      ],
       ['unverified', ['noop'], {}, 0, { status: 'completed', verdict: 'unverified' }],
-      ['verification_failed', ['noop'], { verification: check(['false']) }, 1, { status: 'completed', verdict: 'verification_failed' }],
-      ['scope_violation', ['edit', 'README.md', 'x'], { scope: { allowed_change_globs: ['src/**'] } }, 1, { status: 'completed', verdict: 'scope_violation' }],
+      [
+        'verification_failed',
+        ['noop'],
+        { verification: check(['false']) },
+        1,
+        { status: 'completed', verdict: 'verification_failed' },
+      ],
+      [
+        'scope_violation',
+        ['edit', 'README.md', 'x'],
+        { scope: { allowed_change_globs: ['src/**'] } },
+        1,
+        { status: 'completed', verdict: 'scope_violation' },
+      ],
       ['failed', ['exit', '3'], {}, 1, { status: 'failed' }],
-      ['blocked', [], { runtime_config_overrides: { command: { argv: ['uh-no-such-agent'] } } }, 3, { status: 'blocked' }],
+      [
+        'blocked',
+        [],
+        { runtime_config_overrides: { command: { argv: ['uh-no-such-agent'] } } },
+        3,
+        { status: 'blocked' },
+      ],
     ];
     const runs = await Promise.all(
       cases.map(async ([, agent, patch]) => {
@@ -190,7 +245,16 @@ describe('one fleet: worker pool, --wait exit codes, cancel, collect, watch', ()
     }
     // A wait that times out: exit 5, the operation keeps running (then cancel it and see 4).
     const { path, operationId } = writeMission(repo, ['hang']);
-    const timedOut = await uh(prefix(), ['mission', 'submit', path, '--wait', '--timeout', '1', '--state-dir', producerState]);
+    const timedOut = await uh(prefix(), [
+      'mission',
+      'submit',
+      path,
+      '--wait',
+      '--timeout',
+      '1',
+      '--state-dir',
+      producerState,
+    ]);
     expect(timedOut.code).toBe(5);
     expect(timedOut.stderr).toContain('after 1 s');
     const cancelled = await uh(prefix(), ['mission', 'cancel', operationId, '--wait', '--json']);
@@ -212,7 +276,10 @@ describe('one fleet: worker pool, --wait exit codes, cancel, collect, watch', ()
     expect(waited.code).toBe(4);
     expect(json(waited)).toMatchObject({ status: 'cancelled', outcome: { raw: 'cancel' } });
     expect(watched.code).toBe(4);
-    const types = watched.stdout.trim().split('\n').map((l) => JSON.parse(l).type);
+    const types = watched.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l).type);
     expect(types).toContain('runtime.started');
     expect(types).toContain('operation.completed');
     expect(await waitFor(() => processGone(Number(readFileSync(pidFile, 'utf8'))), 5000)).toBe(true);
@@ -223,7 +290,9 @@ describe('one fleet: worker pool, --wait exit codes, cancel, collect, watch', ()
     const { path, operationId } = writeMission(repo, ['edit', 'src/big.txt', big.repeat(40)]);
     const ghOutput = join(tempDir('uh-gh-'), 'output');
     writeFileSync(ghOutput, '');
-    const waited = await uh(prefix(), ['mission', 'submit', path, '--wait', '--state-dir', producerState], { GITHUB_OUTPUT: ghOutput });
+    const waited = await uh(prefix(), ['mission', 'submit', path, '--wait', '--state-dir', producerState], {
+      GITHUB_OUTPUT: ghOutput,
+    });
     expect(waited.code).toBe(0);
     const gh = readFileSync(ghOutput, 'utf8');
     expect(gh).toContain('status=completed\n');
@@ -235,16 +304,32 @@ describe('one fleet: worker pool, --wait exit codes, cancel, collect, watch', ()
 
     const out = tempDir('uh-collect-');
     const elsewhere = state();
-    const collected = await uh(prefix(), ['mission', 'collect', operationId, '--out', out, '--state-dir', elsewhere, '--json']);
+    const collected = await uh(prefix(), [
+      'mission',
+      'collect',
+      operationId,
+      '--out',
+      out,
+      '--state-dir',
+      elsewhere,
+      '--json',
+    ]);
     expect(collected.code).toBe(0);
     const receipt = JSON.parse(readFileSync(join(out, 'receipt.json'), 'utf8'));
-    expect(receipt).toMatchObject({ operation_id: operationId, status: 'completed', changed_files: [{ path: 'src/big.txt', status: 'added' }] });
+    expect(receipt).toMatchObject({
+      operation_id: operationId,
+      status: 'completed',
+      changed_files: [{ path: 'src/big.txt', status: 'added' }],
+    });
     const diff = readFileSync(join(out, 'diff.patch'), 'utf8');
     expect(diff).toContain('+yyyy');
     expect(diff).toContain('# uh: truncated: kept');
     expect(Buffer.byteLength(diff)).toBeLessThan(4096 + 300);
     expect(readFileSync(join(out, 'runtime-final.txt'), 'utf8')).toBe('Edited src/big.txt.');
-    const events = readFileSync(join(out, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l).type);
+    const events = readFileSync(join(out, 'events.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l).type);
     expect(events[0]).toBe('operation.queued');
     expect(events).toContain('operation.completed');
     const status = await uh(prefix(), ['mission', 'status', operationId, '--state-dir', elsewhere, '--json']);
@@ -256,7 +341,9 @@ describe('one fleet: worker pool, --wait exit codes, cancel, collect, watch', ()
     const { path } = writeMission(repo, ['final', 'line one\\nline two']);
     const ghOutput = join(tempDir('uh-gh-'), 'output');
     writeFileSync(ghOutput, '');
-    const waited = await uh(prefix(), ['mission', 'submit', path, '--wait', '--state-dir', producerState], { GITHUB_OUTPUT: ghOutput });
+    const waited = await uh(prefix(), ['mission', 'submit', path, '--wait', '--state-dir', producerState], {
+      GITHUB_OUTPUT: ghOutput,
+    });
     expect(waited.code).toBe(0);
     const m = /final_message<<(uh_[0-9a-f]+)\n([\s\S]*?)\n\1\n/.exec(readFileSync(ghOutput, 'utf8'));
     expect(m?.[2]).toBe('line one\nline two');
@@ -266,7 +353,9 @@ describe('one fleet: worker pool, --wait exit codes, cancel, collect, watch', ()
     const secret = 'sk-live-queue-3e9b1d7a5c';
     const { FAKE_AGENT } = await import('../support/cli.js');
     const { path, operationId } = writeMission(repo, [], {
-      runtime_config_overrides: { command: { argv: [process.execPath, FAKE_AGENT, 'echo-env', 'MY_API_KEY'], env: { MY_API_KEY: secret } } },
+      runtime_config_overrides: {
+        command: { argv: [process.execPath, FAKE_AGENT, 'echo-env', 'MY_API_KEY'], env: { MY_API_KEY: secret } },
+      },
     });
     const outputs = [await uh(prefix(), ['mission', 'submit', path, '--wait', '--json', '--state-dir', producerState])];
     expect(outputs[0]!.code).toBe(0);
@@ -286,17 +375,39 @@ describe('one fleet: worker pool, --wait exit codes, cancel, collect, watch', ()
   it('submits several mission files in one command: each runs once; a conflict among them is exit 2 and the others still go', async () => {
     const countFile = join(tempDir('uh-count-'), 'count');
     const missions = [1, 2, 3].map(() => writeMission(repo, ['count', countFile]));
-    const many = await uh(prefix(), ['mission', 'submit', ...missions.map((m) => m.path), '--json', '--state-dir', producerState]);
+    const many = await uh(prefix(), [
+      'mission',
+      'submit',
+      ...missions.map((m) => m.path),
+      '--json',
+      '--state-dir',
+      producerState,
+    ]);
     expect(many.code).toBe(0);
-    expect(json(many)).toEqual(missions.map((m) => expect.objectContaining({ operation_id: m.operationId, attached: false, queue: 'runtime.command' })));
+    expect(json(many)).toEqual(
+      missions.map((m) =>
+        expect.objectContaining({ operation_id: m.operationId, attached: false, queue: 'runtime.command' }),
+      ),
+    );
     for (const m of missions) {
-      const waited = await uh(prefix(), ['mission', 'submit', m.path, '--wait', '--json', '--state-dir', producerState]);
+      const waited = await uh(prefix(), [
+        'mission',
+        'submit',
+        m.path,
+        '--wait',
+        '--json',
+        '--state-dir',
+        producerState,
+      ]);
       expect(json(waited)).toMatchObject({ operation_id: m.operationId, status: 'completed', attached: true });
     }
     expect(lines(countFile)).toHaveLength(3);
 
     const first = missions[0] as { path: string; operationId: string };
-    writeFileSync(first.path, readFileSync(first.path, 'utf8').replace('Do what the fake agent does.', 'Something else entirely.'));
+    writeFileSync(
+      first.path,
+      readFileSync(first.path, 'utf8').replace('Do what the fake agent does.', 'Something else entirely.'),
+    );
     const fresh = writeMission(repo, ['count', countFile]);
     const mixed = await uh(prefix(), ['mission', 'submit', first.path, fresh.path, '--state-dir', producerState]);
     expect(mixed.code).toBe(2);
@@ -343,7 +454,9 @@ describe('a worker killed with -9 mid-run', () => {
     const recovered = await uh(prefix, ['mission', 'recover', operationId, '--json']);
     expect(recovered.code).toBe(1);
     expect(json(recovered).operation).toMatchObject({ state: 'finished', status: 'failed' });
-    const receipt = JSON.parse((await redis.redis.hget(`{${prefix}}:op:${operationId}:artifacts`, 'receipt')) as string);
+    const receipt = JSON.parse(
+      (await redis.redis.hget(`{${prefix}}:op:${operationId}:artifacts`, 'receipt')) as string,
+    );
     expect(receipt.outcome).toMatchObject({ status: 'failed', raw: 'unknown' });
     expect(receipt.outcome.hint).toContain('new operation_id');
     expect(lines(countFile)).toHaveLength(1);
@@ -363,18 +476,31 @@ describe('rate limits', () => {
     const waited = await uh(prefix, ['mission', 'submit', path, '--wait', '--json', '--state-dir', state()]);
     expect(waited.code).toBe(3);
     const second = json(waited);
-    expect(second).toMatchObject({ attempt: 2, status: 'blocked', outcome: { raw: 'provider:rate_limit', retry_after_ms: 7000 } });
-    const attempts = (await redis.redis.lrange(`{${prefix}}:op:${operationId}:attempts`, 0, -1)).map((r) => JSON.parse(r));
+    expect(second).toMatchObject({
+      attempt: 2,
+      status: 'blocked',
+      outcome: { raw: 'provider:rate_limit', retry_after_ms: 7000 },
+    });
+    const attempts = (await redis.redis.lrange(`{${prefix}}:op:${operationId}:attempts`, 0, -1)).map((r) =>
+      JSON.parse(r),
+    );
     expect(attempts.map((r) => [r.attempt, r.status])).toEqual([[1, 'blocked']]);
     // Never two at once: attempt 2 started after attempt 1 finished, at least the asked delay later.
     expect(Date.parse(second.started_at) - Date.parse(attempts[0].finished_at)).toBeGreaterThanOrEqual(6900);
     expect((await record(prefix, operationId)).job_id).toBe(`op.${operationId}@2`);
-    const events = (await redis.redis.xrange(`{${prefix}}:op:${operationId}:events`, '-', '+')).flatMap(([, f]) => (f[0] === 'event' ? [JSON.parse(f[1] as string)] : []));
-    expect(events.find((e) => e.type === 'operation.queued' && e.data.attempt === 2)?.data).toMatchObject({ delay_ms: 7000, reason: 'rate_limit' });
+    const events = (await redis.redis.xrange(`{${prefix}}:op:${operationId}:events`, '-', '+')).flatMap(([, f]) =>
+      f[0] === 'event' ? [JSON.parse(f[1] as string)] : [],
+    );
+    expect(events.find((e) => e.type === 'operation.queued' && e.data.attempt === 2)?.data).toMatchObject({
+      delay_ms: 7000,
+      reason: 'rate_limit',
+    });
     // The retry is decided before any final event: one operation.completed, the last attempt's, after the requeue.
     const completed = events.flatMap((e, i) => (e.type === 'operation.completed' ? [i] : []));
     expect(completed).toHaveLength(1);
-    expect(completed[0]).toBeGreaterThan(events.findIndex((e) => e.type === 'operation.queued' && e.data.attempt === 2));
+    expect(completed[0]).toBeGreaterThan(
+      events.findIndex((e) => e.type === 'operation.queued' && e.data.attempt === 2),
+    );
     expect(events[completed[0] as number]?.data).toMatchObject({ status: 'blocked', exit_code: 3 });
     // The first attempt's receipt, kept in the attempt list, is signed like every receipt.
     expect(attempts[0].signature?.key_id).toMatch(/^[0-9a-f]{16}$/);
@@ -388,7 +514,10 @@ describe('recover of a queued operation whose job is gone', () => {
     const { path, operationId } = writeMission(repo, ['count', countFile]);
     expect((await uh(prefix, ['mission', 'submit', path, '--state-dir', state()])).code).toBe(0);
     // The job vanishes (Redis flushed by an operator, a crash before the add): the record stays.
-    await redis.redis.del(`{${prefix}}:bull:runtime.command:wait`, `{${prefix}}:bull:runtime.command:op.${operationId}`);
+    await redis.redis.del(
+      `{${prefix}}:bull:runtime.command:wait`,
+      `{${prefix}}:bull:runtime.command:op.${operationId}`,
+    );
     const recovered = await uh(prefix, ['mission', 'recover', operationId, '--json']);
     expect(recovered.code).toBe(5); // still queued
     expect(json(recovered).steps.join(' ')).toContain('enqueued again');
@@ -416,7 +545,11 @@ describe('completion outbox', () => {
 
     const w = await worker(prefix, ['--runtime', 'command', '--concurrency', '3']);
     const ops = [writeMission(repo, ['noop']), writeMission(repo, ['exit', '1']), writeMission(repo, ['noop'])];
-    const codes = await Promise.all(ops.map((m) => uh(prefix, ['mission', 'submit', m.path, '--wait', '--state-dir', producerState]).then((r) => r.code)));
+    const codes = await Promise.all(
+      ops.map((m) =>
+        uh(prefix, ['mission', 'submit', m.path, '--wait', '--state-dir', producerState]).then((r) => r.code),
+      ),
+    );
     expect(codes).toEqual([0, 1, 0]);
     expect(lines(countFile)).toEqual([]); // the cancelled waiting job never ran
 
@@ -432,19 +565,30 @@ describe('completion outbox', () => {
         if (calls === 1) return void res.writeHead(500).end();
         const expected = `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
         const signature = req.headers['x-uh-signature-256'] as string | undefined;
-        received.push({ body: JSON.parse(body), signature: signature === expected ? 'valid' : signature, delivery: req.headers['x-uh-delivery'] as string });
+        received.push({
+          body: JSON.parse(body),
+          signature: signature === expected ? 'valid' : signature,
+          delivery: req.headers['x-uh-delivery'] as string,
+        });
         res.writeHead(204).end();
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
     try {
-      const results = await worker(prefix, ['--results', '--json'], { UH_WEBHOOK_URL: url, UH_WEBHOOK_SECRET: secret, UH_WEBHOOK_BACKOFF_MS: '50' });
+      const results = await worker(prefix, ['--results', '--json'], {
+        UH_WEBHOOK_URL: url,
+        UH_WEBHOOK_SECRET: secret,
+        UH_WEBHOOK_BACKOFF_MS: '50',
+      });
       expect(await waitFor(() => received.length >= 4, 20_000)).toBe(true);
       const ids = received.map((r) => r.body.completion.operation_id).sort();
       expect(ids).toEqual([waitingOp.operationId, ...ops.map((o) => o.operationId)].sort());
       expect(received.every((r) => r.signature === 'valid')).toBe(true);
-      expect(received.find((r) => r.body.completion.operation_id === ops[1]!.operationId)?.body.receipt).toMatchObject({ status: 'failed', exit_code: 1 });
+      expect(received.find((r) => r.body.completion.operation_id === ops[1]!.operationId)?.body.receipt).toMatchObject({
+        status: 'failed',
+        exit_code: 1,
+      });
       expect(new Set(received.map((r) => r.delivery)).size).toBe(4);
       expect(calls).toBe(5); // one retried delivery
       await results.waitForOutput('"event":"completion"');
@@ -466,7 +610,8 @@ describe('graceful shutdown', () => {
     const longOp = writeMission(repo, ['hang']);
     const shortCount = join(tempDir('uh-count-'), 'count');
     const shortOp = writeMission(repo, ['count', shortCount, 'slow', '1000']);
-    for (const m of [longOp, shortOp]) expect((await uh(prefix, ['mission', 'submit', m.path, '--state-dir', producerState])).code).toBe(0);
+    for (const m of [longOp, shortOp])
+      expect((await uh(prefix, ['mission', 'submit', m.path, '--state-dir', producerState])).code).toBe(0);
     await waitForRecord(prefix, longOp.operationId, (r) => r.runtime_started === '1');
     await waitForRecord(prefix, shortOp.operationId, (r) => r.runtime_started === '1');
     expect(await waitFor(() => lines(shortCount).length === 1, 20_000)).toBe(true); // its agent runs: 1 s left
@@ -495,12 +640,18 @@ describe('no REDIS_URL', () => {
     const prefix = redis.prefix('noenv');
     const env = { ...fleetEnv(prefix), REDIS_URL: undefined };
     const firstLine = (r: CliResult) => r.stderr.split('\n')[0];
-    const w = await startWorker(['--state-dir', state(), '--runtime', 'command'], { cwd: repo, env: { ...env, UH_LOG_LEVEL: 'warn' } });
+    const w = await startWorker(['--state-dir', state(), '--runtime', 'command'], {
+      cwd: repo,
+      env: { ...env, UH_LOG_LEVEL: 'warn' },
+    });
     workers.push(w);
     expect(w.output().split('\n')[0]).toBe(NOTICE);
 
     const { path, operationId } = writeMission(repo, ['noop']);
-    const submitted = await runCli(['mission', 'submit', path, '--wait', '--json', '--state-dir', state()], { cwd: repo, env });
+    const submitted = await runCli(['mission', 'submit', path, '--wait', '--json', '--state-dir', state()], {
+      cwd: repo,
+      env,
+    });
     expect(submitted.code).toBe(0);
     expect(firstLine(submitted)).toBe(NOTICE);
     expect(json(submitted)).toMatchObject({ operation_id: operationId, status: 'completed' });
@@ -509,7 +660,12 @@ describe('no REDIS_URL', () => {
     expect(watched.code).toBe(0);
     expect(firstLine(watched)).toBe(NOTICE);
     expect(watched.stdout).not.toContain('REDIS_URL');
-    expect(watched.stdout.trim().split('\n').map((l) => JSON.parse(l).type)).toContain('operation.completed');
+    expect(
+      watched.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l).type),
+    ).toContain('operation.completed');
 
     const status = await runCli(['mission', 'status', operationId, '--redis', redis.url, '--json'], { cwd: repo, env });
     expect(status.code).toBe(0);

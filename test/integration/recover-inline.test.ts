@@ -32,7 +32,11 @@ describe('uh mission recover (inline state)', () => {
     // Unisolated: the fake agent writes its grandchild's host pid outside its sandbox.
     const env = { UH_CACHE_DIR: cacheDir, UH_ISOLATION: 'off' };
     let uhPid = 0;
-    const run = runCli(['mission', 'run', path, '--state-dir', stateDir], { cwd: repo, env, onSpawn: (pid) => (uhPid = pid) });
+    const run = runCli(['mission', 'run', path, '--state-dir', stateDir], {
+      cwd: repo,
+      env,
+      onSpawn: (pid) => (uhPid = pid),
+    });
     expect(await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8') !== '')).toBe(true);
     const grandchild = Number(readFileSync(pidFile, 'utf8'));
     const group = groupOf(grandchild);
@@ -41,11 +45,17 @@ describe('uh mission recover (inline state)', () => {
     // The runtime outlives uh: it has its own process group.
     expect(processGone(grandchild)).toBe(false);
 
-    const status = await runCli(['mission', 'status', operationId, '--json', '--state-dir', stateDir], { cwd: repo, env });
+    const status = await runCli(['mission', 'status', operationId, '--json', '--state-dir', stateDir], {
+      cwd: repo,
+      env,
+    });
     expect(status.code).toBe(5);
     expect(JSON.parse(status.stdout).operation).toMatchObject({ state: 'running', runtime_started: true });
 
-    const recover = await runCli(['mission', 'recover', operationId, '--json', '--state-dir', stateDir], { cwd: repo, env });
+    const recover = await runCli(['mission', 'recover', operationId, '--json', '--state-dir', stateDir], {
+      cwd: repo,
+      env,
+    });
     expect(recover.code).toBe(1);
     const body = JSON.parse(recover.stdout);
     expect(body.operation).toMatchObject({ state: 'finished', status: 'failed' });
@@ -56,7 +66,10 @@ describe('uh mission recover (inline state)', () => {
     const receipt = JSON.parse(readFileSync(join(stateDir, 'operations', operationId, 'receipt.json'), 'utf8'));
     expect(receipt.outcome).toMatchObject({ status: 'failed', raw: 'unknown' });
     // Recover ends the operation through the one finishing module: its receipt is signed like any other.
-    const verified = await runCli(['receipt', 'verify', join(stateDir, 'operations', operationId, 'receipt.json'), '--json'], { cwd: repo, env });
+    const verified = await runCli(
+      ['receipt', 'verify', join(stateDir, 'operations', operationId, 'receipt.json'), '--json'],
+      { cwd: repo, env },
+    );
     expect(verified.code).toBe(0);
     expect(JSON.parse(verified.stdout)).toMatchObject({ state: 'valid' });
 

@@ -37,7 +37,8 @@ async function until(what: string, check: () => Promise<boolean> | boolean, boun
     await new Promise((r) => setTimeout(r, 200));
   }
 }
-const cli = (port: number, ...args: string[]) => execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 10_000 });
+const cli = (port: number, ...args: string[]) =>
+  execFileSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8', timeout: 10_000 });
 
 /** Can a server listen on 127.0.0.1:port right now? */
 function portFree(port: number): Promise<boolean> {
@@ -64,11 +65,44 @@ beforeAll(async () => {
   const data = tempDir('uh-cluster-');
   dirs.push(data);
   for (const port of PORTS) {
-    const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '2000', '--dir', data, '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--cluster-node-timeout',
+        '2000',
+        '--dir',
+        data,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+      ],
+      { stdio: 'ignore' },
+    );
     servers.set(port, child);
   }
-  await until('six redis-servers', () => PORTS.every((p) => { try { return cli(p, 'ping').trim() === 'PONG'; } catch { return false; } }));
-  execFileSync('redis-cli', ['--cluster', 'create', ...PORTS.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { stdio: 'ignore', timeout: 60_000 });
+  await until('six redis-servers', () =>
+    PORTS.every((p) => {
+      try {
+        return cli(p, 'ping').trim() === 'PONG';
+      } catch {
+        return false;
+      }
+    }),
+  );
+  execFileSync(
+    'redis-cli',
+    ['--cluster', 'create', ...PORTS.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'],
+    { stdio: 'ignore', timeout: 60_000 },
+  );
   await until('cluster state ok', () => PORTS.every((p) => cli(p, 'cluster', 'info').includes('cluster_state:ok')));
   // A replica that has not finished its first sync refuses to fail over (its data is "too old"):
   // with a fast start the master was once killed before that, and no failover ever came.
@@ -115,8 +149,18 @@ describe('a fleet on a Redis Cluster', () => {
     // the kill outlives it by 2 × UH_HEARTBEAT_MS at least, which must cover the failover (3.6–4.9 s
     // here; docs/deploy.md). With 2 s (4 s of cover) operations of live workers ended unknown when
     // the failover took 4.9 s; 3 s gives 6 s.
-    const env = { REDIS_URL: `redis://127.0.0.1:${PORTS[0]}`, UH_REDIS_CLUSTER: '1', UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_HEARTBEAT_MS: '3000', UH_LOG_LEVEL: 'info' };
-    for (const args of [['--runtime', 'command', '--concurrency', '3'], ['--runtime', 'hermes', '--allow-unready', '--concurrency', '2']]) {
+    const env = {
+      REDIS_URL: `redis://127.0.0.1:${PORTS[0]}`,
+      UH_REDIS_CLUSTER: '1',
+      UH_REDIS_PREFIX: prefix,
+      UH_CACHE_DIR: cacheDir,
+      UH_HEARTBEAT_MS: '3000',
+      UH_LOG_LEVEL: 'info',
+    };
+    for (const args of [
+      ['--runtime', 'command', '--concurrency', '3'],
+      ['--runtime', 'hermes', '--allow-unready', '--concurrency', '2'],
+    ]) {
       workers.push(await startWorker([...args, '--state-dir', tempDir('uh-cstate-')], { cwd: repo, env }));
     }
     const ids: Array<{ id: string; marker: string }> = [];
@@ -124,7 +168,10 @@ describe('a fleet on a Redis Cluster', () => {
       const marker = join(marks, `run-${i}`);
       const m =
         i % 3 === 2
-          ? writeMission(repo, [], { runtime: 'hermes', runtime_config_overrides: { hermes: { binary: FAKE_HERMES, env: { UH_FAKE_SCENARIO: 'success' } } } })
+          ? writeMission(repo, [], {
+              runtime: 'hermes',
+              runtime_config_overrides: { hermes: { binary: FAKE_HERMES, env: { UH_FAKE_SCENARIO: 'success' } } },
+            })
           : writeMission(repo, ['count', marker, 'slow', '1500']);
       const r = await runCli(['mission', 'submit', m.path, '--state-dir', tempDir('uh-cs-')], { cwd: repo, env });
       expect(r.code, r.stderr).toBe(0);
@@ -141,18 +188,34 @@ describe('a fleet on a Redis Cluster', () => {
     const failoverMs = Date.now() - killedAt;
 
     const state = async (id: string) => cluster.hget(`{${prefix}}:op:${id}`, 'state');
-    await until('every operation to settle', async () => (await Promise.all(ids.map((x) => state(x.id)))).every((s) => s === 'finished' || s === 'unknown'), 100_000).catch(async (error: Error) => {
-      const records = await Promise.all(ids.map(async (x) => JSON.stringify(await cluster.hgetall(`{${prefix}}:op:${x.id}`))));
-      throw new Error(`${error.message}\nrecords:\n${records.join('\n')}\nworkers:\n${workers.map((w) => w.output().slice(-3000)).join('\n---\n')}`);
+    await until(
+      'every operation to settle',
+      async () => (await Promise.all(ids.map((x) => state(x.id)))).every((s) => s === 'finished' || s === 'unknown'),
+      100_000,
+    ).catch(async (error: Error) => {
+      const records = await Promise.all(
+        ids.map(async (x) => JSON.stringify(await cluster.hgetall(`{${prefix}}:op:${x.id}`))),
+      );
+      throw new Error(
+        `${error.message}\nrecords:\n${records.join('\n')}\nworkers:\n${workers.map((w) => w.output().slice(-3000)).join('\n---\n')}`,
+      );
     });
     const states = await Promise.all(ids.map((x) => state(x.id)));
     // Settled is not enough: a mission whose Redis writes failed mid-failover settles `failed`.
     const statuses = await Promise.all(ids.map(async (x) => cluster.hget(`{${prefix}}:op:${x.id}`, 'status')));
-    const runs = ids.filter((x) => x.marker).map((x) => (existsSync(x.marker) ? readFileSync(x.marker, 'utf8').trim().split('\n').length : 0));
-    process.stderr.write(`cluster: 12 missions (8 command, 4 hermes), master :${victim} killed; failover after ${failoverMs} ms; states ${JSON.stringify(states)}; statuses ${JSON.stringify(statuses)}; runs ${JSON.stringify(runs)}; all settled after ${Date.now() - started} ms\n`);
+    const runs = ids
+      .filter((x) => x.marker)
+      .map((x) => (existsSync(x.marker) ? readFileSync(x.marker, 'utf8').trim().split('\n').length : 0));
+    process.stderr.write(
+      `cluster: 12 missions (8 command, 4 hermes), master :${victim} killed; failover after ${failoverMs} ms; states ${JSON.stringify(states)}; statuses ${JSON.stringify(statuses)}; runs ${JSON.stringify(runs)}; all settled after ${Date.now() - started} ms\n`,
+    );
     if (!states.every((s) => s === 'finished') || !statuses.every((s) => s === 'completed')) {
-      const records = await Promise.all(ids.map(async (x) => JSON.stringify(await cluster.hgetall(`{${prefix}}:op:${x.id}`))));
-      expect.fail(`not every operation finished completed: ${JSON.stringify(states)} ${JSON.stringify(statuses)}\nrecords:\n${records.join('\n')}\nworkers:\n${workers.map((w) => w.output().slice(-4000)).join('\n---\n')}`);
+      const records = await Promise.all(
+        ids.map(async (x) => JSON.stringify(await cluster.hgetall(`{${prefix}}:op:${x.id}`))),
+      );
+      expect.fail(
+        `not every operation finished completed: ${JSON.stringify(states)} ${JSON.stringify(statuses)}\nrecords:\n${records.join('\n')}\nworkers:\n${workers.map((w) => w.output().slice(-4000)).join('\n---\n')}`,
+      );
     }
     expect(runs.every((n) => n === 1)).toBe(true);
   }, 180_000);

@@ -27,8 +27,14 @@ describe('a terminal event with dispatch unknown', () => {
     dirs.push(repo, stateDir, cacheDir);
     const mission = parseMission(
       {
-        schema_version: 'uh.mission.v0', mission_id: 'm', operation_id: 'op-unknown', title: 't', objective: 'o',
-        repository: { url: repo, ref: 'main' }, runtime: 'command', runtime_config_overrides: { command: { argv: ['true'] } },
+        schema_version: 'uh.mission.v0',
+        mission_id: 'm',
+        operation_id: 'op-unknown',
+        title: 't',
+        objective: 'o',
+        repository: { url: repo, ref: 'main' },
+        runtime: 'command',
+        runtime_config_overrides: { command: { argv: ['true'] } },
       },
       repo,
     );
@@ -44,8 +50,17 @@ describe('a terminal event with dispatch unknown', () => {
           yield {
             type: 'runtime.finished',
             data: {
-              outcome: { status: 'failed', raw: 'dispatch:unknown', message: 'turn/start reply lost', hint: 'uh mission recover op-unknown', timed_out: false },
-              final_message: '', final_message_source: 'none', dispatch: 'unknown', thread_id: 'thr-1',
+              outcome: {
+                status: 'failed',
+                raw: 'dispatch:unknown',
+                message: 'turn/start reply lost',
+                hint: 'uh mission recover op-unknown',
+                timed_out: false,
+              },
+              final_message: '',
+              final_message_source: 'none',
+              dispatch: 'unknown',
+              thread_id: 'thr-1',
             },
           };
         }
@@ -62,7 +77,10 @@ describe('a terminal event with dispatch unknown', () => {
     const record = readRecord(stateDir, 'op-unknown');
     expect(record).toMatchObject({ state: 'unknown', runtime_started: true, thread_id: 'thr-1' });
     expect(record?.sandbox_path && existsSync(record.sandbox_path)).toBeTruthy();
-    const types = readFileSync(join(stateDir, 'operations', 'op-unknown', 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l).type);
+    const types = readFileSync(join(stateDir, 'operations', 'op-unknown', 'events.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l).type);
     expect(types).toContain('operation.unknown');
     expect(types).not.toContain('operation.completed');
   });

@@ -50,7 +50,12 @@ const PRICES = { codex: { input_per_mtok: 2, output_per_mtok: 8, cached_input_pe
 
 describe('cost in receipts', () => {
   it.each([
-    ['tokens and a price', { input_tokens: 1_000_000, cached_input_tokens: 200_000, output_tokens: 100_000 }, PRICES, 2.5],
+    [
+      'tokens and a price',
+      { input_tokens: 1_000_000, cached_input_tokens: 200_000, output_tokens: 100_000 },
+      PRICES,
+      2.5,
+    ],
     ['the runtime reported its own cost', { input_tokens: 10, output_tokens: 10, cost_usd: 0.42 }, PRICES, 0.42],
     ['no price for the runtime', { input_tokens: 10, output_tokens: 10 }, { pi: PRICES.codex }, undefined],
     ['no token counts', {}, PRICES, undefined],

@@ -25,13 +25,30 @@ afterAll(async () => {
 });
 
 const mission = {
-  schema_version: 'uh.mission.v0', mission_id: 'm-finish', operation_id: 'op-finish', title: 'finish', objective: 'o',
-  repository: { url: 'https://example.invalid/r.git', ref: 'main' }, runtime: 'command', sandbox: { backend: 'git-worktree', env: {} },
-  scope: { allowed_change_globs: ['**'], forbidden_globs: [] }, verification: [], timeout_seconds: 60, promotion: 'none', labels: {},
+  schema_version: 'uh.mission.v0',
+  mission_id: 'm-finish',
+  operation_id: 'op-finish',
+  title: 'finish',
+  objective: 'o',
+  repository: { url: 'https://example.invalid/r.git', ref: 'main' },
+  runtime: 'command',
+  sandbox: { backend: 'git-worktree', env: {} },
+  scope: { allowed_change_globs: ['**'], forbidden_globs: [] },
+  verification: [],
+  timeout_seconds: 60,
+  promotion: 'none',
+  labels: {},
 };
 
 async function queuedRecord(store: OperationStore, id: string) {
-  const job = { operation_id: id, runtime: 'command', attempt: 1, contract_digest: 'sha256:c', base_commit: 'a'.repeat(40), mission: { ...mission, operation_id: id } };
+  const job = {
+    operation_id: id,
+    runtime: 'command',
+    attempt: 1,
+    contract_digest: 'sha256:c',
+    base_commit: 'a'.repeat(40),
+    mission: { ...mission, operation_id: id },
+  };
   await store.createOrAttach(job as unknown as OperationJob, { mission_id: 'm-finish', prompt_digest: 'sha256:p' });
   const record = await store.get(id);
   if (!record) throw new Error('no record');
@@ -49,22 +66,47 @@ describe('finishOperation', () => {
     const store = new OperationStore(redis.redis, redis.prefix('finish'));
     const record = await queuedRecord(store, 'op-finish-q');
     const keys = keySource();
-    const receipt = synthesizeReceipt(record, { status: 'cancelled', raw: 'cancel', message: 'cancelled while waiting', timed_out: false });
+    const receipt = synthesizeReceipt(record, {
+      status: 'cancelled',
+      raw: 'cancel',
+      message: 'cancelled while waiting',
+      timed_out: false,
+    });
 
-    const stale = await finishOperation({ kind: 'queue', store, record, owner: null, allowedStates: ['running'] }, { receipt, keySource: keys });
+    const stale = await finishOperation(
+      { kind: 'queue', store, record, owner: null, allowedStates: ['running'] },
+      { receipt, keySource: keys },
+    );
     expect(stale.settled).toBe(false);
     expect(await store.artifacts('op-finish-q')).toEqual({});
 
-    const ended = await finishOperation({ kind: 'queue', store, record, owner: null, allowedStates: ['queued'], artifacts: { diff: 'd' } }, { receipt, keySource: keys, event: { recovered: true } });
+    const ended = await finishOperation(
+      { kind: 'queue', store, record, owner: null, allowedStates: ['queued'], artifacts: { diff: 'd' } },
+      { receipt, keySource: keys, event: { recovered: true } },
+    );
     expect(ended.settled).toBe(true);
-    expect(await store.get('op-finish-q')).toMatchObject({ state: 'finished', status: 'cancelled', verdict: 'unverified', exit_code: 4 });
+    expect(await store.get('op-finish-q')).toMatchObject({
+      state: 'finished',
+      status: 'cancelled',
+      verdict: 'unverified',
+      exit_code: 4,
+    });
     const artifacts = await store.artifacts('op-finish-q');
     expect(artifacts.diff).toBe('d');
-    expect(verifyReceipt(JSON.parse(artifacts.receipt as string), loadReceiptKey(keys, false))).toMatchObject({ state: 'valid' });
+    expect(verifyReceipt(JSON.parse(artifacts.receipt as string), loadReceiptKey(keys, false))).toMatchObject({
+      state: 'valid',
+    });
     const events = await redis.redis.xrange(store.keys.events('op-finish-q'), '-', '+');
-    expect(events.map(([, f]) => JSON.parse(f[1] as string))).toEqual([expect.objectContaining({ type: 'operation.completed', data: expect.objectContaining({ status: 'cancelled', recovered: true }) })]);
+    expect(events.map(([, f]) => JSON.parse(f[1] as string))).toEqual([
+      expect.objectContaining({
+        type: 'operation.completed',
+        data: expect.objectContaining({ status: 'cancelled', recovered: true }),
+      }),
+    ]);
     const outbox = await redis.redis.xrange(store.keys.outbox, '-', '+');
-    expect(outbox.map(([, f]) => JSON.parse(f[f.indexOf('completion') + 1] as string))).toEqual([expect.objectContaining({ operation_id: 'op-finish-q', state: 'finished', exit_code: 4 })]);
+    expect(outbox.map(([, f]) => JSON.parse(f[f.indexOf('completion') + 1] as string))).toEqual([
+      expect.objectContaining({ operation_id: 'op-finish-q', state: 'finished', exit_code: 4 }),
+    ]);
   });
 
   it('files: the receipt written once and signed, the record finished, the event appended', async () => {
@@ -74,18 +116,50 @@ describe('finishOperation', () => {
     mkdirSync(dir, { recursive: true });
     const store = new OperationStore(redis.redis, redis.prefix('finish-f'));
     const queued = await queuedRecord(store, 'op-finish-f');
-    const record = { schema_version: 'uh.operation.v0', operation_id: 'op-finish-f', mission_id: 'm-finish', runtime: 'command', contract_digest: 'sha256:c', prompt_digest: 'sha256:p', state: 'running', base_commit: null, attempt: 1, created_at: queued.created_at, updated_at: queued.created_at, worker: { host: 'h', pid: 1 }, sandbox_path: null, runtime_started: true, mode: 'inline', status: null, verdict: null, exit_code: null } as OperationRecord;
+    const record = {
+      schema_version: 'uh.operation.v0',
+      operation_id: 'op-finish-f',
+      mission_id: 'm-finish',
+      runtime: 'command',
+      contract_digest: 'sha256:c',
+      prompt_digest: 'sha256:p',
+      state: 'running',
+      base_commit: null,
+      attempt: 1,
+      created_at: queued.created_at,
+      updated_at: queued.created_at,
+      worker: { host: 'h', pid: 1 },
+      sandbox_path: null,
+      runtime_started: true,
+      mode: 'inline',
+      status: null,
+      verdict: null,
+      exit_code: null,
+    } as OperationRecord;
     const appended: Array<[string, Record<string, unknown>]> = [];
-    const target = { kind: 'files', stateDir, dir, record, events: { append: (type: string, data: Record<string, unknown>) => void appended.push([type, data]) } } as const;
+    const target = {
+      kind: 'files',
+      stateDir,
+      dir,
+      record,
+      events: { append: (type: string, data: Record<string, unknown>) => void appended.push([type, data]) },
+    } as const;
     const keys = keySource();
-    const receipt = synthesizeReceipt(queued, { status: 'failed', raw: 'unknown', message: 'settled by recover', timed_out: false });
+    const receipt = synthesizeReceipt(queued, {
+      status: 'failed',
+      raw: 'unknown',
+      message: 'settled by recover',
+      timed_out: false,
+    });
 
     const ended = await finishOperation(target, { receipt, keySource: keys });
     const written = JSON.parse(readFileSync(join(dir, 'receipt.json'), 'utf8'));
     expect(verifyReceipt(written, loadReceiptKey(keys, false))).toMatchObject({ state: 'valid' });
     expect(ended.receiptPath).toBe(join(dir, 'receipt.json'));
     expect(readRecord(stateDir, 'op-finish-f')).toMatchObject({ state: 'finished', status: 'failed', exit_code: 1 });
-    expect(appended).toEqual([['operation.completed', expect.objectContaining({ status: 'failed', receipt: join(dir, 'receipt.json') })]]);
+    expect(appended).toEqual([
+      ['operation.completed', expect.objectContaining({ status: 'failed', receipt: join(dir, 'receipt.json') })],
+    ]);
     // Receipts are immutable: a second ending is refused.
     await expect(finishOperation(target, { receipt, keySource: keys })).rejects.toThrow(/already written/);
   });

@@ -21,7 +21,9 @@ const command = [process.execPath, EXAMPLE_AGENT];
 
 describe.concurrent('acp runtime against the ACP SDK 1.9.0 example agent (real peer)', () => {
   it('is the pinned SDK version', () => {
-    expect((JSON.parse(readFileSync(join(SDK_DIR, 'package.json'), 'utf8')) as { version: string }).version).toBe('1.9.0');
+    expect((JSON.parse(readFileSync(join(SDK_DIR, 'package.json'), 'utf8')) as { version: string }).version).toBe(
+      '1.9.0',
+    );
   });
 
   it('streams chunks and tool calls; the sandbox policy denies its edit outside the work dir', async () => {
@@ -33,16 +35,18 @@ describe.concurrent('acp runtime against the ACP SDK 1.9.0 example agent (real p
         ' Now I understand the project structure. I need to make some changes to improve it.' +
         " I understand you prefer not to make that change. I'll skip the configuration update.",
     );
-    expect(ofType(r.events, 'runtime.tool_call').map((e) => `${e.data.id}:${e.data.kind ?? ''}:${e.data.status}`)).toEqual([
-      'call_1:read:pending',
-      'call_1::completed',
-      'call_2:edit:pending',
-    ]);
+    expect(
+      ofType(r.events, 'runtime.tool_call').map((e) => `${e.data.id}:${e.data.kind ?? ''}:${e.data.status}`),
+    ).toEqual(['call_1:read:pending', 'call_1::completed', 'call_2:edit:pending']);
     // The permission is decided on everything known about call_2: the path of its earlier
     // tool_call (/project/config.json) and the one in the request itself.
     const [permission] = ofType(r.events, 'runtime.permission');
     expect(permission?.data).toMatchObject({
-      request: { tool_call_id: 'call_2', kind: 'edit', paths: ['/project/config.json', '/home/user/project/config.json'] },
+      request: {
+        tool_call_id: 'call_2',
+        kind: 'edit',
+        paths: ['/project/config.json', '/home/user/project/config.json'],
+      },
       answer: { outcome: { outcome: 'selected', optionId: 'reject' } },
       allowed: false,
     });
@@ -52,26 +56,40 @@ describe.concurrent('acp runtime against the ACP SDK 1.9.0 example agent (real p
 
   it('selects its allow option when a person allows through send (policy ask)', async () => {
     let session: RuntimeSessionV1 | undefined;
-    const r = await runAdapter(acpAdapter, { command, permission_policy: 'ask' }, {
-      onSession: (s) => (session = s),
-      onEvent: (e) => {
-        if (e.type === 'runtime.permission' && e.data.pending) void session?.send?.('allow');
+    const r = await runAdapter(
+      acpAdapter,
+      { command, permission_policy: 'ask' },
+      {
+        onSession: (s) => (session = s),
+        onEvent: (e) => {
+          if (e.type === 'runtime.permission' && e.data.pending) void session?.send?.('allow');
+        },
       },
+    );
+    expect(ofType(r.events, 'runtime.permission')[1]?.data).toMatchObject({
+      answer: { outcome: { outcome: 'selected', optionId: 'allow' } },
+      allowed: true,
     });
-    expect(ofType(r.events, 'runtime.permission')[1]?.data).toMatchObject({ answer: { outcome: { outcome: 'selected', optionId: 'allow' } }, allowed: true });
-    expect(ofType(r.events, 'runtime.tool_call').map((e) => `${e.data.id}:${e.data.status}`)).toContain('call_2:completed');
+    expect(ofType(r.events, 'runtime.tool_call').map((e) => `${e.data.id}:${e.data.status}`)).toContain(
+      'call_2:completed',
+    );
     expect(assistantText(r.events)).toContain("Perfect! I've successfully updated the configuration.");
     expect(terminalOf(r.events).outcome.status).toBe('completed');
   });
 
   it('cancels mid-turn: session/cancel, and the prompt comes back cancelled', async () => {
     const started = Date.now();
-    const { signal, onEvent } = abortWhen((e) => e.type === 'runtime.message', { kind: 'cancel', message: 'cancelled by test' });
+    const { signal, onEvent } = abortWhen((e) => e.type === 'runtime.message', {
+      kind: 'cancel',
+      message: 'cancelled by test',
+    });
     const r = await runAdapter(acpAdapter, { command }, { signal, onEvent });
     const t = terminalOf(r.events);
     expect(t.outcome).toMatchObject({ status: 'cancelled', raw: 'cancel' });
     expect(t.stop_reason).toBe('cancelled'); // the agent answered, we did not have to kill it
-    expect(ofType(r.events, 'runtime.log').some((e) => e.data.message.includes('did not answer session/cancel'))).toBe(false);
+    expect(ofType(r.events, 'runtime.log').some((e) => e.data.message.includes('did not answer session/cancel'))).toBe(
+      false,
+    );
     expect(Date.now() - started).toBeLessThan(15_000); // a safety net: the agent checks for cancel once a second
   });
 });

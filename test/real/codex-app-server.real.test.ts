@@ -40,23 +40,40 @@ const config = (extra: Record<string, unknown> = {}) => ({
 });
 const env = () => ({ PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' });
 const mission = () => ({ missionId: `m-as-${++counter}`, operationId: `op-as-${counter}` });
-const journalOf = (logDir: string) => JSON.parse(readFileSync(join(logDir, 'runtime-journal.json'), 'utf8')).codex_app_server;
+const journalOf = (logDir: string) =>
+  JSON.parse(readFileSync(join(logDir, 'runtime-journal.json'), 'utf8')).codex_app_server;
 
 function cancelOnStart(reason: unknown) {
   const controller = new AbortController();
-  return { signal: controller.signal, onEvent: (e: { type: string }) => e.type === 'runtime.started' && controller.abort(reason) };
+  return {
+    signal: controller.signal,
+    onEvent: (e: { type: string }) => e.type === 'runtime.started' && controller.abort(reason),
+  };
 }
 
 describe('real codex app-server: one turn per operation, read back', () => {
   it('edits a file through exec_command; the terminal event carries thread, turn and the readback status', async () => {
     await server.script([
-      { kind: 'function_call', name: 'exec_command', arguments: { cmd: "printf 'hello from the app server\\n' > hello.txt" }, call_id: 'call_edit_1' },
+      {
+        kind: 'function_call',
+        name: 'exec_command',
+        arguments: { cmd: "printf 'hello from the app server\\n' > hello.txt" },
+        call_id: 'call_edit_1',
+      },
       { kind: 'message', text: 'Done.\n\n```uh-runtime-final-message\nCreated hello.txt.\n```\n' },
     ]);
     const m = mission();
-    const run = await runAdapter(codexAppServerAdapter, config(), { env: env(), mission: m, prompt: 'Create hello.txt.' });
+    const run = await runAdapter(codexAppServerAdapter, config(), {
+      env: env(),
+      mission: m,
+      prompt: 'Create hello.txt.',
+    });
     const finished = terminalOf(run.events);
-    expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({ status: 'completed', raw: 'readback:completed', timed_out: false });
+    expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({
+      status: 'completed',
+      raw: 'readback:completed',
+      timed_out: false,
+    });
     expect(finished.readback_status).toBe('completed');
     expect(finished.final_message).toBe('Created hello.txt.');
     expect(finished.final_message_source).toBe('sentinel');
@@ -68,8 +85,18 @@ describe('real codex app-server: one turn per operation, read back', () => {
     expect(folded.turn_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(finished.thread_id).toBe(folded.thread_id);
     expect(finished.turn_id).toBe(folded.turn_id);
-    expect(folded.usage).toEqual({ input_tokens: 240, cached_input_tokens: 40, output_tokens: 60, reasoning_tokens: 10, total_tokens: 300 });
-    expect(run.events.some((e) => e.type === 'runtime.tool_call' && e.data.name === 'command' && e.data.status === 'completed')).toBe(true);
+    expect(folded.usage).toEqual({
+      input_tokens: 240,
+      cached_input_tokens: 40,
+      output_tokens: 60,
+      reasoning_tokens: 10,
+      total_tokens: 300,
+    });
+    expect(
+      run.events.some(
+        (e) => e.type === 'runtime.tool_call' && e.data.name === 'command' && e.data.status === 'completed',
+      ),
+    ).toBe(true);
 
     // The journal holds the identity, written as the run went.
     expect(journalOf(run.logDir)).toMatchObject({
@@ -114,17 +141,32 @@ describe('real codex app-server: one turn per operation, read back', () => {
     const { signal, onEvent } = cancelOnStart({ kind: 'cancel', message: 'cancelled by test' });
     const run = await runAdapter(codexAppServerAdapter, config(), { env: env(), mission: mission(), signal, onEvent });
     const finished = terminalOf(run.events);
-    expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({ status: 'cancelled', raw: 'readback:interrupted' });
+    expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({
+      status: 'cancelled',
+      raw: 'readback:interrupted',
+    });
     expect(finished.readback_status).toBe('interrupted');
-    expect(journalOf(run.logDir)).toMatchObject({ interrupt: 'cancel', dispatch: 'terminal', readback_status: 'interrupted' });
+    expect(journalOf(run.logDir)).toMatchObject({
+      interrupt: 'cancel',
+      dispatch: 'terminal',
+      readback_status: 'interrupted',
+    });
     expect((await server.requests()).length).toBeLessThanOrEqual(1);
   });
 
   it('interrupts the turn on the mission timeout: failed with timed_out', async () => {
     await server.script([{ kind: 'hang' }]);
-    const { signal, onEvent } = cancelOnStart({ kind: 'timeout', message: 'mission timed out after 1 s', timeoutMs: 1000 });
+    const { signal, onEvent } = cancelOnStart({
+      kind: 'timeout',
+      message: 'mission timed out after 1 s',
+      timeoutMs: 1000,
+    });
     const run = await runAdapter(codexAppServerAdapter, config(), { env: env(), mission: mission(), signal, onEvent });
-    expect(terminalOf(run.events).outcome).toMatchObject({ status: 'failed', timed_out: true, raw: 'readback:interrupted' });
+    expect(terminalOf(run.events).outcome).toMatchObject({
+      status: 'failed',
+      timed_out: true,
+      raw: 'readback:interrupted',
+    });
     expect(terminalOf(run.events).readback_by).toBe('run');
   });
 
@@ -146,17 +188,40 @@ describe('real codex app-server: one turn per operation, read back', () => {
     });
     const finished = terminalOf(run.events);
     expect(pid).toBeGreaterThan(0);
-    expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({ status: 'failed', raw: 'readback:interrupted' });
-    expect(finished).toMatchObject({ readback_status: 'interrupted', readback_by: 'recover', recovery: { state: 'settled' } });
+    expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({
+      status: 'failed',
+      raw: 'readback:interrupted',
+    });
+    expect(finished).toMatchObject({
+      readback_status: 'interrupted',
+      readback_by: 'recover',
+      recovery: { state: 'settled' },
+    });
     expect(finished.turn_id).toBe(foldRuntimeEvents(run.events).turn_id);
     expect(await server.requests()).toHaveLength(1);
   });
 
   it.each([
-    ['response.failed (server_error)', { kind: 'failed', code: 'server_error', message: 'boom' }, { status: 'failed', raw: 'readback:failed:other' }],
-    ['response.failed (rate_limit_exceeded)', { kind: 'failed', code: 'rate_limit_exceeded', message: 'Rate limit reached. Please try again in 2.5s.' }, { status: 'blocked', raw: 'readback:failed:rateLimitExceeded', retry_after_ms: 2500 }],
-    ['response.failed (insufficient_quota)', { kind: 'failed', code: 'insufficient_quota', message: 'quota' }, { status: 'blocked', raw: 'readback:failed:usageLimitExceeded' }],
-    ['HTTP 401', { kind: 'http', status: 401, body: { error: { message: 'bad key' } } }, { status: 'blocked', raw: 'readback:failed:httpConnectionFailed' }],
+    [
+      'response.failed (server_error)',
+      { kind: 'failed', code: 'server_error', message: 'boom' },
+      { status: 'failed', raw: 'readback:failed:other' },
+    ],
+    [
+      'response.failed (rate_limit_exceeded)',
+      { kind: 'failed', code: 'rate_limit_exceeded', message: 'Rate limit reached. Please try again in 2.5s.' },
+      { status: 'blocked', raw: 'readback:failed:rateLimitExceeded', retry_after_ms: 2500 },
+    ],
+    [
+      'response.failed (insufficient_quota)',
+      { kind: 'failed', code: 'insufficient_quota', message: 'quota' },
+      { status: 'blocked', raw: 'readback:failed:usageLimitExceeded' },
+    ],
+    [
+      'HTTP 401',
+      { kind: 'http', status: 401, body: { error: { message: 'bad key' } } },
+      { status: 'blocked', raw: 'readback:failed:httpConnectionFailed' },
+    ],
   ] as const)('%s: the failed turn is read back and classified', async (_name, step, expected) => {
     await server.script([step as never]);
     const run = await runAdapter(codexAppServerAdapter, config(), { env: env(), mission: mission() });
@@ -170,13 +235,28 @@ describe('real codex app-server: one turn per operation, read back', () => {
   it('answers approval requests by the declared policy: declines a command reaching outside the worktree, accepts one inside', async () => {
     const outside = join(tempDir('uh-outside-'), 'escaped.txt');
     await server.script([
-      { kind: 'function_call', name: 'exec_command', arguments: { cmd: `touch ${outside}`, sandbox_permissions: 'require_escalated', justification: 'test' }, call_id: 'call_out' },
-      { kind: 'function_call', name: 'exec_command', arguments: { cmd: 'touch inside.txt', sandbox_permissions: 'require_escalated', justification: 'test' }, call_id: 'call_in' },
+      {
+        kind: 'function_call',
+        name: 'exec_command',
+        arguments: { cmd: `touch ${outside}`, sandbox_permissions: 'require_escalated', justification: 'test' },
+        call_id: 'call_out',
+      },
+      {
+        kind: 'function_call',
+        name: 'exec_command',
+        arguments: { cmd: 'touch inside.txt', sandbox_permissions: 'require_escalated', justification: 'test' },
+        call_id: 'call_in',
+      },
       { kind: 'message', text: 'done' },
     ]);
-    const run = await runAdapter(codexAppServerAdapter, config({ approval_policy: 'on-request' }), { env: env(), mission: mission() });
+    const run = await runAdapter(codexAppServerAdapter, config({ approval_policy: 'on-request' }), {
+      env: env(),
+      mission: mission(),
+    });
     expect(terminalOf(run.events).outcome.status).toBe('completed');
-    const answers = run.events.filter((e) => e.type === 'runtime.permission').map((e) => [e.data.accepted, e.data.answer]);
+    const answers = run.events
+      .filter((e) => e.type === 'runtime.permission')
+      .map((e) => [e.data.accepted, e.data.answer]);
     expect(answers).toEqual([
       [false, { decision: 'decline' }],
       [true, { decision: 'accept' }],
@@ -188,16 +268,26 @@ describe('real codex app-server: one turn per operation, read back', () => {
   it('a follow-up operation of the same mission resumes the thread: a new turn, the first one in its baseline', async () => {
     const missionId = `m-follow-${process.pid}`;
     await server.script([{ kind: 'message', text: 'first' }]);
-    const first = await runAdapter(codexAppServerAdapter, config(), { env: env(), mission: { missionId, operationId: 'op-follow-1' } });
+    const first = await runAdapter(codexAppServerAdapter, config(), {
+      env: env(),
+      mission: { missionId, operationId: 'op-follow-1' },
+    });
     await server.script([{ kind: 'message', text: 'second' }]);
-    const second = await runAdapter(codexAppServerAdapter, config(), { env: env(), mission: { missionId, operationId: 'op-follow-2' } });
+    const second = await runAdapter(codexAppServerAdapter, config(), {
+      env: env(),
+      mission: { missionId, operationId: 'op-follow-2' },
+    });
     const a = terminalOf(first.events);
     const b = terminalOf(second.events);
     expect(b.outcome.status).toBe('completed');
     expect(b.thread_id).toBe(a.thread_id);
     expect(b.turn_id).not.toBe(a.turn_id);
     expect(b.final_message).toBe('second');
-    expect(journalOf(second.logDir)).toMatchObject({ thread_origin: 'resumed', baseline_turn_ids: [a.turn_id], client_message_id: 'uh-op:op-follow-2' });
+    expect(journalOf(second.logDir)).toMatchObject({
+      thread_origin: 'resumed',
+      baseline_turn_ids: [a.turn_id],
+      client_message_id: 'uh-op:op-follow-2',
+    });
     // The second turn's model request carries the first turn's history.
     const [request] = await server.requests();
     expect(JSON.stringify(request!.body.input)).toContain('first');

@@ -55,19 +55,36 @@ function runReal(key = API_KEY, options: Parameters<typeof runAdapter>[2] = {}, 
   return runAdapter(
     codexAdapter,
     { binary: realRuntimeBinary('codex'), codex_home: codexHome, env: { UH_MOCK_API_KEY: key }, ...extra },
-    { env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, prompt: 'Create hello.txt with a greeting.', ...options },
+    {
+      env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' },
+      prompt: 'Create hello.txt with a greeting.',
+      ...options,
+    },
   );
 }
 
 describe('real codex exec against the scripted Responses server', () => {
   it('edits a file through exec_command and completes with diff, final message, thread id and usage', async () => {
     await server.script([
-      { kind: 'function_call', name: 'exec_command', arguments: { cmd: "printf 'hello from real codex\\n' > hello.txt" }, call_id: 'call_edit_1' },
+      {
+        kind: 'function_call',
+        name: 'exec_command',
+        arguments: { cmd: "printf 'hello from real codex\\n' > hello.txt" },
+        call_id: 'call_edit_1',
+      },
       { kind: 'message', text: `Done.\n\n\`\`\`uh-runtime-final-message\n${SENTINEL_TEXT}\n\`\`\`\n` },
     ]);
-    const result = await runReal(API_KEY, {}, { model: 'uh-scripted-m', config_overrides: { model_reasoning_effort: 'low' } });
+    const result = await runReal(
+      API_KEY,
+      {},
+      { model: 'uh-scripted-m', config_overrides: { model_reasoning_effort: 'low' } },
+    );
     const finished = terminalOf(result.events);
-    expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({ status: 'completed', raw: 'turn.completed', exit_code: 0 });
+    expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({
+      status: 'completed',
+      raw: 'turn.completed',
+      exit_code: 0,
+    });
     expect(git(result.workDir, 'status', '--porcelain')).toBe('?? hello.txt');
     expect(readFileSync(join(result.workDir, 'hello.txt'), 'utf8')).toBe('hello from real codex\n');
     expect(finished.final_message).toBe(SENTINEL_TEXT);
@@ -77,8 +94,18 @@ describe('real codex exec against the scripted Responses server', () => {
     expect(folded.thread_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/);
     expect(finished.thread_id).toBe(folded.thread_id);
     // Two model requests of 120 in / 30 out (20 cached, 5 reasoning) each.
-    expect(folded.usage).toEqual({ input_tokens: 240, cached_input_tokens: 40, output_tokens: 60, reasoning_tokens: 10, total_tokens: 300 });
-    expect(result.events.some((e) => e.type === 'runtime.tool_call' && e.data.name === 'command_execution' && e.data.exit_code === 0)).toBe(true);
+    expect(folded.usage).toEqual({
+      input_tokens: 240,
+      cached_input_tokens: 40,
+      output_tokens: 60,
+      reasoning_tokens: 10,
+      total_tokens: 300,
+    });
+    expect(
+      result.events.some(
+        (e) => e.type === 'runtime.tool_call' && e.data.name === 'command_execution' && e.data.exit_code === 0,
+      ),
+    ).toBe(true);
 
     const requests = await server.requests();
     expect(requests).toHaveLength(2);
@@ -91,11 +118,27 @@ describe('real codex exec against the scripted Responses server', () => {
   });
 
   it.each([
-    ['response.failed', { kind: 'failed', code: 'server_error', message: 'the model broke' } as const, 'failed', 'turn.failed'],
-    ['HTTP 500', { kind: 'http', status: 500, body: { error: { message: 'internal boom' } } } as const, 'failed', 'turn.failed'],
+    [
+      'response.failed',
+      { kind: 'failed', code: 'server_error', message: 'the model broke' } as const,
+      'failed',
+      'turn.failed',
+    ],
+    [
+      'HTTP 500',
+      { kind: 'http', status: 500, body: { error: { message: 'internal boom' } } } as const,
+      'failed',
+      'turn.failed',
+    ],
     [
       'HTTP 429 insufficient_quota',
-      { kind: 'http', status: 429, body: { error: { message: 'You exceeded your current quota', type: 'insufficient_quota', code: 'insufficient_quota' } } } as const,
+      {
+        kind: 'http',
+        status: 429,
+        body: {
+          error: { message: 'You exceeded your current quota', type: 'insufficient_quota', code: 'insufficient_quota' },
+        },
+      } as const,
       'blocked',
       'quota',
     ],
@@ -153,15 +196,27 @@ describe('real codex exec against the scripted Responses server', () => {
   it('is blocked (unreachable) when the model endpoint refuses connections', async () => {
     const offlineHome = tempDir('uh-codex-home-offline-');
     // Port 1 on loopback: nothing listens there, every connection is refused.
-    writeFileSync(join(offlineHome, 'config.toml'), readFileSync(join(codexHome, 'config.toml'), 'utf8').replace(server.url, 'http://127.0.0.1:1/v1'));
+    writeFileSync(
+      join(offlineHome, 'config.toml'),
+      readFileSync(join(codexHome, 'config.toml'), 'utf8').replace(server.url, 'http://127.0.0.1:1/v1'),
+    );
     try {
       const result = await runAdapter(
         codexAdapter,
-        { binary: realRuntimeBinary('codex'), codex_home: offlineHome, env: { UH_MOCK_API_KEY: API_KEY }, network_wait_ms: 0, kill_grace_ms: 500 },
+        {
+          binary: realRuntimeBinary('codex'),
+          codex_home: offlineHome,
+          env: { UH_MOCK_API_KEY: API_KEY },
+          network_wait_ms: 0,
+          kill_grace_ms: 500,
+        },
         { env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, prompt: 'Say hi.' },
       );
       const finished = terminalOf(result.events);
-      expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({ status: 'blocked', raw: 'unreachable' });
+      expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({
+        status: 'blocked',
+        raw: 'unreachable',
+      });
     } finally {
       removeDir(offlineHome);
     }

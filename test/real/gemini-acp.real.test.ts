@@ -58,34 +58,70 @@ function fresh() {
 describe('acp runtime against gemini --acp (real agent, scripted model)', () => {
   it('edits a file in the work dir after a permission request; usage read from the answer _meta', async () => {
     const { root, workDir } = fresh();
-    await server.script([
-      { kind: 'function_calls', calls: [{ name: 'write_file', args: { file_path: join(workDir, 'hello.txt'), content: 'hello from gemini\n' } }], usage: { promptTokenCount: 50, candidatesTokenCount: 9 } },
-      { kind: 'text', text: 'Wrote hello.txt.', usage: { promptTokenCount: 60, candidatesTokenCount: 4 } },
-    ], API_KEY);
+    await server.script(
+      [
+        {
+          kind: 'function_calls',
+          calls: [
+            { name: 'write_file', args: { file_path: join(workDir, 'hello.txt'), content: 'hello from gemini\n' } },
+          ],
+          usage: { promptTokenCount: 50, candidatesTokenCount: 9 },
+        },
+        { kind: 'text', text: 'Wrote hello.txt.', usage: { promptTokenCount: 60, candidatesTokenCount: 4 } },
+      ],
+      API_KEY,
+    );
     const r = await runAdapter(acpAdapter, geminiRuntime(root), { workDir, prompt: 'Create hello.txt saying hello.' });
     const t = terminalOf(r.events);
     expect(t.outcome).toMatchObject({ status: 'completed', raw: 'stop:end_turn' });
     const decided = ofType(r.events, 'runtime.permission').find((e) => e.data.answer !== null);
-    expect(decided?.data).toMatchObject({ allowed: true, answer: { outcome: { outcome: 'selected', optionId: 'proceed_once' } }, request: { kind: 'edit' } });
+    expect(decided?.data).toMatchObject({
+      allowed: true,
+      answer: { outcome: { outcome: 'selected', optionId: 'proceed_once' } },
+      request: { kind: 'edit' },
+    });
     expect(readFileSync(join(workDir, 'hello.txt'), 'utf8')).toBe('hello from gemini\n');
     expect(git(workDir, 'status', '--porcelain', '--untracked-files=all')).toBe('?? hello.txt');
     expect(t.final_message).toBe('Wrote hello.txt.');
     expect(t.usage).toMatchObject({ input_tokens: 110, output_tokens: 13 });
     expect(JSON.stringify(r.events)).not.toContain(API_KEY);
-    expect((await server.requests()).filter((c) => c.stream).map((c) => c.function_responses)).toEqual([[], ['write_file']]);
+    expect((await server.requests()).filter((c) => c.stream).map((c) => c.function_responses)).toEqual([
+      [],
+      ['write_file'],
+    ]);
   });
 
   it('cancels a turn waiting on the model', async () => {
     const { root, workDir } = fresh();
     await server.script([{ kind: 'hang' }], API_KEY);
-    const r = await runAdapter(acpAdapter, geminiRuntime(root), { workDir, ...cancelOnceModelCalled(async () => (await server.requests()).filter((c) => c.stream)) });
+    const r = await runAdapter(acpAdapter, geminiRuntime(root), {
+      workDir,
+      ...cancelOnceModelCalled(async () => (await server.requests()).filter((c) => c.stream)),
+    });
     expect(terminalOf(r.events).outcome).toMatchObject({ status: 'cancelled', raw: 'cancel' });
     expect(terminalOf(r.events).stop_reason).toBe('cancelled'); // gemini answered session/cancel
   });
 
   it.each([
     ['401 UNAUTHENTICATED (wrong API key)', 'the-right-key', [], 'auth_failed'],
-    ['429 RESOURCE_EXHAUSTED', API_KEY, [{ kind: 'error', status: 429, body: { error: { code: 429, message: 'Resource has been exhausted (e.g. check quota).', status: 'RESOURCE_EXHAUSTED' } } }], 'rate_limited'],
+    [
+      '429 RESOURCE_EXHAUSTED',
+      API_KEY,
+      [
+        {
+          kind: 'error',
+          status: 429,
+          body: {
+            error: {
+              code: 429,
+              message: 'Resource has been exhausted (e.g. check quota).',
+              status: 'RESOURCE_EXHAUSTED',
+            },
+          },
+        },
+      ],
+      'rate_limited',
+    ],
   ] as const)('a provider %s ends blocked, in seconds', async (_name, key, steps, raw) => {
     const { root, workDir } = fresh();
     await server.script([...steps] as never, key);

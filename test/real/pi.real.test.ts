@@ -33,12 +33,20 @@ beforeAll(async () => {
     join(agentDir, 'models.json'),
     JSON.stringify({
       providers: {
-        uhmock: { baseUrl: server.url, api: 'openai-completions', apiKey: 'UH_MOCK_API_KEY', models: [{ id: 'uh-scripted', name: 'uh scripted model' }] },
+        uhmock: {
+          baseUrl: server.url,
+          api: 'openai-completions',
+          apiKey: 'UH_MOCK_API_KEY',
+          models: [{ id: 'uh-scripted', name: 'uh scripted model' }],
+        },
       },
     }),
   );
   // Fail fast against a scripted error: no agent-level or SDK-level retries.
-  writeFileSync(join(agentDir, 'settings.json'), JSON.stringify({ retry: { enabled: false, provider: { maxRetries: 0 } } }));
+  writeFileSync(
+    join(agentDir, 'settings.json'),
+    JSON.stringify({ retry: { enabled: false, provider: { maxRetries: 0 } } }),
+  );
 });
 
 afterAll(async () => {
@@ -51,7 +59,11 @@ async function runReal(key = API_KEY, options: Parameters<typeof runAdapter>[2] 
   const run = await runAdapter(
     piAdapter,
     { binary: realRuntimeBinary('pi'), provider: 'uhmock', model: 'uh-scripted', env: { UH_MOCK_API_KEY: key } },
-    { env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, prompt: 'Create hello.txt and retitle README.md.', ...options },
+    {
+      env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' },
+      prompt: 'Create hello.txt and retitle README.md.',
+      ...options,
+    },
   );
   roots.push(run.root);
   return run;
@@ -61,15 +73,39 @@ describe('real pi --mode json against the scripted Chat Completions server', () 
   it("edits the worktree through pi's own write and edit tools and completes with diff, final message, session id and usage", async () => {
     await server.script(
       [
-        { kind: 'tool_calls', calls: [{ id: 'call_write_1', name: 'write', arguments: { path: 'hello.txt', content: 'hello from real pi\n' } }], usage: { prompt_tokens: 120, completion_tokens: 30 } },
-        { kind: 'tool_calls', calls: [{ id: 'call_edit_1', name: 'edit', arguments: { path: 'README.md', edits: [{ oldText: '# work', newText: '# work, edited by pi' }] } }], usage: { prompt_tokens: 150, completion_tokens: 25 } },
-        { kind: 'text', text: `Done.\n\n\`\`\`uh-runtime-final-message\n${SENTINEL_TEXT}\n\`\`\`\n`, usage: { prompt_tokens: 200, completion_tokens: 20 } },
+        {
+          kind: 'tool_calls',
+          calls: [
+            { id: 'call_write_1', name: 'write', arguments: { path: 'hello.txt', content: 'hello from real pi\n' } },
+          ],
+          usage: { prompt_tokens: 120, completion_tokens: 30 },
+        },
+        {
+          kind: 'tool_calls',
+          calls: [
+            {
+              id: 'call_edit_1',
+              name: 'edit',
+              arguments: { path: 'README.md', edits: [{ oldText: '# work', newText: '# work, edited by pi' }] },
+            },
+          ],
+          usage: { prompt_tokens: 150, completion_tokens: 25 },
+        },
+        {
+          kind: 'text',
+          text: `Done.\n\n\`\`\`uh-runtime-final-message\n${SENTINEL_TEXT}\n\`\`\`\n`,
+          usage: { prompt_tokens: 200, completion_tokens: 20 },
+        },
       ],
       API_KEY,
     );
     const result = await runReal();
     const finished = terminalOf(result.events);
-    expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({ status: 'completed', raw: 'exit:0', exit_code: 0 });
+    expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({
+      status: 'completed',
+      raw: 'exit:0',
+      exit_code: 0,
+    });
     expect(git(result.workDir, 'status', '--porcelain')).toBe('M README.md\n?? hello.txt');
     expect(readFileSync(join(result.workDir, 'hello.txt'), 'utf8')).toBe('hello from real pi\n');
     expect(git(result.workDir, 'diff')).toContain('+# work, edited by pi');
@@ -80,7 +116,9 @@ describe('real pi --mode json against the scripted Chat Completions server', () 
     expect(folded.session_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/);
     expect(finished.session_id).toBe(folded.session_id);
     expect(folded.usage).toEqual({ input_tokens: 470, output_tokens: 75, total_tokens: 545 });
-    const tools = result.events.filter((e) => e.type === 'runtime.tool_call').map((e) => `${e.data.name}:${e.data.status}`);
+    const tools = result.events
+      .filter((e) => e.type === 'runtime.tool_call')
+      .map((e) => `${e.data.name}:${e.data.status}`);
     expect(tools).toEqual(['write:started', 'write:completed', 'edit:started', 'edit:completed']);
 
     const requests = await server.requests();
@@ -102,8 +140,24 @@ describe('real pi --mode json against the scripted Chat Completions server', () 
   });
 
   it.each([
-    ['HTTP 500', { kind: 'error', status: 500, body: { error: { message: 'internal boom', type: 'server_error' } } } as const, 'failed', 'stopReason:error'],
-    ['HTTP 429 insufficient_quota', { kind: 'error', status: 429, body: { error: { message: 'You exceeded your current quota', type: 'insufficient_quota', code: 'insufficient_quota' } } } as const, 'blocked', 'provider:quota'],
+    [
+      'HTTP 500',
+      { kind: 'error', status: 500, body: { error: { message: 'internal boom', type: 'server_error' } } } as const,
+      'failed',
+      'stopReason:error',
+    ],
+    [
+      'HTTP 429 insufficient_quota',
+      {
+        kind: 'error',
+        status: 429,
+        body: {
+          error: { message: 'You exceeded your current quota', type: 'insufficient_quota', code: 'insufficient_quota' },
+        },
+      } as const,
+      'blocked',
+      'provider:quota',
+    ],
   ])('classifies a scripted %s (pi itself exits 0)', async (_name, step, status, raw) => {
     await server.script([step], API_KEY);
     const result = await runReal();
@@ -118,7 +172,10 @@ describe('real pi --mode json against the scripted Chat Completions server', () 
     await server.script([{ kind: 'text', text: 'never sent' }], API_KEY);
     const result = await runReal('sk-wrong-key-0000');
     const finished = terminalOf(result.events);
-    expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({ status: 'blocked', raw: 'provider:auth' });
+    expect(finished.outcome, JSON.stringify(finished.outcome)).toMatchObject({
+      status: 'blocked',
+      raw: 'provider:auth',
+    });
     expect(finished.outcome.message).toContain('401');
     expect(finished.outcome.hint).toMatch(/API key/);
   });

@@ -34,10 +34,21 @@ beforeAll(async () => {
   mkdirSync(join(home, '.qwen'), { recursive: true });
   writeFileSync(
     join(home, '.qwen', 'settings.json'),
-    JSON.stringify({ security: { auth: { selectedType: 'openai' } }, privacy: { usageStatisticsEnabled: false }, telemetry: { enabled: false }, model: { name: 'scripted-model' } }),
+    JSON.stringify({
+      security: { auth: { selectedType: 'openai' } },
+      privacy: { usageStatisticsEnabled: false },
+      telemetry: { enabled: false },
+      model: { name: 'scripted-model' },
+    }),
   );
-  server = spawn(process.execPath, [SERVER, 'write-file', join(workDir, 'hello.txt'), 'hello from qwen\n', '--journal', journal], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const first = await new Promise<string>((resolve) => createInterface({ input: server.stdout! }).once('line', resolve));
+  server = spawn(
+    process.execPath,
+    [SERVER, 'write-file', join(workDir, 'hello.txt'), 'hello from qwen\n', '--journal', journal],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const first = await new Promise<string>((resolve) =>
+    createInterface({ input: server.stdout! }).once('line', resolve),
+  );
   port = (JSON.parse(first) as { port: number }).port;
 });
 afterAll(() => {
@@ -50,7 +61,11 @@ describe('acp runtime against Qwen Code --acp (real agent, scripted model)', () 
       acpAdapter,
       {
         command: [QWEN, '--acp'],
-        env: { OPENAI_API_KEY: API_KEY, OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`, OPENAI_MODEL: 'scripted-model' },
+        env: {
+          OPENAI_API_KEY: API_KEY,
+          OPENAI_BASE_URL: `http://127.0.0.1:${port}/v1`,
+          OPENAI_MODEL: 'scripted-model',
+        },
         auth_method_id: 'openai',
         auth_mode: 'upfront',
         session_mode: 'default',
@@ -61,7 +76,9 @@ describe('acp runtime against Qwen Code --acp (real agent, scripted model)', () 
     const t = terminalOf(r.events);
     expect(t.outcome).toMatchObject({ status: 'completed', raw: 'stop:end_turn' });
     expect(ofType(r.events, 'runtime.started')[0]?.data.agent).toMatchObject({ name: 'qwen-code', version: '0.15.10' });
-    expect(ofType(r.events, 'runtime.log').map((e) => e.data.message)).toEqual(expect.arrayContaining(['authenticate openai: accepted', 'session mode set to default']));
+    expect(ofType(r.events, 'runtime.log').map((e) => e.data.message)).toEqual(
+      expect.arrayContaining(['authenticate openai: accepted', 'session mode set to default']),
+    );
     // The permission came after session/set_mode; the sandbox allowed it with Qwen's allow-ONCE option.
     const [permission] = ofType(r.events, 'runtime.permission');
     expect(permission?.data).toMatchObject({
@@ -69,7 +86,10 @@ describe('acp runtime against Qwen Code --acp (real agent, scripted model)', () 
       answer: { outcome: { outcome: 'selected', optionId: 'proceed_once' } },
       allowed: true,
     });
-    expect(ofType(r.events, 'runtime.tool_call').at(-1)?.data).toMatchObject({ name: 'Writing to hello.txt', status: 'completed' });
+    expect(ofType(r.events, 'runtime.tool_call').at(-1)?.data).toMatchObject({
+      name: 'Writing to hello.txt',
+      status: 'completed',
+    });
     // A real edit, and nothing else, in the worktree.
     expect(readFileSync(join(workDir, 'hello.txt'), 'utf8')).toBe('hello from qwen\n');
     expect(git(workDir, 'status', '--porcelain', '--untracked-files=all')).toBe('?? hello.txt');

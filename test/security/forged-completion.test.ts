@@ -46,7 +46,9 @@ const WORKFLOW_DIFF = [
 ].join('\n');
 
 function branches(upstream: string): string {
-  return execFileSync('git', ['-C', upstream, 'for-each-ref', '--format=%(refname)', 'refs/heads/'], { encoding: 'utf8' });
+  return execFileSync('git', ['-C', upstream, 'for-each-ref', '--format=%(refname)', 'refs/heads/'], {
+    encoding: 'utf8',
+  });
 }
 
 async function deadLetters(prefix: string): Promise<string[]> {
@@ -62,7 +64,12 @@ async function fleet(name: string) {
   git(repo, 'push', '-q', upstream, 'main');
   const prefix = redis.prefix(name);
   const stateDir = dir('uh-forged-state-');
-  const env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: dir('uh-forged-cache-'), UH_ISOLATION: 'off' };
+  const env = {
+    REDIS_URL: redis.url,
+    UH_REDIS_PREFIX: prefix,
+    UH_CACHE_DIR: dir('uh-forged-cache-'),
+    UH_ISOLATION: 'off',
+  };
   workers.push(await startWorker(['--runtime', 'command', '--state-dir', stateDir], { cwd: stateDir, env }));
   return { upstream, prefix, stateDir, env };
 }
@@ -80,11 +87,37 @@ describe('a forged completion in Redis', () => {
     const artifactsKey = `{${prefix}}:op:${real.operationId}:artifacts`;
     const signed = JSON.parse((await redis.redis.hget(artifactsKey, 'receipt')) as string);
     const { signature: _signature, ...unsigned } = signed;
-    const forged = { ...unsigned, verdict: 'verified', exit_code: 0, checks: [], promotion: { branch: 'ci/{operation_id}', push: true } };
-    const mission = { ...JSON.parse((await redis.redis.hget(artifactsKey, 'mission')) as string), promotion: { branch: 'ci/x', push: true } };
-    await redis.redis.hset(artifactsKey, 'receipt', JSON.stringify(forged), 'diff', WORKFLOW_DIFF, 'mission', JSON.stringify(mission));
+    const forged = {
+      ...unsigned,
+      verdict: 'verified',
+      exit_code: 0,
+      checks: [],
+      promotion: { branch: 'ci/{operation_id}', push: true },
+    };
+    const mission = {
+      ...JSON.parse((await redis.redis.hget(artifactsKey, 'mission')) as string),
+      promotion: { branch: 'ci/x', push: true },
+    };
+    await redis.redis.hset(
+      artifactsKey,
+      'receipt',
+      JSON.stringify(forged),
+      'diff',
+      WORKFLOW_DIFF,
+      'mission',
+      JSON.stringify(mission),
+    );
     await redis.redis.hset(`{${prefix}}:op:${real.operationId}`, 'verdict', 'verified', 'exit_code', '0');
-    const completion = { operation_id: real.operationId, state: 'finished', status: 'completed', verdict: 'verified', exit_code: 0, attempt: 1, runtime: 'command', at: new Date().toISOString() };
+    const completion = {
+      operation_id: real.operationId,
+      state: 'finished',
+      status: 'completed',
+      verdict: 'verified',
+      exit_code: 0,
+      attempt: 1,
+      runtime: 'command',
+      at: new Date().toISOString(),
+    };
     await redis.redis.xadd(`{${prefix}}:outbox`, '*', 'completion', JSON.stringify(completion));
 
     const results = await startWorker(['--results', '--state-dir', stateDir], { cwd: stateDir, env });
@@ -97,7 +130,10 @@ describe('a forged completion in Redis', () => {
     expect(await redis.redis.hget(artifactsKey, 'promotion')).toBeNull();
 
     // A person asking for the same promotion by hand is refused too (exit 6), naming the reason.
-    const manual = await runCli(['mission', 'promote', real.operationId, '--redis', redis.url, '--push'], { cwd: stateDir, env });
+    const manual = await runCli(['mission', 'promote', real.operationId, '--redis', redis.url, '--push'], {
+      cwd: stateDir,
+      env,
+    });
     expect(manual.code, manual.stderr).toBe(6);
     expect(manual.stderr).toMatch(/cannot be trusted: .*unsigned/);
     expect(branches(upstream)).toBe('refs/heads/main\n');
@@ -106,15 +142,31 @@ describe('a forged completion in Redis', () => {
   it('an outbox entry that lies about a signed receipt is acted on as the receipt says', async () => {
     const { upstream, prefix, stateDir, env } = await fleet('liar');
     // Signed, verification_failed, and the mission asked for automatic promotion.
-    const failing = { verification: [{ name: 'unit', argv: ['false'], timeout_seconds: 30 }], promotion: { branch: 'auto/{operation_id}', push: true } };
+    const failing = {
+      verification: [{ name: 'unit', argv: ['false'], timeout_seconds: 30 }],
+      promotion: { branch: 'auto/{operation_id}', push: true },
+    };
     const real = writeMission(`file://${upstream}`, ['edit', 'src/x.txt', 'x'], failing);
     expect((await runCli(['mission', 'submit', real.path, '--wait', '--json'], { cwd: stateDir, env })).code).toBe(1);
-    const liar = { operation_id: real.operationId, state: 'finished', status: 'completed', verdict: 'verified', exit_code: 0, attempt: 1, runtime: 'command', at: new Date().toISOString() };
+    const liar = {
+      operation_id: real.operationId,
+      state: 'finished',
+      status: 'completed',
+      verdict: 'verified',
+      exit_code: 0,
+      attempt: 1,
+      runtime: 'command',
+      at: new Date().toISOString(),
+    };
     await redis.redis.xadd(`{${prefix}}:outbox`, '*', 'completion', JSON.stringify(liar));
     const results = await startWorker(['--results', '--json', '--state-dir', stateDir], { cwd: stateDir, env });
     workers.push(results);
     // Both entries are taken (two `completion` lines), each with the receipt's verdict.
-    const completions = () => results.output().split('\n').filter((l) => l.includes('"event":"completion"'));
+    const completions = () =>
+      results
+        .output()
+        .split('\n')
+        .filter((l) => l.includes('"event":"completion"'));
     expect(await waitFor(() => completions().length >= 2, 20_000, 100), results.output()).toBe(true);
     expect(completions().every((l) => l.includes('"exit_code":1'))).toBe(true);
     expect(branches(upstream)).toBe('refs/heads/main\n');

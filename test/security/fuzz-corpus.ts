@@ -42,11 +42,52 @@ const set = (path: string, value: unknown) => (m: Record<string, any>) => {
   at[parts[parts.length - 1] as string] = value;
 };
 
-const BAD_REFS = ['a\u0000b', '-x', '--upload-pack=touch /tmp/p', 'a..b', 'a b', 'a~1', 'a^', 'a:b', 'a?', 'a*', 'a[b', 'a\\b', '/a', 'a/', 'a//b', 'a.', '.a', 'a.lock', 'a/.b/c', '@', 'a@{1}', 'x'.repeat(300), '', '\u001b[31mred', 'a\nb', 'a\u007f'];
+const BAD_REFS = [
+  'a\u0000b',
+  '-x',
+  '--upload-pack=touch /tmp/p',
+  'a..b',
+  'a b',
+  'a~1',
+  'a^',
+  'a:b',
+  'a?',
+  'a*',
+  'a[b',
+  'a\\b',
+  '/a',
+  'a/',
+  'a//b',
+  'a.',
+  '.a',
+  'a.lock',
+  'a/.b/c',
+  '@',
+  'a@{1}',
+  'x'.repeat(300),
+  '',
+  '\u001b[31mred',
+  'a\nb',
+  'a\u007f',
+];
 const BAD_URLS = [
-  '-uupload-pack=touch /tmp/p', '--upload-pack=touch /tmp/p', 'ext::sh -c touch% /tmp/pwned', 'fd::17', 'EXT::x', 'git://host/r.git',
-  'ftp://host/r.git', 'https://-oProxyCommand=x/r', 'ssh://-oProxyCommand=x/r', 'user@-oProxyCommand=x:r', 'https://h/\u0000x',
-  'https://h/\u001b[2Jx', `https://h/${'x'.repeat(3000)}`, '', 'javascript://x', 'https://', 'http://example.invalid/r.git',
+  '-uupload-pack=touch /tmp/p',
+  '--upload-pack=touch /tmp/p',
+  'ext::sh -c touch% /tmp/pwned',
+  'fd::17',
+  'EXT::x',
+  'git://host/r.git',
+  'ftp://host/r.git',
+  'https://-oProxyCommand=x/r',
+  'ssh://-oProxyCommand=x/r',
+  'user@-oProxyCommand=x:r',
+  'https://h/\u0000x',
+  'https://h/\u001b[2Jx',
+  `https://h/${'x'.repeat(3000)}`,
+  '',
+  'javascript://x',
+  'https://',
+  'http://example.invalid/r.git',
 ];
 const BAD_IDS = ['', 'a b', 'x'.repeat(200), '../x', 'a\u0000', '-x', 'a:b', 'a/b', '\u001b[31m'];
 
@@ -76,10 +117,28 @@ function mutations(): Mutation[] {
     ['repository missing', 'repository', (m) => delete m.repository],
     ...BAD_REFS.map((v, i): Mutation => [`repository.ref ${i}`, 'repository.ref', set('repository.ref', v)]),
     ['repository.ref number', 'repository.ref', set('repository.ref', 5)],
-    ...([['empty', ''], ['space', 'a b'], ['empty list', []], ['33', many(33, (i) => `r${i}`)], ['number', 5], ['option', '-x']] as const).map(
-      ([what, value]): Mutation => [`runtime ${what}`, 'runtime', (m) => { m.runtime = value; delete m.runtime_config_overrides; }],
-    ),
-    ['overrides other runtime', 'runtime_config_overrides.other', set('runtime_config_overrides', { command: {}, other: {} })],
+    ...(
+      [
+        ['empty', ''],
+        ['space', 'a b'],
+        ['empty list', []],
+        ['33', many(33, (i) => `r${i}`)],
+        ['number', 5],
+        ['option', '-x'],
+      ] as const
+    ).map(([what, value]): Mutation => [
+      `runtime ${what}`,
+      'runtime',
+      (m) => {
+        m.runtime = value;
+        delete m.runtime_config_overrides;
+      },
+    ]),
+    [
+      'overrides other runtime',
+      'runtime_config_overrides.other',
+      set('runtime_config_overrides', { command: {}, other: {} }),
+    ],
     ['requires unknown', 'requires[0]', set('requires', ['flying'])],
     ['sandbox backend', 'sandbox.backend', set('sandbox', { backend: 'docker' })],
     ['sandbox env bad name', 'sandbox.env', set('sandbox', { env: { '1BAD': 'x' } })],
@@ -108,7 +167,14 @@ function mutations(): Mutation[] {
       [`${key} dotdot`, `${field}[0]`, set(field, ['..'])],
       [`${key} empty`, `${field}[0]`, set(field, [''])],
       [`${key} 100k chars`, `${field}[0]`, set(field, ['*'.repeat(100_000)])],
-      [`${key} 1001`, field, set(field, many(1001, (i) => `g${i}/**`))],
+      [
+        `${key} 1001`,
+        field,
+        set(
+          field,
+          many(1001, (i) => `g${i}/**`),
+        ),
+      ],
       [`${key} number`, `${field}[0]`, set(field, [5])],
       [`${key} string`, field, set(field, 'src/**')],
     );
@@ -125,8 +191,22 @@ function mutations(): Mutation[] {
     ['check timeout 0', 'verification[0].timeout_seconds', check({ timeout_seconds: 0 })],
     ['check timeout huge', 'verification[0].timeout_seconds', check({ timeout_seconds: 1e9 })],
     ['check unknown key', 'verification[0].argvv', check({ argvv: ['x'] })],
-    ['checks 101', 'verification', set('verification', many(101, (i) => ({ name: `c${i}`, argv: ['true'] })))],
-    ['check duplicate names', 'verification[1].name', set('verification', [{ name: 'a', argv: ['true'] }, { name: 'a', argv: ['true'] }])],
+    [
+      'checks 101',
+      'verification',
+      set(
+        'verification',
+        many(101, (i) => ({ name: `c${i}`, argv: ['true'] })),
+      ),
+    ],
+    [
+      'check duplicate names',
+      'verification[1].name',
+      set('verification', [
+        { name: 'a', argv: ['true'] },
+        { name: 'a', argv: ['true'] },
+      ]),
+    ],
   );
   return list;
 }
@@ -139,14 +219,22 @@ function handWritten(format: 'yaml' | 'json'): Array<{ name: string; text: strin
     const body = json(base).slice(1, -1);
     return [
       { name: 'duplicate top key', text: `{${body},"title":"again"}`, field: 'title' },
-      { name: 'duplicate nested key', text: `{${body.replace('"ref":"main"', '"ref":"main","ref":"dev"')}}`, field: 'repository.ref' },
+      {
+        name: 'duplicate nested key',
+        text: `{${body.replace('"ref":"main"', '"ref":"main","ref":"dev"')}}`,
+        field: 'repository.ref',
+      },
       { name: '__proto__ top', text: `{"__proto__":{"polluted":1},${body}}`, field: '__proto__' },
       { name: '__proto__ in labels', text: `{${body},"labels":{"__proto__":"x"}}`, field: 'labels.__proto__' },
       { name: 'constructor key', text: `{${body},"labels":{"constructor":"x"}}`, field: 'labels.constructor' },
       { name: 'prototype key', text: `{${body},"sandbox":{"env":{"prototype":"x"}}}`, field: 'sandbox.env.prototype' },
       { name: 'escaped __proto__', text: `{"\\u005f_proto__":1,${body}}`, field: '__proto__' },
       { name: '60k keys', text: `{${many(60_000, (i) => `"k${i}":1`).join(',')}}`, field: 'keys' },
-      { name: '60k keys in labels', text: `{${body},"labels":{${many(60_000, (i) => `"k${i}":"v"`).join(',')}}}`, field: 'labels' },
+      {
+        name: '60k keys in labels',
+        text: `{${body},"labels":{${many(60_000, (i) => `"k${i}":"v"`).join(',')}}}`,
+        field: 'labels',
+      },
       { name: '150k keys', text: `{${many(150_000, (i) => `"${i}":1`).join(',')}}`, field: DOCUMENT },
       { name: 'deep arrays', text: `{${body},"labels":${'['.repeat(5000)}${']'.repeat(5000)}}`, field: 'labels' },
       { name: 'deep objects', text: `${'{"a":'.repeat(5000)}1${'}'.repeat(5000)}`, field: 'a.a.a' },
@@ -166,21 +254,37 @@ function handWritten(format: 'yaml' | 'json'): Array<{ name: string; text: strin
   const y = toYaml(base);
   return [
     { name: 'duplicate top key', text: `${y}title: again\n`, field: 'title' },
-    { name: 'duplicate nested key', text: y.replace('  ref: main\n', '  ref: main\n  ref: dev\n'), field: 'repository.ref' },
+    {
+      name: 'duplicate nested key',
+      text: y.replace('  ref: main\n', '  ref: main\n  ref: dev\n'),
+      field: 'repository.ref',
+    },
     { name: '__proto__ top', text: `__proto__:\n  polluted: 1\n${y}`, field: '__proto__' },
     { name: '__proto__ in labels', text: `${y}labels:\n  __proto__: x\n`, field: 'labels.__proto__' },
     { name: 'constructor key', text: `${y}labels:\n  constructor: x\n`, field: 'labels.constructor' },
-    { name: 'prototype key', text: `${y.replace('runtime_config_overrides:\n  command:\n', 'runtime_config_overrides:\n  command:\n    prototype: {}\n')}`, field: 'prototype' },
+    {
+      name: 'prototype key',
+      text: `${y.replace('runtime_config_overrides:\n  command:\n', 'runtime_config_overrides:\n  command:\n    prototype: {}\n')}`,
+      field: 'prototype',
+    },
     { name: 'quoted __proto__', text: `"__proto__": 1\n${y}`, field: '__proto__' },
     { name: '100k keys', text: many(100_000, (i) => `k${i}: 1`).join('\n'), field: 'keys' },
     { name: '60k flow keys', text: `${y}labels: {${many(60_000, (i) => `k${i}: v`).join(', ')}}\n`, field: 'keys' },
     { name: '6k keys', text: many(6_000, (i) => `k${i}: 1`).join('\n'), field: 'keys' },
-    { name: 'billion laughs', text: `a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n`, field: DOCUMENT },
+    {
+      name: 'billion laughs',
+      text: `a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e]\n`,
+      field: DOCUMENT,
+    },
     { name: '200 aliases', text: `${y}labels: &l {k: v}\nx: [${many(200, () => '*l').join(', ')}]\n`, field: DOCUMENT },
     { name: 'alias as key', text: `${y}k: &k key\nlabels: {*k : v}\n`, field: 'labels' },
     { name: 'complex key', text: `${y}? [a, b]\n: c\n`, field: '(root)' },
     { name: 'deep flow', text: `${y}labels: ${'['.repeat(3000)}${']'.repeat(3000)}\n`, field: DOCUMENT },
-    { name: 'deep block', text: `${y}labels:\n${many(100, (i) => `${'  '.repeat(i + 1)}k${i}:`).join('\n')} v\n`, field: 'labels' },
+    {
+      name: 'deep block',
+      text: `${y}labels:\n${many(100, (i) => `${'  '.repeat(i + 1)}k${i}:`).join('\n')} v\n`,
+      field: 'labels',
+    },
     { name: 'tab indent', text: `${y}labels:\n\tk: v\n`, field: DOCUMENT },
     { name: 'unclosed quote', text: `${y}title: "open\n`, field: DOCUMENT },
     { name: 'two documents', text: `${y}---\n${y}`, field: DOCUMENT },
@@ -190,7 +294,11 @@ function handWritten(format: 'yaml' | 'json'): Array<{ name: string; text: strin
     { name: 'list root', text: '- a\n- b\n', field: '(root)' },
     { name: 'NUL byte', text: `${y}title: "a\\0b"\nx: \u0000\n`, field: DOCUMENT },
     { name: 'ref with NUL escape', text: y.replace('  ref: main\n', '  ref: "ma\\0in"\n'), field: 'repository.ref' },
-    { name: 'ext URL', text: y.replace('https://example.invalid/r.git', '"ext::sh -c touch% /tmp/p"'), field: 'repository.url' },
+    {
+      name: 'ext URL',
+      text: y.replace('https://example.invalid/r.git', '"ext::sh -c touch% /tmp/p"'),
+      field: 'repository.url',
+    },
     { name: 'custom tag', text: `${y}labels: !!js/function "function(){}"\n`, field: DOCUMENT },
   ];
 }

@@ -44,7 +44,8 @@ describe('fuzz corpus of bad missions', () => {
 
   it('has at least 300 cases in YAML, JSON and HTTP bodies', () => {
     expect(corpus.length).toBeGreaterThanOrEqual(300);
-    for (const format of ['yaml', 'json', 'http']) expect(corpus.filter((c) => c.format === format).length).toBeGreaterThan(80);
+    for (const format of ['yaml', 'json', 'http'])
+      expect(corpus.filter((c) => c.format === format).length).toBeGreaterThan(80);
   });
 
   it('refuses every case with exit 2 and one line naming the field, each in under 2 s, heap growth under 100 MB', () => {
@@ -103,47 +104,150 @@ describe('a sample through the real uh mission run', () => {
   const samples: Array<[string, () => string, number, string]> = [
     ['/dev/zero', () => '/dev/zero', 2, '/dev/zero'],
     ['a directory', () => root, 2, root],
-    ['a FIFO', () => { const p = join(root, 'fifo.yaml'); if (!existsSync(p)) execFileSync('mkfifo', [p]); return p; }, 2, 'fifo.yaml'],
+    [
+      'a FIFO',
+      () => {
+        const p = join(root, 'fifo.yaml');
+        if (!existsSync(p)) execFileSync('mkfifo', [p]);
+        return p;
+      },
+      2,
+      'fifo.yaml',
+    ],
     ['a missing file', () => join(root, 'missing.yaml'), 2, 'missing.yaml'],
-    ['url with a leading -', () => missionFile('dash', (m) => (m.repository.url = '--upload-pack=touch /tmp/uh-pwned')), 2, 'repository.url'],
-    ['ext:: url', () => missionFile('ext', (m) => (m.repository.url = 'ext::sh -c touch% /tmp/uh-pwned')), 2, 'repository.url'],
-    ['file:///nonexistent', () => missionFile('file', (m) => (m.repository.url = 'file:///nonexistent/uh-fuzz')), 2, 'repository.url'],
-    ['unreachable remote', () => missionFile('unreachable', (m) => (m.repository.url = 'https://127.0.0.1:1/r.git')), 3, 'repository.url'],
-    ['NUL in ref (JSON)', () => missionFile('nul', (m) => (m.repository.ref = 'ma\u0000in'), 'json'), 2, 'repository.ref'],
+    [
+      'url with a leading -',
+      () => missionFile('dash', (m) => (m.repository.url = '--upload-pack=touch /tmp/uh-pwned')),
+      2,
+      'repository.url',
+    ],
+    [
+      'ext:: url',
+      () => missionFile('ext', (m) => (m.repository.url = 'ext::sh -c touch% /tmp/uh-pwned')),
+      2,
+      'repository.url',
+    ],
+    [
+      'file:///nonexistent',
+      () => missionFile('file', (m) => (m.repository.url = 'file:///nonexistent/uh-fuzz')),
+      2,
+      'repository.url',
+    ],
+    [
+      'unreachable remote',
+      () => missionFile('unreachable', (m) => (m.repository.url = 'https://127.0.0.1:1/r.git')),
+      3,
+      'repository.url',
+    ],
+    [
+      'NUL in ref (JSON)',
+      () => missionFile('nul', (m) => (m.repository.ref = 'ma\u0000in'), 'json'),
+      2,
+      'repository.ref',
+    ],
     ['ref option', () => missionFile('refopt', (m) => (m.repository.ref = '--output=/tmp/x')), 2, 'repository.ref'],
-    ['100k-char glob', () => missionFile('glob', (m) => (m.scope.allowed_change_globs = ['*'.repeat(100_000)])), 2, 'scope.allowed_change_globs[0]'],
-    ['escape in title', () => missionFile('esc', (m) => (m.title = `\u001b]0;pwned\u0007${'x'.repeat(300)}`)), 2, 'title'],
+    [
+      '100k-char glob',
+      () => missionFile('glob', (m) => (m.scope.allowed_change_globs = ['*'.repeat(100_000)])),
+      2,
+      'scope.allowed_change_globs[0]',
+    ],
+    [
+      'escape in title',
+      () => missionFile('esc', (m) => (m.title = `\u001b]0;pwned\u0007${'x'.repeat(300)}`)),
+      2,
+      'title',
+    ],
     ['unknown key', () => missionFile('unknown', (m) => (m.objectve = 'x')), 2, 'objectve'],
-    ['duplicate JSON key', () => { const p = join(root, 'cli', 'dup.json'); writeFileSync(p, '{"title":"a","title":"b"}'); return p; }, 2, 'title'],
-    ['__proto__ in JSON', () => { const p = join(root, 'cli', 'proto.json'); writeFileSync(p, '{"__proto__":{"x":1}}'); return p; }, 2, '__proto__'],
-    ['100k YAML keys', () => { const p = join(root, 'cli', 'keys.yaml'); writeFileSync(p, Array.from({ length: 100_000 }, (_, i) => `k${i}: 1`).join('\n')); return p; }, 2, 'keys'],
-    ['billion laughs', () => { const p = join(root, 'cli', 'laughs.yaml'); writeFileSync(p, `a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n`); return p; }, 2, 'laughs.yaml'],
-    ['2 MB file', () => { const p = join(root, 'cli', 'big.yaml'); writeFileSync(p, `title: ${'x'.repeat(2_000_000)}\n`); return p; }, 2, 'big.yaml'],
+    [
+      'duplicate JSON key',
+      () => {
+        const p = join(root, 'cli', 'dup.json');
+        writeFileSync(p, '{"title":"a","title":"b"}');
+        return p;
+      },
+      2,
+      'title',
+    ],
+    [
+      '__proto__ in JSON',
+      () => {
+        const p = join(root, 'cli', 'proto.json');
+        writeFileSync(p, '{"__proto__":{"x":1}}');
+        return p;
+      },
+      2,
+      '__proto__',
+    ],
+    [
+      '100k YAML keys',
+      () => {
+        const p = join(root, 'cli', 'keys.yaml');
+        writeFileSync(p, Array.from({ length: 100_000 }, (_, i) => `k${i}: 1`).join('\n'));
+        return p;
+      },
+      2,
+      'keys',
+    ],
+    [
+      'billion laughs',
+      () => {
+        const p = join(root, 'cli', 'laughs.yaml');
+        writeFileSync(
+          p,
+          `a: &a [x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n`,
+        );
+        return p;
+      },
+      2,
+      'laughs.yaml',
+    ],
+    [
+      '2 MB file',
+      () => {
+        const p = join(root, 'cli', 'big.yaml');
+        writeFileSync(p, `title: ${'x'.repeat(2_000_000)}\n`);
+        return p;
+      },
+      2,
+      'big.yaml',
+    ],
     ['timeout huge', () => missionFile('timeout', (m) => (m.timeout_seconds = 1e12)), 2, 'timeout_seconds'],
-    ['check shell string', () => missionFile('check', (m) => (m.verification = [{ name: 't', argv: ['rm -rf /'] }])), 2, 'verification[0].argv'],
+    [
+      'check shell string',
+      () => missionFile('check', (m) => (m.verification = [{ name: 't', argv: ['rm -rf /'] }])),
+      2,
+      'verification[0].argv',
+    ],
   ];
 
-  it.each(samples)('%s: the exit code, one stderr line naming the field, no state written', async (_name, make, code: number, field) => {
-    const path = make();
-    const stateDir = join(root, 'state');
-    const started = Date.now();
-    const r = await runCli(['mission', 'run', path, '--state-dir', stateDir], {
-      cwd: root,
-      env: { UH_CACHE_DIR: join(root, 'cache'), UH_STATE_DIR: undefined },
-      sampleMemory: true,
-    });
-    expect(r.code).toBe(code);
-    // The progress line `uh: running <op> (<title>)…` may come first; the refusal is one line.
-    const lines = r.stderr.trimEnd().split('\n').filter((l) => !l.startsWith('uh: running '));
-    expect(lines).toHaveLength(1);
-    expect(lines[0]).toContain(field);
-    // eslint-disable-next-line no-control-regex
-    expect(lines[0]).not.toMatch(/[\u0000-\u001f\u007f]/);
-    expect(r.stdout).toBe('');
-    expect(existsSync(stateDir)).toBe(false);
-    expect(Date.now() - started).toBeLessThan(15_000);
-    expect(r.peakRssKb).toBeLessThan(300 * 1024);
-  });
+  it.each(samples)(
+    '%s: the exit code, one stderr line naming the field, no state written',
+    async (_name, make, code: number, field) => {
+      const path = make();
+      const stateDir = join(root, 'state');
+      const started = Date.now();
+      const r = await runCli(['mission', 'run', path, '--state-dir', stateDir], {
+        cwd: root,
+        env: { UH_CACHE_DIR: join(root, 'cache'), UH_STATE_DIR: undefined },
+        sampleMemory: true,
+      });
+      expect(r.code).toBe(code);
+      // The progress line `uh: running <op> (<title>)…` may come first; the refusal is one line.
+      const lines = r.stderr
+        .trimEnd()
+        .split('\n')
+        .filter((l) => !l.startsWith('uh: running '));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain(field);
+      // eslint-disable-next-line no-control-regex
+      expect(lines[0]).not.toMatch(/[\u0000-\u001f\u007f]/);
+      expect(r.stdout).toBe('');
+      expect(existsSync(stateDir)).toBe(false);
+      expect(Date.now() - started).toBeLessThan(15_000);
+      expect(r.peakRssKb).toBeLessThan(300 * 1024);
+    },
+  );
 });
 
 describe('mission text on the terminal', () => {
@@ -153,7 +257,10 @@ describe('mission text on the terminal', () => {
       m.operation_id = `esc-${process.pid}`;
       m.verification = [{ name: 'fails', argv: ['false'] }];
     });
-    const r = await runCli(['mission', 'run', path, '--state-dir', join(root, 'state-esc')], { cwd: root, env: { UH_CACHE_DIR: join(root, 'cache') } });
+    const r = await runCli(['mission', 'run', path, '--state-dir', join(root, 'state-esc')], {
+      cwd: root,
+      env: { UH_CACHE_DIR: join(root, 'cache') },
+    });
     expect(r.code).toBe(1); // the check fails: the mission ran
     expect(r.stderr).toContain('T\\x1b]0;pwned\\x07\\x1b[2J');
     // eslint-disable-next-line no-control-regex

@@ -82,7 +82,10 @@ async function run(fleet: Fleet, script: string): Promise<any> {
   const { path } = mission(fleet, script);
   const state = tempDir('uh-gitsec-state-');
   dirs.push(state);
-  const args = fleet.mode === 'inline' ? ['mission', 'run', path, '--json', '--state-dir', state] : ['mission', 'submit', path, '--wait', '--json', '--state-dir', state];
+  const args =
+    fleet.mode === 'inline'
+      ? ['mission', 'run', path, '--json', '--state-dir', state]
+      : ['mission', 'submit', path, '--wait', '--json', '--state-dir', state];
   const result = await runCli(args, { cwd: fleet.repo, env: env(fleet) });
   try {
     const out = JSON.parse(result.stdout);
@@ -105,7 +108,10 @@ function mirrorFingerprint(fleet: Fleet): string {
 function mirrorNow(fleet: Fleet): { doubts: string[]; identity: string } {
   const m = mirrorFor(fleet.cacheDir, fleet.repo).path;
   const listed = git(m, 'config', '--file', join(m, 'config'), '--null', '--list');
-  const config = listed.split('\0').filter(Boolean).map((e) => e.replace('\n', '='));
+  const config = listed
+    .split('\0')
+    .filter(Boolean)
+    .map((e) => e.replace('\n', '='));
   const st = statSync(m, { bigint: true });
   return { doubts: mirrorDoubts(m, config), identity: `${st.ino}:${st.birthtimeNs}` };
 }
@@ -142,10 +148,16 @@ interface Baseline {
 }
 
 const paths = (receipt: any): string[] => receipt.changed_files.map((f: { path: string }) => f.path);
-const reasons = (receipt: any): string[] => receipt.scope.violations.map((v: { path: string; reason: string }) => `${v.path}:${v.reason}`);
+const reasons = (receipt: any): string[] =>
+  receipt.scope.violations.map((v: { path: string; reason: string }) => `${v.path}:${v.reason}`);
 
 async function newFleet(mode: Mode, isolation: Isolation): Promise<Fleet> {
-  const repo = makeRepo({ 'README.md': '# demo\n', 'src/app.txt': 'v1\n', 'docs/guide.md': 'guide\n', 'build/.gitignore': 'out/\n' });
+  const repo = makeRepo({
+    'README.md': '# demo\n',
+    'src/app.txt': 'v1\n',
+    'docs/guide.md': 'guide\n',
+    'build/.gitignore': 'out/\n',
+  });
   const cacheDir = tempDir('uh-gitsec-cache-');
   const home = tempDir('uh-gitsec-home-');
   dirs.push(repo, cacheDir, home);
@@ -154,7 +166,10 @@ async function newFleet(mode: Mode, isolation: Isolation): Promise<Fleet> {
   if (mode === 'worker') {
     const state = tempDir('uh-gitsec-wstate-');
     dirs.push(state);
-    fleet.worker = await startWorker(['--state-dir', state, '--runtime', 'command', '--concurrency', '1'], { cwd: repo, env: { ...env(fleet), UH_LOG_LEVEL: 'warn' } });
+    fleet.worker = await startWorker(['--state-dir', state, '--runtime', 'command', '--concurrency', '1'], {
+      cwd: repo,
+      env: { ...env(fleet), UH_LOG_LEVEL: 'warn' },
+    });
   }
   // A first benign mission creates the mirror; its fingerprint is the reference.
   const first = await run(fleet, 'echo ok > src/ok.txt');
@@ -169,7 +184,10 @@ async function newFleet(mode: Mode, isolation: Isolation): Promise<Fleet> {
  * (unisolated) was discarded and cloned again; one bwrap kept intact was used as it was.
  */
 async function laterMissionHolds(fleet: Fleet, before: Baseline, marker: string, attacked?: string): Promise<void> {
-  const later = await run(fleet, 'echo later > src/later.txt; echo leak > notes.txt; mkdir -p build/out && echo art > build/out/a.o');
+  const later = await run(
+    fleet,
+    'echo later > src/later.txt; echo leak > notes.txt; mkdir -p build/out && echo art > build/out/a.o',
+  );
   expect(paths(later)).toEqual(expect.arrayContaining(['src/later.txt', 'notes.txt']));
   expect(paths(later)).not.toContain('build/out/a.o'); // the base commit's own ignore rules still apply
   expect(later.verdict).toBe('scope_violation');
@@ -206,7 +224,11 @@ describe.each(FLEETS)('hostile agent vs git (%s, UH_ISOLATION=%s)', (mode, isola
 
   beforeAll(async () => {
     fleet = await newFleet(mode, isolation);
-    before = { mirror: mirrorFingerprint(fleet), checkout: checkoutFingerprint(fleet.repo), home: dirFingerprint(fleet.home) };
+    before = {
+      mirror: mirrorFingerprint(fleet),
+      checkout: checkoutFingerprint(fleet.repo),
+      home: dirFingerprint(fleet.home),
+    };
     marker = join(tempDir('uh-gitsec-mark-'), 'pwned');
     dirs.push(join(marker, '..'));
   }, 60_000);
@@ -231,7 +253,10 @@ describe.each(FLEETS)('hostile agent vs git (%s, UH_ISOLATION=%s)', (mode, isola
   }, 60_000);
 
   it('"*" in info/exclude (the mirror\'s and its own) hides nothing, now or later', async () => {
-    const attack = await run(fleet, `${PRELUDE}mkdir -p "$M/info"; echo '*' >> "$M/info/exclude"; echo '*' >> .git/info/exclude; echo s > secret.txt`);
+    const attack = await run(
+      fleet,
+      `${PRELUDE}mkdir -p "$M/info"; echo '*' >> "$M/info/exclude"; echo '*' >> .git/info/exclude; echo s > secret.txt`,
+    );
     expect(paths(attack)).toContain('secret.txt');
     expect(attack.verdict).toBe('scope_violation');
     const attacked = mirrorAfterAttack(fleet, ['info/ not empty']);
@@ -239,21 +264,34 @@ describe.each(FLEETS)('hostile agent vs git (%s, UH_ISOLATION=%s)', (mode, isola
   }, 60_000);
 
   it('assume-unchanged and skip-worktree bits hide no change', async () => {
-    const attack = await run(fleet, 'echo changed >> README.md; git update-index --assume-unchanged README.md; echo y >> docs/guide.md; git update-index --skip-worktree docs/guide.md; git status --porcelain > /dev/null');
+    const attack = await run(
+      fleet,
+      'echo changed >> README.md; git update-index --assume-unchanged README.md; echo y >> docs/guide.md; git update-index --skip-worktree docs/guide.md; git status --porcelain > /dev/null',
+    );
     expect(paths(attack)).toEqual(expect.arrayContaining(['README.md', 'docs/guide.md']));
-    expect(reasons(attack)).toEqual(expect.arrayContaining(['README.md:outside_allowed', 'docs/guide.md:outside_allowed']));
+    expect(reasons(attack)).toEqual(
+      expect.arrayContaining(['README.md:outside_allowed', 'docs/guide.md:outside_allowed']),
+    );
     await laterMissionHolds(fleet, before, marker);
   }, 60_000);
 
   it('a new folder with its own .gitignore of "*", and a rewritten top .gitignore, hide nothing', async () => {
-    const attack = await run(fleet, "mkdir hidden; echo '*' > hidden/.gitignore; echo p > hidden/payload; printf '*\\n' > .gitignore; echo q > quiet.txt");
-    expect(paths(attack)).toEqual(expect.arrayContaining(['hidden/.gitignore', 'hidden/payload', '.gitignore', 'quiet.txt']));
+    const attack = await run(
+      fleet,
+      "mkdir hidden; echo '*' > hidden/.gitignore; echo p > hidden/payload; printf '*\\n' > .gitignore; echo q > quiet.txt",
+    );
+    expect(paths(attack)).toEqual(
+      expect.arrayContaining(['hidden/.gitignore', 'hidden/payload', '.gitignore', 'quiet.txt']),
+    );
     expect(attack.verdict).toBe('scope_violation');
     await laterMissionHolds(fleet, before, marker);
   }, 60_000);
 
   it('the user checkout cannot be found through the mirror, and the mirror shares no file with it', async () => {
-    const attack = await run(fleet, `${PRELUDE}U=$(git --git-dir="$M" config remote.origin.url); [ -n "$U" ] && echo pwned > "$U/pwned.txt"; echo "$U" > src/found.txt`);
+    const attack = await run(
+      fleet,
+      `${PRELUDE}U=$(git --git-dir="$M" config remote.origin.url); [ -n "$U" ] && echo pwned > "$U/pwned.txt"; echo "$U" > src/found.txt`,
+    );
     expect(existsSync(join(fleet.repo, 'pwned.txt'))).toBe(false);
     expect(attack.verdict).toBe('verified');
     const mirror = mirrorFor(fleet.cacheDir, fleet.repo).path;
@@ -265,7 +303,9 @@ describe.each(FLEETS)('hostile agent vs git (%s, UH_ISOLATION=%s)', (mode, isola
 
   it('symlinks leaving the worktree are scope violations even inside allowed globs', async () => {
     const attack = await run(fleet, 'ln -s /etc/passwd src/passwd; ln -s ../../.. src/up; ln -s app.txt src/fine');
-    expect(reasons(attack)).toEqual(expect.arrayContaining(['src/passwd:symlink_outside_worktree', 'src/up:symlink_outside_worktree']));
+    expect(reasons(attack)).toEqual(
+      expect.arrayContaining(['src/passwd:symlink_outside_worktree', 'src/up:symlink_outside_worktree']),
+    );
     expect(reasons(attack).some((r) => r.startsWith('src/fine:'))).toBe(false);
     expect(attack.verdict).toBe('scope_violation');
   }, 60_000);
@@ -286,7 +326,10 @@ describe.each(FLEETS)('hostile agent vs git (%s, UH_ISOLATION=%s)', (mode, isola
   it('objects/info/alternates planted in the mirror makes uh rebuild it', async () => {
     const evil = tempDir('uh-gitsec-evil-');
     dirs.push(evil);
-    await run(fleet, `${PRELUDE}mkdir -p "$M/objects/info"; echo ${evil}/objects > "$M/objects/info/alternates"; echo '#!/bin/sh' > "$M/hooks-planted"; echo a > src/a.txt`);
+    await run(
+      fleet,
+      `${PRELUDE}mkdir -p "$M/objects/info"; echo ${evil}/objects > "$M/objects/info/alternates"; echo '#!/bin/sh' > "$M/hooks-planted"; echo a > src/a.txt`,
+    );
     const mirror = mirrorFor(fleet.cacheDir, fleet.repo).path;
     const attacked = mirrorAfterAttack(fleet, ['objects/info/alternates']);
     expect(existsSync(join(mirror, 'hooks-planted'))).toBe(isolation === 'off');
@@ -318,7 +361,10 @@ describe.each(FLEETS)('hostile agent vs git (%s, UH_ISOLATION=%s)', (mode, isola
   }, 60_000);
 
   it('a nested repository (a gitlink) is a scope violation, its files cannot hide in it', async () => {
-    const attack = await run(fleet, 'mkdir -p src/sub && cd src/sub && git init -q && echo s > s && git add s && git -c user.name=a -c user.email=a@b commit -qm x');
+    const attack = await run(
+      fleet,
+      'mkdir -p src/sub && cd src/sub && git init -q && echo s > s && git add s && git -c user.name=a -c user.email=a@b commit -qm x',
+    );
     expect(reasons(attack)).toContain('src/sub:nested_repository');
     expect(attack.verdict).toBe('scope_violation');
   }, 60_000);

@@ -13,13 +13,44 @@ const dir = mkdtempSync(join(tmpdir(), 'uh-input-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('repository.ref, by the rules of git check-ref-format', () => {
-  it.each(['main', 'HEAD', 'feature/x-1', 'v1.2.3', 'release/2024.01', 'abc1234', 'a'.repeat(40), 'refs/heads/main', 'a-b_c'])('accepts %s', (ref) => {
+  it.each([
+    'main',
+    'HEAD',
+    'feature/x-1',
+    'v1.2.3',
+    'release/2024.01',
+    'abc1234',
+    'a'.repeat(40),
+    'refs/heads/main',
+    'a-b_c',
+  ])('accepts %s', (ref) => {
     expect(refProblem(ref)).toBeNull();
   });
-  it.each(['a..b', '-x', 'a b', 'a~1', 'a^', 'a:b', 'a?', 'a*', 'a[', 'a\\b', '/a', 'a/', 'a//b', 'a.', '.a', 'x/.a', 'a.lock', 'a/b.lock/c', '@', 'a@{1}', 'a\u0000', 'a\u007f', 'x'.repeat(256)])(
-    'refuses %j',
-    (ref) => expect(refProblem(ref)).not.toBeNull(),
-  );
+  it.each([
+    'a..b',
+    '-x',
+    'a b',
+    'a~1',
+    'a^',
+    'a:b',
+    'a?',
+    'a*',
+    'a[',
+    'a\\b',
+    '/a',
+    'a/',
+    'a//b',
+    'a.',
+    '.a',
+    'x/.a',
+    'a.lock',
+    'a/b.lock/c',
+    '@',
+    'a@{1}',
+    'a\u0000',
+    'a\u007f',
+    'x'.repeat(256),
+  ])('refuses %j', (ref) => expect(refProblem(ref)).not.toBeNull());
 });
 
 describe('repository.url forms', () => {
@@ -32,15 +63,25 @@ describe('repository.url forms', () => {
     ['/srv/r', 'local'],
     ['../r', 'local'],
   ])('%s is %s', (url, kind) => expect(classifyRepositoryUrl(url)).toEqual({ kind }));
-  it.each(['-u', '--upload-pack=x', 'ext::sh -c x', 'fd::3', 'git://h/r', 'ftp://h/r', 'https://-x/r', 'me@-oProxyCommand=x:r', 'https://h/\u0000', ''.padEnd(2049, 'x')])(
-    'refuses %j',
-    (url) => expect(classifyRepositoryUrl(url)).toHaveProperty('problem'),
-  );
+  it.each([
+    '-u',
+    '--upload-pack=x',
+    'ext::sh -c x',
+    'fd::3',
+    'git://h/r',
+    'ftp://h/r',
+    'https://-x/r',
+    'me@-oProxyCommand=x:r',
+    'https://h/\u0000',
+    ''.padEnd(2049, 'x'),
+  ])('refuses %j', (url) => expect(classifyRepositoryUrl(url)).toHaveProperty('problem'));
 });
 
 describe('terminal text', () => {
   it('shows escape sequences, C1 codes and bidi overrides as escapes', () => {
-    expect(terminalText('a\u001b]0;pwned\u0007b\u009b\u202e', { oneLine: true })).toBe('a\\x1b]0;pwned\\x07b\\x9b\\u202e');
+    expect(terminalText('a\u001b]0;pwned\u0007b\u009b\u202e', { oneLine: true })).toBe(
+      'a\\x1b]0;pwned\\x07b\\x9b\\u202e',
+    );
     expect(terminalText('line\nnext\tcol')).toBe('line\nnext\tcol');
     expect(terminalText('line\nnext', { oneLine: true })).toBe('line\\nnext');
   });

@@ -15,11 +15,18 @@ let counter = 0;
 /** Fails (never skips) when bwrap is missing: CI installs it (.ci/run). */
 export function requireBwrap(): void {
   const probe = probeBwrap(process.env.PATH);
-  if (!probe.ok) throw new Error(`these tests need bubblewrap: ${probe.reason}. Install it (apt-get install bubblewrap; .ci/run does).`);
+  if (!probe.ok)
+    throw new Error(
+      `these tests need bubblewrap: ${probe.reason}. Install it (apt-get install bubblewrap; .ci/run does).`,
+    );
 }
 
 /** A mission whose agent is `sh -c script`; `patch` merges over the mission. */
-export function hostileMission(repo: string, script: string, patch: Record<string, unknown> = {}): { path: string; operationId: string } {
+export function hostileMission(
+  repo: string,
+  script: string,
+  patch: Record<string, unknown> = {},
+): { path: string; operationId: string } {
   const operationId = `op-sec-${process.pid}-${++counter}`;
   const mission = {
     schema_version: 'uh.mission.v0',
@@ -49,7 +56,13 @@ export function treeFingerprint(dir: string, skip: (rel: string) => boolean = ()
       const st = statSync(join(dir, r), { throwIfNoEntry: false });
       if (!st) out.push(`${r} (dangling)`);
       else if (st.isDirectory()) walk(r);
-      else out.push(`${r} ${st.size} ${createHash('sha256').update(readFileSync(join(dir, r))).digest('hex').slice(0, 16)}`);
+      else
+        out.push(
+          `${r} ${st.size} ${createHash('sha256')
+            .update(readFileSync(join(dir, r)))
+            .digest('hex')
+            .slice(0, 16)}`,
+        );
     }
   };
   if (existsSync(dir)) walk('');

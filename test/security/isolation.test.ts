@@ -47,16 +47,30 @@ cat escaped.txt 2>/dev/null || true
 `;
 
 function sandboxEnv(stateDir: string): Record<string, string> {
-  return { T_HOME: home, T_STATE: stateDir, T_CACHE: cacheDir, T_REPO: repo, T_OTHER: otherSandbox, T_OUTSIDE: outside };
+  return {
+    T_HOME: home,
+    T_STATE: stateDir,
+    T_CACHE: cacheDir,
+    T_REPO: repo,
+    T_OTHER: otherSandbox,
+    T_OUTSIDE: outside,
+  };
 }
 
 function snapshot() {
-  return { checkout: checkoutFingerprint(repo), home: treeFingerprint(home), outside: treeFingerprint(outside), other: treeFingerprint(otherSandbox) };
+  return {
+    checkout: checkoutFingerprint(repo),
+    home: treeFingerprint(home),
+    outside: treeFingerprint(outside),
+    other: treeFingerprint(otherSandbox),
+  };
 }
 
 /** No file named `pwned` anywhere under `dir`, and no forged operation. */
 function noPwned(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((p) => p.endsWith('pwned') || p.includes('forged'));
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter(
+    (p) => p.endsWith('pwned') || p.includes('forged'),
+  );
 }
 
 function mirrorState(): string {
@@ -64,7 +78,14 @@ function mirrorState(): string {
   if (!existsSync(mirrors)) return '';
   // Config, info (exclude), hooks and refs; objects are written by uh's own diff capture, and the
   // `.verified.json` stamp beside a mirror by uh's own mirror check.
-  return treeFingerprint(mirrors, (rel) => /\/(worktrees|logs|objects)$/.test(rel) || rel.includes('lock') || rel.endsWith('FETCH_HEAD') || rel.endsWith('.verified.json'));
+  return treeFingerprint(
+    mirrors,
+    (rel) =>
+      /\/(worktrees|logs|objects)$/.test(rel) ||
+      rel.includes('lock') ||
+      rel.endsWith('FETCH_HEAD') ||
+      rel.endsWith('.verified.json'),
+  );
 }
 
 function expectContained(receipt: any, before: ReturnType<typeof snapshot>, stateDir: string): void {
@@ -78,9 +99,26 @@ function expectContained(receipt: any, before: ReturnType<typeof snapshot>, stat
   // The mirror-* attacks go through `git rev-parse --git-common-dir`, which is now the agent's OWN
   // private .git (docs/security.md, "Git"): writing there is allowed and changes nothing uh reads
   // (test/security/git-attacks.test.ts); the real mirror, masked from the agent, is asserted unchanged.
-  const harmless = ['home', 'home-dotfile', 'state', 'cache', 'mirror-config', 'mirror-exclude', 'mirror-hook', 'mirror-object'];
-  expect(escaped.filter((n) => !harmless.includes(n!)), patch).toEqual([]);
-  expect(receipt.changed_files.map((f: any) => f.path).filter((p: string) => p !== 'escaped.txt').sort()).toEqual(['private-tmp-ok.txt', 'result.txt']);
+  const harmless = [
+    'home',
+    'home-dotfile',
+    'state',
+    'cache',
+    'mirror-config',
+    'mirror-exclude',
+    'mirror-hook',
+    'mirror-object',
+  ];
+  expect(
+    escaped.filter((n) => !harmless.includes(n!)),
+    patch,
+  ).toEqual([]);
+  expect(
+    receipt.changed_files
+      .map((f: any) => f.path)
+      .filter((p: string) => p !== 'escaped.txt')
+      .sort(),
+  ).toEqual(['private-tmp-ok.txt', 'result.txt']);
   expect(receipt.verdict).toBe('verified');
   expect(snapshot()).toEqual(before);
   expect(noPwned(cacheDir)).toEqual([]);
@@ -110,10 +148,16 @@ describe('isolation: a hostile agent inline (uh mission run)', () => {
     created.push(stateDir);
     const { path } = hostileMission(repo, ATTACKS, { sandbox: { env: sandboxEnv(stateDir) }, verification: [check] });
     const warm = hostileMission(repo, 'echo warm > warm.txt');
-    await runCli(['mission', 'run', warm.path, '--json', '--state-dir', stateDir], { cwd: repo, env: { UH_CACHE_DIR: cacheDir, HOME: home } });
+    await runCli(['mission', 'run', warm.path, '--json', '--state-dir', stateDir], {
+      cwd: repo,
+      env: { UH_CACHE_DIR: cacheDir, HOME: home },
+    });
     const before = snapshot();
     const mirror = mirrorState();
-    const r = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], { cwd: repo, env: { UH_CACHE_DIR: cacheDir, HOME: home } });
+    const r = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], {
+      cwd: repo,
+      env: { UH_CACHE_DIR: cacheDir, HOME: home },
+    });
     expect(r.code, r.stderr).toBe(0);
     expectContained(JSON.parse(r.stdout), before, stateDir);
     expect(mirrorState()).toBe(mirror);
@@ -132,12 +176,18 @@ describe('isolation: a hostile agent inline (uh mission run)', () => {
     const script = `node -e "require('net').connect(${port},'127.0.0.1').on('connect',()=>{require('fs').writeFileSync('net.txt','connected');process.exit(0)}).on('error',()=>{require('fs').writeFileSync('net.txt','refused');process.exit(0)})"`;
     try {
       const off = hostileMission(repo, script, { sandbox: { network: 'none' } });
-      const r = await runCli(['mission', 'run', off.path, '--json', '--state-dir', stateDir], { cwd: repo, env: { UH_CACHE_DIR: cacheDir, HOME: home } });
+      const r = await runCli(['mission', 'run', off.path, '--json', '--state-dir', stateDir], {
+        cwd: repo,
+        env: { UH_CACHE_DIR: cacheDir, HOME: home },
+      });
       expect(r.code, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout).isolation).toMatchObject({ kind: 'bwrap', network: 'none' });
       expect(connections).toBe(0);
       const on = hostileMission(repo, script);
-      const r2 = await runCli(['mission', 'run', on.path, '--json', '--state-dir', stateDir], { cwd: repo, env: { UH_CACHE_DIR: cacheDir, HOME: home } });
+      const r2 = await runCli(['mission', 'run', on.path, '--json', '--state-dir', stateDir], {
+        cwd: repo,
+        env: { UH_CACHE_DIR: cacheDir, HOME: home },
+      });
       expect(r2.code, r2.stderr).toBe(0);
       expect(connections).toBe(1);
     } finally {
@@ -149,18 +199,39 @@ describe('isolation: a hostile agent inline (uh mission run)', () => {
     const stateDir = tempDir('uh-sec-state-');
     created.push(stateDir);
     // 4 MiB cap: a 2 MiB file fits, 8 MiB do not (ENOSPC), in /tmp and in $HOME alike.
-    const fill = (dir: string, mib: number, name: string) => `dd if=/dev/zero of="${dir}/fill-${name}" bs=1048576 count=${mib} 2>/dev/null && echo ${name} >> fits.txt`;
-    const script = [fill('/tmp', 2, 'tmp-small'), fill('/tmp', 8, 'tmp-big'), fill('$HOME', 2, 'home-small'), fill('$HOME', 8, 'home-big'), 'echo agent > /tmp/agent-was-here', 'echo done > result.txt'].join('; ');
-    const fresh = { name: 'fresh-tmp', argv: ['sh', '-c', 'test ! -e /tmp/agent-was-here && test ! -e /tmp/fill-tmp-small && echo mine > /tmp/check-1'], timeout_seconds: 30 };
+    const fill = (dir: string, mib: number, name: string) =>
+      `dd if=/dev/zero of="${dir}/fill-${name}" bs=1048576 count=${mib} 2>/dev/null && echo ${name} >> fits.txt`;
+    const script = [
+      fill('/tmp', 2, 'tmp-small'),
+      fill('/tmp', 8, 'tmp-big'),
+      fill('$HOME', 2, 'home-small'),
+      fill('$HOME', 8, 'home-big'),
+      'echo agent > /tmp/agent-was-here',
+      'echo done > result.txt',
+    ].join('; ');
+    const fresh = {
+      name: 'fresh-tmp',
+      argv: ['sh', '-c', 'test ! -e /tmp/agent-was-here && test ! -e /tmp/fill-tmp-small && echo mine > /tmp/check-1'],
+      timeout_seconds: 30,
+    };
     const second = { name: 'fresh-again', argv: ['sh', '-c', 'test ! -e /tmp/check-1'], timeout_seconds: 30 };
     const { path, operationId } = hostileMission(repo, script, { verification: [fresh, second] });
-    const r = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], { cwd: repo, env: { UH_CACHE_DIR: cacheDir, HOME: home, UH_ISOLATION_TMPFS_BYTES: String(4 * 1024 * 1024) } });
+    const r = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], {
+      cwd: repo,
+      env: { UH_CACHE_DIR: cacheDir, HOME: home, UH_ISOLATION_TMPFS_BYTES: String(4 * 1024 * 1024) },
+    });
     expect(r.code, r.stderr).toBe(0);
     const receipt = JSON.parse(r.stdout);
     expect(receipt.isolation).toMatchObject({ kind: 'bwrap' });
-    expect(receipt.checks.map((c: any) => [c.name, c.passed])).toEqual([['fresh-tmp', true], ['fresh-again', true]]);
+    expect(receipt.checks.map((c: any) => [c.name, c.passed])).toEqual([
+      ['fresh-tmp', true],
+      ['fresh-again', true],
+    ]);
     const patch = readFileSync(join(stateDir, 'operations', operationId, 'diff.patch'), 'utf8');
-    expect([...patch.matchAll(/^\+([a-z-]+)$/gm)].map((m) => m[1]).filter((n) => n !== 'done')).toEqual(['tmp-small', 'home-small']);
+    expect([...patch.matchAll(/^\+([a-z-]+)$/gm)].map((m) => m[1]).filter((n) => n !== 'done')).toEqual([
+      'tmp-small',
+      'home-small',
+    ]);
     // Nothing of the private /tmp and home was ever on the host: no scratch dir, no file in the real home.
     expect(readdirSync(join(stateDir, 'operations', operationId))).not.toContain('scratch');
     expect(readdirSync(home).filter((n) => n.startsWith('fill-'))).toEqual([]);
@@ -173,8 +244,12 @@ describe('isolation: a hostile agent inline (uh mission run)', () => {
     // A PATH without bwrap: git and sh only.
     const bin = tempDir('uh-sec-bin-');
     created.push(bin);
-    for (const tool of ['git', 'sh']) symlinkSync(execFileSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim(), join(bin, tool));
-    const r = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], { cwd: repo, env: { UH_CACHE_DIR: cacheDir, HOME: home, PATH: bin } });
+    for (const tool of ['git', 'sh'])
+      symlinkSync(execFileSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim(), join(bin, tool));
+    const r = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], {
+      cwd: repo,
+      env: { UH_CACHE_DIR: cacheDir, HOME: home, PATH: bin },
+    });
     expect(r.code, r.stderr).toBe(3);
     const receipt = JSON.parse(r.stdout);
     expect(receipt.status).toBe('blocked');
@@ -203,7 +278,10 @@ describe('isolation: a hostile agent through a worker on real Redis', () => {
       await worker.waitForOutput('ready');
       const before = snapshot();
       const { path } = hostileMission(repo, ATTACKS, { sandbox: { env: sandboxEnv(stateDir) }, verification: [check] });
-      const r = await runCli(['mission', 'submit', path, '--wait', '--json', '--state-dir', stateDir], { cwd: repo, env });
+      const r = await runCli(['mission', 'submit', path, '--wait', '--json', '--state-dir', stateDir], {
+        cwd: repo,
+        env,
+      });
       expect(r.code, `${r.stderr}\n${worker.output()}`).toBe(0);
       expectContained(JSON.parse(r.stdout), before, stateDir);
       expect(readFileSync(join(home, '.bashrc'), 'utf8')).toBe('# mine\n');

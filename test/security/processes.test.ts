@@ -31,7 +31,10 @@ async function run(script: string, patch: Record<string, unknown>, isolation: 'a
   created.push(stateDir);
   const { path } = hostileMission(repo, script, patch);
   const started = Date.now();
-  const r = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], { cwd: repo, env: { UH_CACHE_DIR: cacheDir, UH_ISOLATION: isolation, UH_KEEP_SANDBOX: '1' } });
+  const r = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], {
+    cwd: repo,
+    env: { UH_CACHE_DIR: cacheDir, UH_ISOLATION: isolation, UH_KEEP_SANDBOX: '1' },
+  });
   return { ...r, wallMs: Date.now() - started, receipt: JSON.parse(r.stdout) };
 }
 

@@ -15,7 +15,16 @@
  *   deploy files mount it (the state dir); without isolation (the control) it can.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPair, publicKeyId, readPublicKeys } from '../../src/operation/receipt-keys.js';
@@ -48,7 +57,8 @@ beforeAll(() => {
 afterAll(() => dirs.forEach(removeDir));
 
 /** A run whose checks fail: verdict verification_failed, exit 1. Forging makes it "verified". */
-const failingMission = () => writeMission(repo, ['edit', 'a.txt', 'hello'], { verification: [{ name: 'fails', argv: ['false'] }] });
+const failingMission = () =>
+  writeMission(repo, ['edit', 'a.txt', 'hello'], { verification: [{ name: 'fails', argv: ['false'] }] });
 
 type Variant = 'valid' | 'forged' | 'unsigned' | 'other_key';
 
@@ -74,7 +84,11 @@ const EXPECTED: Record<Variant, { state: string; reason: RegExp }> = {
 /** An environment with no uh configuration at all: no UH_* or REDIS_* variable, an empty home. */
 function bareEnv(): Record<string, string | undefined> {
   const home = temp('uh-ci-home-');
-  const env: Record<string, string | undefined> = { HOME: home, XDG_CACHE_HOME: join(home, '.cache'), XDG_CONFIG_HOME: join(home, '.config') };
+  const env: Record<string, string | undefined> = {
+    HOME: home,
+    XDG_CACHE_HOME: join(home, '.cache'),
+    XDG_CONFIG_HOME: join(home, '.config'),
+  };
   for (const name of Object.keys(process.env)) if (/^(UH_|REDIS_)/.test(name)) env[name] = undefined;
   return env;
 }
@@ -83,11 +97,21 @@ describe('Ed25519 receipt keys (unit)', () => {
   it('signs, verifies with the public key alone, accepts several keys (rotation), refuses edits and strangers', () => {
     const a = generateKeyPair(temp('uh-k-a-')).key;
     const b = generateKeyPair(temp('uh-k-b-')).key;
-    const receipt = { operation_id: 'x', verdict: 'verification_failed', nested: { b: 1, a: [1, { d: 2 }] } } as unknown as Receipt;
+    const receipt = {
+      operation_id: 'x',
+      verdict: 'verification_failed',
+      nested: { b: 1, a: [1, { d: 2 }] },
+    } as unknown as Receipt;
     const signed = signReceipt(receipt, a) as unknown as Record<string, unknown>;
     expect(signed.signature).toMatchObject({ alg: 'ed25519', key_id: a.id });
     const onlyPublic = { publicKeys: new Map([[a.id, a.publicKey]]), secrets: new Map() };
-    const rotated = { publicKeys: new Map([[a.id, a.publicKey], [b.id, b.publicKey]]), secrets: new Map() };
+    const rotated = {
+      publicKeys: new Map([
+        [a.id, a.publicKey],
+        [b.id, b.publicKey],
+      ]),
+      secrets: new Map(),
+    };
     expect(receiptTrust(JSON.parse(JSON.stringify(signed)), onlyPublic).state).toBe('valid');
     expect(receiptTrust(Object.fromEntries(Object.entries(signed).reverse()), rotated).state).toBe('valid');
     expect(receiptTrust(signReceipt(receipt, b), rotated).state).toBe('valid');
@@ -107,11 +131,25 @@ describe('Ed25519 receipt keys (unit)', () => {
     const der = execFileSync('openssl', ['pkey', '-pubin', '-in', publicFile, '-outform', 'DER']);
     expect(key.id).toBe(execFileSync('sha256sum', [], { input: der }).toString().slice(0, 16));
     expect(publicKeyId([...readPublicKeys([publicFile]).values()][0] as never)).toBe(key.id);
-    const signed = signReceipt({ operation_id: 'o', verdict: 'verified' } as unknown as Receipt, key) as unknown as Record<string, unknown>;
+    const signed = signReceipt(
+      { operation_id: 'o', verdict: 'verified' } as unknown as Receipt,
+      key,
+    ) as unknown as Record<string, unknown>;
     const { signature, ...body } = signed;
     writeFileSync(join(dir, 'body'), canonicalJson(body));
     writeFileSync(join(dir, 'sig'), Buffer.from((signature as { value: string }).value, 'hex'));
-    const ok = execFileSync('openssl', ['pkeyutl', '-verify', '-pubin', '-inkey', publicFile, '-rawin', '-in', join(dir, 'body'), '-sigfile', join(dir, 'sig')]);
+    const ok = execFileSync('openssl', [
+      'pkeyutl',
+      '-verify',
+      '-pubin',
+      '-inkey',
+      publicFile,
+      '-rawin',
+      '-in',
+      join(dir, 'body'),
+      '-sigfile',
+      join(dir, 'sig'),
+    ]);
     expect(ok.toString()).toContain('Signature Verified Successfully');
   });
 
@@ -149,7 +187,10 @@ describe('a fresh single host', () => {
     const ci = temp('uh-rk-ci-');
     writeFileSync(join(ci, 'host.pub'), pub.stdout);
     copyFileSync(receiptPath, join(ci, 'receipt.json'));
-    const verify = await runCli(['receipt', 'verify', 'receipt.json', '--public-key', 'host.pub', '--json'], { cwd: ci, env: bareEnv() });
+    const verify = await runCli(['receipt', 'verify', 'receipt.json', '--public-key', 'host.pub', '--json'], {
+      cwd: ci,
+      env: bareEnv(),
+    });
     expect(verify.code, verify.stderr).toBe(0);
     expect(JSON.parse(verify.stdout)).toMatchObject({ state: 'valid', key_id: signature.key_id });
   });
@@ -171,18 +212,29 @@ describe('a fresh single host', () => {
 
 describe('a worker whose fleet key is missing or not a key', () => {
   it.each([
-    ['a placeholder (the k8s manifest before it is filled in)', 'REPLACE with fleet-key/receipt-signing.pem\n', 'is not a PEM private key'],
+    [
+      'a placeholder (the k8s manifest before it is filled in)',
+      'REPLACE with fleet-key/receipt-signing.pem\n',
+      'is not a PEM private key',
+    ],
     ['no such file', null, 'no such file'],
-  ])('%s: exit 2 at start, before it takes a job', async (_what, content, message) => {
-    const dir = temp('uh-rk-badkey-');
-    const file = join(dir, 'receipt-signing.pem');
-    if (content !== null) writeFileSync(file, content);
-    const env = { UH_CACHE_DIR: dir, UH_RECEIPT_SIGNING_KEY_FILE: file, REDIS_URL: 'redis://127.0.0.1:1' }; // never reached
-    const got = await runCli(['worker', 'start', '--runtime', 'command', '--state-dir', join(dir, 'state')], { cwd: repo, env });
-    expect(got.code, got.stderr).toBe(2);
-    expect(got.stderr).toContain(message);
-    expect(got.stderr).not.toContain('REPLACE'); // the file's content is never echoed
-  }, 30_000);
+  ])(
+    '%s: exit 2 at start, before it takes a job',
+    async (_what, content, message) => {
+      const dir = temp('uh-rk-badkey-');
+      const file = join(dir, 'receipt-signing.pem');
+      if (content !== null) writeFileSync(file, content);
+      const env = { UH_CACHE_DIR: dir, UH_RECEIPT_SIGNING_KEY_FILE: file, REDIS_URL: 'redis://127.0.0.1:1' }; // never reached
+      const got = await runCli(['worker', 'start', '--runtime', 'command', '--state-dir', join(dir, 'state')], {
+        cwd: repo,
+        env,
+      });
+      expect(got.code, got.stderr).toBe(2);
+      expect(got.stderr).toContain(message);
+      expect(got.stderr).not.toContain('REPLACE'); // the file's content is never echoed
+    },
+    30_000,
+  );
 });
 
 describe('host A signs with the fleet key; a CI step with only the public key verifies', () => {
@@ -193,7 +245,10 @@ describe('host A signs with the fleet key; a CI step with only the public key ve
   beforeAll(async () => {
     fleet = join(temp('uh-rk-fleet-'), 'keys');
     generateKeyPair(fleet);
-    const env = { UH_CACHE_DIR: temp('uh-rk-a-cache-'), UH_RECEIPT_SIGNING_KEY_FILE: join(fleet, 'receipt-signing.pem') };
+    const env = {
+      UH_CACHE_DIR: temp('uh-rk-a-cache-'),
+      UH_RECEIPT_SIGNING_KEY_FILE: join(fleet, 'receipt-signing.pem'),
+    };
     const state = temp('uh-rk-a-state-');
     const { path, operationId } = failingMission();
     const run = await runCli(['mission', 'run', path, '--state-dir', state], { cwd: repo, env });
@@ -202,17 +257,26 @@ describe('host A signs with the fleet key; a CI step with only the public key ve
     hostA = { env, state, operationId };
   }, 60_000);
 
-  it.each(['valid', 'forged', 'unsigned', 'other_key'] as const)('uh receipt verify --public-key in a bare CI env: %s', async (kind) => {
-    const ci = temp('uh-rk-ci-');
-    copyFileSync(join(fleet, 'receipt-signing.pub'), join(ci, 'fleet.pub'));
-    writeFileSync(join(ci, 'receipt.json'), variant(receiptText, kind, join(ci, 'other')));
-    const got = await runCli(['receipt', 'verify', 'receipt.json', '--public-key', 'fleet.pub'], { cwd: ci, env: bareEnv() });
-    expect(got.code, got.stderr).toBe(kind === 'valid' ? 0 : 6);
-    expect(got.stdout).toContain(`${EXPECTED[kind].state}: `);
-    expect(got.stdout).toMatch(EXPECTED[kind].reason);
-    const json = await runCli(['receipt', 'verify', 'receipt.json', '--public-key', 'fleet.pub', '--json'], { cwd: ci, env: bareEnv() });
-    expect(JSON.parse(json.stdout)).toMatchObject({ state: EXPECTED[kind].state });
-  });
+  it.each(['valid', 'forged', 'unsigned', 'other_key'] as const)(
+    'uh receipt verify --public-key in a bare CI env: %s',
+    async (kind) => {
+      const ci = temp('uh-rk-ci-');
+      copyFileSync(join(fleet, 'receipt-signing.pub'), join(ci, 'fleet.pub'));
+      writeFileSync(join(ci, 'receipt.json'), variant(receiptText, kind, join(ci, 'other')));
+      const got = await runCli(['receipt', 'verify', 'receipt.json', '--public-key', 'fleet.pub'], {
+        cwd: ci,
+        env: bareEnv(),
+      });
+      expect(got.code, got.stderr).toBe(kind === 'valid' ? 0 : 6);
+      expect(got.stdout).toContain(`${EXPECTED[kind].state}: `);
+      expect(got.stdout).toMatch(EXPECTED[kind].reason);
+      const json = await runCli(['receipt', 'verify', 'receipt.json', '--public-key', 'fleet.pub', '--json'], {
+        cwd: ci,
+        env: bareEnv(),
+      });
+      expect(JSON.parse(json.stdout)).toMatchObject({ state: EXPECTED[kind].state });
+    },
+  );
 
   it('rotation: --public-key a directory of *.pub accepts the old and the new key; no key at all is exit 2', async () => {
     const ci = temp('uh-rk-rot-');
@@ -223,37 +287,51 @@ describe('host A signs with the fleet key; a CI step with only the public key ve
     writeFileSync(join(ci, 'old.json'), receiptText);
     writeFileSync(join(ci, 'new.json'), JSON.stringify(signReceipt(JSON.parse(receiptText) as Receipt, next.key)));
     for (const file of ['old.json', 'new.json']) {
-      expect((await runCli(['receipt', 'verify', file, '--public-key', 'keys'], { cwd: ci, env: bareEnv() })).code).toBe(0);
+      expect(
+        (await runCli(['receipt', 'verify', file, '--public-key', 'keys'], { cwd: ci, env: bareEnv() })).code,
+      ).toBe(0);
     }
     const none = await runCli(['receipt', 'verify', 'old.json'], { cwd: ci, env: bareEnv() });
     expect(none.code).toBe(2);
     expect(none.stderr).toContain('--public-key');
   });
 
-  it.each(['valid', 'forged', 'unsigned', 'other_key'] as const)('mission status and collect on host A: %s', async (kind) => {
-    const state = temp('uh-rk-copy-');
-    cpSync(hostA.state, state, { recursive: true });
-    const file = join(state, 'operations', hostA.operationId, 'receipt.json');
-    writeFileSync(file, variant(receiptText, kind, temp('uh-rk-other-')));
-    const status = await runCli(['mission', 'status', hostA.operationId, '--state-dir', state], { cwd: repo, env: hostA.env });
-    const collect = await runCli(['mission', 'collect', hostA.operationId, '--out', temp('uh-rk-out-'), '--state-dir', state], { cwd: repo, env: hostA.env });
-    const json = await runCli(['mission', 'status', hostA.operationId, '--json', '--state-dir', state], { cwd: repo, env: hostA.env });
-    const shown = JSON.parse(json.stdout) as { receipt: { verdict: string } | null; signature: { state: string } };
-    expect(shown.signature.state).toBe(EXPECTED[kind].state);
-    if (kind === 'valid') {
-      expect(status.code).toBe(1); // the operation's own code: its checks failed
-      expect(status.stdout).toMatch(/verification_failed[\s\S]*✔ signature/);
-      expect(collect.code).toBe(0);
-      expect(shown.receipt?.verdict).toBe('verification_failed');
-      return;
-    }
-    for (const got of [status, collect, json]) expect(got.code, got.stderr).toBe(6);
-    expect(status.stderr).toMatch(EXPECTED[kind].reason);
-    expect(status.stdout).not.toContain('✔'); // never "verified" before the refusal
-    expect(status.stdout).not.toContain('verified');
-    expect(shown.receipt).toBeNull(); // the forged claims only under untrusted_receipt
-    expect(collect.stderr).toContain('NOT trusted');
-  });
+  it.each(['valid', 'forged', 'unsigned', 'other_key'] as const)(
+    'mission status and collect on host A: %s',
+    async (kind) => {
+      const state = temp('uh-rk-copy-');
+      cpSync(hostA.state, state, { recursive: true });
+      const file = join(state, 'operations', hostA.operationId, 'receipt.json');
+      writeFileSync(file, variant(receiptText, kind, temp('uh-rk-other-')));
+      const status = await runCli(['mission', 'status', hostA.operationId, '--state-dir', state], {
+        cwd: repo,
+        env: hostA.env,
+      });
+      const collect = await runCli(
+        ['mission', 'collect', hostA.operationId, '--out', temp('uh-rk-out-'), '--state-dir', state],
+        { cwd: repo, env: hostA.env },
+      );
+      const json = await runCli(['mission', 'status', hostA.operationId, '--json', '--state-dir', state], {
+        cwd: repo,
+        env: hostA.env,
+      });
+      const shown = JSON.parse(json.stdout) as { receipt: { verdict: string } | null; signature: { state: string } };
+      expect(shown.signature.state).toBe(EXPECTED[kind].state);
+      if (kind === 'valid') {
+        expect(status.code).toBe(1); // the operation's own code: its checks failed
+        expect(status.stdout).toMatch(/verification_failed[\s\S]*✔ signature/);
+        expect(collect.code).toBe(0);
+        expect(shown.receipt?.verdict).toBe('verification_failed');
+        return;
+      }
+      for (const got of [status, collect, json]) expect(got.code, got.stderr).toBe(6);
+      expect(status.stderr).toMatch(EXPECTED[kind].reason);
+      expect(status.stdout).not.toContain('✔'); // never "verified" before the refusal
+      expect(status.stdout).not.toContain('verified');
+      expect(shown.receipt).toBeNull(); // the forged claims only under untrusted_receipt
+      expect(collect.stderr).toContain('NOT trusted');
+    },
+  );
 });
 
 describe('queue mode: every consumer refuses a forged or unsigned receipt (table)', () => {
@@ -275,12 +353,23 @@ describe('queue mode: every consumer refuses a forged or unsigned receipt (table
     const queue = { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_ALLOW_LOCAL_REPOS: '1' };
     worker = await startWorker(['--runtime', 'command', '--state-dir', temp('uh-rq-wstate-')], {
       cwd: repo,
-      env: { ...queue, UH_CACHE_DIR: temp('uh-rq-wcache-'), UH_RECEIPT_SIGNING_KEY_FILE: join(fleet, 'receipt-signing.pem') },
+      env: {
+        ...queue,
+        UH_CACHE_DIR: temp('uh-rq-wcache-'),
+        UH_RECEIPT_SIGNING_KEY_FILE: join(fleet, 'receipt-signing.pem'),
+      },
     });
     // The producer holds the public key only.
-    producer = { ...queue, UH_CACHE_DIR: temp('uh-rq-pcache-'), UH_RECEIPT_PUBLIC_KEYS: join(fleet, 'receipt-signing.pub') };
+    producer = {
+      ...queue,
+      UH_CACHE_DIR: temp('uh-rq-pcache-'),
+      UH_RECEIPT_PUBLIC_KEYS: join(fleet, 'receipt-signing.pub'),
+    };
     mission = failingMission();
-    const waited = await runCli(['mission', 'submit', mission.path, '--wait', '--state-dir', temp('uh-rq-ps-')], { cwd: repo, env: producer });
+    const waited = await runCli(['mission', 'submit', mission.path, '--wait', '--state-dir', temp('uh-rq-ps-')], {
+      cwd: repo,
+      env: producer,
+    });
     expect(waited.code, waited.stderr).toBe(1);
     expect(waited.stdout).toContain('✔ signature');
     artifactsKey = `{${prefix}}:op:${mission.operationId}:artifacts`;
@@ -289,9 +378,19 @@ describe('queue mode: every consumer refuses a forged or unsigned receipt (table
     client = await QueueClient.open(config.queue, redis.url);
     const { loadKeyring } = await import('../../src/operation/receipt-keys.js');
     api = await buildApiServer({
-      client, config: readApiConfig({ UH_API_TOKEN: 'receipt-keys-token-0123456789abcdef' }, '127.0.0.1'), stateDir: temp('uh-rq-api-'), cacheDir: temp('uh-rq-apic-'),
-      baseDir: repo, repositoryPolicy: { allowLocal: true, allowHttp: false }, prices: {}, receiptKey: config.receipts, receiptKeys: loadKeyring(config.receipts),
-      promotionIdentity: { author: { name: 'T', email: 't@localhost' }, committer: { name: 'T', email: 't@localhost' } },
+      client,
+      config: readApiConfig({ UH_API_TOKEN: 'receipt-keys-token-0123456789abcdef' }, '127.0.0.1'),
+      stateDir: temp('uh-rq-api-'),
+      cacheDir: temp('uh-rq-apic-'),
+      baseDir: repo,
+      repositoryPolicy: { allowLocal: true, allowHttp: false },
+      prices: {},
+      receiptKey: config.receipts,
+      receiptKeys: loadKeyring(config.receipts),
+      promotionIdentity: {
+        author: { name: 'T', email: 't@localhost' },
+        committer: { name: 'T', email: 't@localhost' },
+      },
     });
   }, 90_000);
   afterAll(async () => {
@@ -318,51 +417,77 @@ describe('queue mode: every consumer refuses a forged or unsigned receipt (table
     const beat = JSON.parse((await redis.redis.get(beatKey as string)) as string) as Record<string, unknown>;
     expect(beat.receipt_key_id).toBe(fleetId);
     type Doctor = { findings: Array<{ what: string; ok: boolean; detail: string }> };
-    const doctor = async () => (JSON.parse((await runCli(['doctor', '--redis', redis.url, '--json'], { cwd: repo, env: producer })).stdout) as Doctor).findings;
-    expect((await doctor()).find((f) => f.what === 'fleet receipt key')).toMatchObject({ ok: true, detail: expect.stringContaining(fleetId) });
+    const doctor = async () =>
+      (
+        JSON.parse(
+          (await runCli(['doctor', '--redis', redis.url, '--json'], { cwd: repo, env: producer })).stdout,
+        ) as Doctor
+      ).findings;
+    expect((await doctor()).find((f) => f.what === 'fleet receipt key')).toMatchObject({
+      ok: true,
+      detail: expect.stringContaining(fleetId),
+    });
     // A second live worker that signs with its own key (its heartbeat, as that worker writes it).
     const rogue = `{${prefix}}:worker:rogue-host-1`;
-    await redis.redis.set(rogue, JSON.stringify({ ...beat, id: 'rogue-host-1', receipt_key_id: '0123456789abcdef', at: new Date().toISOString() }), 'PX', 60_000);
+    await redis.redis.set(
+      rogue,
+      JSON.stringify({ ...beat, id: 'rogue-host-1', receipt_key_id: '0123456789abcdef', at: new Date().toISOString() }),
+      'PX',
+      60_000,
+    );
     try {
       const findings = await doctor();
-      expect(findings.find((f) => f.what === 'fleet receipt key')).toMatchObject({ ok: false, detail: expect.stringMatching(/2 different keys.*rogue-host-1/) });
-      expect(findings.find((f) => f.what === 'fleet receipts here')).toMatchObject({ ok: false, detail: expect.stringContaining('0123456789abcdef') });
-      expect(findings.find((f) => f.what === 'receipt verification')).toMatchObject({ ok: true, detail: expect.stringContaining(fleetId) });
+      expect(findings.find((f) => f.what === 'fleet receipt key')).toMatchObject({
+        ok: false,
+        detail: expect.stringMatching(/2 different keys.*rogue-host-1/),
+      });
+      expect(findings.find((f) => f.what === 'fleet receipts here')).toMatchObject({
+        ok: false,
+        detail: expect.stringContaining('0123456789abcdef'),
+      });
+      expect(findings.find((f) => f.what === 'receipt verification')).toMatchObject({
+        ok: true,
+        detail: expect.stringContaining(fleetId),
+      });
     } finally {
       await redis.redis.del(rogue);
     }
   }, 60_000);
 
-  it.each(['valid', 'forged', 'unsigned', 'other_key'] as const)('%s receipt in Redis (the record forged to finished/verified/0)', async (kind) => {
-    await redis.redis.hset(artifactsKey, 'receipt', variant(receiptText, kind, temp('uh-rq-other-')));
-    const opKey = `{${producer.UH_REDIS_PREFIX}}:op:${mission.operationId}`;
-    await redis.redis.hset(opKey, 'verdict', 'verified', 'exit_code', '0'); // what an agent reaching Redis writes
-    const run = (args: string[]) => runCli(args, { cwd: repo, env: producer });
-    const id = mission.operationId;
-    const results = {
-      status: await run(['mission', 'status', id, '--redis', redis.url]),
-      collect: await run(['mission', 'collect', id, '--out', temp('uh-rq-out-'), '--redis', redis.url]),
-      watch: await run(['mission', 'watch', id, '--redis', redis.url]),
-      'submit --wait': await run(['mission', 'submit', mission.path, '--wait', '--state-dir', temp('uh-rq-ps-')]),
-    };
-    const view = await api.inject({ method: 'GET', url: `/v1/operations/${id}`, headers: auth });
-    expect(view.json().signature).toMatchObject({ state: EXPECTED[kind].state });
-    const raw = await api.inject({ method: 'GET', url: `/v1/operations/${id}/receipt`, headers: auth });
-    expect(raw.headers['x-uh-signature-state']).toBe(EXPECTED[kind].state);
-    for (const [name, got] of Object.entries(results)) {
-      if (kind === 'valid') {
-        expect(got.code, `${name}: ${got.stderr}`).toBe(name === 'collect' ? 0 : 1); // the receipt's code, not the record's
-        continue;
+  it.each(['valid', 'forged', 'unsigned', 'other_key'] as const)(
+    '%s receipt in Redis (the record forged to finished/verified/0)',
+    async (kind) => {
+      await redis.redis.hset(artifactsKey, 'receipt', variant(receiptText, kind, temp('uh-rq-other-')));
+      const opKey = `{${producer.UH_REDIS_PREFIX}}:op:${mission.operationId}`;
+      await redis.redis.hset(opKey, 'verdict', 'verified', 'exit_code', '0'); // what an agent reaching Redis writes
+      const run = (args: string[]) => runCli(args, { cwd: repo, env: producer });
+      const id = mission.operationId;
+      const results = {
+        status: await run(['mission', 'status', id, '--redis', redis.url]),
+        collect: await run(['mission', 'collect', id, '--out', temp('uh-rq-out-'), '--redis', redis.url]),
+        watch: await run(['mission', 'watch', id, '--redis', redis.url]),
+        'submit --wait': await run(['mission', 'submit', mission.path, '--wait', '--state-dir', temp('uh-rq-ps-')]),
+      };
+      const view = await api.inject({ method: 'GET', url: `/v1/operations/${id}`, headers: auth });
+      expect(view.json().signature).toMatchObject({ state: EXPECTED[kind].state });
+      const raw = await api.inject({ method: 'GET', url: `/v1/operations/${id}/receipt`, headers: auth });
+      expect(raw.headers['x-uh-signature-state']).toBe(EXPECTED[kind].state);
+      for (const [name, got] of Object.entries(results)) {
+        if (kind === 'valid') {
+          expect(got.code, `${name}: ${got.stderr}`).toBe(name === 'collect' ? 0 : 1); // the receipt's code, not the record's
+          continue;
+        }
+        expect(got.code, `${name}: ${got.stdout}${got.stderr}`).toBe(6);
+        expect(got.stderr, name).toMatch(EXPECTED[kind].reason);
+        expect(got.stdout, name).not.toContain('✔');
+        expect(got.stdout, name).not.toMatch(/\bverified\b/);
       }
-      expect(got.code, `${name}: ${got.stdout}${got.stderr}`).toBe(6);
-      expect(got.stderr, name).toMatch(EXPECTED[kind].reason);
-      expect(got.stdout, name).not.toContain('✔');
-      expect(got.stdout, name).not.toMatch(/\bverified\b/);
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 });
 
-describe('the signing key is out of every agent\'s reach (bubblewrap masks the state and cache dirs)', () => {
+describe("the signing key is out of every agent's reach (bubblewrap masks the state and cache dirs)", () => {
   // Outside /tmp on purpose: the sandbox's private /tmp would hide them anyway; here only the masks can.
   const outsideTmp = (prefix: string) => {
     const dir = mkdtempSync(join('/var/tmp', prefix));
@@ -370,27 +495,40 @@ describe('the signing key is out of every agent\'s reach (bubblewrap masks the s
     return dir;
   };
   /** The agent tries each key file; a line per key it could read lands in the diff. */
-  const STEAL = 'for f in "$K_DEFAULT" "$K_FLEET" "$K_LOOSE"; do grep -q "PRIVATE KEY" "$f" 2>/dev/null && echo "read $f" >> stolen.txt; done; echo done > result.txt';
+  const STEAL =
+    'for f in "$K_DEFAULT" "$K_FLEET" "$K_LOOSE"; do grep -q "PRIVATE KEY" "$f" 2>/dev/null && echo "read $f" >> stolen.txt; done; echo done > result.txt';
 
   it.each([
     ['auto', ['loose']],
     ['off', ['default', 'fleet', 'loose']], // the control: without isolation the same agent reads them all
-  ] as const)('UH_ISOLATION=%s: the agent reads only %j', async (isolation, readable) => {
-    requireBwrap();
-    const cache = outsideTmp('uh-rk-iso-cache-');
-    const state = outsideTmp('uh-rk-iso-state-');
-    const loose = outsideTmp('uh-rk-iso-loose-');
-    generateKeyPair(join(cache, 'default-pair')); // the shape of the default <cache>/receipt-signing.pem
-    const fleet = generateKeyPair(join(state, 'receipt-key')); // where the deploy files mount the fleet key
-    const stray = generateKeyPair(loose); // a key left elsewhere: uh doctor warns about it
-    const keys = { default: join(cache, 'default-pair', 'receipt-signing.pem'), fleet: fleet.privateFile, loose: stray.privateFile };
-    const { path, operationId } = hostileMission(repo, STEAL, { sandbox: { env: { K_DEFAULT: keys.default, K_FLEET: keys.fleet, K_LOOSE: keys.loose } } });
-    const env = { UH_CACHE_DIR: cache, UH_ISOLATION: isolation, UH_RECEIPT_SIGNING_KEY_FILE: fleet.privateFile };
-    const run = await runCli(['mission', 'run', path, '--json', '--state-dir', state], { cwd: repo, env });
-    expect(run.code, run.stderr).toBe(0);
-    const diff = readFileSync(join(state, 'operations', operationId, 'diff.patch'), 'utf8');
-    const stolen = Object.entries(keys).filter(([, file]) => diff.includes(`+read ${file}`)).map(([name]) => name);
-    expect(stolen).toEqual(readable);
-    expect(JSON.parse(run.stdout).signature).toMatchObject({ alg: 'ed25519', key_id: fleet.key.id });
-  }, 60_000);
+  ] as const)(
+    'UH_ISOLATION=%s: the agent reads only %j',
+    async (isolation, readable) => {
+      requireBwrap();
+      const cache = outsideTmp('uh-rk-iso-cache-');
+      const state = outsideTmp('uh-rk-iso-state-');
+      const loose = outsideTmp('uh-rk-iso-loose-');
+      generateKeyPair(join(cache, 'default-pair')); // the shape of the default <cache>/receipt-signing.pem
+      const fleet = generateKeyPair(join(state, 'receipt-key')); // where the deploy files mount the fleet key
+      const stray = generateKeyPair(loose); // a key left elsewhere: uh doctor warns about it
+      const keys = {
+        default: join(cache, 'default-pair', 'receipt-signing.pem'),
+        fleet: fleet.privateFile,
+        loose: stray.privateFile,
+      };
+      const { path, operationId } = hostileMission(repo, STEAL, {
+        sandbox: { env: { K_DEFAULT: keys.default, K_FLEET: keys.fleet, K_LOOSE: keys.loose } },
+      });
+      const env = { UH_CACHE_DIR: cache, UH_ISOLATION: isolation, UH_RECEIPT_SIGNING_KEY_FILE: fleet.privateFile };
+      const run = await runCli(['mission', 'run', path, '--json', '--state-dir', state], { cwd: repo, env });
+      expect(run.code, run.stderr).toBe(0);
+      const diff = readFileSync(join(state, 'operations', operationId, 'diff.patch'), 'utf8');
+      const stolen = Object.entries(keys)
+        .filter(([, file]) => diff.includes(`+read ${file}`))
+        .map(([name]) => name);
+      expect(stolen).toEqual(readable);
+      expect(JSON.parse(run.stdout).signature).toMatchObject({ alg: 'ed25519', key_id: fleet.key.id });
+    },
+    60_000,
+  );
 });

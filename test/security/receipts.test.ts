@@ -37,10 +37,16 @@ function forge(path: string): void {
 
 describe('receipt signature (unit)', () => {
   const key = keyFrom(Buffer.from('k'.repeat(40)));
-  const receipt = { operation_id: 'x', verdict: 'verification_failed', nested: { b: 1, a: [1, { d: 2, c: 3 }] } } as unknown as Receipt;
+  const receipt = {
+    operation_id: 'x',
+    verdict: 'verification_failed',
+    nested: { b: 1, a: [1, { d: 2, c: 3 }] },
+  } as unknown as Receipt;
 
   it('canonical JSON ignores key order', () => {
-    expect(canonicalJson({ b: 1, a: { d: 1, c: [2, { z: 1, y: 2 }] } })).toBe('{"a":{"c":[2,{"y":2,"z":1}],"d":1},"b":1}');
+    expect(canonicalJson({ b: 1, a: { d: 1, c: [2, { z: 1, y: 2 }] } })).toBe(
+      '{"a":{"c":[2,{"y":2,"z":1}],"d":1},"b":1}',
+    );
   });
 
   it('verifies what it signed, whatever the key order, and refuses an edit, a strip or another key', () => {
@@ -82,10 +88,16 @@ describe('signed receipts, inline', () => {
     expect(status.code).toBe(6);
     expect(status.stderr).toContain('NOT trusted (invalid)');
     expect(status.stdout).not.toContain('verified'); // the forged verdict is never printed as the outcome
-    const statusJson = await runCli(['mission', 'status', operationId, '--json', '--state-dir', state], { cwd: repo, env });
+    const statusJson = await runCli(['mission', 'status', operationId, '--json', '--state-dir', state], {
+      cwd: repo,
+      env,
+    });
     expect(statusJson.code).toBe(6);
     expect(JSON.parse(statusJson.stdout).signature).toMatchObject({ state: 'invalid' });
-    const collect = await runCli(['mission', 'collect', operationId, '--out', out, '--state-dir', state], { cwd: repo, env });
+    const collect = await runCli(['mission', 'collect', operationId, '--out', out, '--state-dir', state], {
+      cwd: repo,
+      env,
+    });
     expect(collect.code).toBe(6);
     expect(collect.stderr).toContain('NOT trusted (invalid)');
     const verify = await runCli(['receipt', 'verify', receiptPath], { cwd: repo, env });
@@ -99,10 +111,15 @@ describe('signed receipts, inline', () => {
     const file = join(cache, 'r.json');
     const keyFile = join(cache, 'k.key');
     writeFileSync(keyFile, 'a'.repeat(64));
-    const signed = signReceipt({ operation_id: 'y', verdict: 'verified' } as unknown as Receipt, keyFrom(Buffer.from('a'.repeat(64))));
+    const signed = signReceipt(
+      { operation_id: 'y', verdict: 'verified' } as unknown as Receipt,
+      keyFrom(Buffer.from('a'.repeat(64))),
+    );
     writeFileSync(file, JSON.stringify(signed));
     expect((await runCli(['receipt', 'verify', file, '--key', keyFile], { cwd: repo })).code).toBe(0);
-    expect((await runCli(['receipt', 'verify', file], { cwd: repo, env: { UH_RECEIPT_KEY: 'b'.repeat(40) } })).code).toBe(6);
+    expect(
+      (await runCli(['receipt', 'verify', file], { cwd: repo, env: { UH_RECEIPT_KEY: 'b'.repeat(40) } })).code,
+    ).toBe(6);
     expect((await runCli(['receipt', 'verify', join(cache, 'missing.json')], { cwd: repo })).code).toBe(2);
     writeFileSync(join(cache, 'bad.json'), '{oops');
     expect((await runCli(['receipt', 'verify', join(cache, 'bad.json')], { cwd: repo })).code).toBe(2);
@@ -123,10 +140,18 @@ describe('signed receipts, queue mode', () => {
     redis = await startTestRedis('receipts');
     const workerCache = tempDir('uh-rc-wcache-');
     dirs.push(workerCache);
-    env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: redis.prefix('q'), UH_RECEIPT_KEY: FLEET_KEY, UH_ALLOW_LOCAL_REPOS: '1' };
+    env = {
+      REDIS_URL: redis.url,
+      UH_REDIS_PREFIX: redis.prefix('q'),
+      UH_RECEIPT_KEY: FLEET_KEY,
+      UH_ALLOW_LOCAL_REPOS: '1',
+    };
     const workerState = tempDir('uh-rc-wstate-');
     dirs.push(workerState);
-    worker = await startWorker(['--runtime', 'command', '--state-dir', workerState], { cwd: repo, env: { ...env, UH_CACHE_DIR: workerCache } });
+    worker = await startWorker(['--runtime', 'command', '--state-dir', workerState], {
+      cwd: repo,
+      env: { ...env, UH_CACHE_DIR: workerCache },
+    });
   });
   afterAll(async () => {
     await worker?.stop('SIGTERM');
@@ -139,7 +164,10 @@ describe('signed receipts, queue mode', () => {
     dirs.push(producerCache, out);
     const producer = { ...env, UH_CACHE_DIR: producerCache };
     const { path, operationId } = failingMission();
-    const waited = await runCli(['mission', 'submit', path, '--wait', '--json', '--state-dir', tempDir('uh-rc-ps-')], { cwd: repo, env: producer });
+    const waited = await runCli(['mission', 'submit', path, '--wait', '--json', '--state-dir', tempDir('uh-rc-ps-')], {
+      cwd: repo,
+      env: producer,
+    });
     expect(waited.code, waited.stderr).toBe(1);
     const good = await runCli(['mission', 'status', operationId, '--redis', redis.url], { cwd: repo, env: producer });
     expect(good.code).toBe(1);
@@ -153,7 +181,10 @@ describe('signed receipts, queue mode', () => {
     const status = await runCli(['mission', 'status', operationId, '--redis', redis.url], { cwd: repo, env: producer });
     expect(status.code).toBe(6);
     expect(status.stderr).toContain('NOT trusted (invalid)');
-    const collect = await runCli(['mission', 'collect', operationId, '--out', out, '--redis', redis.url], { cwd: repo, env: producer });
+    const collect = await runCli(['mission', 'collect', operationId, '--out', out, '--redis', redis.url], {
+      cwd: repo,
+      env: producer,
+    });
     expect(collect.code).toBe(6);
     const verify = await runCli(['receipt', 'verify', join(out, 'receipt.json')], { cwd: repo, env: producer });
     expect(verify.code).toBe(6);

@@ -8,7 +8,16 @@
  * never share one, retained sandboxes are never pooled, size and idle lifetime are honoured.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/shared/config.js';
@@ -65,7 +74,8 @@ const poolLog: string[] = [];
 const logger = {
   debug() {},
   info(o: unknown, m?: string) {
-    if (typeof o === 'object' && o !== null && 'reason' in o) poolLog.push(`${m}: ${String((o as { reason: unknown }).reason)}`);
+    if (typeof o === 'object' && o !== null && 'reason' in o)
+      poolLog.push(`${m}: ${String((o as { reason: unknown }).reason)}`);
   },
   warn(o: unknown, m?: string) {
     logger.info(o, m);
@@ -77,11 +87,21 @@ const logger = {
 };
 
 interface Ran {
-  receipt: { status: string; verdict: string; exit_code: number; sandbox: { path: string | null; retained: boolean }; isolation: { kind: string } };
+  receipt: {
+    status: string;
+    verdict: string;
+    exit_code: number;
+    sandbox: { path: string | null; retained: boolean };
+    isolation: { kind: string };
+  };
   events: Array<{ type: string; data: Record<string, unknown> }>;
 }
 
-async function mission(cacheDir: string, script: string, options: { pool?: PoolSettings; ref?: string; isolation?: 'off' | 'auto' } = {}): Promise<Ran> {
+async function mission(
+  cacheDir: string,
+  script: string,
+  options: { pool?: PoolSettings; ref?: string; isolation?: 'off' | 'auto' } = {},
+): Promise<Ran> {
   const stateDir = fresh('uh-pool-state-');
   const operationId = `pool-${process.pid}-${++n}`;
   const parsed = MissionSchema.parse({
@@ -95,10 +115,19 @@ async function mission(cacheDir: string, script: string, options: { pool?: PoolS
     runtime_config_overrides: { command: { argv: ['sh', '-c', script] } },
     timeout_seconds: 60,
   });
-  const settings = testSettings({ stateDir, cacheDir, logger, isolation: options.isolation ?? 'off', poolSize: (options.pool ?? POOL).size });
+  const settings = testSettings({
+    stateDir,
+    cacheDir,
+    logger,
+    isolation: options.isolation ?? 'off',
+    poolSize: (options.pool ?? POOL).size,
+  });
   const out = await runInline(parsed, { settings });
   if (out.kind !== 'ran') throw new Error(`not run: ${out.kind}`);
-  const events = readFileSync(join(out.dir, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const events = readFileSync(join(out.dir, 'events.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l));
   return { receipt: out.receipt as unknown as Ran['receipt'], events };
 }
 
@@ -107,7 +136,10 @@ const pooledOf = (r: Ran) => r.events.find((e) => e.type === 'sandbox.removed')?
 const pooledRecords = (cacheDir: string) => readRecords(cacheDir).filter((r) => r.state === 'pooled');
 
 /** Run the observer; returns its fingerprint and whether it got a warm sandbox. */
-async function observe(cacheDir: string, options: { pool?: PoolSettings; ref?: string } = {}): Promise<{ print: string; warm: unknown }> {
+async function observe(
+  cacheDir: string,
+  options: { pool?: PoolSettings; ref?: string } = {},
+): Promise<{ print: string; warm: unknown }> {
   const out = join(fresh('uh-pool-out-'), 'print.txt');
   const r = await mission(cacheDir, `{\n${FINGERPRINT}\n} > ${out} 2>&1`, options);
   expect(r.receipt.status).toBe('completed');
@@ -129,15 +161,33 @@ describe('warm sandboxes: nothing of one mission reaches the next', () => {
   });
 
   const attacks: Array<[string, string]> = [
-    ['a new file, an ignored file and an ignored dir', 'echo new > new.txt; mkdir -p build/deep; echo x > build/deep/out.o; echo log > debug.log; echo y > src/trace.log'],
-    ['a tracked file modified (mtime restored) and one deleted', 'cp -p README.md /tmp/uh-pool-ref-$$; printf "# dEmo\\n" > README.md; touch -r /tmp/uh-pool-ref-$$ README.md; rm -f /tmp/uh-pool-ref-$$ src/app.txt'],
-    ['an exec bit flipped and a symlink retargeted', 'chmod -x bin/run.sh; chmod 600 docs/guide.md; chmod 777 src; chmod 700 .; ln -sfn docs link'],
+    [
+      'a new file, an ignored file and an ignored dir',
+      'echo new > new.txt; mkdir -p build/deep; echo x > build/deep/out.o; echo log > debug.log; echo y > src/trace.log',
+    ],
+    [
+      'a tracked file modified (mtime restored) and one deleted',
+      'cp -p README.md /tmp/uh-pool-ref-$$; printf "# dEmo\\n" > README.md; touch -r /tmp/uh-pool-ref-$$ README.md; rm -f /tmp/uh-pool-ref-$$ src/app.txt',
+    ],
+    [
+      'an exec bit flipped and a symlink retargeted',
+      'chmod -x bin/run.sh; chmod 600 docs/guide.md; chmod 777 src; chmod 700 .; ln -sfn docs link',
+    ],
     ['a directory replaced by a symlink into the tree', 'rm -rf docs && ln -s src docs'],
-    ['a file replaced by a directory, a FIFO, a nested .git in a tracked dir', 'rm src/app.txt && mkdir -p src/app.txt/x && mkfifo fifo && printf "gitdir: /tmp/elsewhere\\n" > src/.git && mkdir docs/.git'],
-    ['hooks and config written into the agent\'s .git', 'mkdir -p .git/hooks && printf "#!/bin/sh\\necho pwned\\n" > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout && git config core.fsmonitor "echo pwned" && git config alias.st "!echo pwned" && echo "*.txt export-ignore" > .git/info/attributes 2>/dev/null; mkdir -p .git/info && echo "*.md" > .git/info/exclude'],
+    [
+      'a file replaced by a directory, a FIFO, a nested .git in a tracked dir',
+      'rm src/app.txt && mkdir -p src/app.txt/x && mkfifo fifo && printf "gitdir: /tmp/elsewhere\\n" > src/.git && mkdir docs/.git',
+    ],
+    [
+      "hooks and config written into the agent's .git",
+      'mkdir -p .git/hooks && printf "#!/bin/sh\\necho pwned\\n" > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout && git config core.fsmonitor "echo pwned" && git config alias.st "!echo pwned" && echo "*.txt export-ignore" > .git/info/attributes 2>/dev/null; mkdir -p .git/info && echo "*.md" > .git/info/exclude',
+    ],
     ['.git replaced by a gitfile pointing elsewhere', 'rm -rf .git && printf "gitdir: /tmp\\n" > .git'],
     ['.git replaced by a symlink', 'rm -rf .git && ln -s /tmp .git'],
-    ['the agent commits in its own .git', 'git -c user.name=a -c user.email=b@c commit -q --allow-empty -m mine && git update-ref refs/heads/evil HEAD'],
+    [
+      'the agent commits in its own .git',
+      'git -c user.name=a -c user.email=b@c commit -q --allow-empty -m mine && git update-ref refs/heads/evil HEAD',
+    ],
   ];
 
   it.each(attacks)('%s: pooled, and the next mission sees a clean checkout', async (_name, script) => {
@@ -152,7 +202,11 @@ describe('warm sandboxes: nothing of one mission reaches the next', () => {
   });
 
   it('under bubblewrap too: what an isolated mission leaves is gone for the next one', async () => {
-    const dirty = await mission(cacheDir, 'echo x > new.txt; echo y > debug.log; mkdir -p .git/hooks; echo "#!/bin/sh" > .git/hooks/pre-commit; printf "gitdir: /tmp\\n" > src/.git', { isolation: 'auto' });
+    const dirty = await mission(
+      cacheDir,
+      'echo x > new.txt; echo y > debug.log; mkdir -p .git/hooks; echo "#!/bin/sh" > .git/hooks/pre-commit; printf "gitdir: /tmp\\n" > src/.git',
+      { isolation: 'auto' },
+    );
     expect(dirty.receipt.isolation.kind).toBe('bwrap');
     expect(pooledOf(dirty), poolLog.join('\n')).toBe(true);
     const next = await observe(cacheDir);
@@ -164,27 +218,43 @@ describe('warm sandboxes: nothing of one mission reaches the next', () => {
     const cache = fresh('uh-pool-cli-');
     const env = { UH_CACHE_DIR: cache, UH_SANDBOX_POOL_SIZE: '1', UH_ISOLATION: 'off' };
     const first = writeMission(repo, ['noop']);
-    expect((await runCli(['mission', 'run', first.path, '--json', '--state-dir', fresh('uh-pool-st-')], { cwd: repo, env })).code).toBe(0);
+    expect(
+      (await runCli(['mission', 'run', first.path, '--json', '--state-dir', fresh('uh-pool-st-')], { cwd: repo, env }))
+        .code,
+    ).toBe(0);
     expect(pooledRecords(cache)).toHaveLength(1);
     // Each run's agent waits until both have started (a file each in `barrier`): both sandboxes
     // were taken before either goes back to the pool, however slowly the second process starts.
     const barrier = fresh('uh-pool-barrier-');
     const wait = `touch "${barrier}/$$"; i=0; while [ "$(ls "${barrier}" | wc -l)" -lt 2 ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; exec "$0" "$@"`;
-    const runs = await Promise.all([1, 2].map(async () => {
-      const m = writeMission(repo, [], { runtime_config_overrides: { command: { argv: ['sh', '-c', wait, process.execPath, FAKE_AGENT, 'edit', 'src/x.txt', 'x'], kill_grace_ms: 500 } } });
-      const stateDir = fresh('uh-pool-st-');
-      const r = await runCli(['mission', 'run', m.path, '--json', '--state-dir', stateDir], { cwd: repo, env });
-      expect(r.code).toBe(0);
-      const events = readFileSync(join(stateDir, 'operations', m.operationId, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-      return events.find((e) => e.type === 'sandbox.created').data as { path: string; warm: boolean };
-    }));
+    const runs = await Promise.all(
+      [1, 2].map(async () => {
+        const m = writeMission(repo, [], {
+          runtime_config_overrides: {
+            command: {
+              argv: ['sh', '-c', wait, process.execPath, FAKE_AGENT, 'edit', 'src/x.txt', 'x'],
+              kill_grace_ms: 500,
+            },
+          },
+        });
+        const stateDir = fresh('uh-pool-st-');
+        const r = await runCli(['mission', 'run', m.path, '--json', '--state-dir', stateDir], { cwd: repo, env });
+        expect(r.code).toBe(0);
+        const events = readFileSync(join(stateDir, 'operations', m.operationId, 'events.jsonl'), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l));
+        return events.find((e) => e.type === 'sandbox.created').data as { path: string; warm: boolean };
+      }),
+    );
     expect(runs.map((r) => r.warm).sort()).toEqual([false, true]);
     expect(runs[0]!.path).not.toBe(runs[1]!.path);
     expect(pooledRecords(cache)).toHaveLength(1); // the size: one back, the other removed
   });
 
-  it('a hook or config written into uh\'s private git dir (isolation off): the sandbox is discarded, never reused', async () => {
-    const script = 'p=$(dirname "$PWD")/.uh/$(basename "$PWD")/git; mkdir -p "$p/hooks" && echo "#!/bin/sh" > "$p/hooks/post-checkout"; printf "[core]\\n\\tfsmonitor = echo pwned\\n" >> "$p/config"';
+  it("a hook or config written into uh's private git dir (isolation off): the sandbox is discarded, never reused", async () => {
+    const script =
+      'p=$(dirname "$PWD")/.uh/$(basename "$PWD")/git; mkdir -p "$p/hooks" && echo "#!/bin/sh" > "$p/hooks/post-checkout"; printf "[core]\\n\\tfsmonitor = echo pwned\\n" >> "$p/config"';
     const dirty = await mission(cacheDir, script);
     expect(pooledOf(dirty)).toBe(false);
     expect(pooledRecords(cacheDir).some((r) => r.operation_id === dirty.events[0]?.data.operation_id)).toBe(false);
@@ -238,10 +308,14 @@ describe('warm sandboxes: nothing of one mission reaches the next', () => {
 describe('the pool itself', () => {
   it('its settings come from the environment, parsed once with the rest (errors name the variable)', () => {
     expect(loadConfig({}).core.sandboxPool).toEqual({ size: 2, idleMs: 30 * 60_000 });
-    expect(loadConfig({ UH_SANDBOX_POOL_SIZE: '0', UH_SANDBOX_POOL_IDLE_MINUTES: '1.5' }).core.sandboxPool).toEqual({ size: 0, idleMs: 90_000 });
-    expect(() => loadConfig({ UH_SANDBOX_POOL_SIZE: '-1' })).toThrow(expect.objectContaining({ details: [expect.stringContaining('(environment UH_SANDBOX_POOL_SIZE)')] }));
+    expect(loadConfig({ UH_SANDBOX_POOL_SIZE: '0', UH_SANDBOX_POOL_IDLE_MINUTES: '1.5' }).core.sandboxPool).toEqual({
+      size: 0,
+      idleMs: 90_000,
+    });
+    expect(() => loadConfig({ UH_SANDBOX_POOL_SIZE: '-1' })).toThrow(
+      expect.objectContaining({ details: [expect.stringContaining('(environment UH_SANDBOX_POOL_SIZE)')] }),
+    );
   });
-
 
   async function pooledSandbox(cacheDir: string, settings: PoolSettings = POOL): Promise<string | null> {
     const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'main');
@@ -256,7 +330,9 @@ describe('the pool itself', () => {
     expect(await pooledSandbox(cacheDir)).toBe('the pool is full');
     expect(pooledRecords(cacheDir)).toHaveLength(2);
     const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'main');
-    const got = await Promise.all([1, 2, 3, 4, 5].map((i) => acquirePooled(cacheDir, mirror, commit, `c-${i}`, new Date(), POOL, () => undefined)));
+    const got = await Promise.all(
+      [1, 2, 3, 4, 5].map((i) => acquirePooled(cacheDir, mirror, commit, `c-${i}`, new Date(), POOL, () => undefined)),
+    );
     const paths = got.filter((s) => s !== null).map((s) => s!.path);
     expect(paths).toHaveLength(2);
     expect(new Set(paths).size).toBe(2);
@@ -269,20 +345,28 @@ describe('the pool itself', () => {
     expect(await pooledSandbox(cacheDir, { size: 2, idleMs: 60_000 })).toBeNull();
     const [pooled] = pooledRecords(cacheDir);
     expect(await sweepSandboxes(cacheDir, new Date(Date.now() + 30_000))).toMatchObject({ removed: [] });
-    const plan = await planGc(cacheDir, null, { now: new Date(), mirrorIdleDays: 14, operationRetentionDays: 30, cacheCapBytes: 1 }, { operationState: async () => null });
+    const plan = await planGc(
+      cacheDir,
+      null,
+      { now: new Date(), mirrorIdleDays: 14, operationRetentionDays: 30, cacheCapBytes: 1 },
+      { operationState: async () => null },
+    );
     expect(plan[0]).toMatchObject({ kind: 'sandbox_cap', path: pooled!.path });
     expect((await sweepSandboxes(cacheDir, new Date(Date.now() + 61_000))).removed).toEqual([pooled!.path]);
     expect(existsSync(pooled!.path)).toBe(false);
     expect(pooledRecords(cacheDir)).toHaveLength(0);
   });
 
-  it('a same-size edit with its mtime set back right after the checkout (git\'s racy case) is still undone', async () => {
+  it("a same-size edit with its mtime set back right after the checkout (git's racy case) is still undone", async () => {
     const cacheDir = fresh('uh-pool-racy-');
     const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'main');
     for (let i = 0; i < 5; i++) {
       const s = await createSandbox(cacheDir, mirror, commit, `op-racy-${i}`, new Date());
       const f = join(s.path, 'src/app.txt');
-      execFileSync('sh', ['-c', `cp -p "${f}" /tmp/uh-racy-$$ && printf 'v9\\n' > "${f}" && touch -r /tmp/uh-racy-$$ "${f}" && rm /tmp/uh-racy-$$`]);
+      execFileSync('sh', [
+        '-c',
+        `cp -p "${f}" /tmp/uh-racy-$$ && printf 'v9\\n' > "${f}" && touch -r /tmp/uh-racy-$$ "${f}" && rm /tmp/uh-racy-$$`,
+      ]);
       expect(readFileSync(f, 'utf8')).toBe('v9\n');
       expect(await releaseToPool(cacheDir, s, 'op', POOL, new Date())).toBeNull();
       const got = await acquirePooled(cacheDir, mirror, commit, `op-next-${i}`, new Date(), POOL, () => undefined);
@@ -309,7 +393,15 @@ describe('the pool itself', () => {
     writeFileSync(join(got!.path, 'src/app.txt'), 'changed again\n');
     expect(await releaseToPool(cacheDir, got!, 'op', POOL, new Date(), {}, { trackedChanged: false })).toBeNull();
     expect(resets()).toBe(before + 2);
-    const again = await acquirePooled(cacheDir, mirror, commit, `op-hint-again-${n}`, new Date(), POOL, () => undefined);
+    const again = await acquirePooled(
+      cacheDir,
+      mirror,
+      commit,
+      `op-hint-again-${n}`,
+      new Date(),
+      POOL,
+      () => undefined,
+    );
     expect(readFileSync(join(again!.path, 'src/app.txt'), 'utf8')).toBe('v1\n');
   });
 
@@ -322,7 +414,15 @@ describe('the pool itself', () => {
     utimesSync(join(s.path, '.git', 'config'), old, old);
     const marked = (p: string) => lstatSync(join(p, '.git', 'config')).mtimeMs === old.getTime();
     expect(await releaseToPool(cacheDir, s, 'op', POOL, new Date())).toBeNull();
-    const got = await acquirePooled(cacheDir, mirror, commit, `op-agentgit-next-${n}`, new Date(), POOL, () => undefined);
+    const got = await acquirePooled(
+      cacheDir,
+      mirror,
+      commit,
+      `op-agentgit-next-${n}`,
+      new Date(),
+      POOL,
+      () => undefined,
+    );
     expect(marked(got!.path)).toBe(true); // kept: nothing removed and written again
     // The agent's own git writes its index and a hook: the next mission must see neither.
     execFileSync('git', ['status', '--porcelain'], { cwd: got!.path });
@@ -331,7 +431,15 @@ describe('the pool itself', () => {
     mkdirSync(join(got!.path, '.git', 'hooks'));
     writeFileSync(join(got!.path, '.git', 'hooks', 'pre-commit'), '#!/bin/sh\n');
     expect(await releaseToPool(cacheDir, got!, 'op', POOL, new Date(), {}, { trackedChanged: true })).toBeNull();
-    const again = await acquirePooled(cacheDir, mirror, commit, `op-agentgit-again-${n}`, new Date(), POOL, () => undefined);
+    const again = await acquirePooled(
+      cacheDir,
+      mirror,
+      commit,
+      `op-agentgit-again-${n}`,
+      new Date(),
+      POOL,
+      () => undefined,
+    );
     const paths = sandboxPaths(again!.path);
     expect(existsSync(join(again!.path, '.git', 'hooks'))).toBe(false);
     expect(readFileSync(join(again!.path, '.git', 'index')).equals(readFileSync(paths.index))).toBe(true);

@@ -24,7 +24,8 @@ const CHECK_SECRET = 'chk-token-93be71a04d2c58f6';
 const GH = 'ghp_workerOnlyToken0123456789';
 const ALL = [PLANTED, CHECK_SECRET, GH];
 /** Shell: print $name in two writes (no newline between) with a pause. */
-const split = (name: string) => `printf '%s' "$(printf '%s' "$${name}" | cut -c1-9)"; sleep 0.2; printf '%s\\n' "$(printf '%s' "$${name}" | cut -c10-)"`;
+const split = (name: string) =>
+  `printf '%s' "$(printf '%s' "$${name}" | cut -c1-9)"; sleep 0.2; printf '%s\\n' "$(printf '%s' "$${name}" | cut -c10-)"`;
 
 let repo: string;
 const dirs: string[] = [];
@@ -43,7 +44,16 @@ function hostileMission(passthrough: string[], missionEnv: Record<string, string
   return writeMission(repo, [], {
     runtime_config_overrides: { command: { argv: ['sh', HOSTILE], kill_grace_ms: 500 } },
     sandbox: { env: missionEnv, env_passthrough: passthrough },
-    verification: [{ name: 'leaky-check', argv: ['sh', '-c', `${split('PLANTED_API_KEY')}; ${split(Object.keys(missionEnv)[0] ?? 'PLANTED_API_KEY')} >&2`] }],
+    verification: [
+      {
+        name: 'leaky-check',
+        argv: [
+          'sh',
+          '-c',
+          `${split('PLANTED_API_KEY')}; ${split(Object.keys(missionEnv)[0] ?? 'PLANTED_API_KEY')} >&2`,
+        ],
+      },
+    ],
   });
 }
 
@@ -75,7 +85,10 @@ describe('secrets, inline', () => {
     const cache = tempDir('uh-sec-cache-');
     dirs.push(state, cache);
     const { path, operationId } = hostileMission(['PLANTED_API_KEY'], { CHECK_TOKEN: CHECK_SECRET });
-    const run = await runCli(['mission', 'run', path, '--json', '--state-dir', state], { cwd: repo, env: { ...workerEnv, UH_CACHE_DIR: cache } });
+    const run = await runCli(['mission', 'run', path, '--json', '--state-dir', state], {
+      cwd: repo,
+      env: { ...workerEnv, UH_CACHE_DIR: cache },
+    });
     expect(run.code, run.stderr).toBe(0);
     expect(leaksIn(run.stdout + run.stderr, ALL)).toEqual([]);
     const opDir = join(state, 'operations', operationId);
@@ -87,11 +100,18 @@ describe('secrets, inline', () => {
     expect(readFileSync(join(opDir, 'runtime.stderr.log'), 'utf8')).toContain('[redacted]');
     expect(readFileSync(join(opDir, 'runtime-final.txt'), 'utf8')).toBe('leaking [redacted]');
     // stdout and stderr of the check share one log: both secrets are there, scrubbed, in either order
-    expect(readFileSync(join(opDir, 'check-leaky-check.log'), 'utf8').split('\n').sort()).toEqual(['', '[redacted]', '[redacted]']);
+    expect(readFileSync(join(opDir, 'check-leaky-check.log'), 'utf8').split('\n').sort()).toEqual([
+      '',
+      '[redacted]',
+      '[redacted]',
+    ]);
     const receipt = JSON.parse(run.stdout) as { verdict: string; checks: { passed: boolean }[] };
     expect(receipt.checks[0]?.passed).toBe(true);
     expect(leaksUnder(state, ALL)).toEqual([]);
-    const status = await runCli(['mission', 'status', operationId, '--json', '--state-dir', state], { cwd: repo, env: { UH_CACHE_DIR: cache } });
+    const status = await runCli(['mission', 'status', operationId, '--json', '--state-dir', state], {
+      cwd: repo,
+      env: { UH_CACHE_DIR: cache },
+    });
     expect(status.code).toBe(0);
     expect(leaksIn(status.stdout, ALL)).toEqual([]);
   });
@@ -100,9 +120,14 @@ describe('secrets, inline', () => {
     const state = tempDir('uh-sec-state-');
     dirs.push(state);
     const { path, operationId } = hostileMission(['PLANTED_API_KEY', 'GH_TOKEN']);
-    const run = await runCli(['mission', 'run', path, '--json', '--state-dir', state], { cwd: repo, env: { ...workerEnv, UH_ENV_PASSTHROUGH_ALLOW: 'PLANTED_API_KEY,GH_TOKEN' } });
+    const run = await runCli(['mission', 'run', path, '--json', '--state-dir', state], {
+      cwd: repo,
+      env: { ...workerEnv, UH_ENV_PASSTHROUGH_ALLOW: 'PLANTED_API_KEY,GH_TOKEN' },
+    });
     expect(run.code, run.stderr).toBe(2);
-    expect(run.stderr).toContain('sandbox.env_passthrough[1]: "GH_TOKEN" reaches GH_TOKEN, which never passes to an agent');
+    expect(run.stderr).toContain(
+      'sandbox.env_passthrough[1]: "GH_TOKEN" reaches GH_TOKEN, which never passes to an agent',
+    );
     expect(existsSync(join(state, 'operations', operationId))).toBe(false);
     expect(leaksIn(run.stdout + run.stderr, ALL)).toEqual([]);
   });
@@ -122,8 +147,17 @@ describe('secrets, through a worker on real Redis and the HTTP API', () => {
     const cache = tempDir('uh-sec-qcache-');
     workerState = tempDir('uh-sec-wstate-');
     dirs.push(cache, workerState);
-    env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: redis.prefix('q'), UH_CACHE_DIR: cache, UH_ALLOW_LOCAL_REPOS: '1', UH_ENV_PASSTHROUGH_ALLOW: 'PLANTED_API_KEY' };
-    worker = await startWorker(['--runtime', 'command', '--state-dir', workerState], { cwd: repo, env: { ...env, ...workerEnv } });
+    env = {
+      REDIS_URL: redis.url,
+      UH_REDIS_PREFIX: redis.prefix('q'),
+      UH_CACHE_DIR: cache,
+      UH_ALLOW_LOCAL_REPOS: '1',
+      UH_ENV_PASSTHROUGH_ALLOW: 'PLANTED_API_KEY',
+    };
+    worker = await startWorker(['--runtime', 'command', '--state-dir', workerState], {
+      cwd: repo,
+      env: { ...env, ...workerEnv },
+    });
     api = spawn(process.execPath, [UH_BIN, 'api', 'start', '--port', '0', '--state-dir', tempDir('uh-sec-api-')], {
       cwd: repo,
       env: { ...process.env, ...env, UH_LOG_LEVEL: 'silent', UH_API_TOKEN: TOKEN },
@@ -166,7 +200,10 @@ describe('secrets, through a worker on real Redis and the HTTP API', () => {
     const producerState = tempDir('uh-sec-pstate-');
     dirs.push(producerState);
     const { path, operationId } = hostileMission(['PLANTED_API_KEY']);
-    const waited = await runCli(['mission', 'submit', path, '--wait', '--json', '--state-dir', producerState], { cwd: repo, env });
+    const waited = await runCli(['mission', 'submit', path, '--wait', '--json', '--state-dir', producerState], {
+      cwd: repo,
+      env,
+    });
     expect(waited.code, waited.stderr).toBe(0);
     expect(leaksIn(waited.stdout + waited.stderr, ALL)).toEqual([]);
     const stdoutLog = readFileSync(join(workerState, 'operations', operationId, 'runtime.stdout.log'), 'utf8');
@@ -176,7 +213,9 @@ describe('secrets, through a worker on real Redis and the HTTP API', () => {
     expect(leaksUnder(producerState, ALL)).toEqual([]);
     const stored = await redisText();
     expect(stored).toContain('leaking [redacted]'); // the final message artifact is there, scrubbed
-    expect(readFileSync(join(workerState, 'operations', operationId, 'check-leaky-check.log'), 'utf8')).toContain('[redacted]');
+    expect(readFileSync(join(workerState, 'operations', operationId, 'check-leaky-check.log'), 'utf8')).toContain(
+      '[redacted]',
+    );
     expect(leaksIn(stored, ALL)).toEqual([]);
     const status = await runCli(['mission', 'status', operationId, '--json', '--redis', redis.url], { cwd: repo, env });
     expect(leaksIn(status.stdout, ALL)).toEqual([]);

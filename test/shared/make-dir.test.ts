@@ -24,7 +24,11 @@ const DEADLINE_MS = 20_000;
 /** `makeDir(path)` in a child process, killed at the deadline: what it printed, or its status null. */
 function makeDirInChild(path: string): { status: number | null; out: string } {
   const code = `import('${MODULE}').then((m) => { try { m.makeDir(${JSON.stringify(path)}); console.log('ok'); } catch (e) { console.log(e.kind ?? e.code, e.message); } })`;
-  const child = spawnSync(process.execPath, ['--input-type=module', '-e', code], { encoding: 'utf8', timeout: DEADLINE_MS, killSignal: 'SIGKILL' });
+  const child = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
+    encoding: 'utf8',
+    timeout: DEADLINE_MS,
+    killSignal: 'SIGKILL',
+  });
   return { status: child.status, out: `${child.stdout}${child.stderr}` };
 }
 
@@ -48,11 +52,20 @@ describe('makeDir', () => {
   });
 
   it.each([
-    ['under a dangling symlink (a cache dir on a disk that is not mounted)', () => {
-      symlinkSync(join(root, 'not-mounted'), join(root, 'dangling'));
-      return { path: join(root, 'dangling/cache/mirrors'), says: `${join(root, 'dangling')}: it is a symlink to ${join(root, 'not-mounted')}, which does not exist` };
-    }],
-    ['under /proc', () => ({ path: '/proc/uh-no-such-dir/cache', says: '/proc/uh-no-such-dir: /proc exists but cannot hold it' })],
+    [
+      'under a dangling symlink (a cache dir on a disk that is not mounted)',
+      () => {
+        symlinkSync(join(root, 'not-mounted'), join(root, 'dangling'));
+        return {
+          path: join(root, 'dangling/cache/mirrors'),
+          says: `${join(root, 'dangling')}: it is a symlink to ${join(root, 'not-mounted')}, which does not exist`,
+        };
+      },
+    ],
+    [
+      'under /proc',
+      () => ({ path: '/proc/uh-no-such-dir/cache', says: '/proc/uh-no-such-dir: /proc exists but cannot hold it' }),
+    ],
   ])('%s: fails at once with invalid_input naming the directory', (_name, where) => {
     const { path, says } = where();
     const { status, out } = makeDirInChild(path);
@@ -79,7 +92,9 @@ describe('uh with its cache dir under a dangling symlink', () => {
     });
     expect(child.signal, 'uh did not end before the deadline').toBeNull();
     expect(child.status, child.stderr).toBe(2);
-    expect(child.stderr).toContain(`${join(base, 'cache-link')}: it is a symlink to ${join(base, 'unmounted-disk')}, which does not exist`);
+    expect(child.stderr).toContain(
+      `${join(base, 'cache-link')}: it is a symlink to ${join(base, 'unmounted-disk')}, which does not exist`,
+    );
     expect(child.stderr).toContain('UH_CACHE_DIR');
   });
 });

@@ -49,7 +49,10 @@ export function parseGithubOutput(text: string): Record<string, string> {
   return out;
 }
 
-const expr = (text: string, ctx: { inputs: Record<string, string>; steps: Record<string, Record<string, string>> }): string =>
+const expr = (
+  text: string,
+  ctx: { inputs: Record<string, string>; steps: Record<string, Record<string, string>> },
+): string =>
   text.replace(/\$\{\{\s*([^}]+?)\s*\}\}/g, (_, path: string) => {
     const [scope, a, b, c] = path.split('.');
     if (scope === 'inputs') return ctx.inputs[a as string] ?? '';
@@ -59,7 +62,11 @@ const expr = (text: string, ctx: { inputs: Record<string, string>; steps: Record
 
 export async function runAction(
   inputs: Record<string, string>,
-  options: { cwd: string; env?: Record<string, string | undefined>; onStep?: (child: ChildProcess, index: number) => void },
+  options: {
+    cwd: string;
+    env?: Record<string, string | undefined>;
+    onStep?: (child: ChildProcess, index: number) => void;
+  },
 ): Promise<ActionResult> {
   const action = parse(readFileSync(join(ACTION_PATH, 'action.yml'), 'utf8')) as ActionYaml;
   if (action.runs.using !== 'composite') throw new Error('not a composite action');
@@ -81,7 +88,9 @@ export async function runAction(
       UH_LOG_LEVEL: 'silent',
       ...options.env,
       ...Object.fromEntries(Object.entries(all).map(([k, v]) => [`INPUT_${k.toUpperCase()}`, v])),
-      ...Object.fromEntries(Object.entries(step.env ?? {}).map(([k, v]) => [k, expr(String(v), { inputs: all, steps })])),
+      ...Object.fromEntries(
+        Object.entries(step.env ?? {}).map(([k, v]) => [k, expr(String(v), { inputs: all, steps })]),
+      ),
       GITHUB_ACTIONS: 'true',
       GITHUB_ACTION_PATH: ACTION_PATH,
       GITHUB_OUTPUT: outputPath,
@@ -96,6 +105,8 @@ export async function runAction(
     if (step.id) steps[step.id] = parseGithubOutput(readFileSync(outputPath, 'utf8'));
     if (code !== 0) break;
   }
-  const outputs = Object.fromEntries(Object.entries(action.outputs).map(([k, v]) => [k, expr(v.value, { inputs: all, steps })]));
+  const outputs = Object.fromEntries(
+    Object.entries(action.outputs).map(([k, v]) => [k, expr(v.value, { inputs: all, steps })]),
+  );
   return { code, outputs, summary: readFileSync(summaryPath, 'utf8'), log, dir };
 }

@@ -55,7 +55,10 @@ export async function startChatServer(): Promise<ChatServer> {
   return {
     url,
     async script(steps, apiKey) {
-      const res = await fetch(`${origin}/__script`, { method: 'PUT', body: JSON.stringify({ steps, ...(apiKey ? { api_key: apiKey } : {}) }) });
+      const res = await fetch(`${origin}/__script`, {
+        method: 'PUT',
+        body: JSON.stringify({ steps, ...(apiKey ? { api_key: apiKey } : {}) }),
+      });
       if (!res.ok) throw new Error(`script rejected: ${res.status}`);
     },
     async requests() {

@@ -15,7 +15,12 @@ export interface CliResult {
 /** Run the built `uh` CLI as a real child process. */
 export function runCli(
   args: string[],
-  options: { cwd: string; env?: Record<string, string | undefined>; onSpawn?: (pid: number) => void; sampleMemory?: boolean },
+  options: {
+    cwd: string;
+    env?: Record<string, string | undefined>;
+    onSpawn?: (pid: number) => void;
+    sampleMemory?: boolean;
+  },
 ): Promise<CliResult> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [UH_BIN, ...args], {

@@ -11,7 +11,11 @@ const SERVER = fileURLToPath(new URL('../fixtures/gemini-server/server.mjs', imp
 
 export type GeminiStep =
   | { kind: 'text'; text: string; usage?: { promptTokenCount?: number; candidatesTokenCount?: number } }
-  | { kind: 'function_calls'; calls: Array<{ name: string; args: Record<string, unknown> }>; usage?: { promptTokenCount?: number; candidatesTokenCount?: number } }
+  | {
+      kind: 'function_calls';
+      calls: Array<{ name: string; args: Record<string, unknown> }>;
+      usage?: { promptTokenCount?: number; candidatesTokenCount?: number };
+    }
   | { kind: 'error'; status: number; body?: unknown }
   | { kind: 'hang' };
 
@@ -46,7 +50,10 @@ export async function startGeminiServer(): Promise<GeminiServer> {
   return {
     url,
     async script(steps, apiKey) {
-      const res = await fetch(`${url}/__script`, { method: 'PUT', body: JSON.stringify({ steps, ...(apiKey ? { api_key: apiKey } : {}) }) });
+      const res = await fetch(`${url}/__script`, {
+        method: 'PUT',
+        body: JSON.stringify({ steps, ...(apiKey ? { api_key: apiKey } : {}) }),
+      });
       if (!res.ok) throw new Error(`script rejected: ${res.status}`);
     },
     async requests() {

@@ -7,7 +7,12 @@ import { tempDir } from './temp.js';
 let counter = 0;
 
 /** Write a mission for the fake agent against `repo`; `agentArgs` picks its scenario. */
-export function writeMission(repo: string, agentArgs: string[], patch: Record<string, unknown> = {}, format: 'yaml' | 'json' = 'yaml'): { path: string; operationId: string } {
+export function writeMission(
+  repo: string,
+  agentArgs: string[],
+  patch: Record<string, unknown> = {},
+  format: 'yaml' | 'json' = 'yaml',
+): { path: string; operationId: string } {
   const operationId = `op-${process.pid}-${++counter}`;
   const mission = {
     schema_version: 'uh.mission.v0',

@@ -7,7 +7,10 @@ import { afterAll, beforeAll } from 'vitest';
 import { OperationStore } from '../../src/shared/queue/operation-store.js';
 import { startTestRedis, type TestRedis } from './redis.js';
 
-export function useOperationStore(fileTag: string, prefixTag: string): { readonly store: OperationStore; readonly redis: TestRedis } {
+export function useOperationStore(
+  fileTag: string,
+  prefixTag: string,
+): { readonly store: OperationStore; readonly redis: TestRedis } {
   let redis: TestRedis | undefined;
   let store: OperationStore | undefined;
   beforeAll(async () => {

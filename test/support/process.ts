@@ -12,7 +12,11 @@ export function processGone(pid: number): boolean {
 }
 
 /** Wait (bounded) until a condition holds; returns whether it did. */
-export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000, stepMs = 25): Promise<boolean> {
+export async function waitFor(
+  condition: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+  stepMs = 25,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await condition()) return true;

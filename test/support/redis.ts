@@ -16,7 +16,12 @@ export interface TestRedis {
 }
 
 async function answers(url: string): Promise<boolean> {
-  const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 1500 });
+  const probe = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 1500,
+  });
   probe.on('error', () => undefined);
   try {
     await probe.connect();

@@ -1,6 +1,11 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AnyRuntimeAdapter, RuntimeContextV1, RuntimeEventV1, RuntimeSessionV1 } from '../../src/shared/runtime/v1/index.js';
+import type {
+  AnyRuntimeAdapter,
+  RuntimeContextV1,
+  RuntimeEventV1,
+  RuntimeSessionV1,
+} from '../../src/shared/runtime/v1/index.js';
 import { spawnGroup } from '../../src/shared/process/spawn-group.js';
 import { parseOrThrow } from '../../src/shared/contracts/zod-issues.js';
 import { fileJournal } from '../../src/operation/file-journal.js';
@@ -35,13 +40,21 @@ export interface RunAdapterOptions {
  * collect the raw event stream (not guarded, so tests see what the adapter really yields).
  * The work dir is a real git repository under a fresh temp root.
  */
-export async function runAdapter(adapter: AnyRuntimeAdapter, configInput: unknown, options: RunAdapterOptions = {}): Promise<AdapterRun> {
+export async function runAdapter(
+  adapter: AnyRuntimeAdapter,
+  configInput: unknown,
+  options: RunAdapterOptions = {},
+): Promise<AdapterRun> {
   const root = tempDir('uh-adapter-');
   const workDir = options.workDir ?? makeRepo({ 'README.md': '# work\n' }, join(root, 'work'));
   if (!options.workDir) mkdirSync(workDir, { recursive: true });
   const logDir = join(root, 'logs');
   mkdirSync(logDir, { recursive: true });
-  const config = parseOrThrow(adapter.configSchema, { ...adapter.defaultConfig, ...(configInput as object) }, 'runtime_config');
+  const config = parseOrThrow(
+    adapter.configSchema,
+    { ...adapter.defaultConfig, ...(configInput as object) },
+    'runtime_config',
+  );
   const prompt = options.prompt ?? 'Say hello.';
   const mission = options.mission ?? { missionId: 'm-test', operationId: 'op-test' };
   const plan = await adapter.prepare({ config, prompt, workDir, mission });
@@ -68,6 +81,7 @@ export async function runAdapter(adapter: AnyRuntimeAdapter, configInput: unknow
 
 export function terminalOf(events: RuntimeEventV1[]) {
   const last = events.at(-1);
-  if (!last || last.type !== 'runtime.finished') throw new Error(`no terminal event; got ${events.map((e) => e.type).join(', ')}`);
+  if (!last || last.type !== 'runtime.finished')
+    throw new Error(`no terminal event; got ${events.map((e) => e.type).join(', ')}`);
   return last.data;
 }

@@ -8,12 +8,24 @@ import { tempDir } from './temp.js';
  * A fresh sandbox of a new repository holding `files`, with its cache dir, a scratch dir and the
  * base-facts dir the diff keeps; every dir made is pushed to `dirs` for the test to remove.
  */
-export async function freshSandbox(files: Record<string, string>, operationId: string, dirs: string[], prefix = 'uh-sandbox-') {
+export async function freshSandbox(
+  files: Record<string, string>,
+  operationId: string,
+  dirs: string[],
+  prefix = 'uh-sandbox-',
+) {
   const repo = makeRepo(files);
   const cacheDir = tempDir(prefix);
   const scratch = tempDir(`${prefix}scratch-`);
   dirs.push(repo, cacheDir, scratch);
   const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD');
   const sandbox = await createSandbox(cacheDir, mirror, commit, operationId, new Date());
-  return { sandbox, commit, cacheDir, scratch, baseFactsDir: join(cacheDir, 'derived', 'base-facts'), patch: join(scratch, 'diff.patch') };
+  return {
+    sandbox,
+    commit,
+    cacheDir,
+    scratch,
+    baseFactsDir: join(cacheDir, 'derived', 'base-facts'),
+    patch: join(scratch, 'diff.patch'),
+  };
 }

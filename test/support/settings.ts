@@ -18,9 +18,18 @@ export interface TestSettings {
 }
 
 export function testSettings(o: TestSettings): OperationSettings {
-  const env: Record<string, string | undefined> = { ...process.env, UH_CACHE_DIR: o.cacheDir, UH_RECEIPT_KEY: undefined, UH_RECEIPT_KEY_FILE: undefined };
+  const env: Record<string, string | undefined> = {
+    ...process.env,
+    UH_CACHE_DIR: o.cacheDir,
+    UH_RECEIPT_KEY: undefined,
+    UH_RECEIPT_KEY_FILE: undefined,
+  };
   if (o.isolation) env.UH_ISOLATION = o.isolation;
   if (o.poolSize !== undefined) env.UH_SANDBOX_POOL_SIZE = String(o.poolSize);
-  const overrides = { stateDir: o.stateDir, ...(o.logger ? { logger: o.logger } : {}), ...(o.keepSandbox ? { keepSandbox: true } : {}) };
+  const overrides = {
+    stateDir: o.stateDir,
+    ...(o.logger ? { logger: o.logger } : {}),
+    ...(o.keepSandbox ? { keepSandbox: true } : {}),
+  };
   return compileSettings(loadConfig(env), overrides);
 }

@@ -3,7 +3,10 @@ import { spawnCounts } from '../../src/shared/process/spawn-group.js';
 /** Processes this test process started through spawnGroup so far: git ones, and all. */
 export function spawned(): { git: number; all: number } {
   const counts = Object.entries(spawnCounts());
-  return { git: counts.filter(([k]) => k.startsWith('git ')).reduce((s, [, v]) => s + v, 0), all: counts.reduce((s, [, v]) => s + v, 0) };
+  return {
+    git: counts.filter(([k]) => k.startsWith('git ')).reduce((s, [, v]) => s + v, 0),
+    all: counts.reduce((s, [, v]) => s + v, 0),
+  };
 }
 
 /** git processes started so far (`spawned().git`). */

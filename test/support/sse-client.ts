@@ -19,7 +19,13 @@ export interface SseClient {
 export async function openSse(url: string, headers: Record<string, string>): Promise<SseClient> {
   const controller = new AbortController();
   const response = await fetch(url, { headers, signal: controller.signal });
-  const client: SseClient = { events: [], comments: [], status: response.status, done: Promise.resolve(), abort: () => controller.abort() };
+  const client: SseClient = {
+    events: [],
+    comments: [],
+    status: response.status,
+    done: Promise.resolve(),
+    abort: () => controller.abort(),
+  };
   if (response.status !== 200 || !response.body) {
     await response.body?.cancel();
     return client;
@@ -44,7 +50,11 @@ export async function openSse(url: string, headers: Record<string, string>): Pro
 }
 
 /** Poll a condition until it holds or the deadline passes. */
-export async function until(condition: () => boolean | Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
+export async function until(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 60_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await condition())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

@@ -16,7 +16,10 @@ export interface WorkerProcess {
   waitForOutput: (text: string, timeoutMs?: number) => Promise<void>;
 }
 
-export async function startWorker(args: string[], options: { cwd: string; env: Record<string, string | undefined> }): Promise<WorkerProcess> {
+export async function startWorker(
+  args: string[],
+  options: { cwd: string; env: Record<string, string | undefined> },
+): Promise<WorkerProcess> {
   const child = spawn(process.execPath, [UH_BIN, 'worker', 'start', ...args], {
     cwd: options.cwd,
     env: { ...process.env, UH_LOG_LEVEL: 'silent', ...options.env },
@@ -33,7 +36,10 @@ export async function startWorker(args: string[], options: { cwd: string; env: R
   const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   const waitForOutput = (text: string, timeoutMs = 20_000) =>
     new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`worker did not print "${text}" within ${timeoutMs} ms; output:\n${out}`)), timeoutMs);
+      const timer = setTimeout(
+        () => reject(new Error(`worker did not print "${text}" within ${timeoutMs} ms; output:\n${out}`)),
+        timeoutMs,
+      );
       const check = () => {
         if (out.includes(text)) {
           clearTimeout(timer);

@@ -5,10 +5,30 @@ import { receiptJunit, xmlEscape } from '../../src/producers/ci/junit.js';
 import type { Receipt } from '../../src/shared/contracts/receipt.js';
 
 const receipt = {
-  operation_id: 'op-1', title: 'T', status: 'completed', verdict: 'verification_failed', exit_code: 1, finished_at: '2026-01-01T00:00:00Z',
-  runtime: { adapter_id: 'command' }, outcome: { message: 'ok' }, final_message: 'done ```x```', changed_files: [{ path: 'a,b:c.txt', status: 'added' }],
+  operation_id: 'op-1',
+  title: 'T',
+  status: 'completed',
+  verdict: 'verification_failed',
+  exit_code: 1,
+  finished_at: '2026-01-01T00:00:00Z',
+  runtime: { adapter_id: 'command' },
+  outcome: { message: 'ok' },
+  final_message: 'done ```x```',
+  changed_files: [{ path: 'a,b:c.txt', status: 'added' }],
   scope: { ok: false, violations: [{ path: 'a,b:c.txt', reason: 'outside_allowed' }] },
-  checks: [{ name: 'unit', argv: ['npm', 'test'], duration_ms: 1500, passed: false, timed_out: false, exit_code: 1, signal: null, output_head: 'h', output_tail: 'fail <&> "q"\u0007\n100% broken\n' }],
+  checks: [
+    {
+      name: 'unit',
+      argv: ['npm', 'test'],
+      duration_ms: 1500,
+      passed: false,
+      timed_out: false,
+      exit_code: 1,
+      signal: null,
+      output_head: 'h',
+      output_tail: 'fail <&> "q"\u0007\n100% broken\n',
+    },
+  ],
 } as unknown as Receipt;
 
 describe('CI reports of a receipt', () => {
@@ -28,7 +48,9 @@ describe('CI reports of a receipt', () => {
 
   it('annotations escape properties and data; the summary fence survives backticks', () => {
     const [scope, check] = githubAnnotations(receipt);
-    expect(scope).toBe('::error file=a%2Cb%3Ac.txt,title=uh scope violation::op-1: a,b:c.txt is outside allowed_change_globs');
+    expect(scope).toBe(
+      '::error file=a%2Cb%3Ac.txt,title=uh scope violation::op-1: a,b:c.txt is outside allowed_change_globs',
+    );
     expect(check).toContain('%0A100%25 broken');
     expect(githubStepSummary(receipt)).toContain('````text\ndone ```x```\n````');
   });

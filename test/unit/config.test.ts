@@ -9,14 +9,43 @@ describe('loadConfig', () => {
   it('unset or empty: the defaults', () => {
     for (const env of [{}, { UH_QUEUE_LOCK_MS: '', UH_REDIS_PREFIX: '', UH_PRICES: '' }]) {
       const c = loadConfig(env);
-      expect(c.queue).toMatchObject({ redisUrl: null, prefix: 'uh', lockMs: 120_000, stalledIntervalMs: 60_000, maxStalledCount: 1, heartbeatMs: 5_000, webhook: null, retryMaxAttempts: null, cluster: false });
-      expect(c.core).toMatchObject({ sandboxKeepHours: 24, isolation: 'auto', logLevel: 'warn', workerLogLevel: 'info', prices: {}, allowHttpRepos: false });
-      expect(c.gc).toEqual({ intervalMs: 600_000, mirrorIdleDays: 14, operationRetentionDays: 30, cacheCapBytes: 0, minFreeBytes: 1024 ** 3 });
+      expect(c.queue).toMatchObject({
+        redisUrl: null,
+        prefix: 'uh',
+        lockMs: 120_000,
+        stalledIntervalMs: 60_000,
+        maxStalledCount: 1,
+        heartbeatMs: 5_000,
+        webhook: null,
+        retryMaxAttempts: null,
+        cluster: false,
+      });
+      expect(c.core).toMatchObject({
+        sandboxKeepHours: 24,
+        isolation: 'auto',
+        logLevel: 'warn',
+        workerLogLevel: 'info',
+        prices: {},
+        allowHttpRepos: false,
+      });
+      expect(c.gc).toEqual({
+        intervalMs: 600_000,
+        mirrorIdleDays: 14,
+        operationRetentionDays: 30,
+        cacheCapBytes: 0,
+        minFreeBytes: 1024 ** 3,
+      });
     }
   });
 
   it('set: coerced and checked', () => {
-    const c = loadConfig({ UH_QUEUE_LOCK_MS: '5000', UH_REDIS_CLUSTER: 'true', REDIS_URL: 'redis://h:1', UH_LOG_LEVEL: 'debug', UH_PRICES: '{"codex":{"input_per_mtok":1.25,"output_per_mtok":10}}' });
+    const c = loadConfig({
+      UH_QUEUE_LOCK_MS: '5000',
+      UH_REDIS_CLUSTER: 'true',
+      REDIS_URL: 'redis://h:1',
+      UH_LOG_LEVEL: 'debug',
+      UH_PRICES: '{"codex":{"input_per_mtok":1.25,"output_per_mtok":10}}',
+    });
     expect(c.queue).toMatchObject({ lockMs: 5000, cluster: true, redisUrl: 'redis://h:1' });
     expect(c.core.logLevel).toBe('debug');
     expect(c.core.prices).toEqual({ codex: { input_per_mtok: 1.25, output_per_mtok: 10 } });
@@ -42,13 +71,17 @@ describe('loadConfig', () => {
     const c = loadConfig({ UH_ALLOW_MISSION_ISOLATION_OFF: '1', UH_ENV_PASSTHROUGH_ALLOW: 'OPENAI_API_KEY, TEAM_*,' });
     expect(c.policy).toEqual({ allowMissionIsolationOff: true, envPassthroughAllow: ['OPENAI_API_KEY', 'TEAM_*'] });
     expect(() => loadConfig({ UH_ENV_PASSTHROUGH_ALLOW: 'OK,BAD-NAME' })).toThrow(
-      expect.objectContaining({ details: [expect.stringMatching(/\(environment UH_ENV_PASSTHROUGH_ALLOW\): each entry: a variable name/)] }),
+      expect.objectContaining({
+        details: [expect.stringMatching(/\(environment UH_ENV_PASSTHROUGH_ALLOW\): each entry: a variable name/)],
+      }),
     );
   });
 
   it('a bad price table names UH_PRICES', () => {
     expect(() => loadConfig({ UH_PRICES: '{"codex":{"input_per_mtok":-1,"output_per_mtok":1}}' })).toThrow(
-      expect.objectContaining({ details: [expect.stringMatching(/^price table \(environment UH_PRICES\): codex\.input_per_mtok: /)] }),
+      expect.objectContaining({
+        details: [expect.stringMatching(/^price table \(environment UH_PRICES\): codex\.input_per_mtok: /)],
+      }),
     );
   });
 });

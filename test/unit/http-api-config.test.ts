@@ -15,8 +15,12 @@ const errorOf = (f: () => unknown): string => {
 
 describe('HTTP API config', () => {
   it('refuses short tokens, and any missing token beyond loopback, naming UH_API_TOKEN', () => {
-    expect(errorOf(() => readApiConfig({ UH_API_TOKEN: 'short' }, '127.0.0.1'))).toMatch(/^UH_API_TOKEN: 5 characters, at least 16/);
-    expect(errorOf(() => readApiConfig({ UH_API_TOKEN: 'x'.repeat(31) }, '0.0.0.0'))).toMatch(/^UH_API_TOKEN: 31 characters, at least 32 needed beyond loopback/);
+    expect(errorOf(() => readApiConfig({ UH_API_TOKEN: 'short' }, '127.0.0.1'))).toMatch(
+      /^UH_API_TOKEN: 5 characters, at least 16/,
+    );
+    expect(errorOf(() => readApiConfig({ UH_API_TOKEN: 'x'.repeat(31) }, '0.0.0.0'))).toMatch(
+      /^UH_API_TOKEN: 31 characters, at least 32 needed beyond loopback/,
+    );
     expect(errorOf(() => readApiConfig({}, '10.0.0.5'))).toMatch(/refusing to serve beyond loopback without a token/);
     expect(readApiConfig({}, '127.0.0.1').token).toBeUndefined();
     expect(readApiConfig({ UH_API_TOKEN: 'x'.repeat(16) }, 'localhost').token).toHaveLength(16);
@@ -25,9 +29,13 @@ describe('HTTP API config', () => {
   it('serves loopback Host names on loopback, any Host beyond it unless configured, and no Origin unless listed', () => {
     expect([...(readApiConfig({}, '127.0.0.1').allowedHosts ?? [])]).toContain('localhost');
     expect(readApiConfig({ UH_API_TOKEN: 'y'.repeat(32) }, '0.0.0.0').allowedHosts).toBeNull();
-    expect([...(readApiConfig({ UH_API_ALLOWED_HOSTS: 'Uh.Example, api.internal' }, '127.0.0.1').allowedHosts ?? [])]).toEqual(['uh.example', 'api.internal']);
+    expect([
+      ...(readApiConfig({ UH_API_ALLOWED_HOSTS: 'Uh.Example, api.internal' }, '127.0.0.1').allowedHosts ?? []),
+    ]).toEqual(['uh.example', 'api.internal']);
     expect(readApiConfig({}, '127.0.0.1').allowedOrigins.size).toBe(0);
-    expect(errorOf(() => readApiConfig({ UH_API_SSE_MAX_CLIENTS: '0' }, '127.0.0.1'))).toMatch(/^UH_API_SSE_MAX_CLIENTS: "0" must be a positive integer/);
+    expect(errorOf(() => readApiConfig({ UH_API_SSE_MAX_CLIENTS: '0' }, '127.0.0.1'))).toMatch(
+      /^UH_API_SSE_MAX_CLIENTS: "0" must be a positive integer/,
+    );
   });
 
   it('parses Host headers, compares tokens, orders stream ids, refuses __proto__ in bodies', () => {

@@ -27,7 +27,9 @@ describe('promotion policy', () => {
     const refusal = policyRefusal({ operation_id: 'op', status: 'completed', verdict: 'scope_violation' }, true);
     expect(refusal?.kind).toBe('invalid_input');
     expect(refusal?.message).toContain('verdict scope_violation');
-    expect(policyRefusal({ operation_id: 'op', status: 'completed', verdict: 'unverified' }, false)?.hint).toContain('--allow-unverified');
+    expect(policyRefusal({ operation_id: 'op', status: 'completed', verdict: 'unverified' }, false)?.hint).toContain(
+      '--allow-unverified',
+    );
     expect(policyRefusal({ operation_id: 'op', status: 'completed', verdict: 'unverified' }, true)).toBeNull();
     expect(policyRefusal({ operation_id: 'op', status: 'completed', verdict: 'verified' }, false)).toBeNull();
   });
@@ -50,9 +52,13 @@ describe('branch names', () => {
   });
 
   it('fills placeholders and names the field of a bad result', () => {
-    expect(expandBranch('uh/{mission_id}/{operation_id}', { operation_id: 'op-1', mission_id: 'm', runtime: 'codex' })).toBe('uh/m/op-1');
+    expect(
+      expandBranch('uh/{mission_id}/{operation_id}', { operation_id: 'op-1', mission_id: 'm', runtime: 'codex' }),
+    ).toBe('uh/m/op-1');
     expect(expandBranch(undefined, { operation_id: 'op-1', mission_id: 'm', runtime: 'codex' })).toBe('uh/op-1');
-    expect(() => expandBranch('bad..name', { operation_id: 'o', mission_id: 'm', runtime: 'r' })).toThrow(/--branch: "bad..name"/);
+    expect(() => expandBranch('bad..name', { operation_id: 'o', mission_id: 'm', runtime: 'r' })).toThrow(
+      /--branch: "bad..name"/,
+    );
   });
 });
 
@@ -68,9 +74,20 @@ describe('mission promotion setting', () => {
   };
   it('accepts none, branch and the object form', () => {
     expect(automaticPromotion(parseMission(base, '/tmp').promotion)).toBeNull();
-    expect(automaticPromotion(parseMission({ ...base, promotion: 'branch' }, '/tmp').promotion)).toEqual({ branch: 'uh/{operation_id}', push: false, remote: undefined });
-    const object = parseMission({ ...base, promotion: { branch: 'ai/{runtime}/{operation_id}', push: true, remote: 'upstream' } }, '/tmp');
-    expect(automaticPromotion(object.promotion)).toEqual({ branch: 'ai/{runtime}/{operation_id}', push: true, remote: 'upstream' });
+    expect(automaticPromotion(parseMission({ ...base, promotion: 'branch' }, '/tmp').promotion)).toEqual({
+      branch: 'uh/{operation_id}',
+      push: false,
+      remote: undefined,
+    });
+    const object = parseMission(
+      { ...base, promotion: { branch: 'ai/{runtime}/{operation_id}', push: true, remote: 'upstream' } },
+      '/tmp',
+    );
+    expect(automaticPromotion(object.promotion)).toEqual({
+      branch: 'ai/{runtime}/{operation_id}',
+      push: true,
+      remote: 'upstream',
+    });
   });
   it.each([
     [{ branch: 'x/{nope}' }, 'unknown placeholder {nope}'],
@@ -97,12 +114,16 @@ describe('identity, push reasons, URLs, arguments', () => {
     expect(id).toEqual({ author: { name: 'A', email: 'a@x.io' }, committer: { name: 'C', email: 'c@x.io' } });
   });
   it("takes the remote's reason from remote: lines and the porcelain status", () => {
-    const stderr = 'remote: policy: no uh branches\nTo /tmp/x.git\nerror: failed to push some refs to \'/tmp/x.git\'\n';
+    const stderr = "remote: policy: no uh branches\nTo /tmp/x.git\nerror: failed to push some refs to '/tmp/x.git'\n";
     const stdout = 'To /tmp/x.git\n!\tabc:refs/heads/uh/op\t[remote rejected] (pre-receive hook declined)\nDone\n';
-    expect(rejectionReason(stdout, stderr)).toBe('policy: no uh branches: [remote rejected] (pre-receive hook declined)');
+    expect(rejectionReason(stdout, stderr)).toBe(
+      'policy: no uh branches: [remote rejected] (pre-receive hook declined)',
+    );
   });
   it('scrubs userinfo from URLs', () => {
-    expect(scrubUrls("fatal: unable to access 'https://bot:t0ken@github.com/o/r.git/'")).toBe("fatal: unable to access 'https://***@github.com/o/r.git/'");
+    expect(scrubUrls("fatal: unable to access 'https://bot:t0ken@github.com/o/r.git/'")).toBe(
+      "fatal: unable to access 'https://***@github.com/o/r.git/'",
+    );
   });
   it('reads --push [remote] around the operation id', () => {
     expect(normalizePushArg(['op-1', '--push'])).toEqual(['op-1', '--push']);

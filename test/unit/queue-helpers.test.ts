@@ -7,13 +7,16 @@ import { readCapped } from '../../src/workers/results/store-artifacts.js';
 import { tempDir } from '../support/temp.js';
 
 describe('job ids and queue names', () => {
-  it.each(['12345', 'a:b'.replace(':', '.'), 'x', 'release-1.2_rc'])('job id of operation %s is never all digits and has no ":"', (id) => {
-    for (const attempt of [1, 2, 10]) {
-      const jobId = jobIdFor(id, attempt);
-      expect(jobId).not.toMatch(/^\d+$/);
-      expect(jobId).not.toContain(':');
-    }
-  });
+  it.each(['12345', 'a:b'.replace(':', '.'), 'x', 'release-1.2_rc'])(
+    'job id of operation %s is never all digits and has no ":"',
+    (id) => {
+      for (const attempt of [1, 2, 10]) {
+        const jobId = jobIdFor(id, attempt);
+        expect(jobId).not.toMatch(/^\d+$/);
+        expect(jobId).not.toContain(':');
+      }
+    },
+  );
 
   it('keeps attempts of one operation apart from other operations', () => {
     expect(new Set([jobIdFor('x'), jobIdFor('x', 2), jobIdFor('x.2'), jobIdFor('x-2')]).size).toBe(4);

@@ -5,7 +5,11 @@ import type { RuntimeEventV1 } from '../../src/shared/runtime/v1/index.js';
 
 const finished = (status: 'completed' | 'failed'): RuntimeEventV1 => ({
   type: 'runtime.finished',
-  data: { outcome: { status, raw: status, message: status, timed_out: false }, final_message: 'fm', final_message_source: 'sentinel' },
+  data: {
+    outcome: { status, raw: status, message: status, timed_out: false },
+    final_message: 'fm',
+    final_message_source: 'sentinel',
+  },
 });
 
 async function collect(events: AsyncIterable<RuntimeEventV1>) {
@@ -62,11 +66,19 @@ describe('foldRuntimeEvents', () => {
       { type: 'runtime.tool_call', data: { id: 'a', name: 'edit' } },
       { type: 'runtime.tool_call', data: { id: 'a', name: 'edit', status: 'completed' } },
       { type: 'runtime.message', data: { text: 'hello' } },
-      { ...finished('completed'), data: { ...(finished('completed').data as object), turn_id: 'u1' } } as RuntimeEventV1,
+      {
+        ...finished('completed'),
+        data: { ...(finished('completed').data as object), turn_id: 'u1' },
+      } as RuntimeEventV1,
     ]);
     expect(folded).toMatchObject({
-      session_id: 's1', thread_id: 't1', turn_id: 'u1', tool_calls: 1, messages: 1,
-      usage: { input_tokens: 15, output_tokens: 3 }, final_message: 'fm',
+      session_id: 's1',
+      thread_id: 't1',
+      turn_id: 'u1',
+      tool_calls: 1,
+      messages: 1,
+      usage: { input_tokens: 15, output_tokens: 3 },
+      final_message: 'fm',
     });
     const cumulative = foldRuntimeEvents([
       { type: 'runtime.usage', data: { input_tokens: 10, cumulative: true } },

@@ -12,7 +12,11 @@ describe('extractRuntimeFinalMessageSentinel', () => {
     ['spaces after the tag and around content', '```uh-runtime-final-message   \n   padded   \n```   \n', 'padded'],
     ['indented fences', '  ```uh-runtime-final-message\n  body\n  ```', 'body'],
     ['multi-line content kept verbatim inside', block('line one\nline two'), 'line one\nline two'],
-    ['unclosed last block is ignored, earlier closed one wins', `${block('closed')}\n\`\`\`uh-runtime-final-message\nnever closed`, 'closed'],
+    [
+      'unclosed last block is ignored, earlier closed one wins',
+      `${block('closed')}\n\`\`\`uh-runtime-final-message\nnever closed`,
+      'closed',
+    ],
     ['other fenced blocks are not sentinels', '```js\ncode\n```', null],
     ['a different tag prefix does not match', '```uh-runtime-final-messages\nx\n```', null],
     ['empty block is an empty message', block(''), ''],
@@ -40,7 +44,12 @@ describe('extractRuntimeFinalMessageSentinel', () => {
 
 describe('resolveFinalMessage', () => {
   it.each([
-    ['sentinel preferred', 'from sentinel', 'native', { final_message: 'from sentinel', final_message_source: 'sentinel' }],
+    [
+      'sentinel preferred',
+      'from sentinel',
+      'native',
+      { final_message: 'from sentinel', final_message_source: 'sentinel' },
+    ],
     ['native fallback', null, ' native text ', { final_message: 'native text', final_message_source: 'native' }],
     ['nothing', null, '   ', { final_message: '', final_message_source: 'none' }],
   ])('%s', (_n, scanned, native, expected) => {

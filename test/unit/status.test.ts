@@ -4,8 +4,19 @@ import { decideVerdict } from '../../src/workers/results/verdict.js';
 import type { CheckResult } from '../../src/shared/contracts/receipt.js';
 
 const check = (passed: boolean): CheckResult => ({
-  name: 'c', argv: ['true'], exit_code: passed ? 0 : 1, signal: null, duration_ms: 1, timed_out: false, passed,
-  output_bytes: 0, output_truncated: false, output_digest: 'x', log: 'l', output_head: '', output_tail: '',
+  name: 'c',
+  argv: ['true'],
+  exit_code: passed ? 0 : 1,
+  signal: null,
+  duration_ms: 1,
+  timed_out: false,
+  passed,
+  output_bytes: 0,
+  output_truncated: false,
+  output_digest: 'x',
+  log: 'l',
+  output_head: '',
+  output_tail: '',
 });
 
 describe('exit codes', () => {

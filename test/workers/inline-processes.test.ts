@@ -33,18 +33,25 @@ async function run(repo: string, cacheDir: string, stateDir: string, script: str
     scope: { allowed_change_globs: ['hello.txt'] },
     timeout_seconds: 60,
   });
-  const out = await runInline(mission, { settings: testSettings({ stateDir, cacheDir, isolation: 'off', poolSize: 2 }) });
+  const out = await runInline(mission, {
+    settings: testSettings({ stateDir, cacheDir, isolation: 'off', poolSize: 2 }),
+  });
   if (out.kind !== 'ran') throw new Error(`not run: ${out.kind}`);
   return out;
 }
 
 describe('an inline run on a known repository', () => {
   it('adding a file, with ignored output left behind: one process (the runtime), no git at all', async () => {
-    const repo = makeRepo({ 'README.md': '# demo\n', '.gitignore': '*.log\nnode_modules/\n/dist\n', 'src/app.ts': 'export {};\n' });
+    const repo = makeRepo({
+      'README.md': '# demo\n',
+      '.gitignore': '*.log\nnode_modules/\n/dist\n',
+      'src/app.ts': 'export {};\n',
+    });
     const cacheDir = tempDir('uh-inline-proc-cache-');
     const stateDir = tempDir('uh-inline-proc-state-');
     dirs.push(repo, cacheDir, stateDir);
-    const script = 'printf "hello\\n" > hello.txt; echo log > run.log; mkdir -p node_modules/x dist && echo y > node_modules/x/i.js && echo z > dist/out.js';
+    const script =
+      'printf "hello\\n" > hello.txt; echo log > run.log; mkdir -p node_modules/x dist && echo y > node_modules/x/i.js && echo z > dist/out.js';
     await run(repo, cacheDir, stateDir, script); // the mirror, the base facts, the first sandbox
     await run(repo, cacheDir, stateDir, script); // a pooled sandbox, cleaned and pooled again
 
@@ -52,8 +59,14 @@ describe('an inline run on a known repository', () => {
     const out = await run(repo, cacheDir, stateDir, script);
     const after = spawned();
     expect({ git: after.git - before.git, all: after.all - before.all }).toEqual({ git: 0, all: 1 });
-    expect(out.receipt).toMatchObject({ status: 'completed', changed_files: [{ path: 'hello.txt', status: 'added' }], scope: { ok: true } });
+    expect(out.receipt).toMatchObject({
+      status: 'completed',
+      changed_files: [{ path: 'hello.txt', status: 'added' }],
+      scope: { ok: true },
+    });
     const patch = readFileSync(join(out.dir, 'diff.patch'), 'utf8');
-    expect(patch).toBe(`diff --git a/hello.txt b/hello.txt\nnew file mode 100644\nindex ${'0'.repeat(40)}..${execFileSync('git', ['hash-object', '--stdin'], { input: 'hello\n' }).toString().trim()}\n--- /dev/null\n+++ b/hello.txt\n@@ -0,0 +1 @@\n+hello\n`);
+    expect(patch).toBe(
+      `diff --git a/hello.txt b/hello.txt\nnew file mode 100644\nindex ${'0'.repeat(40)}..${execFileSync('git', ['hash-object', '--stdin'], { input: 'hello\n' }).toString().trim()}\n--- /dev/null\n+++ b/hello.txt\n@@ -0,0 +1 @@\n+hello\n`,
+    );
   });
 });

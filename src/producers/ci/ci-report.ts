@@ -43,14 +43,25 @@ export function reportReceipt(receipt: Receipt, ci: UhConfig['ci'], options: CiR
   if (ci.githubOutput) writeGithubOutput(ci.githubOutput, receiptOutputs(receipt, options.dir));
   if (ci.stepSummary) appendFileSync(ci.stepSummary, githubStepSummary(receipt));
   if (ci.annotations) {
-    const text = githubAnnotations(receipt).map((l) => `${l}\n`).join('');
+    const text = githubAnnotations(receipt)
+      .map((l) => `${l}\n`)
+      .join('');
     (options.json ? process.stderr : process.stdout).write(text);
   }
 }
 
 /** An operation that did not settle (wait timed out, unknown, cancelled before a receipt): outputs say so. */
 export function reportUnsettled(ci: UhConfig['ci'], operationId: string, status: string, message: string): void {
-  if (ci.githubOutput) writeGithubOutput(ci.githubOutput, { status, verdict: '', operation_id: operationId, receipt_path: '', final_message: '', diff_path: '' });
+  if (ci.githubOutput)
+    writeGithubOutput(ci.githubOutput, {
+      status,
+      verdict: '',
+      operation_id: operationId,
+      receipt_path: '',
+      final_message: '',
+      diff_path: '',
+    });
   if (ci.stepSummary) appendFileSync(ci.stepSummary, `## ⚠️ uh ${operationId}: ${status}\n\n${message}\n`);
-  if (ci.annotations) process.stderr.write(`::error title=uh ${status}::${message.replace(/%/g, '%25').replace(/\n/g, '%0A')}\n`);
+  if (ci.annotations)
+    process.stderr.write(`::error title=uh ${status}::${message.replace(/%/g, '%25').replace(/\n/g, '%0A')}\n`);
 }

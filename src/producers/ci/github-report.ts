@@ -13,12 +13,16 @@ export function githubAnnotations(receipt: Receipt): string[] {
   const out: string[] = [];
   for (const v of receipt.scope.violations) {
     const why = v.reason === 'forbidden' ? `matches forbidden glob ${v.glob ?? ''}` : 'is outside allowed_change_globs';
-    out.push(`::error file=${escapeProperty(v.path)},title=${escapeProperty('uh scope violation')}::${escapeData(`${receipt.operation_id}: ${v.path} ${why}`)}`);
+    out.push(
+      `::error file=${escapeProperty(v.path)},title=${escapeProperty('uh scope violation')}::${escapeData(`${receipt.operation_id}: ${v.path} ${why}`)}`,
+    );
   }
   for (const c of receipt.checks.filter((c) => !c.passed)) {
     const why = c.timed_out ? 'timed out' : `exit ${c.exit_code ?? c.signal}`;
     const tail = (c.output_tail || c.output_head).split('\n').slice(-15).join('\n');
-    out.push(`::error title=${escapeProperty(`uh check ${c.name} failed`)}::${escapeData(`${c.argv.join(' ')}: ${why}\n${tail}`)}`);
+    out.push(
+      `::error title=${escapeProperty(`uh check ${c.name} failed`)}::${escapeData(`${c.argv.join(' ')}: ${why}\n${tail}`)}`,
+    );
   }
   return out;
 }
@@ -48,10 +52,19 @@ export function githubStepSummary(receipt: Receipt): string {
   else lines.push('| check | result | time | command |', '|---|---|---|---|');
   for (const c of receipt.checks) {
     const result = c.passed ? '✅ passed' : c.timed_out ? '❌ timed out' : `❌ exit ${c.exit_code ?? c.signal}`;
-    lines.push(`| ${cell(c.name)} | ${result} | ${(c.duration_ms / 1000).toFixed(1)} s | \`${cell(c.argv.join(' '))}\` |`);
+    lines.push(
+      `| ${cell(c.name)} | ${result} | ${(c.duration_ms / 1000).toFixed(1)} s | \`${cell(c.argv.join(' '))}\` |`,
+    );
   }
   for (const c of receipt.checks.filter((c) => !c.passed)) {
-    lines.push('', `<details open><summary>${cell(c.name)}: output tail</summary>`, '', fence(c.output_tail || c.output_head), '', '</details>');
+    lines.push(
+      '',
+      `<details open><summary>${cell(c.name)}: output tail</summary>`,
+      '',
+      fence(c.output_tail || c.output_head),
+      '',
+      '</details>',
+    );
   }
   if (receipt.final_message) lines.push('', '### Final message', '', fence(receipt.final_message));
   return `${lines.join('\n')}\n`;

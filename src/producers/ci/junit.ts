@@ -10,8 +10,12 @@ const XML_ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&
 
 /** Escape for attributes and text; drop characters XML 1.0 cannot carry. */
 export function xmlEscape(text: string): string {
-  // eslint-disable-next-line no-control-regex
-  return text.replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, '').replace(/[&<>"']/g, (c) => XML_ESCAPES[c] ?? c);
+  return (
+    text
+      // eslint-disable-next-line no-control-regex
+      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]/g, '')
+      .replace(/[&<>"']/g, (c) => XML_ESCAPES[c] ?? c)
+  );
 }
 
 interface Case {
@@ -23,8 +27,15 @@ interface Case {
 
 function scopeCase(receipt: Receipt): Case {
   if (receipt.scope.ok) return { name: 'scope', seconds: 0 };
-  const lines = receipt.scope.violations.map((v) => `${v.path}: ${v.reason === 'forbidden' ? `matches forbidden ${v.glob ?? ''}` : 'outside allowed_change_globs'}`);
-  return { name: 'scope', seconds: 0, failure: { message: `${receipt.scope.violations.length} file(s) out of scope`, text: lines.join('\n') } };
+  const lines = receipt.scope.violations.map(
+    (v) =>
+      `${v.path}: ${v.reason === 'forbidden' ? `matches forbidden ${v.glob ?? ''}` : 'outside allowed_change_globs'}`,
+  );
+  return {
+    name: 'scope',
+    seconds: 0,
+    failure: { message: `${receipt.scope.violations.length} file(s) out of scope`, text: lines.join('\n') },
+  };
 }
 
 function checkCases(receipt: Receipt): Case[] {
@@ -39,7 +50,10 @@ function checkCases(receipt: Receipt): Case[] {
 export function receiptJunit(receipt: Receipt): string {
   const cases = [scopeCase(receipt), ...checkCases(receipt)];
   if (receipt.checks.length === 0) {
-    const why = receipt.status === 'completed' ? 'the mission has no verification checks' : `checks did not run: ${receipt.status} (${receipt.outcome.message})`;
+    const why =
+      receipt.status === 'completed'
+        ? 'the mission has no verification checks'
+        : `checks did not run: ${receipt.status} (${receipt.outcome.message})`;
     cases.push({ name: 'checks', seconds: 0, skipped: why });
   }
   const failures = cases.filter((c) => c.failure).length;
@@ -54,7 +68,12 @@ export function receiptJunit(receipt: Receipt): string {
   ];
   for (const c of cases) {
     const open = `    <testcase classname="${xmlEscape(suite)}" name="${xmlEscape(c.name)}" time="${c.seconds.toFixed(3)}"`;
-    if (c.failure) lines.push(`${open}>`, `      <failure message="${xmlEscape(c.failure.message)}" type="failure">${xmlEscape(c.failure.text)}</failure>`, '    </testcase>');
+    if (c.failure)
+      lines.push(
+        `${open}>`,
+        `      <failure message="${xmlEscape(c.failure.message)}" type="failure">${xmlEscape(c.failure.text)}</failure>`,
+        '    </testcase>',
+      );
     else if (c.skipped) lines.push(`${open}>`, `      <skipped message="${xmlEscape(c.skipped)}"/>`, '    </testcase>');
     else lines.push(`${open}/>`);
   }

@@ -27,7 +27,9 @@ export const COMMON_OPTIONS = {
 
 export function helpText(spec: CommandSpec): string {
   const lines = [`usage: ${spec.usage}`, '', spec.summary, ''];
-  const opts = Object.entries(spec.options).map(([name, o]) => `  --${name}${o.type === 'string' ? ' <value>' : ''}${o.short ? `, -${o.short}` : ''}`);
+  const opts = Object.entries(spec.options).map(
+    ([name, o]) => `  --${name}${o.type === 'string' ? ' <value>' : ''}${o.short ? `, -${o.short}` : ''}`,
+  );
   if (opts.length > 0) lines.push('options:', ...opts, '');
   if (spec.details) lines.push(...spec.details, '');
   lines.push('examples:', ...spec.examples.map((e) => `  ${e}`));
@@ -38,7 +40,11 @@ export function parseCommand(spec: CommandSpec, argv: string[]) {
   try {
     return parseArgs({ args: argv, options: spec.options, allowPositionals: true, strict: true });
   } catch (error) {
-    throw invalidInput(errorMessage(error).split('\n')[0] ?? 'bad arguments', [], `see: ${spec.usage.split(' ').slice(0, 3).join(' ')} --help`);
+    throw invalidInput(
+      errorMessage(error).split('\n')[0] ?? 'bad arguments',
+      [],
+      `see: ${spec.usage.split(' ').slice(0, 3).join(' ')} --help`,
+    );
   }
 }
 
@@ -50,7 +56,10 @@ export function resolveStateDir(flag: string | undefined, config: UhConfig): str
   if (flag) return resolve(flag);
   if (config.core.stateDir) return resolve(config.core.stateDir);
   try {
-    const top = execFileSync('git', ['rev-parse', '--show-toplevel'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const top = execFileSync('git', ['rev-parse', '--show-toplevel'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
     if (top) return join(top, '.harness');
   } catch {
     // not in a git repository
@@ -92,11 +101,23 @@ export function printError(error: unknown, json: boolean, debug = false): number
   const code = exitCodeForError(error);
   if (json) {
     const body = UhError.isInstance(error)
-      ? { error: { kind: error.kind, name: error.name, message: error.message, details: error.details, hint: error.hint ?? null } }
+      ? {
+          error: {
+            kind: error.kind,
+            name: error.name,
+            message: error.message,
+            details: error.details,
+            hint: error.hint ?? null,
+          },
+        }
       : { error: { kind: 'internal', message: errorMessage(error) } };
     process.stdout.write(`${JSON.stringify(body)}\n`);
   }
-  process.stderr.write(`${errorLines(error, debug).map((l) => terminalText(l, { oneLine: true })).join('\n')}\n`);
+  process.stderr.write(
+    `${errorLines(error, debug)
+      .map((l) => terminalText(l, { oneLine: true }))
+      .join('\n')}\n`,
+  );
   return code;
 }
 
@@ -104,7 +125,9 @@ export function printError(error: unknown, json: boolean, debug = false): number
 export function errorLines(error: unknown, debug = false): string[] {
   if (UhError.isInstance(error) && error.details.length <= 1) {
     const detail = error.details[0];
-    return [`uh: ${detail === undefined ? error.message : `${error.message.replace(/: 1 problem$/, '')}: ${detail}`}${error.hint ? ` (hint: ${error.hint})` : ''}`];
+    return [
+      `uh: ${detail === undefined ? error.message : `${error.message.replace(/: 1 problem$/, '')}: ${detail}`}${error.hint ? ` (hint: ${error.hint})` : ''}`,
+    ];
   }
   const lines = [`uh: ${errorMessage(error)}`];
   if (UhError.isInstance(error)) {

@@ -114,8 +114,14 @@ export async function main(argv: string[], config: UhConfig): Promise<number> {
   }
   const load = command === undefined ? undefined : commands?.[command];
   if (!commands || !load) {
-    const known = commands ? Object.keys(commands).map((c) => `uh ${group} ${c}`).join(', ') : Object.keys(COMMANDS).join(', ');
-    process.stderr.write(`uh: unknown command "${[group, command].filter(Boolean).join(' ')}"\nhint: known: ${known}; see uh --help\n`);
+    const known = commands
+      ? Object.keys(commands)
+          .map((c) => `uh ${group} ${c}`)
+          .join(', ')
+      : Object.keys(COMMANDS).join(', ');
+    process.stderr.write(
+      `uh: unknown command "${[group, command].filter(Boolean).join(' ')}"\nhint: known: ${known}; see uh --help\n`,
+    );
     return 2;
   }
   const handler = await load();

@@ -34,12 +34,17 @@ export function reportSignature(trust: ReceiptTrust, json: boolean, operationId 
     if (!json) process.stdout.write(`✔ signature (key ${trust.key_id})\n`);
     return null;
   }
-  process.stderr.write(`${untrustedLine(operationId, trust)}\nhint: its status and verdict are not shown: nothing proves a worker wrote them\n`);
+  process.stderr.write(
+    `${untrustedLine(operationId, trust)}\nhint: its status and verdict are not shown: nothing proves a worker wrote them\n`,
+  );
   return refused.exit_code;
 }
 
 /** The receipt for `--json`: under `receipt` only when trusted, else under `untrusted_receipt`. */
-export function receiptFields<T>(receipt: T | null, trust: ReceiptTrust | null): { receipt: T | null; untrusted_receipt?: T } {
+export function receiptFields<T>(
+  receipt: T | null,
+  trust: ReceiptTrust | null,
+): { receipt: T | null; untrusted_receipt?: T } {
   if (receipt === null || trust === null || trust.state === 'valid') return { receipt };
   return { receipt: null, untrusted_receipt: receipt };
 }

@@ -37,9 +37,16 @@ function signingFinding(config: UhConfig, stateDir: string): DoctorFinding {
     };
   }
   const key = loadReceiptKey(r, false);
-  if (!key) return { what: SIGNING, ok: true, detail: `none yet: ${r.signingKeyFile} is made on the first signed receipt`, core: false };
+  if (!key)
+    return {
+      what: SIGNING,
+      ok: true,
+      detail: `none yet: ${r.signingKeyFile} is made on the first signed receipt`,
+      core: false,
+    };
   const where = r.signingKey !== undefined ? 'UH_RECEIPT_SIGNING_KEY' : r.signingKeyFile;
-  const masked = r.signingKey !== undefined || [config.core.cacheDir, stateDir].some((d) => inside(r.signingKeyFile, d));
+  const masked =
+    r.signingKey !== undefined || [config.core.cacheDir, stateDir].some((d) => inside(r.signingKeyFile, d));
   if (masked) return { what: SIGNING, ok: true, detail: `Ed25519 key ${key.id} (${where})`, core: false };
   return {
     what: SIGNING,
@@ -55,18 +62,33 @@ function keyringFinding(config: UhConfig): { finding: DoctorFinding; keyring: Ke
   try {
     keyring = loadKeyring(config.receipts);
   } catch (error) {
-    return { finding: { what: VERIFYING, ok: false, detail: errorMessage(error), hint: 'fix UH_RECEIPT_PUBLIC_KEYS', core: false }, keyring: null };
+    return {
+      finding: {
+        what: VERIFYING,
+        ok: false,
+        detail: errorMessage(error),
+        hint: 'fix UH_RECEIPT_PUBLIC_KEYS',
+        core: false,
+      },
+      keyring: null,
+    };
   }
   const ids = [...keyring.publicKeys.keys()];
   const hmac = keyring.secrets.size > 0;
-  const detail = ids.length > 0
-    ? `public key(s) ${ids.join(', ')}${hmac ? " + this host's HMAC key" : ''}`
-    : hmac ? "this host's HMAC key only" : 'no key: a signed receipt cannot be verified here';
+  const detail =
+    ids.length > 0
+      ? `public key(s) ${ids.join(', ')}${hmac ? " + this host's HMAC key" : ''}`
+      : hmac
+        ? "this host's HMAC key only"
+        : 'no key: a signed receipt cannot be verified here';
   const hint = "set UH_RECEIPT_PUBLIC_KEYS to the fleet's public key(s)";
   return { finding: { what: VERIFYING, ok: ids.length > 0 || hmac, detail, hint, core: false }, keyring };
 }
 
-export function receiptKeyFindings(config: UhConfig, stateDir: string): { findings: DoctorFinding[]; keyring: Keyring | null } {
+export function receiptKeyFindings(
+  config: UhConfig,
+  stateDir: string,
+): { findings: DoctorFinding[]; keyring: Keyring | null } {
   let signing: DoctorFinding;
   try {
     signing = signingFinding(config, stateDir);
@@ -81,7 +103,8 @@ export function receiptKeyFindings(config: UhConfig, stateDir: string): { findin
 /** Live workers should sign with one key, and this host should know it. */
 export function fleetKeyFindings(workers: Heartbeat[], keyring: Keyring | null): DoctorFinding[] {
   const byKey = new Map<string, string[]>();
-  for (const w of workers) if (w.receipt_key_id) byKey.set(w.receipt_key_id, [...(byKey.get(w.receipt_key_id) ?? []), w.id]);
+  for (const w of workers)
+    if (w.receipt_key_id) byKey.set(w.receipt_key_id, [...(byKey.get(w.receipt_key_id) ?? []), w.id]);
   if (byKey.size === 0) return [];
   const list = [...byKey].map(([id, ws]) => `${id} (${ws.join(', ')})`).join('; ');
   const findings: DoctorFinding[] = [
@@ -95,7 +118,9 @@ export function fleetKeyFindings(workers: Heartbeat[], keyring: Keyring | null):
           core: false,
         },
   ];
-  const unknown = [...byKey.keys()].filter((id) => keyring !== null && !keyring.publicKeys.has(id) && !keyring.secrets.has(id));
+  const unknown = [...byKey.keys()].filter(
+    (id) => keyring !== null && !keyring.publicKeys.has(id) && !keyring.secrets.has(id),
+  );
   if (unknown.length > 0) {
     findings.push({
       what: 'fleet receipts here',

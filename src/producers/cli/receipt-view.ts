@@ -20,7 +20,11 @@ const MARK: Record<string, string> = { completed: '✔', failed: '✖', blocked:
 
 /** ✔ only when the runtime completed and the verdict holds; a completed run that failed its checks or scope is ✘. */
 export function receiptMark(receipt: Pick<Receipt, 'status' | 'verdict'>): string {
-  if (receipt.status === 'completed' && (receipt.verdict === 'verification_failed' || receipt.verdict === 'scope_violation')) return '✘';
+  if (
+    receipt.status === 'completed' &&
+    (receipt.verdict === 'verification_failed' || receipt.verdict === 'scope_violation')
+  )
+    return '✘';
   return MARK[receipt.status] ?? '?';
 }
 
@@ -36,14 +40,21 @@ export function printReceiptSummary(receipt: Receipt, dir: string, attached: boo
   const lines = [
     `${receiptMark(receipt)} ${receipt.operation_id} ${receipt.status} · ${receipt.verdict}${checks} · ${receipt.changed_files.length} file(s) changed${attached ? ' · existing operation (not run again)' : ''}`,
   ];
-  if (receipt.status !== 'completed') lines.push(`  why: ${receipt.outcome.message}${receipt.outcome.timed_out ? ' (timed out)' : ''}`);
+  if (receipt.status !== 'completed')
+    lines.push(`  why: ${receipt.outcome.message}${receipt.outcome.timed_out ? ' (timed out)' : ''}`);
   if (receipt.outcome.hint) lines.push(`  hint: ${receipt.outcome.hint}`);
-  for (const v of receipt.scope.violations) lines.push(`  scope: ${v.path} ${v.reason === 'forbidden' ? `matches forbidden ${v.glob}` : 'is outside allowed_change_globs'}`);
+  for (const v of receipt.scope.violations)
+    lines.push(
+      `  scope: ${v.path} ${v.reason === 'forbidden' ? `matches forbidden ${v.glob}` : 'is outside allowed_change_globs'}`,
+    );
   for (const c of receipt.checks.filter((c) => !c.passed)) {
-    lines.push(`  check ${c.name} failed: ${c.timed_out ? 'timed out' : `exit ${c.exit_code ?? c.signal}`} (log: ${c.log})`);
+    lines.push(
+      `  check ${c.name} failed: ${c.timed_out ? 'timed out' : `exit ${c.exit_code ?? c.signal}`} (log: ${c.log})`,
+    );
     for (const line of checkTailLines(c)) lines.push(`    | ${line}`);
   }
-  for (const f of receipt.changed_files.slice(0, 20)) lines.push(`  ${f.status.padEnd(8)} ${f.from ? `${f.from} → ` : ''}${f.path}`);
+  for (const f of receipt.changed_files.slice(0, 20))
+    lines.push(`  ${f.status.padEnd(8)} ${f.from ? `${f.from} → ` : ''}${f.path}`);
   if (receipt.changed_files.length > 20) lines.push(`  … and ${receipt.changed_files.length - 20} more`);
   if (receipt.final_message) lines.push(`  final: ${receipt.final_message.split('\n')[0]?.slice(0, 160)}`);
   lines.push(`  receipt: ${join(dir, 'receipt.json')}`);

@@ -28,12 +28,24 @@ interface Http {
 
 /** One request; a non-2xx answer becomes the UhError the server described (or one by status). */
 async function call(http: Http, method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
-  const headers: Record<string, string> = { ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...(http.token ? { authorization: `Bearer ${http.token}` } : {}) };
+  const headers: Record<string, string> = {
+    ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    ...(http.token ? { authorization: `Bearer ${http.token}` } : {}),
+  };
   let res: Response;
   try {
-    res = await fetch(`${http.base}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }), ...(signal ? { signal } : {}) });
+    res = await fetch(`${http.base}${path}`, {
+      method,
+      headers,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...(signal ? { signal } : {}),
+    });
   } catch (error) {
-    throw new UhError('runtime_unavailable', `cannot reach ${http.base}: ${error instanceof Error ? error.message : String(error)}`, { hint: 'is "uh api start" running?', cause: error });
+    throw new UhError(
+      'runtime_unavailable',
+      `cannot reach ${http.base}: ${error instanceof Error ? error.message : String(error)}`,
+      { hint: 'is "uh api start" running?', cause: error },
+    );
   }
   if (res.ok) return res;
   const text = await res.text();
@@ -43,8 +55,18 @@ async function call(http: Http, method: string, path: string, body?: unknown, si
   } catch {
     // not our JSON: keep the status line
   }
-  const kind = (err.kind ?? (res.status === 404 ? 'not_found' : res.status === 409 ? 'conflict' : res.status < 500 ? 'invalid_input' : 'internal')) as UhErrorKind;
-  throw new UhError(kind, err.message ?? `${method} ${path}: HTTP ${res.status}`, { details: err.details ?? [], ...(err.hint ? { hint: err.hint } : {}) });
+  const kind = (err.kind ??
+    (res.status === 404
+      ? 'not_found'
+      : res.status === 409
+        ? 'conflict'
+        : res.status < 500
+          ? 'invalid_input'
+          : 'internal')) as UhErrorKind;
+  throw new UhError(kind, err.message ?? `${method} ${path}: HTTP ${res.status}`, {
+    details: err.details ?? [],
+    ...(err.hint ? { hint: err.hint } : {}),
+  });
 }
 
 /** The operation's events from the start; `{end: true}` once the server says it settled. */
@@ -64,11 +86,22 @@ async function* events(http: Http, id: string, signal?: AbortSignal): AsyncGener
 export function httpClient(options: { apiUrl: string; token?: string }): UhClient {
   const http: Http = { base: options.apiUrl.replace(/\/+$/, ''), token: options.token };
   const attach = async (id: string): Promise<OperationView> => {
-    const { operation: r } = (await (await call(http, 'GET', `/v1/operations/${encodeURIComponent(id)}`)).json()) as { operation: RecordJson };
-    return { operationId: r.operation_id, state: r.state, status: r.status, verdict: r.verdict, exitCode: r.exit_code, runtime: r.runtime };
+    const { operation: r } = (await (await call(http, 'GET', `/v1/operations/${encodeURIComponent(id)}`)).json()) as {
+      operation: RecordJson;
+    };
+    return {
+      operationId: r.operation_id,
+      state: r.state,
+      status: r.status,
+      verdict: r.verdict,
+      exitCode: r.exit_code,
+      runtime: r.runtime,
+    };
   };
   const receipt = async (id: string): Promise<Receipt | null> => {
-    const { receipt: r } = (await (await call(http, 'GET', `/v1/operations/${encodeURIComponent(id)}`)).json()) as { receipt: unknown };
+    const { receipt: r } = (await (await call(http, 'GET', `/v1/operations/${encodeURIComponent(id)}`)).json()) as {
+      receipt: unknown;
+    };
     return r ? ReceiptSchema.parse(r) : null;
   };
   const wait = async (id: string, o: WaitOptions = {}): Promise<Settled> => {
@@ -87,13 +120,27 @@ export function httpClient(options: { apiUrl: string; token?: string }): UhClien
       const r = await receipt(id);
       return { operationId: id, state: 'finished', receipt: r, exitCode: r?.exit_code ?? now.exitCode ?? EXIT.failed };
     }
-    return { operationId: id, state: now.state === 'unknown' ? 'unknown' : 'wait_timed_out', receipt: null, exitCode: EXIT.unknown };
+    return {
+      operationId: id,
+      state: now.state === 'unknown' ? 'unknown' : 'wait_timed_out',
+      receipt: null,
+      exitCode: EXIT.unknown,
+    };
   };
   return {
     async submit(mission, o = {}) {
-      const res = await call(http, 'POST', `/v1/missions${o.runtime ? `?runtime=${encodeURIComponent(o.runtime)}` : ''}`, mission);
+      const res = await call(
+        http,
+        'POST',
+        `/v1/missions${o.runtime ? `?runtime=${encodeURIComponent(o.runtime)}` : ''}`,
+        mission,
+      );
       const body = (await res.json()) as { kind: string; operation: RecordJson };
-      return { operationId: body.operation.operation_id, attached: body.kind === 'attached', state: body.operation.state };
+      return {
+        operationId: body.operation.operation_id,
+        attached: body.kind === 'attached',
+        state: body.operation.state,
+      };
     },
     attach,
     wait,
@@ -109,8 +156,14 @@ export function httpClient(options: { apiUrl: string; token?: string }): UhClien
       if (!r) throw new UhError('not_found', `operation ${id} has no receipt yet`, { hint: 'wait for it first' });
       makeDir(dir);
       const files: string[] = [];
-      for (const [path, file] of [['receipt', 'receipt.json'], ['diff', 'diff.patch'], ['final-message', 'runtime-final.txt']] as const) {
-        const res = await call(http, 'GET', `/v1/operations/${encodeURIComponent(id)}/${path}`).catch((e: unknown) => (UhError.isInstance(e) && e.kind === 'not_found' ? null : Promise.reject(e)));
+      for (const [path, file] of [
+        ['receipt', 'receipt.json'],
+        ['diff', 'diff.patch'],
+        ['final-message', 'runtime-final.txt'],
+      ] as const) {
+        const res = await call(http, 'GET', `/v1/operations/${encodeURIComponent(id)}/${path}`).catch((e: unknown) =>
+          UhError.isInstance(e) && e.kind === 'not_found' ? null : Promise.reject(e),
+        );
         if (!res) continue;
         writeFileSync(join(dir, file), await res.text());
         files.push(join(dir, file));

@@ -43,12 +43,20 @@ export function readApiConfig(env: NodeJS.ProcessEnv, bindHost: string): ApiConf
   const token = env.UH_API_TOKEN || undefined;
   const loopback = LOOPBACK_HOSTS.has(bindHost);
   if (!loopback && token === undefined) {
-    throw invalidInput(`--host ${bindHost}: refusing to serve beyond loopback without a token`, [], 'set UH_API_TOKEN (clients send Authorization: Bearer <token>)');
+    throw invalidInput(
+      `--host ${bindHost}: refusing to serve beyond loopback without a token`,
+      [],
+      'set UH_API_TOKEN (clients send Authorization: Bearer <token>)',
+    );
   }
   if (token !== undefined) {
     const min = loopback ? MIN_TOKEN : MIN_TOKEN_BEYOND_LOOPBACK;
     if (token.length < min) {
-      throw invalidInput(`UH_API_TOKEN: ${token.length} characters, at least ${min} needed${loopback ? '' : ' beyond loopback'}`, [], 'generate one: openssl rand -hex 32');
+      throw invalidInput(
+        `UH_API_TOKEN: ${token.length} characters, at least ${min} needed${loopback ? '' : ' beyond loopback'}`,
+        [],
+        'generate one: openssl rand -hex 32',
+      );
     }
   }
   const hosts = list(env.UH_API_ALLOWED_HOSTS).map((h) => h.toLowerCase());

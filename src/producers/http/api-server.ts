@@ -83,6 +83,8 @@ export async function buildApiServer(options: ApiOptions): Promise<FastifyInstan
   promoteRoutes(app, ctx);
   dashboardRoutes(app, config);
   await mountBullBoard(app, options.client);
-  app.get('/openapi.json', { schema: { summary: 'This OpenAPI 3.0 document', tags: ['health'] } }, async () => app.swagger());
+  app.get('/openapi.json', { schema: { summary: 'This OpenAPI 3.0 document', tags: ['health'] } }, async () =>
+    app.swagger(),
+  );
   return app;
 }

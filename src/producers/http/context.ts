@@ -48,7 +48,8 @@ export interface RouteContext extends ApiOptions {
 /** The operation's record, or not_found. */
 export async function operationOr404(ctx: RouteContext, id: string): Promise<QueueRecord> {
   const record = ID_PATTERN.test(id) ? await ctx.client.store.get(id) : null;
-  if (!record) throw new UhError('not_found', `no operation ${id}`, { hint: 'check the id; GET /v1/operations lists them' });
+  if (!record)
+    throw new UhError('not_found', `no operation ${id}`, { hint: 'check the id; GET /v1/operations lists them' });
   return record;
 }
 
@@ -60,7 +61,14 @@ export function zodValidatorCompiler({ schema, httpPart }: { schema: unknown; ht
   const part = httpPart === 'querystring' ? 'query' : (httpPart ?? 'request');
   return (data: unknown) => {
     try {
-      return { value: parseOrThrow(schema as z.ZodType, data, part === 'body' ? 'mission' : part, part === 'body' ? '' : `${part}.`) };
+      return {
+        value: parseOrThrow(
+          schema as z.ZodType,
+          data,
+          part === 'body' ? 'mission' : part,
+          part === 'body' ? '' : `${part}.`,
+        ),
+      };
     } catch (error) {
       return { error: error as Error };
     }

@@ -54,7 +54,14 @@ class OperationTail {
     const key = this.store.keys.events(this.id);
     let last = (await this.store.redis.xrevrange(key, '+', '-', 'COUNT', 1))[0]?.[0] ?? '0-0';
     const drain = async (block: number | null) => {
-      const args: (string | number)[] = ['COUNT', 500, ...(block === null ? [] : ['BLOCK', block]), 'STREAMS', key, last];
+      const args: (string | number)[] = [
+        'COUNT',
+        500,
+        ...(block === null ? [] : ['BLOCK', block]),
+        'STREAMS',
+        key,
+        last,
+      ];
       const reply = (await (this.reader.xread as (...a: (string | number)[]) => Promise<XReadReply>)(...args)) ?? [];
       for (const [, entries] of reply) {
         for (const [entryId, fields] of entries) {
@@ -68,7 +75,7 @@ class OperationTail {
       while (!this.stopped && this.subscribers.size > 0) {
         const record = await this.store.get(this.id);
         if (record && SETTLED.has(record.state)) {
-          for (let before = ''; before !== last; ) {
+          for (let before = ''; before !== last;) {
             before = last;
             await drain(null);
           }

@@ -33,7 +33,8 @@ export async function stateTally(client: QueueClient): Promise<Map<string, numbe
   const pipe = redis.pipeline();
   for (const id of ids) pipe.hget(keys.op(id), 'state');
   const tally = new Map<string, number>(STATES.map((s) => [s, 0]));
-  for (const [, state] of (await pipe.exec()) ?? []) if (typeof state === 'string') tally.set(state, (tally.get(state) ?? 0) + 1);
+  for (const [, state] of (await pipe.exec()) ?? [])
+    if (typeof state === 'string') tally.set(state, (tally.get(state) ?? 0) + 1);
   return tally;
 }
 
@@ -53,7 +54,13 @@ export async function fleetReport(client: QueueClient): Promise<FleetReport> {
   const runtimes: RuntimeDepth[] = [];
   for (const runtime of await runtimeIds(client, workers)) {
     const c = await queueCounts(client, runtime);
-    runtimes.push({ runtime, queued: c.waiting + c.prioritized, delayed: c.delayed, active: c.active, live_workers: workers.filter((w) => w.runtimes.includes(runtime)).length });
+    runtimes.push({
+      runtime,
+      queued: c.waiting + c.prioritized,
+      delayed: c.delayed,
+      active: c.active,
+      live_workers: workers.filter((w) => w.runtimes.includes(runtime)).length,
+    });
   }
   return {
     runtimes,

@@ -51,7 +51,10 @@ export async function listWorkers(client: QueueClient): Promise<WorkerView[]> {
   const keys = await scanKeys(client, client.store.keys.worker('*'));
   if (keys.length === 0) return [];
   const values = await client.redis.mget(...keys);
-  return keys.map((k, i) => workerView(k, values[i] ?? null)).filter((w): w is WorkerView => w !== null).sort((a, b) => a.id.localeCompare(b.id));
+  return keys
+    .map((k, i) => workerView(k, values[i] ?? null))
+    .filter((w): w is WorkerView => w !== null)
+    .sort((a, b) => a.id.localeCompare(b.id));
 }
 
 /** Runtime ids with a BullMQ queue in Redis, plus those live workers serve. */
@@ -59,16 +62,23 @@ export async function runtimeIds(client: QueueClient, workers?: WorkerView[]): P
   const bull = client.store.keys.bullPrefix;
   const ids = new Set<string>();
   for (const suffix of ['meta', 'id']) {
-    for (const key of await scanKeys(client, `${bull}:runtime.*:${suffix}`)) ids.add(key.slice(`${bull}:runtime.`.length, -(suffix.length + 1)));
+    for (const key of await scanKeys(client, `${bull}:runtime.*:${suffix}`))
+      ids.add(key.slice(`${bull}:runtime.`.length, -(suffix.length + 1)));
   }
   for (const w of workers ?? (await listWorkers(client))) w.runtimes.forEach((r) => ids.add(r));
   return [...ids].sort();
 }
 
-export async function queueCounts(client: QueueClient, runtime: string): Promise<Record<(typeof JOB_STATES)[number], number>> {
+export async function queueCounts(
+  client: QueueClient,
+  runtime: string,
+): Promise<Record<(typeof JOB_STATES)[number], number>> {
   const queue = await client.queue(runtime);
   const counts = await queue.getJobCounts(...JOB_STATES.map((s) => (s === 'waiting' ? 'wait' : s)));
-  return Object.fromEntries(JOB_STATES.map((s) => [s, counts[s === 'waiting' ? 'wait' : s] ?? 0])) as Record<(typeof JOB_STATES)[number], number>;
+  return Object.fromEntries(JOB_STATES.map((s) => [s, counts[s === 'waiting' ? 'wait' : s] ?? 0])) as Record<
+    (typeof JOB_STATES)[number],
+    number
+  >;
 }
 
 export interface OperationFilter {
@@ -86,7 +96,10 @@ function matches(record: QueueRecord, f: OperationFilter): boolean {
   if (f.runtime && record.runtime !== f.runtime) return false;
   if (f.verdict && record.verdict !== f.verdict) return false;
   if (f.label) {
-    const labels = ((record.job.mission as { labels?: Record<string, string> } | null)?.labels ?? {}) as Record<string, string>;
+    const labels = ((record.job.mission as { labels?: Record<string, string> } | null)?.labels ?? {}) as Record<
+      string,
+      string
+    >;
     const eq = f.label.indexOf('=');
     const key = eq < 0 ? f.label : f.label.slice(0, eq);
     if (!(key in labels) || (eq >= 0 && labels[key] !== f.label.slice(eq + 1))) return false;
@@ -104,13 +117,24 @@ export function parseCursor(cursor: string | undefined): { score: number; id: st
 const SCAN_BUDGET = 5000;
 
 /** One page of operations newest first; `next_cursor` null at the end. */
-export async function listOperations(client: QueueClient, f: OperationFilter): Promise<{ operations: QueueRecord[]; next_cursor: string | null }> {
+export async function listOperations(
+  client: QueueClient,
+  f: OperationFilter,
+): Promise<{ operations: QueueRecord[]; next_cursor: string | null }> {
   const { redis, keys } = client.store;
   // Members of one score come in reverse id order, so ids >= pos.id at pos.score were seen.
   let pos = parseCursor(f.cursor);
   const out: QueueRecord[] = [];
-  for (let scanned = 0; ; ) {
-    const flat = await redis.zrevrangebyscore(keys.index, pos ? String(pos.score) : '+inf', '-inf', 'WITHSCORES', 'LIMIT', 0, 200);
+  for (let scanned = 0; ;) {
+    const flat = await redis.zrevrangebyscore(
+      keys.index,
+      pos ? String(pos.score) : '+inf',
+      '-inf',
+      'WITHSCORES',
+      'LIMIT',
+      0,
+      200,
+    );
     const page: Array<[string, number]> = [];
     for (let i = 0; i < flat.length; i += 2) page.push([flat[i] as string, Number(flat[i + 1])]);
     const fresh = page.filter(([id, score]) => !(pos && score === pos.score && id >= pos.id));

@@ -29,7 +29,13 @@ function checkHost(config: ApiConfig, req: FastifyRequest, reply: FastifyReply):
   if (config.allowedHosts === null) return true;
   const host = hostName(req.headers.host ?? '');
   if (config.allowedHosts.has(host)) return true;
-  sendError(reply, 421, 'bad_host', `Host "${host}" is not served here`, 'set UH_API_ALLOWED_HOSTS to the names clients use');
+  sendError(
+    reply,
+    421,
+    'bad_host',
+    `Host "${host}" is not served here`,
+    'set UH_API_ALLOWED_HOSTS to the names clients use',
+  );
   return false;
 }
 
@@ -38,7 +44,13 @@ function checkOrigin(config: ApiConfig, req: FastifyRequest, reply: FastifyReply
   // The dashboard's own requests (same origin as the Host it was served from) need no CORS.
   if (origin === undefined || origin === `${req.protocol}://${req.headers.host ?? ''}`) return true;
   if (!config.allowedOrigins.has(origin)) {
-    sendError(reply, 403, 'bad_origin', `Origin "${origin}" is not allowed`, 'set UH_API_ALLOWED_ORIGINS to allow a browser origin');
+    sendError(
+      reply,
+      403,
+      'bad_origin',
+      `Origin "${origin}" is not allowed`,
+      'set UH_API_ALLOWED_ORIGINS to allow a browser origin',
+    );
     return false;
   }
   reply.header('access-control-allow-origin', origin).header('vary', 'Origin');

@@ -22,12 +22,17 @@ export function parseListen(value: string): { host: string; port: number } {
   return { host: m[1] ?? '127.0.0.1', port };
 }
 
-export async function startMetricsServer(config: QueueConfig, redisUrl: string, listen: string): Promise<MetricsServer> {
+export async function startMetricsServer(
+  config: QueueConfig,
+  redisUrl: string,
+  listen: string,
+): Promise<MetricsServer> {
   const { host, port } = parseListen(listen);
   const client = await QueueClient.open(config, redisUrl);
   const metrics = new ApiMetrics(client);
   const server: Server = createServer((req, res) => {
-    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') return void res.writeHead(404).end('not found\n');
+    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics')
+      return void res.writeHead(404).end('not found\n');
     metrics
       .render()
       .then((text) => res.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text))

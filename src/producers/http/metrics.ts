@@ -14,14 +14,52 @@ const BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
 export class ApiMetrics {
   readonly registry = new Registry();
   private outboxCursor = '-';
-  private readonly jobs = new Gauge({ name: 'uh_queue_jobs', help: 'BullMQ jobs per runtime queue and state', labelNames: ['runtime', 'state'], registers: [this.registry] });
-  private readonly settled = new Counter({ name: 'uh_operations_settled_total', help: 'Operations settled (outbox entries), by runtime, state, status and verdict', labelNames: ['runtime', 'state', 'status', 'verdict'], registers: [this.registry] });
-  private readonly phases = new Histogram({ name: 'uh_phase_duration_seconds', help: "Phase durations from receipts' timings_ms, by runtime and phase", labelNames: ['runtime', 'phase'], buckets: BUCKETS, registers: [this.registry] });
-  private readonly workers = new Gauge({ name: 'uh_workers_live', help: 'Workers with a live heartbeat, per runtime', labelNames: ['runtime'], registers: [this.registry] });
-  private readonly states = new Gauge({ name: 'uh_operations', help: `Operations by state among the newest ${RECENT_OPERATIONS}`, labelNames: ['state'], registers: [this.registry] });
-  private readonly unknown = new Gauge({ name: 'uh_operations_unknown', help: `Operations in state unknown among the newest ${RECENT_OPERATIONS}: they need an operator`, registers: [this.registry] });
-  private readonly outboxLag = new Gauge({ name: 'uh_outbox_lag', help: 'Outbox entries not yet delivered by the results consumer group (lag + pending)', registers: [this.registry] });
-  readonly sseClients = new Gauge({ name: 'uh_api_sse_clients', help: 'Open event streams on this API process', registers: [this.registry] });
+  private readonly jobs = new Gauge({
+    name: 'uh_queue_jobs',
+    help: 'BullMQ jobs per runtime queue and state',
+    labelNames: ['runtime', 'state'],
+    registers: [this.registry],
+  });
+  private readonly settled = new Counter({
+    name: 'uh_operations_settled_total',
+    help: 'Operations settled (outbox entries), by runtime, state, status and verdict',
+    labelNames: ['runtime', 'state', 'status', 'verdict'],
+    registers: [this.registry],
+  });
+  private readonly phases = new Histogram({
+    name: 'uh_phase_duration_seconds',
+    help: "Phase durations from receipts' timings_ms, by runtime and phase",
+    labelNames: ['runtime', 'phase'],
+    buckets: BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly workers = new Gauge({
+    name: 'uh_workers_live',
+    help: 'Workers with a live heartbeat, per runtime',
+    labelNames: ['runtime'],
+    registers: [this.registry],
+  });
+  private readonly states = new Gauge({
+    name: 'uh_operations',
+    help: `Operations by state among the newest ${RECENT_OPERATIONS}`,
+    labelNames: ['state'],
+    registers: [this.registry],
+  });
+  private readonly unknown = new Gauge({
+    name: 'uh_operations_unknown',
+    help: `Operations in state unknown among the newest ${RECENT_OPERATIONS}: they need an operator`,
+    registers: [this.registry],
+  });
+  private readonly outboxLag = new Gauge({
+    name: 'uh_outbox_lag',
+    help: 'Outbox entries not yet delivered by the results consumer group (lag + pending)',
+    registers: [this.registry],
+  });
+  readonly sseClients = new Gauge({
+    name: 'uh_api_sse_clients',
+    help: 'Open event streams on this API process',
+    registers: [this.registry],
+  });
 
   constructor(private readonly client: QueueClient) {}
 
@@ -62,7 +100,9 @@ export class ApiMetrics {
     if (typeof receipt !== 'string') return;
     try {
       const timings = (JSON.parse(receipt) as { timings_ms?: Record<string, unknown> }).timings_ms ?? {};
-      for (const [phase, ms] of Object.entries(timings)) if (typeof ms === 'number') this.phases.observe({ runtime: c.runtime, phase: phase.replace(/_ms$/, '') }, ms / 1000);
+      for (const [phase, ms] of Object.entries(timings))
+        if (typeof ms === 'number')
+          this.phases.observe({ runtime: c.runtime, phase: phase.replace(/_ms$/, '') }, ms / 1000);
     } catch {
       /* a receipt that does not parse has no timings to count */
     }
@@ -92,7 +132,13 @@ function parseCompletion(fields: string[]): Completion | null {
   try {
     const c = JSON.parse(fields[i + 1] ?? 'null') as Partial<Completion> | null;
     if (!c || typeof c.operation_id !== 'string' || typeof c.runtime !== 'string') return null;
-    return { operation_id: c.operation_id, runtime: c.runtime, state: String(c.state ?? 'unknown'), status: c.status ?? null, verdict: c.verdict ?? null };
+    return {
+      operation_id: c.operation_id,
+      runtime: c.runtime,
+      state: String(c.state ?? 'unknown'),
+      status: c.status ?? null,
+      verdict: c.verdict ?? null,
+    };
   } catch {
     return null;
   }

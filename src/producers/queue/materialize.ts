@@ -34,7 +34,10 @@ export async function readReceiptFromStore(store: OperationStore, operationId: s
   return (await readReceiptWithText(store, operationId))?.receipt ?? null;
 }
 
-export async function readReceiptWithText(store: OperationStore, operationId: string): Promise<{ receipt: Receipt | null; text: string } | null> {
+export async function readReceiptWithText(
+  store: OperationStore,
+  operationId: string,
+): Promise<{ receipt: Receipt | null; text: string } | null> {
   const text = await store.redis.hget(store.keys.artifacts(operationId), 'receipt');
   return text ? { receipt: parsedReceipt(text), text } : null;
 }
@@ -56,7 +59,9 @@ export async function materialize(store: OperationStore, operationId: string, di
     files.push(join(dir, checkLogFile(check)));
   }
   const entries = await store.redis.xrange(store.keys.events(operationId), '-', '+');
-  const lines = entries.flatMap(([, fields]) => (fields.includes('event') ? [fields[fields.indexOf('event') + 1] ?? ''] : [])).filter(Boolean);
+  const lines = entries
+    .flatMap(([, fields]) => (fields.includes('event') ? [fields[fields.indexOf('event') + 1] ?? ''] : []))
+    .filter(Boolean);
   writeFileSync(join(dir, 'events.jsonl'), lines.map((l) => `${l}\n`).join(''));
   files.push(join(dir, 'events.jsonl'));
   const receiptText = artifacts.receipt ?? null;

@@ -29,25 +29,54 @@ async function prepareChildren(mission: Mission, runtimes: string[], trials: num
   for (const child of batchMissions(mission, runtimes, trials)) {
     const prepared = await prepareOperation(child.mission, options, OPERATION_PORTS);
     jobs.push({
-      job: { operation_id: child.mission.operation_id, runtime: prepared.runtime.runtimeId, mission: child.mission, base_commit: prepared.baseCommit, contract_digest: prepared.contractDigest, attempt: 1 },
+      job: {
+        operation_id: child.mission.operation_id,
+        runtime: prepared.runtime.runtimeId,
+        mission: child.mission,
+        base_commit: prepared.baseCommit,
+        contract_digest: prepared.contractDigest,
+        attempt: 1,
+      },
       prompt_digest: prepared.promptDigest,
     });
   }
   return jobs;
 }
 
-export async function submitBatch(client: QueueClient, mission: Mission, runtimes: string[], trials: number, options: PrepareOptions): Promise<BatchSubmitted> {
+export async function submitBatch(
+  client: QueueClient,
+  mission: Mission,
+  runtimes: string[],
+  trials: number,
+  options: PrepareOptions,
+): Promise<BatchSubmitted> {
   const jobs = await prepareChildren(mission, runtimes, trials, options);
   const batches = new BatchStore(client.redis, client.store.keys);
   const { kind, batch } = await batches.createOrAttach(newBatchRecord(mission, runtimes, trials, 'queue'));
   const children = [];
   for (const { job, prompt_digest } of jobs) {
     const created = await client.store.createOrAttach(job, { mission_id: mission.mission_id, prompt_digest });
-    if (created.kind === 'conflict') throw new OperationConflictError(job.operation_id, created.digest, job.contract_digest);
-    if (created.kind === 'created') await client.store.appendEvent(job.operation_id, eventJson(job.operation_id, 'operation.queued', { runtime: job.runtime, contract_digest: job.contract_digest, base_commit: job.base_commit, batch_id: mission.operation_id }));
+    if (created.kind === 'conflict')
+      throw new OperationConflictError(job.operation_id, created.digest, job.contract_digest);
+    if (created.kind === 'created')
+      await client.store.appendEvent(
+        job.operation_id,
+        eventJson(job.operation_id, 'operation.queued', {
+          runtime: job.runtime,
+          contract_digest: job.contract_digest,
+          base_commit: job.base_commit,
+          batch_id: mission.operation_id,
+        }),
+      );
     const record = await client.store.get(job.operation_id);
     if (record && record.state === 'queued' && !record.cancel_requested) {
-      children.push({ name: 'operation', queueName: queueName(record.runtime), data: record.job, prefix: client.store.keys.bullPrefix, opts: { ...JOB_OPTIONS, jobId: record.job_id, ignoreDependencyOnFailure: true } });
+      children.push({
+        name: 'operation',
+        queueName: queueName(record.runtime),
+        data: record.job,
+        prefix: client.store.keys.bullPrefix,
+        opts: { ...JOB_OPTIONS, jobId: record.job_id, ignoreDependencyOnFailure: true },
+      });
     }
   }
   let enqueued = false;
@@ -57,7 +86,14 @@ export async function submitBatch(client: QueueClient, mission: Mission, runtime
     const flow = new FlowProducer({ connection: client.redis, prefix: client.store.keys.bullPrefix });
     flow.on('error', () => undefined);
     try {
-      await flow.add({ name: 'batch', queueName: BATCH_QUEUE, data: { batch_id: batch.record.batch_id }, prefix: client.store.keys.bullPrefix, opts: { jobId: batchJobId(batch.record.batch_id), removeOnComplete: { age: 7 * 24 * 3600 } }, children });
+      await flow.add({
+        name: 'batch',
+        queueName: BATCH_QUEUE,
+        data: { batch_id: batch.record.batch_id },
+        prefix: client.store.keys.bullPrefix,
+        opts: { jobId: batchJobId(batch.record.batch_id), removeOnComplete: { age: 7 * 24 * 3600 } },
+        children,
+      });
       enqueued = true;
     } finally {
       await flow.close().catch(() => undefined);

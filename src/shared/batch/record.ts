@@ -21,7 +21,9 @@ export const BatchRecordSchema = z.object({
   trials: z.number().int().positive().default(1),
   /** Digest of the mission without its runtime list (the runtimes are compared on their own). */
   mission_digest: z.string().default(''),
-  operations: z.array(z.object({ runtime: z.string(), trial: z.number().int().positive().default(1), operation_id: z.string() })),
+  operations: z.array(
+    z.object({ runtime: z.string(), trial: z.number().int().positive().default(1), operation_id: z.string() }),
+  ),
   mode: z.enum(['inline', 'queue']).default('inline'),
   created_at: z.string(),
 });
@@ -35,15 +37,23 @@ export function batchRuntimes(mission: Mission, flag: string | undefined): strin
     ?.split(',')
     .map((r) => r.trim())
     .filter(Boolean);
-  const runtimes = fromFlag && fromFlag.length > 0 ? fromFlag : Array.isArray(mission.runtime) ? mission.runtime : [mission.runtime];
-  if (new Set(runtimes).size !== runtimes.length) throw invalidInput(`--runtimes: a runtime is listed twice (${runtimes.join(', ')})`);
-  if (runtimes.length < 2) throw invalidInput('a batch needs at least two runtimes', [], 'list them in the mission (runtime: [a, b]) or pass --runtimes a,b');
+  const runtimes =
+    fromFlag && fromFlag.length > 0 ? fromFlag : Array.isArray(mission.runtime) ? mission.runtime : [mission.runtime];
+  if (new Set(runtimes).size !== runtimes.length)
+    throw invalidInput(`--runtimes: a runtime is listed twice (${runtimes.join(', ')})`);
+  if (runtimes.length < 2)
+    throw invalidInput(
+      'a batch needs at least two runtimes',
+      [],
+      'list them in the mission (runtime: [a, b]) or pass --runtimes a,b',
+    );
   return runtimes;
 }
 
 export function parseTrials(flag: string | undefined): number {
   const trials = flag === undefined ? 1 : Number(flag);
-  if (!Number.isInteger(trials) || trials < 1 || trials > MAX_TRIALS) throw invalidInput(`--trials: "${flag}" must be a whole number from 1 to ${MAX_TRIALS}`);
+  if (!Number.isInteger(trials) || trials < 1 || trials > MAX_TRIALS)
+    throw invalidInput(`--trials: "${flag}" must be a whole number from 1 to ${MAX_TRIALS}`);
   return trials;
 }
 
@@ -64,7 +74,11 @@ export function batchMissions(mission: Mission, runtimes: readonly string[], tri
     Array.from({ length: trials }, (_, i) => {
       const operationId = childOperationId(mission.operation_id, runtime, i + 1, trials);
       if (!ID_PATTERN.test(operationId)) {
-        throw invalidInput(`operation_id "${operationId}" (operation_id.runtime[.tN]) is not a valid id`, [], 'shorten operation_id: ids are at most 128 characters');
+        throw invalidInput(
+          `operation_id "${operationId}" (operation_id.runtime[.tN]) is not a valid id`,
+          [],
+          'shorten operation_id: ids are at most 128 characters',
+        );
       }
       const overrides = mission.runtime_config_overrides[runtime];
       const child: Mission = {
@@ -79,7 +93,12 @@ export function batchMissions(mission: Mission, runtimes: readonly string[], tri
   );
 }
 
-export function newBatchRecord(mission: Mission, runtimes: string[], trials: number, mode: 'inline' | 'queue'): BatchRecord {
+export function newBatchRecord(
+  mission: Mission,
+  runtimes: string[],
+  trials: number,
+  mode: 'inline' | 'queue',
+): BatchRecord {
   const { runtime: _runtime, ...rest } = mission;
   return {
     schema_version: 'uh.batch.v0',
@@ -89,7 +108,11 @@ export function newBatchRecord(mission: Mission, runtimes: string[], trials: num
     runtimes,
     trials,
     mission_digest: digestOf(rest),
-    operations: batchMissions(mission, runtimes, trials).map((c) => ({ runtime: c.runtime, trial: c.trial, operation_id: c.mission.operation_id })),
+    operations: batchMissions(mission, runtimes, trials).map((c) => ({
+      runtime: c.runtime,
+      trial: c.trial,
+      operation_id: c.mission.operation_id,
+    })),
     mode,
     created_at: new Date().toISOString(),
   };
@@ -104,12 +127,20 @@ export function batchIdentity(record: BatchRecord): string {
 export function assertSameBatch(existing: BatchRecord, wanted: BatchRecord): void {
   if (batchIdentity(existing) === batchIdentity(wanted)) return;
   const differs: string[] = [];
-  if (existing.runtimes.join(',') !== wanted.runtimes.join(',')) differs.push(`runtimes: existing ${existing.runtimes.join(',')}, submitted ${wanted.runtimes.join(',')}`);
-  if (existing.trials !== wanted.trials) differs.push(`trials: existing ${existing.trials}, submitted ${wanted.trials}`);
-  if (existing.mission_digest !== wanted.mission_digest) differs.push(`mission digest: existing ${existing.mission_digest.slice(0, 19)}…, submitted ${wanted.mission_digest.slice(0, 19)}…`);
-  throw new UhError('conflict', `batch ${existing.batch_id} already exists with other ${differs.map((d) => d.split(':')[0]).join(', ')}`, {
-    details: differs,
-    hint: 'a batch is never overwritten: use a new operation_id for another batch',
-  });
+  if (existing.runtimes.join(',') !== wanted.runtimes.join(','))
+    differs.push(`runtimes: existing ${existing.runtimes.join(',')}, submitted ${wanted.runtimes.join(',')}`);
+  if (existing.trials !== wanted.trials)
+    differs.push(`trials: existing ${existing.trials}, submitted ${wanted.trials}`);
+  if (existing.mission_digest !== wanted.mission_digest)
+    differs.push(
+      `mission digest: existing ${existing.mission_digest.slice(0, 19)}…, submitted ${wanted.mission_digest.slice(0, 19)}…`,
+    );
+  throw new UhError(
+    'conflict',
+    `batch ${existing.batch_id} already exists with other ${differs.map((d) => d.split(':')[0]).join(', ')}`,
+    {
+      details: differs,
+      hint: 'a batch is never overwritten: use a new operation_id for another batch',
+    },
+  );
 }
-

@@ -28,7 +28,19 @@ const td = (text: string, sortValue?: number | null, cls = ''): string =>
   `<td${cls ? ` class="${cls}"` : ''}${sortValue === undefined ? '' : ` data-v="${sortValue === null ? -1 : sortValue}"`}>${esc(text)}</td>`;
 
 function runtimeTable(rows: readonly RuntimeRow[]): string {
-  const head = ['runtime', 'pass@1', 'pass@k', 'statuses', 'verdicts', 'median', 'p90', 'tokens', 'cost', 'files', 'checks'];
+  const head = [
+    'runtime',
+    'pass@1',
+    'pass@k',
+    'statuses',
+    'verdicts',
+    'median',
+    'p90',
+    'tokens',
+    'cost',
+    'files',
+    'checks',
+  ];
   const body = rows.map((r) => {
     const reasons = r.reasons.map((x) => `${x.count}× ${x.status}: ${x.reason}`).join('\n');
     return `<tr data-runtime="${esc(r.runtime)}">${td(r.runtime)}${td(`${pct(r.pass_at_1)} (${r.passed}/${r.settled})`, r.pass_at_1, 'n')}${td(`${pct(r.pass_at_k)} (k=${r.k})`, r.pass_at_k, 'n')}<td>${esc(counts(r.statuses))}${reasons ? `<div class="reasons">${esc(reasons)}</div>` : ''}</td>${td(counts(r.verdicts))}${td(msText(r.median_ms), r.median_ms, 'n')}${td(msText(r.p90_ms), r.p90_ms, 'n')}${td(num(r.tokens), r.tokens, 'n')}${td(usd(r.cost_usd), r.cost_usd, 'n')}${td(String(r.files_changed.length), r.files_changed.length, 'n')}${td(checksText(r))}</tr>`;
@@ -58,7 +70,8 @@ export function chartSvg(rows: readonly RuntimeRow[]): string {
 type Side = { n: number; text: string; cls: string } | null;
 
 function diffRow(l: Side, r: Side): string {
-  const half = (s: Side) => (s ? `<td class="ln">${s.n}</td><td class="${s.cls}">${esc(s.text)}</td>` : '<td class="ln"></td><td></td>');
+  const half = (s: Side) =>
+    s ? `<td class="ln">${s.n}</td><td class="${s.cls}">${esc(s.text)}</td>` : '<td class="ln"></td><td></td>';
   return `<tr>${half(l)}${half(r)}</tr>`;
 }
 
@@ -73,7 +86,12 @@ export function sideBySide(diff: string): string {
     for (let i = 0; i < Math.max(dels.length, adds.length); i += 1) {
       const d = dels[i];
       const a = adds[i];
-      rows.push(diffRow(d === undefined ? null : { n: ++ln, text: d, cls: 'del' }, a === undefined ? null : { n: ++rn, text: a, cls: 'add' }));
+      rows.push(
+        diffRow(
+          d === undefined ? null : { n: ++ln, text: d, cls: 'del' },
+          a === undefined ? null : { n: ++rn, text: a, cls: 'add' },
+        ),
+      );
     }
     dels = [];
     adds = [];
@@ -87,7 +105,11 @@ export function sideBySide(diff: string): string {
       const m = /@@ -(\d+)(?:,\d+)? \+(\d+)/.exec(line);
       ln = Number(m?.[1] ?? 1) - 1;
       rn = Number(m?.[2] ?? 1) - 1;
-    } else if (line.startsWith('---') || line.startsWith('+++') || /^(index|new file|deleted file|similarity|rename|old mode|new mode)/.test(line)) {
+    } else if (
+      line.startsWith('---') ||
+      line.startsWith('+++') ||
+      /^(index|new file|deleted file|similarity|rename|old mode|new mode)/.test(line)
+    ) {
       continue;
     } else if (line.startsWith('-')) dels.push(line.slice(1));
     else if (line.startsWith('+')) adds.push(line.slice(1));
@@ -101,7 +123,12 @@ export function sideBySide(diff: string): string {
 }
 
 function trialDetails(t: TrialRow): string {
-  const checks = t.checks.map((c) => `<div>${c.passed ? '✔' : '✘'} ${esc(c.name)}${c.passed || !c.tail ? '' : `<pre>${esc(c.tail)}</pre>`}</div>`).join('');
+  const checks = t.checks
+    .map(
+      (c) =>
+        `<div>${c.passed ? '✔' : '✘'} ${esc(c.name)}${c.passed || !c.tail ? '' : `<pre>${esc(c.tail)}</pre>`}</div>`,
+    )
+    .join('');
   const diff = t.diff === null || t.diff.trim() === '' ? '<p class="sub">no diff</p>' : sideBySide(t.diff);
   return `<details class="trial" data-operation="${esc(t.operation_id)}" data-status="${esc(t.status)}"><summary><b>${esc(t.runtime)}</b> trial ${t.trial} — <span class="s-${esc(t.status)}">${esc(t.status)}</span> / ${esc(t.verdict)} · ${esc(msText(t.duration_ms))} · ${t.changed_files.length} files · <code>${esc(t.operation_id)}</code></summary>
 ${t.reason ? `<p class="reasons">${esc(t.reason)}</p>` : ''}${checks}${t.final_message ? `<pre>${esc(t.final_message)}</pre>` : ''}${diff}</details>`;

@@ -2,32 +2,81 @@
 import type { BatchReport, RuntimeRow, TrialRow } from './report.js';
 
 export const pct = (v: number | null): string => (v === null ? 'unknown' : `${Math.round(v * 100)}%`);
-export const msText = (v: number | null): string => (v === null ? '-' : v >= 10_000 ? `${(v / 1000).toFixed(0)}s` : v >= 1000 ? `${(v / 1000).toFixed(1)}s` : `${v}ms`);
+export const msText = (v: number | null): string =>
+  v === null ? '-' : v >= 10_000 ? `${(v / 1000).toFixed(0)}s` : v >= 1000 ? `${(v / 1000).toFixed(1)}s` : `${v}ms`;
 export const usd = (v: number | null): string => (v === null ? 'unknown' : `$${v.toFixed(v < 0.01 ? 4 : 2)}`);
 export const num = (v: number | null): string => (v === null ? 'unknown' : String(v));
 export const counts = (c: Record<string, number>): string =>
   Object.entries(c)
     .map(([k, v]) => `${v} ${k}`)
     .join(', ') || '-';
-export const checksText = (r: RuntimeRow): string => r.checks.map((c) => `${c.name} ${c.passed}/${c.total}`).join(', ') || '-';
+export const checksText = (r: RuntimeRow): string =>
+  r.checks.map((c) => `${c.name} ${c.passed}/${c.total}`).join(', ') || '-';
 const firstLine = (s: string, max = 80): string => (s.split('\n')[0] ?? '').slice(0, max);
 
-export const RUNTIME_COLUMNS = ['runtime', 'pass@1', 'pass@k', 'statuses', 'verdicts', 'p50', 'p90', 'tokens', 'cost', 'files', 'checks'] as const;
+export const RUNTIME_COLUMNS = [
+  'runtime',
+  'pass@1',
+  'pass@k',
+  'statuses',
+  'verdicts',
+  'p50',
+  'p90',
+  'tokens',
+  'cost',
+  'files',
+  'checks',
+] as const;
 
 export function runtimeCells(r: RuntimeRow): string[] {
-  return [r.runtime, `${pct(r.pass_at_1)} (${r.passed}/${r.settled})`, `${pct(r.pass_at_k)} (k=${r.k})`, counts(r.statuses), counts(r.verdicts), msText(r.median_ms), msText(r.p90_ms), num(r.tokens), usd(r.cost_usd), String(r.files_changed.length), checksText(r)];
+  return [
+    r.runtime,
+    `${pct(r.pass_at_1)} (${r.passed}/${r.settled})`,
+    `${pct(r.pass_at_k)} (k=${r.k})`,
+    counts(r.statuses),
+    counts(r.verdicts),
+    msText(r.median_ms),
+    msText(r.p90_ms),
+    num(r.tokens),
+    usd(r.cost_usd),
+    String(r.files_changed.length),
+    checksText(r),
+  ];
 }
 
-const TRIAL_COLUMNS = ['runtime', 'status', 'verdict', 'files', 'checks', 'ms', 'tokens', 'cost', 'trial', 'final message'];
+const TRIAL_COLUMNS = [
+  'runtime',
+  'status',
+  'verdict',
+  'files',
+  'checks',
+  'ms',
+  'tokens',
+  'cost',
+  'trial',
+  'final message',
+];
 
 function trialCells(t: TrialRow): string[] {
   const passedChecks = t.checks.filter((c) => c.passed).length;
-  return [t.runtime, t.status, t.verdict, String(t.changed_files.length), t.checks.length === 0 ? '-' : `${passedChecks}/${t.checks.length}`, t.duration_ms === null ? '-' : String(t.duration_ms), num(t.tokens), usd(t.cost_usd), String(t.trial), firstLine(t.final_message)];
+  return [
+    t.runtime,
+    t.status,
+    t.verdict,
+    String(t.changed_files.length),
+    t.checks.length === 0 ? '-' : `${passedChecks}/${t.checks.length}`,
+    t.duration_ms === null ? '-' : String(t.duration_ms),
+    num(t.tokens),
+    usd(t.cost_usd),
+    String(t.trial),
+    firstLine(t.final_message),
+  ];
 }
 
 function columns(header: readonly string[], body: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((row) => (row[i] ?? '').length)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ');
+  const line = (cells: readonly string[]) =>
+    cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ');
   return [line(header), ...body.map(line)].join('\n');
 }
 
@@ -51,7 +100,11 @@ export function renderTable(report: BatchReport): string {
 /** A Markdown table cell: one line, pipes escaped. */
 const cell = (s: string): string => s.replace(/\r?\n/g, ' ').replace(/\|/g, '\\|');
 const mdTable = (header: readonly string[], body: string[][]): string =>
-  [`| ${header.map(cell).join(' | ')} |`, `|${header.map(() => ' --- ').join('|')}|`, ...body.map((row) => `| ${row.map(cell).join(' | ')} |`)].join('\n');
+  [
+    `| ${header.map(cell).join(' | ')} |`,
+    `|${header.map(() => ' --- ').join('|')}|`,
+    ...body.map((row) => `| ${row.map(cell).join(' | ')} |`),
+  ].join('\n');
 
 export function renderMarkdown(report: BatchReport): string {
   const { batch } = report;
@@ -66,7 +119,10 @@ export function renderMarkdown(report: BatchReport): string {
     '',
     '## Trials',
     '',
-    mdTable(['operation', ...TRIAL_COLUMNS.slice(0, -1), 'final message'], report.trials.map((t) => [`\`${t.operation_id}\``, ...trialCells(t)])),
+    mdTable(
+      ['operation', ...TRIAL_COLUMNS.slice(0, -1), 'final message'],
+      report.trials.map((t) => [`\`${t.operation_id}\``, ...trialCells(t)]),
+    ),
   ];
   const reasons = reasonLines(report);
   if (reasons.length > 0) parts.push('', '## Blocked and failed runs', '', ...reasons.map((l) => `- ${cell(l)}`));

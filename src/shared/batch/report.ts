@@ -103,7 +103,9 @@ function tail(log: string, lines = 6): string {
 export function reasonOf(receipt: Receipt): string | null {
   if (receipt.exit_code === 0 && receipt.status === 'completed') return null;
   if (receipt.status === 'completed' && receipt.verdict === 'verification_failed') {
-    const failed = receipt.checks.filter((c) => !c.passed).map((c) => `${c.name} (${c.timed_out ? 'timed out' : `exit ${c.exit_code ?? c.signal}`})`);
+    const failed = receipt.checks
+      .filter((c) => !c.passed)
+      .map((c) => `${c.name} (${c.timed_out ? 'timed out' : `exit ${c.exit_code ?? c.signal}`})`);
     return `verification_failed: check ${failed.join(', ')} failed`;
   }
   if (receipt.status === 'completed' && receipt.verdict === 'scope_violation') {
@@ -114,10 +116,32 @@ export function reasonOf(receipt: Receipt): string | null {
 
 export function trialRow(child: ChildInput, prices: PriceTable): TrialRow {
   const { runtime, trial, operation_id, receipt } = child;
-  const diff = child.diff === null ? null : child.diff.length > DIFF_CAP ? `${child.diff.slice(0, DIFF_CAP)}\n… (diff truncated in the report)\n` : child.diff;
+  const diff =
+    child.diff === null
+      ? null
+      : child.diff.length > DIFF_CAP
+        ? `${child.diff.slice(0, DIFF_CAP)}\n… (diff truncated in the report)\n`
+        : child.diff;
   if (!receipt) {
     const status = child.state === 'finished' ? 'unknown' : child.state;
-    return { runtime, trial, operation_id, status, verdict: '-', exit_code: null, passed: null, reason: status === 'unknown' ? 'no receipt: dispatch cannot be proven (uh mission recover)' : null, duration_ms: null, tokens: null, cost_usd: null, changed_files: [], diff_bytes: 0, checks: [], final_message: '', diff };
+    return {
+      runtime,
+      trial,
+      operation_id,
+      status,
+      verdict: '-',
+      exit_code: null,
+      passed: null,
+      reason: status === 'unknown' ? 'no receipt: dispatch cannot be proven (uh mission recover)' : null,
+      duration_ms: null,
+      tokens: null,
+      cost_usd: null,
+      changed_files: [],
+      diff_bytes: 0,
+      checks: [],
+      final_message: '',
+      diff,
+    };
   }
   const reason = reasonOf(receipt);
   return {
@@ -188,7 +212,12 @@ export function runtimeRow(runtime: string, k: number, trials: readonly TrialRow
   };
 }
 
-export function buildBatchReport(record: BatchRecord, children: readonly ChildInput[], prices: PriceTable, now = new Date()): BatchReport {
+export function buildBatchReport(
+  record: BatchRecord,
+  children: readonly ChildInput[],
+  prices: PriceTable,
+  now = new Date(),
+): BatchReport {
   const trials = children.map((c) => trialRow(c, prices));
   const settled = trials.every((t) => t.passed !== null);
   const exit_code = !settled ? EXIT.unknown : trials.every((t) => t.passed) ? EXIT.ok : EXIT.failed;
@@ -197,7 +226,13 @@ export function buildBatchReport(record: BatchRecord, children: readonly ChildIn
     batch: record,
     settled,
     exit_code,
-    runtimes: record.runtimes.map((r) => runtimeRow(r, record.trials, trials.filter((t) => t.runtime === r))),
+    runtimes: record.runtimes.map((r) =>
+      runtimeRow(
+        r,
+        record.trials,
+        trials.filter((t) => t.runtime === r),
+      ),
+    ),
     trials,
     generated_at: now.toISOString(),
   };

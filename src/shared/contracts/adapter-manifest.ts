@@ -19,5 +19,6 @@ export const AdapterManifestSchema = z.lazy(() =>
     input_formats: z.array(z.literal('uh.mission.v0')).default(['uh.mission.v0']),
     output_formats: z.array(z.literal('uh.runtime-result.v0')).default(['uh.runtime-result.v0']),
     runtime_config: z.record(z.string(), z.unknown()).default({}),
-  }));
+  }),
+);
 export type AdapterManifest = z.infer<typeof AdapterManifestSchema>;

@@ -7,7 +7,14 @@ import { LIMITS } from './input-limits.js';
 export type UrlKind = 'https' | 'http' | 'ssh' | 'scp' | 'file' | 'local';
 
 /** Schemes `uh` hands to git; anything else (`ext::`, `fd::`, `git://`, `ftp://`) is refused. */
-const SCHEME_KIND: Record<string, UrlKind> = { https: 'https', http: 'http', ssh: 'ssh', 'git+ssh': 'ssh', 'ssh+git': 'ssh', file: 'file' };
+const SCHEME_KIND: Record<string, UrlKind> = {
+  https: 'https',
+  http: 'http',
+  ssh: 'ssh',
+  'git+ssh': 'ssh',
+  'ssh+git': 'ssh',
+  file: 'file',
+};
 
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
@@ -18,13 +25,15 @@ export function classifyRepositoryUrl(url: string): { kind: UrlKind } | { proble
   if (CONTROL.test(url)) return { problem: 'contains a control character' };
   if (url.startsWith('-')) return { problem: 'must not begin with "-" (git would read it as an option)' };
   const transport = /^([A-Za-z][A-Za-z0-9+.-]*)::/.exec(url);
-  if (transport) return { problem: `the "${transport[1]}::" transport is not allowed; use https://, ssh:// or user@host:path` };
+  if (transport)
+    return { problem: `the "${transport[1]}::" transport is not allowed; use https://, ssh:// or user@host:path` };
   const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(url);
   if (scheme) {
     const kind = SCHEME_KIND[(scheme[1] as string).toLowerCase()];
     if (!kind) return { problem: `scheme "${scheme[1]}://" is not allowed; use https://, ssh:// or user@host:path` };
     const rest = url.slice(scheme[0].length);
-    if (kind !== 'file' && (rest === '' || rest.startsWith('-'))) return { problem: 'needs a host, not beginning with "-"' };
+    if (kind !== 'file' && (rest === '' || rest.startsWith('-')))
+      return { problem: 'needs a host, not beginning with "-"' };
     return { kind };
   }
   const scp = /^([^/\s@]+)@([^/\s:]+):/.exec(url);
@@ -46,7 +55,10 @@ const REF_RULES: ReadonlyArray<[(ref: string) => boolean, string]> = [
   [(r) => r === '@', 'must not be "@"'],
   [(r) => r.startsWith('/') || r.endsWith('/') || r.includes('//'), 'must not begin or end with "/" or contain "//"'],
   [(r) => r.endsWith('.'), 'must not end with "."'],
-  [(r) => r.split('/').some((c) => c.startsWith('.') || c.endsWith('.lock')), 'no component may begin with "." or end with ".lock"'],
+  [
+    (r) => r.split('/').some((c) => c.startsWith('.') || c.endsWith('.lock')),
+    'no component may begin with "." or end with ".lock"',
+  ],
 ];
 
 /** Null when `ref` is a valid branch, tag, `HEAD` or commit id; else why not (git check-ref-format). */

@@ -6,10 +6,13 @@
 import { FORBIDDEN_KEYS, LIMITS } from './input-limits.js';
 import { formatPath } from './zod-issues.js';
 
-type Frame = { kind: 'object'; keys: Set<string>; key: string | null; expectKey: boolean } | { kind: 'array'; index: number };
+type Frame =
+  { kind: 'object'; keys: Set<string>; key: string | null; expectKey: boolean } | { kind: 'array'; index: number };
 
 function pathOf(stack: readonly Frame[]): (string | number)[] {
-  return stack.map((f) => (f.kind === 'array' ? f.index : (f.key ?? ''))).filter((p, i, all) => i < all.length - 1 || p !== '');
+  return stack
+    .map((f) => (f.kind === 'array' ? f.index : (f.key ?? '')))
+    .filter((p, i, all) => i < all.length - 1 || p !== '');
 }
 
 /** End index (the closing quote) of the string starting at `start`. */
@@ -27,8 +30,11 @@ export function jsonKeyProblem(text: string): string | null {
     const c = text[i];
     const top = stack[stack.length - 1];
     if (c === '{' || c === '[') {
-      if (stack.length >= LIMITS.documentDepth) return `${formatPath(pathOf(stack))}: nested deeper than ${LIMITS.documentDepth} levels`;
-      stack.push(c === '{' ? { kind: 'object', keys: new Set(), key: null, expectKey: true } : { kind: 'array', index: 0 });
+      if (stack.length >= LIMITS.documentDepth)
+        return `${formatPath(pathOf(stack))}: nested deeper than ${LIMITS.documentDepth} levels`;
+      stack.push(
+        c === '{' ? { kind: 'object', keys: new Set(), key: null, expectKey: true } : { kind: 'array', index: 0 },
+      );
     } else if (c === '}' || c === ']') {
       stack.pop();
     } else if (c === ',' && top) {

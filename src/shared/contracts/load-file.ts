@@ -45,7 +45,8 @@ export function readBoundedFile(path: string, max: number = LIMITS.missionBytes)
 function yamlTreeProblem(root: Node | null): string | null {
   let keys = 0;
   const walk = (node: unknown, path: (string | number)[]): string | null => {
-    if (path.length > LIMITS.documentDepth) return `${formatPath(path)}: nested deeper than ${LIMITS.documentDepth} levels`;
+    if (path.length > LIMITS.documentDepth)
+      return `${formatPath(path)}: nested deeper than ${LIMITS.documentDepth} levels`;
     if (isSeq(node)) {
       for (let i = 0; i < node.items.length; i++) {
         const problem = walk(node.items[i], [...path, i]);
@@ -59,7 +60,8 @@ function yamlTreeProblem(root: Node | null): string | null {
         const at = [...path, key];
         if (FORBIDDEN_KEYS.has(key)) return `${formatPath(at)}: key "${key}" is not allowed`;
         if (seen.has(key)) return `${formatPath(at)}: duplicate key "${key}"`;
-        if (++keys > LIMITS.documentKeys) return `${formatPath(at)}: more than ${LIMITS.documentKeys} keys in the document`;
+        if (++keys > LIMITS.documentKeys)
+          return `${formatPath(at)}: more than ${LIMITS.documentKeys} keys in the document`;
         seen.add(key);
         const problem = walk(pair.value, at);
         if (problem) return problem;
@@ -82,7 +84,11 @@ function keySeparators(text: string): number {
 
 function parseYamlText(text: string, source: string): unknown {
   // Refuse a key flood before the parser spends seconds on it (the tree walk below counts exactly).
-  if (keySeparators(text) > LIMITS.yamlKeySeparators) throw refuse(source, `more than ${LIMITS.yamlKeySeparators} "key: value" separators (mapping keys are limited to ${LIMITS.documentKeys})`);
+  if (keySeparators(text) > LIMITS.yamlKeySeparators)
+    throw refuse(
+      source,
+      `more than ${LIMITS.yamlKeySeparators} "key: value" separators (mapping keys are limited to ${LIMITS.documentKeys})`,
+    );
   // uniqueKeys off: the library's check is quadratic; yamlTreeProblem does it in one pass.
   const doc = parseDocument(text, { strict: true, uniqueKeys: false, prettyErrors: false });
   const first = doc.errors[0];
@@ -98,7 +104,8 @@ function parseYamlText(text: string, source: string): unknown {
 
 /** Parse mission text (a file's or an HTTP body's) with every document limit applied. */
 export function parseDocumentText(text: string, format: DocumentFormat, source: string): unknown {
-  if (Buffer.byteLength(text, 'utf8') > LIMITS.missionBytes) throw refuse(source, `larger than ${LIMITS.missionBytes} bytes`);
+  if (Buffer.byteLength(text, 'utf8') > LIMITS.missionBytes)
+    throw refuse(source, `larger than ${LIMITS.missionBytes} bytes`);
   if (format === 'yaml') return parseYamlText(text, source);
   let value: unknown;
   try {

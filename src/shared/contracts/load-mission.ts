@@ -22,7 +22,10 @@ export interface RepositoryPolicy {
 export const CLI_POLICY: RepositoryPolicy = { allowLocal: true, allowHttp: false };
 
 /** The policy from configuration: local paths default to allowed on the CLI, refused over HTTP. */
-export function repositoryPolicy(config: { allowLocalRepos: boolean | undefined; allowHttpRepos: boolean }, producer: 'cli' | 'http'): RepositoryPolicy {
+export function repositoryPolicy(
+  config: { allowLocalRepos: boolean | undefined; allowHttpRepos: boolean },
+  producer: 'cli' | 'http',
+): RepositoryPolicy {
   return { allowLocal: config.allowLocalRepos ?? producer === 'cli', allowHttp: config.allowHttpRepos };
 }
 
@@ -41,14 +44,23 @@ function enforcePolicy(url: string, policy: RepositoryPolicy, source: string): U
 }
 
 /** Parse a mission; a relative local repository path resolves against `baseDir`. */
-export function parseMission(value: unknown, baseDir: string, source = 'mission', policy: RepositoryPolicy = CLI_POLICY): Mission {
+export function parseMission(
+  value: unknown,
+  baseDir: string,
+  source = 'mission',
+  policy: RepositoryPolicy = CLI_POLICY,
+): Mission {
   const mission = parseOrThrow(MissionSchema, value, source);
   const url = mission.repository.url;
   const kind = enforcePolicy(url, policy, source);
   if (kind === 'local') mission.repository.url = isAbsolute(url) ? url : resolve(baseDir, url);
   // A file:// URL stays a URL (cloned into a mirror like any remote), but it must name something.
   if (kind === 'file' && !existsSync(decodeURIComponent(url.slice('file://'.length)))) {
-    throw invalidInput(`${source}: 1 problem`, [`repository.url: ${url} does not exist`], 'give an existing repository path or URL');
+    throw invalidInput(
+      `${source}: 1 problem`,
+      [`repository.url: ${url} does not exist`],
+      'give an existing repository path or URL',
+    );
   }
   return mission;
 }
@@ -61,4 +73,3 @@ export function parseMissionBody(text: string, baseDir: string, policy: Reposito
 export function loadMissionFile(path: string, policy: RepositoryPolicy = CLI_POLICY): Mission {
   return parseMission(readDocument(path), dirname(resolve(path)), path, policy);
 }
-

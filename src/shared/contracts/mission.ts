@@ -27,7 +27,10 @@ export const RelativeGlobSchema = z
   .string()
   .min(1, 'must not be empty')
   .max(LIMITS.globChars, `must be at most ${LIMITS.globChars} characters`)
-  .refine((g) => !g.startsWith('/') && !/^[A-Za-z]:[\\/]/.test(g), 'must be relative to the repository root, not absolute')
+  .refine(
+    (g) => !g.startsWith('/') && !/^[A-Za-z]:[\\/]/.test(g),
+    'must be relative to the repository root, not absolute',
+  )
   .refine((g) => !g.split(/[\\/]/).includes('..'), 'must not contain a ".." segment');
 
 const GlobListSchema = z.array(RelativeGlobSchema).max(LIMITS.globsPerList, `at most ${LIMITS.globsPerList} globs`);
@@ -45,10 +48,13 @@ export const RepositoryUrlSchema = z
   });
 
 /** A branch, tag, `HEAD` or commit id, by the rules of `git check-ref-format`. */
-export const RefSchema = z.string().min(1).superRefine((ref, ctx) => {
-  const problem = refProblem(ref);
-  if (problem) ctx.addIssue({ code: 'custom', message: `not a valid ref: ${problem}` });
-});
+export const RefSchema = z
+  .string()
+  .min(1)
+  .superRefine((ref, ctx) => {
+    const problem = refProblem(ref);
+    if (problem) ctx.addIssue({ code: 'custom', message: `not a valid ref: ${problem}` });
+  });
 
 export const CheckSchema = z.strictObject({
   name: IdSchema,
@@ -95,12 +101,24 @@ export const MissionSchema = z
       .strictObject({
         backend: z.literal('git-worktree').default('git-worktree'),
         env: z
-          .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name (at most 128 characters)'), text(LIMITS.envValueChars))
+          .record(
+            z
+              .string()
+              .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name (at most 128 characters)'),
+            text(LIMITS.envValueChars),
+          )
           .refine((env) => Object.keys(env).length <= LIMITS.envEntries, `at most ${LIMITS.envEntries} variables`)
           .default({}),
         /** Names of the worker's environment variables passed to the runtime (`OPENAI_API_KEY`); `PREFIX_*` allowed. Values of secret-looking names are scrubbed everywhere. */
         env_passthrough: z
-          .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}\*?$/, 'must be an environment variable name, or a prefix ending in *'))
+          .array(
+            z
+              .string()
+              .regex(
+                /^[A-Za-z_][A-Za-z0-9_]{0,127}\*?$/,
+                'must be an environment variable name, or a prefix ending in *',
+              ),
+          )
           .max(LIMITS.envEntries)
           .optional(),
         port_range: z
@@ -120,7 +138,12 @@ export const MissionSchema = z
       })
       .default({ allowed_change_globs: ['**'], forbidden_globs: [] }),
     verification: z.array(CheckSchema).max(LIMITS.checks, `at most ${LIMITS.checks} checks`).default([]),
-    timeout_seconds: z.number().int().positive().max(7 * 86_400).default(1800),
+    timeout_seconds: z
+      .number()
+      .int()
+      .positive()
+      .max(7 * 86_400)
+      .default(1800),
     /** `branch` or `{branch, push, remote}`: promote automatically on `verified` (docs/promotion.md). */
     promotion: MissionPromotionSchema.default('none'),
     labels: z
@@ -131,7 +154,12 @@ export const MissionSchema = z
   .superRefine((m, ctx) => {
     const names = new Set<string>();
     m.verification.forEach((c, i) => {
-      if (names.has(c.name)) ctx.addIssue({ code: 'custom', path: ['verification', i, 'name'], message: `duplicate check name "${c.name}"` });
+      if (names.has(c.name))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['verification', i, 'name'],
+          message: `duplicate check name "${c.name}"`,
+        });
       names.add(c.name);
     });
     const runtimes = Array.isArray(m.runtime) ? m.runtime : [m.runtime];

@@ -14,19 +14,27 @@ export function branchNameProblem(name: string): string | null {
   if (name.length > 200) return 'must be at most 200 characters';
   if (name.startsWith('-')) return 'must not start with "-"';
   // eslint-disable-next-line no-control-regex -- git refuses control characters in ref names
-  if (/[\x00-\x20\x7f~^:?*[\\]/.test(name)) return 'must not contain spaces, control characters or any of ~ ^ : ? * [ \\';
+  if (/[\x00-\x20\x7f~^:?*[\\]/.test(name))
+    return 'must not contain spaces, control characters or any of ~ ^ : ? * [ \\';
   if (name.includes('..') || name.includes('@{') || name === '@') return 'must not contain ".." or "@{"';
-  if (name.startsWith('/') || name.endsWith('/') || name.includes('//')) return 'must not start or end with "/" or contain "//"';
+  if (name.startsWith('/') || name.endsWith('/') || name.includes('//'))
+    return 'must not start or end with "/" or contain "//"';
   if (name.endsWith('.')) return 'must not end with "."';
-  if (name.split('/').some((part) => part.startsWith('.') || part.endsWith('.lock'))) return 'no component may start with "." or end with ".lock"';
+  if (name.split('/').some((part) => part.startsWith('.') || part.endsWith('.lock')))
+    return 'no component may start with "." or end with ".lock"';
   return null;
 }
 
 /** A branch name or pattern (`uh/{operation_id}`): valid once its placeholders are filled. */
 export const BranchPatternSchema = z.string().superRefine((pattern, ctx) => {
-  const unknown = [...pattern.matchAll(/\{([^}]*)\}/g)].map((m) => m[1]).filter((p) => !(BRANCH_PLACEHOLDERS as readonly string[]).includes(p ?? ''));
+  const unknown = [...pattern.matchAll(/\{([^}]*)\}/g)]
+    .map((m) => m[1])
+    .filter((p) => !(BRANCH_PLACEHOLDERS as readonly string[]).includes(p ?? ''));
   if (unknown.length > 0) {
-    ctx.addIssue({ code: 'custom', message: `unknown placeholder {${unknown[0]}} (known: ${BRANCH_PLACEHOLDERS.map((p) => `{${p}}`).join(', ')})` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `unknown placeholder {${unknown[0]}} (known: ${BRANCH_PLACEHOLDERS.map((p) => `{${p}}`).join(', ')})`,
+    });
     return;
   }
   const problem = branchNameProblem(pattern.replace(/\{[^}]*\}/g, 'x'));
@@ -48,14 +56,19 @@ export const MissionPromotionSchema = z.union([
      */
     remote: z
       .string()
-      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'must be a remote name of the repository (letters, digits, . _ -), not a URL or path')
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/,
+        'must be a remote name of the repository (letters, digits, . _ -), not a URL or path',
+      )
       .optional(),
   }),
 ]);
 export type MissionPromotion = z.infer<typeof MissionPromotionSchema>;
 
 /** The promotion a mission asks for automatically on `verified`, or null for `none`. */
-export function automaticPromotion(setting: MissionPromotion): { branch: string; push: boolean; remote: string | undefined } | null {
+export function automaticPromotion(
+  setting: MissionPromotion,
+): { branch: string; push: boolean; remote: string | undefined } | null {
   if (setting === 'none') return null;
   if (setting === 'branch') return { branch: DEFAULT_BRANCH_PATTERN, push: false, remote: undefined };
   return { branch: setting.branch, push: setting.push, remote: setting.remote };
@@ -83,7 +96,11 @@ export const PromotionRecordSchema = z.lazy(() =>
     /** Where the commit was made: the user's repository (`local`) or the mirror of a remote one. Userinfo scrubbed. */
     repository: z.strictObject({ url: z.string(), kind: z.enum(['local', 'mirror']) }),
     pushed: z.strictObject({ remote: z.string(), ref: z.string(), at: z.string() }).nullable(),
-    promoted_by: z.strictObject({ user: z.string(), host: z.string(), via: z.enum(['cli', 'inline', 'results-worker', 'api']) }),
+    promoted_by: z.strictObject({
+      user: z.string(),
+      host: z.string(),
+      via: z.enum(['cli', 'inline', 'results-worker', 'api']),
+    }),
     promoted_at: z.string(),
     author: PersonSchema,
     committer: PersonSchema,
@@ -91,5 +108,6 @@ export const PromotionRecordSchema = z.lazy(() =>
     mergeable: z
       .strictObject({ into: z.string(), head: z.string(), clean: z.boolean(), conflicts: z.array(z.string()) })
       .nullable(),
-  }));
+  }),
+);
 export type PromotionRecord = z.infer<typeof PromotionRecordSchema>;

@@ -22,7 +22,8 @@ export const CheckResultSchema = z.lazy(() =>
     output_head: z.string().default(''),
     /** The last few KiB of the output (empty when the head already holds all of it), secrets scrubbed. */
     output_tail: z.string().default(''),
-  }));
+  }),
+);
 export type CheckResult = z.infer<typeof CheckResultSchema>;
 
 export const ChangedFileSchema = z.lazy(() =>
@@ -31,7 +32,8 @@ export const ChangedFileSchema = z.lazy(() =>
     status: z.enum(['added', 'modified', 'deleted', 'renamed', 'type_changed', 'copied']),
     /** For renames and copies: the path before. */
     from: z.string().optional(),
-  }));
+  }),
+);
 export type ChangedFile = z.infer<typeof ChangedFileSchema>;
 
 export const ScopeViolationSchema = z.lazy(() =>
@@ -39,7 +41,8 @@ export const ScopeViolationSchema = z.lazy(() =>
     path: z.string(),
     reason: z.enum(['outside_allowed', 'forbidden', 'nested_repository', 'symlink_outside_worktree']),
     glob: z.string().optional(),
-  }));
+  }),
+);
 
 export const PhaseTimingsSchema = z.lazy(() => z.record(z.string(), z.number().int().nonnegative()));
 
@@ -60,7 +63,8 @@ export const ReceiptSignatureSchema = z.lazy(() =>
       key_id: z.string().regex(/^[0-9a-f]{16}$/),
       value: z.string().regex(/^[0-9a-f]{64}$/),
     }),
-  ]));
+  ]),
+);
 export type ReceiptSignature = z.infer<typeof ReceiptSignatureSchema>;
 
 export const ReceiptSchema = z.lazy(() =>
@@ -107,5 +111,6 @@ export const ReceiptSchema = z.lazy(() =>
     promotion: MissionPromotionSchema.optional(),
     /** HMAC-SHA256 over the canonical JSON of every other field (src/operation/receipt-signature.ts). */
     signature: ReceiptSignatureSchema.optional(),
-  }));
+  }),
+);
 export type Receipt = z.infer<typeof ReceiptSchema>;

@@ -9,7 +9,8 @@ export const UsageSchema = z.lazy(() =>
     reasoning_tokens: z.number().int().nonnegative().optional(),
     total_tokens: z.number().int().nonnegative().optional(),
     cost_usd: z.number().nonnegative().optional(),
-  }));
+  }),
+);
 export type Usage = z.infer<typeof UsageSchema>;
 
 /** The portable status plus the runtime-native reason it came from (`{unified, raw}`). */
@@ -27,7 +28,8 @@ export const OutcomeSchema = z.lazy(() =>
     signal: z.string().nullable().optional(),
     /** For rate limits: when a retry may go, in ms from the end of the run. */
     retry_after_ms: z.number().int().nonnegative().optional(),
-  }));
+  }),
+);
 export type Outcome = z.infer<typeof OutcomeSchema>;
 
 /** Which runtime ran, and the ids it gave the session (all null when it never started). */
@@ -38,7 +40,8 @@ export const RuntimeIdentitySchema = z.lazy(() =>
     session_id: z.string().nullable(),
     thread_id: z.string().nullable(),
     turn_id: z.string().nullable(),
-  }));
+  }),
+);
 
 /** `uh.runtime-result.v0`: what one runtime execution produced, folded from its events. */
 export const RuntimeResultSchema = z.lazy(() =>
@@ -57,5 +60,6 @@ export const RuntimeResultSchema = z.lazy(() =>
     messages: z.number().int().nonnegative(),
     duration_ms: z.number().int().nonnegative(),
     logs: z.array(z.string()),
-  }));
+  }),
+);
 export type RuntimeResult = z.infer<typeof RuntimeResultSchema>;

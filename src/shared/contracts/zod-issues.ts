@@ -28,12 +28,7 @@ export function formatIssues(error: z.ZodError, prefix = ''): string[] {
 }
 
 /** Parse with a schema or throw one invalid-input error listing every problem. */
-export function parseOrThrow<T extends z.ZodType>(
-  schema: T,
-  value: unknown,
-  what: string,
-  prefix = '',
-): z.infer<T> {
+export function parseOrThrow<T extends z.ZodType>(schema: T, value: unknown, what: string, prefix = ''): z.infer<T> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const details = formatIssues(result.error, prefix);

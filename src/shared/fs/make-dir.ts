@@ -20,9 +20,13 @@ export function makeDir(path: string, mode?: number): void {
   if (parent === path) throw new UhError('invalid_input', `cannot create directory ${path}: the root does not exist`);
   makeDir(parent, mode);
   if (!tryMake(path, mode)) {
-    throw new UhError('invalid_input', `cannot create directory ${path}: ${parent} exists but cannot hold it (a dangling symlink on the way, or a special filesystem such as /proc)`, {
-      hint: HINT,
-    });
+    throw new UhError(
+      'invalid_input',
+      `cannot create directory ${path}: ${parent} exists but cannot hold it (a dangling symlink on the way, or a special filesystem such as /proc)`,
+      {
+        hint: HINT,
+      },
+    );
   }
 }
 
@@ -36,7 +40,11 @@ function tryMake(path: string, mode: number | undefined): boolean {
     if (code(error) !== 'EEXIST') throw error;
     if (statSync(path, { throwIfNoEntry: false })?.isDirectory()) return true;
     if (lstatSync(path).isSymbolicLink()) {
-      throw new UhError('invalid_input', `cannot create directory ${path}: it is a symlink to ${readlinkSync(path)}, which does not exist (a disk that is not mounted?)`, { hint: HINT });
+      throw new UhError(
+        'invalid_input',
+        `cannot create directory ${path}: it is a symlink to ${readlinkSync(path)}, which does not exist (a disk that is not mounted?)`,
+        { hint: HINT },
+      );
     }
     throw error;
   }

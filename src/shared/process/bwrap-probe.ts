@@ -52,7 +52,8 @@ function cachedOk(cacheFile: string, identity: string, now: number): boolean | n
     const raw = readFileSync(cacheFile, 'utf8');
     if (raw.length > 4096) return null;
     const entry = JSON.parse(raw) as { identity?: unknown; at?: unknown; tmpfsSize?: unknown };
-    const fresh = entry.identity === identity && typeof entry.at === 'number' && entry.at <= now && now - entry.at < PROBE_TTL_MS;
+    const fresh =
+      entry.identity === identity && typeof entry.at === 'number' && entry.at <= now && now - entry.at < PROBE_TTL_MS;
     return fresh && typeof entry.tmpfsSize === 'boolean' ? entry.tmpfsSize : null;
   } catch {
     return null;
@@ -101,25 +102,48 @@ export function probeBwrap(path: string | undefined, options: ProbeOptions = {})
     probes.set(key, ok);
     return ok;
   }
-  const probe: BwrapProbe = bwrap ? runProbe(bwrap, path) : { ok: false, reason: 'bwrap (Debian package bubblewrap) is not installed' };
+  const probe: BwrapProbe = bwrap
+    ? runProbe(bwrap, path)
+    : { ok: false, reason: 'bwrap (Debian package bubblewrap) is not installed' };
   probes.set(key, probe);
   if (probe.ok && identity && options.cacheFile) storeOk(options.cacheFile, identity, now, probe.tmpfsSize);
   return probe;
 }
 
-const PROBE_ARGS = ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-pid', '--unshare-ipc', '--unshare-net', '--die-with-parent', '--new-session'];
+const PROBE_ARGS = [
+  '--ro-bind',
+  '/',
+  '/',
+  '--dev',
+  '/dev',
+  '--proc',
+  '/proc',
+  '--unshare-pid',
+  '--unshare-ipc',
+  '--unshare-net',
+  '--die-with-parent',
+  '--new-session',
+];
 
 /**
  * `bwrap … true` with a sized tmpfs; when bwrap refuses `--size` (bubblewrap before 0.7: "Unknown
  * option --size"), once more without it.
  */
 function runProbe(bwrap: string, path: string | undefined): BwrapProbe {
-  const attempt = (extra: string[]) => spawnSync(bwrap, [...PROBE_ARGS, ...extra, '--', 'true'], { timeout: 10_000, encoding: 'utf8', env: { PATH: path ?? '/usr/bin:/bin' } });
+  const attempt = (extra: string[]) =>
+    spawnSync(bwrap, [...PROBE_ARGS, ...extra, '--', 'true'], {
+      timeout: 10_000,
+      encoding: 'utf8',
+      env: { PATH: path ?? '/usr/bin:/bin' },
+    });
   let r = attempt(['--size', '1048576', '--tmpfs', '/tmp']);
   if (r.status === 0) return { ok: true, path: bwrap, tmpfsSize: true };
   if ((r.stderr ?? '').includes('--size')) {
     r = attempt(['--tmpfs', '/tmp']);
     if (r.status === 0) return { ok: true, path: bwrap, tmpfsSize: false };
   }
-  return { ok: false, reason: `bwrap cannot create namespaces here: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim().split('\n')[0]}` };
+  return {
+    ok: false,
+    reason: `bwrap cannot create namespaces here: ${(r.stderr || r.error?.message || `exit ${r.status}`).trim().split('\n')[0]}`,
+  };
 }

@@ -67,7 +67,14 @@ export async function captureOutput(spawn: SpawnGroup, options: CaptureOptions):
       stderr: err.text(),
     };
   } catch (error) {
-    return { exitCode: null, signal: null, timedOut: false, spawnError: { code: 'ESPAWN', message: (error as Error).message }, stdout: '', stderr: '' };
+    return {
+      exitCode: null,
+      signal: null,
+      timedOut: false,
+      spawnError: { code: 'ESPAWN', message: (error as Error).message },
+      stdout: '',
+      stderr: '',
+    };
   }
 }
 

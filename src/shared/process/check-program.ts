@@ -38,6 +38,7 @@ export function programNotFound(program: string, hint: string): AdapterCheckV1 {
 /** A check that only asks whether the program exists and is executable. */
 export async function checkProgram(program: string, ctx: CheckContextV1): Promise<AdapterCheckV1> {
   const found = whichProgram(program, ctx.env);
-  if (found === null) return programNotFound(program, `install ${program} or set runtime_config.argv[0] to its full path`);
+  if (found === null)
+    return programNotFound(program, `install ${program} or set runtime_config.argv[0] to its full path`);
   return { ok: true, summary: `${program} at ${found}`, errors: [] };
 }

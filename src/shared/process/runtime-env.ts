@@ -14,7 +14,19 @@ import { SECRET_KEY } from '../redact.js';
 type Env = Readonly<Record<string, string | undefined>>;
 
 /** Names passed to every runtime and check. `LC_*` is a prefix. */
-export const BASE_ENV_NAMES = ['PATH', 'HOME', 'LANG', 'LANGUAGE', 'LC_*', 'TERM', 'TZ', 'USER', 'LOGNAME', 'SHELL', 'TMPDIR'] as const;
+export const BASE_ENV_NAMES = [
+  'PATH',
+  'HOME',
+  'LANG',
+  'LANGUAGE',
+  'LC_*',
+  'TERM',
+  'TZ',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'TMPDIR',
+] as const;
 
 function pick(from: Env, patterns: readonly string[], allowed: (name: string) => boolean = () => true) {
   const out: Record<string, string> = {};
@@ -51,7 +63,9 @@ export function buildRuntimeEnv(input: RuntimeEnvInput): RuntimeEnv {
   const base = pick(input.worker, BASE_ENV_NAMES);
   const adapter = pick(input.worker, input.adapterNames, notUhs);
   const declared = pick(input.worker, input.passthrough, (name) => passthroughAllowed(name, input.passthroughAllow));
-  const mission = Object.fromEntries(Object.entries(input.missionEnv).filter((e): e is [string, string] => e[1] !== undefined));
+  const mission = Object.fromEntries(
+    Object.entries(input.missionEnv).filter((e): e is [string, string] => e[1] !== undefined),
+  );
   const runtime = { ...base, ...adapter, ...declared, ...mission };
   const checks = { ...base, ...declared, ...mission };
   const secrets = Object.entries(runtime)

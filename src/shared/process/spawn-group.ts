@@ -21,7 +21,13 @@ export type OutputSpec =
  * Copy `stream` into `file` up to `maxBytes`, then one marker line; the rest is still read (the
  * child never blocks) and tapped, but not written. Backpressure from the file pauses the stream.
  */
-function cappedCopy(stream: Readable, file: Writable, maxBytes: number, tap?: (chunk: Buffer) => void, secrets: readonly string[] = []): void {
+function cappedCopy(
+  stream: Readable,
+  file: Writable,
+  maxBytes: number,
+  tap?: (chunk: Buffer) => void,
+  secrets: readonly string[] = [],
+): void {
   let written = 0;
   let marked = false;
   const scrub = byteRedactor(secrets);
@@ -249,7 +255,14 @@ function settle(run: GroupRun, onAbort: () => void): Promise<SpawnGroupResult> {
       killGroup(child.pid, 'SIGKILL');
       const { timedOut, aborted } = run;
       void Promise.all(run.flushers).then(() =>
-        resolve({ exitCode, signal, timedOut, aborted, durationMs: Date.now() - run.started, ...(spawnError ? { spawnError } : {}) }),
+        resolve({
+          exitCode,
+          signal,
+          timedOut,
+          aborted,
+          durationMs: Date.now() - run.started,
+          ...(spawnError ? { spawnError } : {}),
+        }),
       );
     };
     child.on('error', (error: NodeJS.ErrnoException) => {
@@ -285,7 +298,17 @@ function settle(run: GroupRun, onAbort: () => void): Promise<SpawnGroupResult> {
 export const spawnGroup: SpawnGroup = (options) => {
   const started = Date.now();
   const child = launch(options);
-  const run: GroupRun = { options, started, child, flushers: [], timedOut: false, aborted: false, exited: false, killTimer: undefined, timeoutTimer: undefined };
+  const run: GroupRun = {
+    options,
+    started,
+    child,
+    flushers: [],
+    timedOut: false,
+    aborted: false,
+    exited: false,
+    killTimer: undefined,
+    timeoutTimer: undefined,
+  };
   wireTap(run, child.stdout, options.stdout);
   wireTap(run, child.stderr, options.stderr);
   feedStdin(run);

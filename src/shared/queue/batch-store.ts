@@ -36,7 +36,11 @@ export class BatchStore {
     const key = this.keys.batch(record.batch_id);
     const created = await this.redis.hsetnx(key, 'record', JSON.stringify(record));
     if (created === 1) {
-      await this.redis.multi().hsetnx(key, 'state', 'running').zadd(this.keys.batches, Date.now(), record.batch_id).exec();
+      await this.redis
+        .multi()
+        .hsetnx(key, 'state', 'running')
+        .zadd(this.keys.batches, Date.now(), record.batch_id)
+        .exec();
       return { kind: 'created', batch: { record, state: 'running', settled_at: null } };
     }
     const existing = await this.require(record.batch_id);
@@ -47,12 +51,21 @@ export class BatchStore {
   async get(batchId: string): Promise<StoredBatch | null> {
     const h = await this.redis.hgetall(this.keys.batch(batchId));
     if (!h.record) return null;
-    return { record: BatchRecordSchema.parse(JSON.parse(h.record)), state: (h.state as StoredBatch['state']) ?? 'running', settled_at: h.settled_at || null };
+    return {
+      record: BatchRecordSchema.parse(JSON.parse(h.record)),
+      state: (h.state as StoredBatch['state']) ?? 'running',
+      settled_at: h.settled_at || null,
+    };
   }
 
   async require(batchId: string): Promise<StoredBatch> {
     const batch = await this.get(batchId);
-    if (!batch) throw new UhError('not_found', `no batch ${batchId} in Redis (prefix ${this.keys.bullPrefix.replace(/:bull$/, '')})`, { hint: 'submit it with: uh batch submit <mission> --runtimes a,b' });
+    if (!batch)
+      throw new UhError(
+        'not_found',
+        `no batch ${batchId} in Redis (prefix ${this.keys.bullPrefix.replace(/:bull$/, '')})`,
+        { hint: 'submit it with: uh batch submit <mission> --runtimes a,b' },
+      );
     return batch;
   }
 
@@ -61,8 +74,25 @@ export class BatchStore {
   }
 
   /** First settler wins: stores the report and emits one `batch` outbox entry. */
-  async settle(batchId: string, state: 'settled' | 'cancelled', reportJson: string, reportHtml: string, outboxJson: string, now = new Date()): Promise<boolean> {
-    const done = await this.redis.eval(SETTLE_BATCH, 2, this.keys.batch(batchId), this.keys.outbox, state, now.toISOString(), reportJson, reportHtml, outboxJson);
+  async settle(
+    batchId: string,
+    state: 'settled' | 'cancelled',
+    reportJson: string,
+    reportHtml: string,
+    outboxJson: string,
+    now = new Date(),
+  ): Promise<boolean> {
+    const done = await this.redis.eval(
+      SETTLE_BATCH,
+      2,
+      this.keys.batch(batchId),
+      this.keys.outbox,
+      state,
+      now.toISOString(),
+      reportJson,
+      reportHtml,
+      outboxJson,
+    );
     return done === 1;
   }
 }
@@ -71,9 +101,17 @@ export class BatchStore {
 export async function loadBatchChildren(ops: OperationStore, record: BatchRecord): Promise<ChildInput[]> {
   return Promise.all(
     record.operations.map(async (o) => {
-      const [op, artifacts] = await Promise.all([ops.get(o.operation_id), ops.redis.hmget(ops.keys.artifacts(o.operation_id), 'receipt', 'diff')]);
+      const [op, artifacts] = await Promise.all([
+        ops.get(o.operation_id),
+        ops.redis.hmget(ops.keys.artifacts(o.operation_id), 'receipt', 'diff'),
+      ]);
       const parsed = artifacts[0] ? ReceiptSchema.safeParse(JSON.parse(artifacts[0])) : null;
-      return { ...o, state: op?.state ?? 'missing', receipt: parsed?.success ? parsed.data : null, diff: artifacts[1] ?? null };
+      return {
+        ...o,
+        state: op?.state ?? 'missing',
+        receipt: parsed?.success ? parsed.data : null,
+        diff: artifacts[1] ?? null,
+      };
     }),
   );
 }

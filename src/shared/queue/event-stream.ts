@@ -31,7 +31,11 @@ function parseEntry(fields: string[]): UhEvent | null {
  * Tail the stream on a dedicated connection (XREAD BLOCK holds it). Resolves with the settled
  * record after every event before the settlement was delivered, or null on timeout/abort.
  */
-export async function tailOperation(store: OperationStore, operationId: string, options: TailOptions): Promise<QueueRecord | null> {
+export async function tailOperation(
+  store: OperationStore,
+  operationId: string,
+  options: TailOptions,
+): Promise<QueueRecord | null> {
   const key = store.keys.events(operationId);
   const reader: Redis = store.redis.duplicate();
   reader.on('error', () => undefined);
@@ -45,7 +49,9 @@ export async function tailOperation(store: OperationStore, operationId: string, 
     const drain = async (block: number | null): Promise<void> => {
       const args: (string | number)[] = ['COUNT', 500];
       if (block !== null) args.push('BLOCK', block);
-      const reply = (await (reader.xread as (...a: (string | number)[]) => Promise<XReadReply>)(...args, 'STREAMS', key, last)) ?? [];
+      const reply =
+        (await (reader.xread as (...a: (string | number)[]) => Promise<XReadReply>)(...args, 'STREAMS', key, last)) ??
+        [];
       for (const [, entries] of reply) {
         for (const [id, fields] of entries) {
           last = id;
@@ -59,7 +65,7 @@ export async function tailOperation(store: OperationStore, operationId: string, 
       const record = await store.get(operationId);
       if (record && SETTLED.has(record.state)) {
         // Everything appended before the settlement, then stop.
-        for (let before = ''; before !== last; ) {
+        for (let before = ''; before !== last;) {
           before = last;
           await drain(null);
         }

@@ -6,13 +6,28 @@
  */
 import type { Redis } from 'ioredis';
 import { eventJson, QueueRecordSchema, type Completion, type OperationJob, type QueueRecord } from './queue-record.js';
-import { CLAIM, CREATE_OR_ATTACH, MARK_RUNTIME_STARTED, NEXT_ATTEMPT, ORPHANED, REQUEST_CANCEL, SETTLE, UPDATE_IF_OWNER } from './operation-scripts.js';
+import {
+  CLAIM,
+  CREATE_OR_ATTACH,
+  MARK_RUNTIME_STARTED,
+  NEXT_ATTEMPT,
+  ORPHANED,
+  REQUEST_CANCEL,
+  SETTLE,
+  UPDATE_IF_OWNER,
+} from './operation-scripts.js';
 import { jobIdFor, keysFor, type QueueKeys } from './topology.js';
 
 export * from './queue-record.js';
 
-export type CreateResult = { kind: 'created' } | { kind: 'attached'; state: string } | { kind: 'conflict'; digest: string };
-export type ClaimResult = { kind: 'run'; cancelReason: string | null } | { kind: 'settled'; state: string } | { kind: 'unknown' } | { kind: 'stale' } | { kind: 'missing' };
+export type CreateResult =
+  { kind: 'created' } | { kind: 'attached'; state: string } | { kind: 'conflict'; digest: string };
+export type ClaimResult =
+  | { kind: 'run'; cancelReason: string | null }
+  | { kind: 'settled'; state: string }
+  | { kind: 'unknown' }
+  | { kind: 'stale' }
+  | { kind: 'missing' };
 
 const SCRIPTS = {
   uhCreateOrAttach: [2, CREATE_OR_ATTACH],
@@ -34,7 +49,6 @@ function createResultOf([kind, value]: [string, string]): CreateResult {
 type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
 type Scripted = Redis & { [K in keyof typeof SCRIPTS]: ScriptFn };
 
-
 const pairs = (o: Record<string, string | number | null | undefined>): string[] =>
   Object.entries(o).flatMap(([k, v]) => [k, v === null || v === undefined ? '' : String(v)]);
 
@@ -54,13 +68,23 @@ export class OperationStore {
   }
 
   /** Atomic create-or-attach: same digest attaches (forever), another digest is a conflict. */
-  async createOrAttach(job: OperationJob, fields: { mission_id: string; prompt_digest: string }, now = new Date()): Promise<CreateResult> {
+  async createOrAttach(
+    job: OperationJob,
+    fields: { mission_id: string; prompt_digest: string },
+    now = new Date(),
+  ): Promise<CreateResult> {
     return createResultOf((await this.r.uhCreateOrAttach(...this.createArgs(job, fields, now))) as [string, string]);
   }
 
   /** `createOrAttach` of many operations in one pipeline (one round trip); results in order. */
-  async createOrAttachMany(entries: ReadonlyArray<{ job: OperationJob; mission_id: string; prompt_digest: string }>, now = new Date()): Promise<CreateResult[]> {
-    const pipeline = this.redis.pipeline() as unknown as { uhCreateOrAttach: (...args: (string | number)[]) => void; exec: () => Promise<Array<[Error | null, unknown]> | null> };
+  async createOrAttachMany(
+    entries: ReadonlyArray<{ job: OperationJob; mission_id: string; prompt_digest: string }>,
+    now = new Date(),
+  ): Promise<CreateResult[]> {
+    const pipeline = this.redis.pipeline() as unknown as {
+      uhCreateOrAttach: (...args: (string | number)[]) => void;
+      exec: () => Promise<Array<[Error | null, unknown]> | null>;
+    };
     for (const e of entries) pipeline.uhCreateOrAttach(...this.createArgs(e.job, e, now));
     return ((await pipeline.exec()) ?? []).map(([error, reply]) => {
       if (error) throw error;
@@ -68,7 +92,11 @@ export class OperationStore {
     });
   }
 
-  private createArgs(job: OperationJob, fields: { mission_id: string; prompt_digest: string }, now: Date): (string | number)[] {
+  private createArgs(
+    job: OperationJob,
+    fields: { mission_id: string; prompt_digest: string },
+    now: Date,
+  ): (string | number)[] {
     const record = {
       operation_id: job.operation_id,
       mission_id: fields.mission_id,
@@ -84,7 +112,14 @@ export class OperationStore {
       updated_at: now.toISOString(),
       job: JSON.stringify(job),
     };
-    return [this.keys.op(job.operation_id), this.keys.index, job.contract_digest, now.getTime(), job.operation_id, ...pairs(record)];
+    return [
+      this.keys.op(job.operation_id),
+      this.keys.index,
+      job.contract_digest,
+      now.getTime(),
+      job.operation_id,
+      ...pairs(record),
+    ];
   }
 
   /** Many records in one pipeline; null for a missing one. */
@@ -111,7 +146,13 @@ export class OperationStore {
     return QueueRecordSchema.parse(hash);
   }
 
-  async claim(operationId: string, owner: string, worker: { id: string; host: string; pid: number }, jobId: string, completion: Completion): Promise<ClaimResult> {
+  async claim(
+    operationId: string,
+    owner: string,
+    worker: { id: string; host: string; pid: number },
+    jobId: string,
+    completion: Completion,
+  ): Promise<ClaimResult> {
     const now = new Date();
     const [kind, value] = (await this.r.uhClaim(
       this.keys.op(operationId),
@@ -121,7 +162,12 @@ export class OperationStore {
       JSON.stringify(worker),
       now.toISOString(),
       jobId,
-      eventJson(operationId, 'operation.unknown', { reason: 'the job was re-delivered after its runtime had started', worker: worker.id }, now),
+      eventJson(
+        operationId,
+        'operation.unknown',
+        { reason: 'the job was re-delivered after its runtime had started', worker: worker.id },
+        now,
+      ),
       JSON.stringify({ ...completion, state: 'unknown', at: now.toISOString() }),
     )) as [string, string];
     switch (kind) {
@@ -135,11 +181,20 @@ export class OperationStore {
   }
 
   async markRuntimeStarted(operationId: string, owner: string): Promise<'ok' | 'lost' | 'cancelled'> {
-    return (await this.r.uhMarkRuntimeStarted(this.keys.op(operationId), owner, new Date().toISOString())) as 'ok' | 'lost' | 'cancelled';
+    return (await this.r.uhMarkRuntimeStarted(this.keys.op(operationId), owner, new Date().toISOString())) as
+      'ok' | 'lost' | 'cancelled';
   }
 
-  async updateIfOwner(operationId: string, owner: string, patch: Record<string, string | number | null | undefined>): Promise<boolean> {
-    const n = await this.r.uhUpdateIfOwner(this.keys.op(operationId), owner, ...pairs({ ...patch, updated_at: new Date().toISOString() }));
+  async updateIfOwner(
+    operationId: string,
+    owner: string,
+    patch: Record<string, string | number | null | undefined>,
+  ): Promise<boolean> {
+    const n = await this.r.uhUpdateIfOwner(
+      this.keys.op(operationId),
+      owner,
+      ...pairs({ ...patch, updated_at: new Date().toISOString() }),
+    );
     return n === 1;
   }
 
@@ -172,13 +227,27 @@ export class OperationStore {
     return n === 1;
   }
 
-  async requestCancel(operationId: string, reason: string): Promise<{ kind: 'requested' | 'settled' | 'missing'; state: string; jobId: string }> {
-    const [kind, state, jobId] = (await this.r.uhRequestCancel(this.keys.op(operationId), reason, new Date().toISOString())) as [string, string, string];
+  async requestCancel(
+    operationId: string,
+    reason: string,
+  ): Promise<{ kind: 'requested' | 'settled' | 'missing'; state: string; jobId: string }> {
+    const [kind, state, jobId] = (await this.r.uhRequestCancel(
+      this.keys.op(operationId),
+      reason,
+      new Date().toISOString(),
+    )) as [string, string, string];
     if (kind === 'requested') await this.redis.publish(this.keys.cancelChannel, operationId);
     return { kind: kind as 'requested' | 'settled' | 'missing', state, jobId };
   }
 
-  async nextAttempt(operationId: string, owner: string, attempt: number, jobId: string, previousReceipt: string, retryAt: Date): Promise<boolean> {
+  async nextAttempt(
+    operationId: string,
+    owner: string,
+    attempt: number,
+    jobId: string,
+    previousReceipt: string,
+    retryAt: Date,
+  ): Promise<boolean> {
     const n = await this.r.uhNextAttempt(
       this.keys.op(operationId),
       this.keys.attempts(operationId),
@@ -193,7 +262,12 @@ export class OperationStore {
   }
 
   /** The owner is gone (stalled past BullMQ's limit, or dead per recover): unknown or back to queued. */
-  async orphaned(operationId: string, reason: string, completion: Completion, owner: string | null = null): Promise<'unknown' | 'queued' | ''> {
+  async orphaned(
+    operationId: string,
+    reason: string,
+    completion: Completion,
+    owner: string | null = null,
+  ): Promise<'unknown' | 'queued' | ''> {
     const now = new Date();
     return (await this.r.uhOrphaned(
       this.keys.op(operationId),
@@ -233,4 +307,3 @@ export class OperationStore {
     return this.redis.lrange(this.keys.attempts(operationId), 0, -1);
   }
 }
-

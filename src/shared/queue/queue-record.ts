@@ -70,7 +70,12 @@ export interface Completion {
   at: string;
 }
 
-export function eventJson(operationId: string, type: EventType, data: Record<string, unknown>, now = new Date()): string {
+export function eventJson(
+  operationId: string,
+  type: EventType,
+  data: Record<string, unknown>,
+  now = new Date(),
+): string {
   const event: UhEvent = { seq: 0, at: now.toISOString(), operation_id: operationId, type, data };
   return JSON.stringify(event);
 }
@@ -86,7 +91,10 @@ export function publicRecord(record: QueueRecord): Omit<QueueRecord, 'job'> {
 }
 
 /** The completion entry for a record (the outbox and unknown transitions share it). */
-export function completionOf(record: Pick<QueueRecord, 'operation_id' | 'attempt' | 'runtime'>, patch: Partial<Completion> = {}): Completion {
+export function completionOf(
+  record: Pick<QueueRecord, 'operation_id' | 'attempt' | 'runtime'>,
+  patch: Partial<Completion> = {},
+): Completion {
   return {
     operation_id: record.operation_id,
     state: 'unknown',

@@ -12,7 +12,12 @@ export interface ConnectOptions {
 }
 
 /** How long a command on a Redis Cluster retries through MOVED, CLUSTERDOWN, TRYAGAIN and a closed connection. */
-const FAILOVER_PATIENCE = { maxRedirections: 60, retryDelayOnFailover: 250, retryDelayOnClusterDown: 250, retryDelayOnTryAgain: 250 } as const;
+const FAILOVER_PATIENCE = {
+  maxRedirections: 60,
+  retryDelayOnFailover: 250,
+  retryDelayOnClusterDown: 250,
+  retryDelayOnTryAgain: 250,
+} as const;
 
 /**
  * A client for `url`: a plain ioredis client, or with `cluster` an ioredis `Cluster` seeded from
@@ -22,7 +27,12 @@ const FAILOVER_PATIENCE = { maxRedirections: 60, retryDelayOnFailover: 250, retr
 async function createClient(url: string, options: ConnectOptions): Promise<Redis> {
   const { Redis: RedisClient, Cluster } = await import('ioredis');
   const common = { maxRetriesPerRequest: null, enableReadyCheck: true, connectionName: options.name ?? 'uh' };
-  if (!options.cluster) return new RedisClient(url, { ...common, lazyConnect: true, retryStrategy: (times) => Math.min(times * 200, 2000) });
+  if (!options.cluster)
+    return new RedisClient(url, {
+      ...common,
+      lazyConnect: true,
+      retryStrategy: (times) => Math.min(times * 200, 2000),
+    });
   const u = new URL(url);
   const redisOptions = {
     ...common,

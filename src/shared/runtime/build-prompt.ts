@@ -21,7 +21,8 @@ export function buildMissionPrompt(mission: Mission): string {
   const allowed = mission.scope.allowed_change_globs;
   if (!(allowed.length === 1 && allowed[0] === '**') || mission.scope.forbidden_globs.length > 0) {
     parts.push('', '## Scope', '', `Only change files matching: ${allowed.join(', ')}`);
-    if (mission.scope.forbidden_globs.length > 0) parts.push(`Never change: ${mission.scope.forbidden_globs.join(', ')}`);
+    if (mission.scope.forbidden_globs.length > 0)
+      parts.push(`Never change: ${mission.scope.forbidden_globs.join(', ')}`);
   }
   if (mission.verification.length > 0) {
     parts.push('', '## Verification', '', 'These checks will run after you finish:');

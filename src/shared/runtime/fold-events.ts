@@ -32,7 +32,12 @@ export function foldRuntimeEvents(events: Iterable<RuntimeEventV1>): FoldedRunti
 
 /** The fold before any event: a failed outcome until a terminal event says otherwise. */
 export function initialFold(
-  outcome: FoldedRuntime['outcome'] = { status: 'failed', raw: 'no_terminal_event', message: 'runtime ended without a terminal outcome', timed_out: false },
+  outcome: FoldedRuntime['outcome'] = {
+    status: 'failed',
+    raw: 'no_terminal_event',
+    message: 'runtime ended without a terminal outcome',
+    timed_out: false,
+  },
 ): FoldedRuntime {
   return {
     outcome,
@@ -59,7 +64,8 @@ export function foldOne(state: FoldedRuntime, event: RuntimeEventV1, toolIds: Se
     case 'runtime.message':
       if (event.data.role === 'user') return;
       state.messages += 1;
-      if (state.assistant_text.length < TEXT_CAP) state.assistant_text = (state.assistant_text + event.data.text).slice(0, TEXT_CAP);
+      if (state.assistant_text.length < TEXT_CAP)
+        state.assistant_text = (state.assistant_text + event.data.text).slice(0, TEXT_CAP);
       return;
     case 'runtime.tool_call': {
       const id = event.data.id;

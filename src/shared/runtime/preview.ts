@@ -7,13 +7,15 @@ const PREVIEW = 2000;
 
 /** A bounded, JSON-safe preview of any value (tool arguments, tool results). */
 export function preview(value: unknown): unknown {
-  if (typeof value === 'string') return value.length > PREVIEW ? `${value.slice(0, PREVIEW)}… [${value.length} chars]` : value;
+  if (typeof value === 'string')
+    return value.length > PREVIEW ? `${value.slice(0, PREVIEW)}… [${value.length} chars]` : value;
   if (value === null || typeof value !== 'object') return value;
   const text = JSON.stringify(value) ?? '';
   if (text.length <= PREVIEW) return value;
   if (Array.isArray(value)) return `[${value.length} items, ${text.length} chars]`;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(value)) out[k] = typeof v === 'string' || typeof v === 'object' ? previewShallow(v) : v;
+  for (const [k, v] of Object.entries(value))
+    out[k] = typeof v === 'string' || typeof v === 'object' ? previewShallow(v) : v;
   return out;
 }
 

@@ -34,10 +34,12 @@ export interface ProviderErrorRow {
 export const PROVIDER_ERRORS: readonly ProviderErrorRow[] = [
   {
     kind: 'auth',
-    pattern: /(?<!line )\b(401|403)\b|unauthori[sz]ed|forbidden|invalid[_ -]?api[_ -]?key|incorrect api key|authentication|no api key|api key (is )?(missing|required|not (set|found|valid))|not logged in|log ?in again|\/login\b|codex login|missing environment variable|refresh token|(oauth )?token (has )?(expired|invalid)|credentials? (expired|invalid|missing)/i,
+    pattern:
+      /(?<!line )\b(401|403)\b|unauthori[sz]ed|forbidden|invalid[_ -]?api[_ -]?key|incorrect api key|authentication|no api key|api key (is )?(missing|required|not (set|found|valid))|not logged in|log ?in again|\/login\b|codex login|missing environment variable|refresh token|(oauth )?token (has )?(expired|invalid)|credentials? (expired|invalid|missing)/i,
     retries: false,
     summary: (runtime) => `${runtime} is not authenticated`,
-    hint: (runtime) => `the ${runtime} credentials were refused: log in again or fix the API key in its config or runtime_config.env`,
+    hint: (runtime) =>
+      `the ${runtime} credentials were refused: log in again or fix the API key in its config or runtime_config.env`,
   },
   {
     kind: 'usage_limit',
@@ -48,7 +50,8 @@ export const PROVIDER_ERRORS: readonly ProviderErrorRow[] = [
   },
   {
     kind: 'quota',
-    pattern: /insufficient[_ ]quota|exceeded your (current )?quota|quota(?!increase)|billing|credit balance|out of credits|payment required|\b402\b/i,
+    pattern:
+      /insufficient[_ ]quota|exceeded your (current )?quota|quota(?!increase)|billing|credit balance|out of credits|payment required|\b402\b/i,
     retries: false,
     summary: () => 'the model provider quota is exhausted',
     hint: (runtime) => `the ${runtime} account is out of quota or credit: top it up or switch provider/model`,
@@ -62,7 +65,8 @@ export const PROVIDER_ERRORS: readonly ProviderErrorRow[] = [
   },
   {
     kind: 'model',
-    pattern: /\bmodel\b.{0,80}\b(not found|does not exist|is not supported|not supported|unknown|not available)|unknown model|no models? available|\bmodel_not_found\b/i,
+    pattern:
+      /\bmodel\b.{0,80}\b(not found|does not exist|is not supported|not supported|unknown|not available)|unknown model|no models? available|\bmodel_not_found\b/i,
     retries: false,
     summary: () => 'the model is unknown to the provider',
     hint: (runtime) => `the model is unknown to the ${runtime} provider: fix runtime_config.model (or provider)`,
@@ -97,7 +101,10 @@ export const PROVIDER_HINTS: Readonly<Record<string, Partial<Record<ProviderErro
 };
 
 /** The first blocking provider failure `text` describes, or null; `kinds` narrows the rows asked. */
-export function matchProviderError(text: string | null | undefined, kinds?: readonly ProviderErrorKind[]): ProviderError | null {
+export function matchProviderError(
+  text: string | null | undefined,
+  kinds?: readonly ProviderErrorKind[],
+): ProviderError | null {
   if (!text) return null;
   const row = PROVIDER_ERRORS.find((r) => (!kinds || kinds.includes(r.kind)) && r.pattern.test(text));
   if (!row) return null;
@@ -119,7 +126,10 @@ function rowOf(kind: ProviderErrorKind): ProviderErrorRow {
  * seconds`, `retry-after: 30`, `retry in 250ms`, `in 2 hours`. Seconds when no unit is given.
  */
 export function parseRetryAfterMs(text: string): number | undefined {
-  const m = /(?:try again (?:in|after)|retry[- ]after:?|retry in)\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|sec(?:ond)?s?|m|min(?:ute)?s?|h|hours?)?\b/i.exec(text);
+  const m =
+    /(?:try again (?:in|after)|retry[- ]after:?|retry in)\s*(\d+(?:\.\d+)?)\s*(ms|milliseconds?|s|sec(?:ond)?s?|m|min(?:ute)?s?|h|hours?)?\b/i.exec(
+      text,
+    );
   if (!m) return undefined;
   const n = Number(m[1]);
   const unit = (m[2] ?? 's').toLowerCase();

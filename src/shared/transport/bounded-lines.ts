@@ -5,9 +5,7 @@
  * multi-byte character cut across chunks is never mangled; CR before LF and blank lines are
  * dropped. Pure state, no I/O. Used by the CLI JSONL and the JSON-RPC NDJSON transports.
  */
-export type BoundedLine =
-  | { kind: 'line'; text: string }
-  | { kind: 'overflow'; preview: string; bytes: number };
+export type BoundedLine = { kind: 'line'; text: string } | { kind: 'overflow'; preview: string; bytes: number };
 
 const PREVIEW_BYTES = 512;
 
@@ -23,7 +21,12 @@ export class BoundedLineSplitter {
 
   /** Feed a chunk; returns the lines it completed, in order. */
   push(input: Buffer | Uint8Array | string): BoundedLine[] {
-    const chunk = typeof input === 'string' ? Buffer.from(input, 'utf8') : Buffer.isBuffer(input) ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength);
+    const chunk =
+      typeof input === 'string'
+        ? Buffer.from(input, 'utf8')
+        : Buffer.isBuffer(input)
+          ? input
+          : Buffer.from(input.buffer, input.byteOffset, input.byteLength);
     const out: BoundedLine[] = [];
     let start = 0;
     while (start < chunk.length) {
@@ -98,6 +101,9 @@ export class TailBuffer {
   text(): string {
     const all = Buffer.concat(this.chunks, this.size);
     const cut = all.length > this.maxBytes ? all.subarray(all.length - this.maxBytes) : all;
-    return cut.toString('utf8').replace(/^\uFFFD+/, '').trim();
+    return cut
+      .toString('utf8')
+      .replace(/^\uFFFD+/, '')
+      .trim();
   }
 }

@@ -126,7 +126,15 @@ export async function* runCliJsonl<T>(options: CliJsonlOptions<T>): AsyncGenerat
     const stderrTail = tail.text();
     yield {
       kind: 'exit',
-      exit: { ...result, stderrTail, message: describeExit(result, stderrTail), stdoutLog, stderrLog, lines, malformed },
+      exit: {
+        ...result,
+        stderrTail,
+        message: describeExit(result, stderrTail),
+        stdoutLog,
+        stderrLog,
+        lines,
+        malformed,
+      },
     };
   } finally {
     if (!exited) {
@@ -140,7 +148,12 @@ export async function* runCliJsonl<T>(options: CliJsonlOptions<T>): AsyncGenerat
 
 function parseLine<T>(line: BoundedLine, schema: z.ZodType<T>): CliJsonlItem<T> | null {
   if (line.kind === 'overflow') {
-    return { kind: 'malformed', reason: 'too_long', line: line.preview.slice(0, PREVIEW_CHARS), detail: `line of ${line.bytes} bytes over the cap` };
+    return {
+      kind: 'malformed',
+      reason: 'too_long',
+      line: line.preview.slice(0, PREVIEW_CHARS),
+      detail: `line of ${line.bytes} bytes over the cap`,
+    };
   }
   const text = line.text.trim();
   if (text === '') return null;
@@ -148,7 +161,12 @@ function parseLine<T>(line: BoundedLine, schema: z.ZodType<T>): CliJsonlItem<T> 
   try {
     json = JSON.parse(text);
   } catch (error) {
-    return { kind: 'malformed', reason: 'not_json', line: text.slice(0, PREVIEW_CHARS), detail: (error as Error).message };
+    return {
+      kind: 'malformed',
+      reason: 'not_json',
+      line: text.slice(0, PREVIEW_CHARS),
+      detail: (error as Error).message,
+    };
   }
   const parsed = schema.safeParse(json);
   if (!parsed.success) {

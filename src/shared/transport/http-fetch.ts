@@ -18,5 +18,8 @@ let agent: Agent | undefined;
 export const runtimeFetch: FetchFunction = async (input, init) => {
   const { Agent: UndiciAgent, fetch: undiciFetch } = await (undici ??= import('undici'));
   agent ??= new UndiciAgent({ headersTimeout: 0, bodyTimeout: 0 });
-  return undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as Parameters<typeof undiciFetch>[1]), dispatcher: agent }) as unknown as Promise<Response>;
+  return undiciFetch(input as Parameters<typeof undiciFetch>[0], {
+    ...(init as Parameters<typeof undiciFetch>[1]),
+    dispatcher: agent,
+  }) as unknown as Promise<Response>;
 };

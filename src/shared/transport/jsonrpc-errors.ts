@@ -69,7 +69,13 @@ export class JsonRpcTransportError extends Error {
   constructor(
     readonly kind: JsonRpcTransportErrorKind,
     message: string,
-    readonly details: { method?: string; exitCode?: number | null; signal?: string | null; code?: string; stderrTail?: string } = {},
+    readonly details: {
+      method?: string;
+      exitCode?: number | null;
+      signal?: string | null;
+      code?: string;
+      stderrTail?: string;
+    } = {},
   ) {
     super(message);
   }

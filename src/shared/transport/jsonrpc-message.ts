@@ -25,8 +25,17 @@ export const JsonRpcErrorObjectSchema = z.object({
 });
 export type JsonRpcErrorObject = z.infer<typeof JsonRpcErrorObjectSchema>;
 
-const RequestSchema = z.object({ jsonrpc: VersionSchema, id: IdSchema, method: z.string().min(1), params: z.unknown().optional() });
-const NotificationSchema = z.object({ jsonrpc: VersionSchema, method: z.string().min(1), params: z.unknown().optional() });
+const RequestSchema = z.object({
+  jsonrpc: VersionSchema,
+  id: IdSchema,
+  method: z.string().min(1),
+  params: z.unknown().optional(),
+});
+const NotificationSchema = z.object({
+  jsonrpc: VersionSchema,
+  method: z.string().min(1),
+  params: z.unknown().optional(),
+});
 const ResultSchema = z.object({ jsonrpc: VersionSchema, id: IdSchema, result: z.unknown() });
 const ErrorSchema = z.object({ jsonrpc: VersionSchema, id: IdSchema.nullable(), error: JsonRpcErrorObjectSchema });
 
@@ -49,11 +58,14 @@ export function parseJsonRpcLine(line: string): ParsedJsonRpc {
   if (Array.isArray(value)) return { kind: 'invalid', reason: 'batch messages are not supported' };
   if (value === null || typeof value !== 'object') return { kind: 'invalid', reason: 'not a JSON object' };
   const obj = value as Record<string, unknown>;
-  if ('jsonrpc' in obj && obj.jsonrpc !== '2.0') return { kind: 'invalid', reason: `unsupported jsonrpc version ${JSON.stringify(obj.jsonrpc)}` };
+  if ('jsonrpc' in obj && obj.jsonrpc !== '2.0')
+    return { kind: 'invalid', reason: `unsupported jsonrpc version ${JSON.stringify(obj.jsonrpc)}` };
   if ('method' in obj) {
     if ('id' in obj && obj.id !== null) {
       const r = RequestSchema.safeParse(obj);
-      return r.success ? { kind: 'request', id: r.data.id, method: r.data.method, params: r.data.params } : invalid(r.error);
+      return r.success
+        ? { kind: 'request', id: r.data.id, method: r.data.method, params: r.data.params }
+        : invalid(r.error);
     }
     const n = NotificationSchema.safeParse(obj);
     return n.success ? { kind: 'notification', method: n.data.method, params: n.data.params } : invalid(n.error);
@@ -71,7 +83,10 @@ export function parseJsonRpcLine(line: string): ParsedJsonRpc {
 
 function invalid(error: z.ZodError): ParsedJsonRpc {
   const first = error.issues[0];
-  return { kind: 'invalid', reason: first ? `${first.path.join('.') || '(root)'}: ${first.message}` : 'invalid message' };
+  return {
+    kind: 'invalid',
+    reason: first ? `${first.path.join('.') || '(root)'}: ${first.message}` : 'invalid message',
+  };
 }
 
 export type OutgoingJsonRpc =

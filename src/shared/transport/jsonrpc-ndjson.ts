@@ -21,7 +21,13 @@ import { BoundedLineSplitter, type BoundedLine } from './bounded-lines.js';
 
 /** Default cap on one line: generous for big tool outputs, small enough to bound memory. */
 export const DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024;
-import { encodeJsonRpc, parseJsonRpcLine, type JsonRpcDialect, type JsonRpcId, type OutgoingJsonRpc } from './jsonrpc-message.js';
+import {
+  encodeJsonRpc,
+  parseJsonRpcLine,
+  type JsonRpcDialect,
+  type JsonRpcId,
+  type OutgoingJsonRpc,
+} from './jsonrpc-message.js';
 import { JSONRPC_CODES, JsonRpcRemoteError, JsonRpcTransportError } from './jsonrpc-errors.js';
 
 export const CANCEL_REQUEST_METHOD = '$/cancel_request';
@@ -100,10 +106,15 @@ export class JsonRpcConnection {
     });
     input.on('end', () => {
       for (const last of this.splitter.end()) this.onLine(last);
-      if (options.failOnInputEnd !== false) this.fail(new JsonRpcTransportError('exited', 'the peer closed its output'));
+      if (options.failOnInputEnd !== false)
+        this.fail(new JsonRpcTransportError('exited', 'the peer closed its output'));
     });
-    input.on('error', (error) => this.fail(new JsonRpcTransportError('exited', `reading from the peer failed: ${error.message}`)));
-    output.on('error', (error) => this.fail(new JsonRpcTransportError('closed', `writing to the peer failed: ${error.message}`)));
+    input.on('error', (error) =>
+      this.fail(new JsonRpcTransportError('exited', `reading from the peer failed: ${error.message}`)),
+    );
+    output.on('error', (error) =>
+      this.fail(new JsonRpcTransportError('closed', `writing to the peer failed: ${error.message}`)),
+    );
   }
 
   get isOpen(): boolean {
@@ -122,7 +133,8 @@ export class JsonRpcConnection {
   /** Call a method on the peer; settles with its result, or rejects with a remote or transport error. */
   request(method: string, params?: unknown, options: JsonRpcRequestOptions = {}): Promise<unknown> {
     if (this.deadReason) return Promise.reject(this.deadReason);
-    if (options.signal?.aborted) return Promise.reject(new JsonRpcTransportError('cancelled', `${method} was cancelled`, { method }));
+    if (options.signal?.aborted)
+      return Promise.reject(new JsonRpcTransportError('cancelled', `${method} was cancelled`, { method }));
     const id = this.nextId++;
     return new Promise<unknown>((resolve, reject) => {
       const timeoutMs = options.timeoutMs ?? this.options.defaultTimeoutMs;
@@ -134,7 +146,13 @@ export class JsonRpcConnection {
       const timer =
         timeoutMs === undefined
           ? undefined
-          : setTimeout(() => giveUp(new JsonRpcTransportError('timeout', `${method} got no answer within ${timeoutMs} ms`, { method })), timeoutMs);
+          : setTimeout(
+              () =>
+                giveUp(
+                  new JsonRpcTransportError('timeout', `${method} got no answer within ${timeoutMs} ms`, { method }),
+                ),
+              timeoutMs,
+            );
       const onAbort = () => giveUp(new JsonRpcTransportError('cancelled', `${method} was cancelled`, { method }));
       options.signal?.addEventListener('abort', onAbort, { once: true });
       this.pending.set(id, {
@@ -197,7 +215,8 @@ export class JsonRpcConnection {
   private abandon(id: JsonRpcId): void {
     this.abandoned.add(id);
     if (this.abandoned.size > ABANDONED_KEEP) this.abandoned.delete(this.abandoned.values().next().value as JsonRpcId);
-    if (this.options.sendCancelRequests ?? this.options.dialect === 'jsonrpc2') this.notify(CANCEL_REQUEST_METHOD, { requestId: id });
+    if (this.options.sendCancelRequests ?? this.options.dialect === 'jsonrpc2')
+      this.notify(CANCEL_REQUEST_METHOD, { requestId: id });
   }
 
   private diagnose(diagnostic: JsonRpcDiagnostic): void {
@@ -230,7 +249,10 @@ export class JsonRpcConnection {
           return this.diagnose({ kind: 'unmatched_response', id: message.id, line: short });
         }
         if (message.kind === 'result') entry.resolve(message.result);
-        else entry.reject(new JsonRpcRemoteError(message.error.code, message.error.message, message.error.data, entry.method));
+        else
+          entry.reject(
+            new JsonRpcRemoteError(message.error.code, message.error.message, message.error.data, entry.method),
+          );
         return;
       }
       case 'notification':
@@ -238,7 +260,11 @@ export class JsonRpcConnection {
         try {
           this.options.onNotification?.(message.method, message.params);
         } catch (error) {
-          this.diagnose({ kind: 'handler_error', method: message.method, message: error instanceof Error ? error.message : String(error) });
+          this.diagnose({
+            kind: 'handler_error',
+            method: message.method,
+            message: error instanceof Error ? error.message : String(error),
+          });
         }
         return;
       case 'request':

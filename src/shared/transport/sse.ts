@@ -110,6 +110,9 @@ export async function* readSseBatches(
 }
 
 /** `readSseBatches` flattened: one item at a time. Never throws. */
-export async function* readSse(body: AsyncIterable<Uint8Array | string>, options: SseOptions = {}): AsyncGenerator<SseItem, void, undefined> {
+export async function* readSse(
+  body: AsyncIterable<Uint8Array | string>,
+  options: SseOptions = {},
+): AsyncGenerator<SseItem, void, undefined> {
   for await (const batch of readSseBatches(body, options)) yield* batch;
 }

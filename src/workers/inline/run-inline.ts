@@ -9,7 +9,13 @@ import { prepareOperation, type PreparedOperation } from '../../operation/prepar
 import { executeOperation, type ExecuteResult } from '../execute-operation.js';
 import { OPERATION_PORTS } from '../operation-ports.js';
 import { sweepSandboxes } from '../sandbox/retention.js';
-import { claimOperationDir, readReceipt, readRecord, workerAlive, type OperationRecord } from '../../operation/operation-files.js';
+import {
+  claimOperationDir,
+  readReceipt,
+  readRecord,
+  workerAlive,
+  type OperationRecord,
+} from '../../operation/operation-files.js';
 import type { Receipt } from '../../shared/contracts/receipt.js';
 import { automaticPromotion, type PromotionRecord } from '../../shared/contracts/promotion.js';
 import { hostSettings, type OperationSettings } from '../../operation/settings.js';
@@ -23,7 +29,10 @@ export interface InlineOptions {
 }
 
 export type InlineOutcome =
-  | ({ kind: 'ran'; prepared: PreparedOperation; promotion: PromotionRecord | null } & Extract<ExecuteResult, { state: 'finished' }>)
+  | ({ kind: 'ran'; prepared: PreparedOperation; promotion: PromotionRecord | null } & Extract<
+      ExecuteResult,
+      { state: 'finished' }
+    >)
   | { kind: 'attached'; receipt: Receipt; dir: string }
   | { kind: 'in_progress'; record: OperationRecord }
   | { kind: 'unknown'; record: OperationRecord };
@@ -34,10 +43,19 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
   // Start-up collection: expired sandboxes and orphans left by crashed runs.
   await sweepSandboxes(cacheDir, new Date()).catch(() => undefined);
   const host = hostSettings(settings);
-  const prepared = await prepareOperation(mission, { stateDir, cacheDir, host, ...(options.runtime ? { runtime: options.runtime } : {}) }, OPERATION_PORTS);
+  const prepared = await prepareOperation(
+    mission,
+    { stateDir, cacheDir, host, ...(options.runtime ? { runtime: options.runtime } : {}) },
+    OPERATION_PORTS,
+  );
   const id = mission.operation_id;
   if (!claimOperationDir(stateDir, id)) return existingOperation(stateDir, id, prepared);
-  const result = await executeOperation({ prepared, settings, mode: 'inline', ...(options.signal ? { signal: options.signal } : {}) });
+  const result = await executeOperation({
+    prepared,
+    settings,
+    mode: 'inline',
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
   if (result.state !== 'finished') {
     const record = readRecord(stateDir, id);
     if (!record) throw new UhError('internal', `operation ${id} lost its record`);
@@ -48,7 +66,17 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
   const promotion =
     automaticPromotion(mission.promotion) === null
       ? null
-      : await (await import('../promotion/auto-promote.js')).promoteAfterRun({ setting: mission.promotion, receipt: result.receipt, stateDir, cacheDir, logger: settings.logger, env: settings.env, receiptKey: settings.receiptKey });
+      : await (
+          await import('../promotion/auto-promote.js')
+        ).promoteAfterRun({
+          setting: mission.promotion,
+          receipt: result.receipt,
+          stateDir,
+          cacheDir,
+          logger: settings.logger,
+          env: settings.env,
+          receiptKey: settings.receiptKey,
+        });
   return { kind: 'ran', prepared, promotion, ...result };
 }
 

@@ -24,7 +24,11 @@ export interface PhaseSpawn {
   refusal: () => ProgramRefusal | null;
 }
 
-export function phaseSpawn(run: OperationRun, sandbox: Sandbox, extra: { writable: string[]; readable?: string[] } = { writable: [] }): PhaseSpawn {
+export function phaseSpawn(
+  run: OperationRun,
+  sandbox: Sandbox,
+  extra: { writable: string[]; readable?: string[] } = { writable: [] },
+): PhaseSpawn {
   const { use, status } = run.isolation;
   if (!use) return { spawn: run.spawn, isolated: false, refusal: () => null };
   const scope: IsolationScope = {

@@ -147,7 +147,10 @@ function isolationFor(options: ExecuteOptions, env: Record<string, string | unde
 function keyTexts(key: ReceiptKey): string[] {
   if (key.alg === 'hmac-sha256') return [key.secret.toString('utf8')];
   const pem = String(key.privateKey.export({ type: 'pkcs8', format: 'pem' })).trim();
-  const body = pem.split('\n').filter((l) => !l.startsWith('-----')).join('');
+  const body = pem
+    .split('\n')
+    .filter((l) => !l.startsWith('-----'))
+    .join('');
   return [pem, body];
 }
 
@@ -244,7 +247,11 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
 }
 
 /** Patch the record, write operation.json atomically, then tell the caller (queue mode mirrors it to Redis). */
-export async function setState(run: OperationRun, state: OperationState, patch: Partial<OperationRecord> = {}): Promise<void> {
+export async function setState(
+  run: OperationRun,
+  state: OperationState,
+  patch: Partial<OperationRecord> = {},
+): Promise<void> {
   Object.assign(run.record, patch, { state, updated_at: run.now().toISOString() });
   writeRecord(run.settings.stateDir, run.record);
   await run.options.hooks?.onState?.(state, run.record);

@@ -30,7 +30,13 @@ export async function runtimePhase(run: OperationRun, sandbox: Sandbox): Promise
   if (cancelled) {
     run.failure = { status: 'cancelled', raw: 'cancel', message: cancelled.message ?? 'cancelled', timed_out: false };
   } else if (refused) {
-    run.failure = { status: 'blocked', raw: 'isolation_unavailable', message: refused.message, hint: refused.hint, timed_out: false };
+    run.failure = {
+      status: 'blocked',
+      raw: 'isolation_unavailable',
+      message: refused.message,
+      hint: refused.hint,
+      timed_out: false,
+    };
   } else {
     await setState(run, 'running', { runtime_started: true });
     run.folded = await timed(run, 'runtime', () => launchAndFold(run, sandbox));
@@ -54,7 +60,12 @@ function missionSignal(run: OperationRun): { signal: AbortSignal; dispose: () =>
   const controller = new AbortController();
   const timeoutMs = mission.timeout_seconds * 1000;
   const timer = setTimeout(
-    () => controller.abort({ kind: 'timeout', message: `mission timed out after ${mission.timeout_seconds} s`, timeoutMs } satisfies AbortReasonV1),
+    () =>
+      controller.abort({
+        kind: 'timeout',
+        message: `mission timed out after ${mission.timeout_seconds} s`,
+        timeoutMs,
+      } satisfies AbortReasonV1),
     timeoutMs,
   );
   const onCancel = () => controller.abort(outer?.reason ?? { kind: 'cancel', message: 'cancelled' });
@@ -144,7 +155,8 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
     const { message, hint } = refusal;
     folded.outcome = { status: 'blocked', raw: 'isolation:hidden_path', message, hint, timed_out: false };
   } else folded.outcome = withStderrTail(folded.outcome, stderrTailLines(stderrFiles.at(-1) ?? '', run.secrets));
-  if (phase.isolated && folded.outcome.status !== 'completed' && folded.outcome.status !== 'cancelled') blockedByBwrap(run, folded);
+  if (phase.isolated && folded.outcome.status !== 'completed' && folded.outcome.status !== 'cancelled')
+    blockedByBwrap(run, folded);
   return folded;
 }
 

@@ -15,12 +15,19 @@ export async function sandboxPhase(run: OperationRun): Promise<Sandbox> {
   const pool = settings.sandbox.pool.size > 0 ? settings.sandbox.pool : null;
   const onDiscard = (path: string, reason: string) => run.logger.warn({ path, reason }, 'warm sandbox discarded');
   const sandbox = await timed(run, 'sandbox', async () => {
-    const warm = pool ? await acquirePooled(settings.cacheDir, prepared.mirror, prepared.baseCommit, id, run.startedAt, pool, onDiscard) : null;
+    const warm = pool
+      ? await acquirePooled(settings.cacheDir, prepared.mirror, prepared.baseCommit, id, run.startedAt, pool, onDiscard)
+      : null;
     return warm ?? createSandbox(settings.cacheDir, prepared.mirror, prepared.baseCommit, id, run.startedAt);
   });
   run.sandbox = sandbox;
   await setState(run, 'running', { sandbox_path: sandbox.path });
-  run.events.append('sandbox.created', { path: sandbox.path, base_commit: prepared.baseCommit, backend: 'git-worktree', warm: sandbox.warm });
+  run.events.append('sandbox.created', {
+    path: sandbox.path,
+    base_commit: prepared.baseCommit,
+    backend: 'git-worktree',
+    warm: sandbox.warm,
+  });
   return sandbox;
 }
 
@@ -43,15 +50,23 @@ export async function retentionPhase(run: OperationRun, keep: boolean): Promise<
   if (settings.sandbox.pool.size > 0) {
     // A tracked file the diff saw changed needs the reset anyway: no walk to find that out again.
     const trackedChanged = run.diff?.changed.some((f) => f.status !== 'added') ?? false;
-    const notPooled = await releaseToPool(cacheDir, sandbox, id, settings.sandbox.pool, run.now(), {}, { trackedChanged });
+    const notPooled = await releaseToPool(
+      cacheDir,
+      sandbox,
+      id,
+      settings.sandbox.pool,
+      run.now(),
+      {},
+      { trackedChanged },
+    );
     if (notPooled === null) {
       run.events.append('sandbox.removed', { path: sandbox.path, pooled: true });
       return;
     }
     run.logger.info({ path: sandbox.path, reason: notPooled }, 'sandbox not pooled; removing it');
   }
-  await removeSandbox(cacheDir, { name: sandbox.name, path: sandbox.path, mirror: sandbox.mirror.path }).catch((error) =>
-    run.logger.warn({ err: errorMessage(error) }, 'sandbox removal failed; the next sweep collects it'),
+  await removeSandbox(cacheDir, { name: sandbox.name, path: sandbox.path, mirror: sandbox.mirror.path }).catch(
+    (error) => run.logger.warn({ err: errorMessage(error) }, 'sandbox removal failed; the next sweep collects it'),
   );
   run.events.append('sandbox.removed', { path: sandbox.path, pooled: false });
 }

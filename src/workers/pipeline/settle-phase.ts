@@ -67,7 +67,11 @@ export function localTarget(run: OperationRun, publish: boolean): FilesTarget {
 export async function settleFinished(run: OperationRun): Promise<ExecuteResult> {
   const { mission } = run.prepared;
   const outcome = run.failure ?? run.folded.outcome;
-  const verdict = decideVerdict({ scopeViolations: run.violations.length, checksDeclared: mission.verification.length, checks: run.checks });
+  const verdict = decideVerdict({
+    scopeViolations: run.violations.length,
+    checksDeclared: mission.verification.length,
+    checks: run.checks,
+  });
   const keep = keepSandbox(run, outcome, verdict);
   run.timings.total_ms = Math.round(monotonicMs() - run.t0);
   scrubOperationFiles(run.dir, run.secrets);
@@ -77,7 +81,13 @@ export async function settleFinished(run: OperationRun): Promise<ExecuteResult> 
   const result = end
     ? await end(receipt, localTarget(run, false))
     : await finishOperation(localTarget(run, true), { receipt, keySource: run.settings.receiptKey }).then(
-        (ended): ExecuteResult => ({ state: 'finished', receipt: ended.receipt, receiptPath: ended.receiptPath, dir: run.dir, settled: true }),
+        (ended): ExecuteResult => ({
+          state: 'finished',
+          receipt: ended.receipt,
+          receiptPath: ended.receiptPath,
+          dir: run.dir,
+          settled: true,
+        }),
       );
   await run.events.close();
   return result;

@@ -14,10 +14,23 @@ import { cancelReason, setState, timed, type OperationRun } from './operation-ru
 
 export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
   const { folded, prepared } = run;
-  await setState(run, 'verifying', { session_id: folded.session_id, thread_id: folded.thread_id, turn_id: folded.turn_id });
-  const diff = await timed(run, 'diff', () => captureDiff(sandbox.path, prepared.baseCommit, join(run.dir, 'diff.patch'), run.dir, { baseFactsDir: baseFactsDir(run.settings.cacheDir) }));
+  await setState(run, 'verifying', {
+    session_id: folded.session_id,
+    thread_id: folded.thread_id,
+    turn_id: folded.turn_id,
+  });
+  const diff = await timed(run, 'diff', () =>
+    captureDiff(sandbox.path, prepared.baseCommit, join(run.dir, 'diff.patch'), run.dir, {
+      baseFactsDir: baseFactsDir(run.settings.cacheDir),
+    }),
+  );
   run.diff = diff;
-  run.events.append('diff.captured', { files: diff.changed.length, bytes: diff.bytes, digest: diff.digest, head_commit: diff.headCommit });
+  run.events.append('diff.captured', {
+    files: diff.changed.length,
+    bytes: diff.bytes,
+    digest: diff.digest,
+    head_commit: diff.headCommit,
+  });
   run.violations = [...checkScope(diff.changed, prepared.mission.scope), ...diff.flagged];
   run.events.append('scope.checked', { ok: run.violations.length === 0, violations: run.violations });
 }
@@ -37,9 +50,16 @@ export async function checksPhase(run: OperationRun, sandbox: Sandbox): Promise<
       secrets: run.secrets,
       spawn: phase.spawn,
       ...(signal ? { signal } : {}),
-      onResult: ({ output_head: _head, output_tail: tail, ...r }) => run.events.append('verification.check', { ...r, output_tail: tail.slice(-1024) }),
+      onResult: ({ output_head: _head, output_tail: tail, ...r }) =>
+        run.events.append('verification.check', { ...r, output_tail: tail.slice(-1024) }),
     }),
   );
   const reason = cancelReason(run);
-  if (reason) run.failure = { status: 'cancelled', raw: 'cancel', message: `${reason.message} (during verification)`, timed_out: false };
+  if (reason)
+    run.failure = {
+      status: 'cancelled',
+      raw: 'cancel',
+      message: `${reason.message} (during verification)`,
+      timed_out: false,
+    };
 }

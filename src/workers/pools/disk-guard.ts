@@ -23,22 +23,34 @@ export interface DiskGuardOptions {
 
 async function sweepOnce(o: DiskGuardOptions, paused: { value: boolean }): Promise<void> {
   const now = new Date();
-  const policy = { now, mirrorIdleDays: o.gc.mirrorIdleDays, operationRetentionDays: o.gc.operationRetentionDays, cacheCapBytes: o.gc.cacheCapBytes };
+  const policy = {
+    now,
+    mirrorIdleDays: o.gc.mirrorIdleDays,
+    operationRetentionDays: o.gc.operationRetentionDays,
+    cacheCapBytes: o.gc.cacheCapBytes,
+  };
   const ports = { operationState: async (id: string) => (await o.store.get(id))?.state ?? null };
   const { removed, orphans } = await applyGc(o.cacheDir, await planGc(o.cacheDir, o.stateDir, policy, ports), now);
   if (removed.length + orphans.length > 0) {
-    o.logger.info({ removed: removed.length, orphans: orphans.length, bytes: removed.reduce((n, i) => n + i.bytes, 0) }, 'retention sweep');
+    o.logger.info(
+      { removed: removed.length, orphans: orphans.length, bytes: removed.reduce((n, i) => n + i.bytes, 0) },
+      'retention sweep',
+    );
   }
   // Redis too: settled operations past the retention lose their record, events and artifacts.
   const pruned = await pruneRecords(o.store, new Date(now.getTime() - o.gc.operationRetentionDays * 86_400_000));
-  if (pruned.removed.length > 0) o.logger.info({ redis_records: pruned.removed.length }, 'retention sweep: Redis records pruned');
+  if (pruned.removed.length > 0)
+    o.logger.info({ redis_records: pruned.removed.length }, 'retention sweep: Redis records pruned');
   let free = freeBytes(o.cacheDir);
   // Below the floor, warm sandboxes are the first thing to go.
   if (free !== null && free < o.gc.minFreeBytes && (await drainPool(o.cacheDir)) > 0) free = freeBytes(o.cacheDir);
   const low = free !== null && free < o.gc.minFreeBytes;
   if (low && !paused.value) {
     paused.value = true;
-    o.logger.warn({ free_bytes: free, floor_bytes: o.gc.minFreeBytes, cache_dir: o.cacheDir }, 'disk below the free-space floor: not claiming new jobs until the sweep frees space');
+    o.logger.warn(
+      { free_bytes: free, floor_bytes: o.gc.minFreeBytes, cache_dir: o.cacheDir },
+      'disk below the free-space floor: not claiming new jobs until the sweep frees space',
+    );
     for (const w of o.workers) void w.pause(true);
   } else if (!low && paused.value) {
     paused.value = false;
@@ -55,7 +67,9 @@ export function startDiskGuard(o: DiskGuardOptions): () => void {
     if (running) return;
     running = true;
     await sweepOnce(o, paused)
-      .catch((error) => o.logger.warn({ err: (error as Error).message }, 'retention sweep failed; retrying next interval'))
+      .catch((error) =>
+        o.logger.warn({ err: (error as Error).message }, 'retention sweep failed; retrying next interval'),
+      )
       .finally(() => (running = false));
   };
   void tick();

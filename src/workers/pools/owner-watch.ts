@@ -64,14 +64,19 @@ export async function watchOwnersOnce(options: OwnerWatchOptions): Promise<Map<s
 
 /** The rule for a live owner, one for every caller: its worker's heartbeat key is present. */
 export async function ownerAlive(redis: Redis, store: OperationStore, record: QueueRecord): Promise<boolean> {
-  return record.worker !== null && record.worker !== undefined && (await redis.exists(store.keys.worker(record.worker.id))) === 1;
+  return (
+    record.worker !== null &&
+    record.worker !== undefined &&
+    (await redis.exists(store.keys.worker(record.worker.id))) === 1
+  );
 }
 
 async function orphanIfOwnerDead(options: OwnerWatchOptions, id: string): Promise<string | null> {
   const { redis, store } = options;
   const { logger } = options.settings;
   const record = await store.get(id);
-  if (!record || (record.state !== 'running' && record.state !== 'verifying') || !record.worker || !record.owner) return null;
+  if (!record || (record.state !== 'running' && record.state !== 'verifying') || !record.worker || !record.owner)
+    return null;
   const suspects = options.suspects;
   if (await ownerAlive(redis, store, record)) {
     suspects?.delete(record.worker.id);
@@ -97,7 +102,10 @@ async function orphanIfOwnerDead(options: OwnerWatchOptions, id: string): Promis
  * worker whose claim of a re-delivered job found its runtime started (the stalled checker came
  * first). 'finished' when settled; null when it stays unknown for an operator.
  */
-export async function settleFromRuntime(options: Pick<OwnerWatchOptions, 'store' | 'settings'>, id: string): Promise<string | null> {
+export async function settleFromRuntime(
+  options: Pick<OwnerWatchOptions, 'store' | 'settings'>,
+  id: string,
+): Promise<string | null> {
   const { store, settings } = options;
   const record = (await store.get(id)) as QueueRecord;
   const adapter = await RUNTIME_CATALOG.load(record.runtime);
@@ -106,10 +114,17 @@ export async function settleFromRuntime(options: Pick<OwnerWatchOptions, 'store'
     const got = await recoverQueuedRuntime(record, settings.stateDir, RUNTIME_CATALOG);
     if (!got || got.recovery.state !== 'settled' || !got.recovery.finished) return null;
     const target = { kind: 'queue', store, record, owner: null, allowedStates: ['unknown'] } as const;
-    const ended = await finishOperation(target, { receipt: receiptFromRecovery(record, got.recovery.finished), keySource: settings.receiptKey, event: { recovered: true } });
+    const ended = await finishOperation(target, {
+      receipt: receiptFromRecovery(record, got.recovery.finished),
+      keySource: settings.receiptKey,
+      event: { recovered: true },
+    });
     return ended.settled ? 'finished' : null;
   } catch (error) {
-    settings.logger.warn({ operation_id: id, err: (error as Error).message }, 'runtime recovery of a dead owner failed: left unknown');
+    settings.logger.warn(
+      { operation_id: id, err: (error as Error).message },
+      'runtime recovery of a dead owner failed: left unknown',
+    );
     return null;
   }
 }

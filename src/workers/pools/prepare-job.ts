@@ -24,12 +24,21 @@ export async function prepareJob(job: OperationJob, options: PrepareJobOptions):
   const mission = parseOrThrow(MissionSchema, job.mission, 'job.mission');
   refuseJobByHostPolicy(mission, options.host);
   const runtime = await resolveRuntime(mission, job.runtime, options.stateDir, RUNTIME_CATALOG);
-  const { mirror, commit } = await resolveInMirror(options.cacheDir, mission.repository.url, job.base_commit, options.signal ? { signal: options.signal } : {});
+  const { mirror, commit } = await resolveInMirror(
+    options.cacheDir,
+    mission.repository.url,
+    job.base_commit,
+    options.signal ? { signal: options.signal } : {},
+  );
   const contractDigest = contractDigestOf(mission, runtime, commit);
   if (contractDigest !== job.contract_digest) {
-    throw new UhError('conflict', `worker resolves another contract for ${job.operation_id} (runtime config or base commit differ)`, {
-      hint: `align ${runtime.manifestSource} on this worker with the producer's, then submit under a new operation_id`,
-    });
+    throw new UhError(
+      'conflict',
+      `worker resolves another contract for ${job.operation_id} (runtime config or base commit differ)`,
+      {
+        hint: `align ${runtime.manifestSource} on this worker with the producer's, then submit under a new operation_id`,
+      },
+    );
   }
   const prompt = buildMissionPrompt(mission);
   return { mission, runtime, mirror, baseCommit: commit, prompt, promptDigest: sha256(prompt), contractDigest };

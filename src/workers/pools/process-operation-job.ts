@@ -64,7 +64,8 @@ function freshDir(stateDir: string, operationId: string): void {
   const aside = join(operationsRoot(stateDir), '.attempts');
   makeDir(aside);
   renameSync(operationDir(stateDir, operationId), join(aside, `${operationId}.${Date.now()}`));
-  if (!claimOperationDir(stateDir, operationId)) throw new UhError('internal', `cannot claim ${operationDir(stateDir, operationId)}`);
+  if (!claimOperationDir(stateDir, operationId))
+    throw new UhError('internal', `cannot claim ${operationDir(stateDir, operationId)}`);
 }
 
 /** One job's run, shared by the steps below. */
@@ -82,10 +83,21 @@ interface JobRun {
 
 type Prepared = Awaited<ReturnType<typeof import('./prepare-job.js').prepareJob>>;
 
-export async function processOperationJob(ctx: PoolContext, job: Job<OperationJob>, token: string | undefined): Promise<JobSummary> {
+export async function processOperationJob(
+  ctx: PoolContext,
+  job: Job<OperationJob>,
+  token: string | undefined,
+): Promise<JobSummary> {
   const id = job.data.operation_id;
   const log = ctx.settings.logger.child({ runtime: job.data.runtime, worker: ctx.worker.id });
-  const run: JobRun = { ctx, data: job.data, id, owner: `${ctx.worker.id}/${job.id}/${token ?? ''}`, controller: new AbortController(), log };
+  const run: JobRun = {
+    ctx,
+    data: job.data,
+    id,
+    owner: `${ctx.worker.id}/${job.id}/${token ?? ''}`,
+    controller: new AbortController(),
+    log,
+  };
   const summary = await processClaimed(run, job);
   // One info line per settle (docs/observability.md): the job's outcome as bull-board shows it.
   log.info({ ...summary, attempt: job.data.attempt }, 'settle');
@@ -118,9 +130,18 @@ async function processClaimed(run: JobRun, job: Job<OperationJob>): Promise<JobS
 /** Claim the record for this worker; a summary when this job must not run. */
 async function claimJob(run: JobRun, jobId: string): Promise<JobSummary | null> {
   const { ctx, data, id } = run;
-  const claim = await ctx.store.claim(id, run.owner, ctx.worker, jobId, completionOf({ operation_id: id, attempt: data.attempt, runtime: data.runtime }));
+  const claim = await ctx.store.claim(
+    id,
+    run.owner,
+    ctx.worker,
+    jobId,
+    completionOf({ operation_id: id, attempt: data.attempt, runtime: data.runtime }),
+  );
   if (claim.kind === 'unknown') {
-    run.log.warn({ operation_id: id }, 'job re-delivered after its runtime started: operation is now unknown, not run again');
+    run.log.warn(
+      { operation_id: id },
+      'job re-delivered after its runtime started: operation is now unknown, not run again',
+    );
     // As the owner watch would have: a runtime with its own records settles it from them.
     if ((await settleFromRuntime(ctx, id)) === 'finished') return { operation_id: id, outcome: 'settled' };
   }
@@ -136,12 +157,23 @@ async function prepareOrSettle(run: JobRun, record: QueueRecord): Promise<Prepar
   try {
     const { prepareJob } = await import('./prepare-job.js');
     const host = hostSettings(ctx.settings);
-    return await prepareJob(run.data, { stateDir: ctx.settings.stateDir, cacheDir: ctx.settings.cacheDir, signal: run.controller.signal, host });
+    return await prepareJob(run.data, {
+      stateDir: ctx.settings.stateDir,
+      cacheDir: ctx.settings.cacheDir,
+      signal: run.controller.signal,
+      host,
+    });
   } catch (error) {
     const receipt = synthesizeReceipt(record, outcomeOfError(error, run.controller.signal));
     const target = { kind: 'queue', store: ctx.store, record, owner: run.owner, allowedStates: ['running'] } as const;
     await finishOperation(target, { receipt, keySource: ctx.settings.receiptKey });
-    return { operation_id: id, outcome: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code };
+    return {
+      operation_id: id,
+      outcome: 'finished',
+      status: receipt.status,
+      verdict: receipt.verdict,
+      exit_code: receipt.exit_code,
+    };
   }
 }
 
@@ -152,7 +184,13 @@ async function runPipeline(run: JobRun, prepared: Prepared, record: QueueRecord)
   let eventLog: EventLog | null = null;
   const publisher = eventPublisher(store, id);
   // The last owner-checked patch mirrored to the record: an unchanged one is not written again.
-  let mirrored = JSON.stringify({ state: 'running', sandbox_path: null, session_id: null, thread_id: null, turn_id: null });
+  let mirrored = JSON.stringify({
+    state: 'running',
+    sandbox_path: null,
+    session_id: null,
+    thread_id: null,
+    turn_id: null,
+  });
   const result = await executeOperation({
     prepared,
     // The pipeline's log lines carry this job's runtime and worker (docs/observability.md).
@@ -169,13 +207,20 @@ async function runPipeline(run: JobRun, prepared: Prepared, record: QueueRecord)
       beforeRuntime: async () => {
         const gate = await store.markRuntimeStarted(id, owner);
         if (gate === 'cancelled') controller.abort({ kind: 'cancel', message: 'cancelled before the runtime started' });
-        if (gate === 'lost') throw new UhError('conflict', `worker ${ctx.worker.id} no longer owns ${id}: the runtime is not started`);
+        if (gate === 'lost')
+          throw new UhError('conflict', `worker ${ctx.worker.id} no longer owns ${id}: the runtime is not started`);
         run.log.info({ operation_id: id }, 'runtime start');
       },
       onState: async (state, rec) => {
         // Ended in one script each: finished with its artifacts, unknown with its event.
         if (state === 'finished' || state === 'unknown') return;
-        const patch = { state, sandbox_path: rec.sandbox_path, session_id: rec.session_id ?? null, thread_id: rec.thread_id ?? null, turn_id: rec.turn_id ?? null };
+        const patch = {
+          state,
+          sandbox_path: rec.sandbox_path,
+          session_id: rec.session_id ?? null,
+          thread_id: rec.thread_id ?? null,
+          turn_id: rec.turn_id ?? null,
+        };
         // The claim wrote `running`; the gate (beforeRuntime) wrote runtime_started: nothing new, no round trip.
         if (JSON.stringify(patch) === mirrored) return;
         mirrored = JSON.stringify(patch);
@@ -205,19 +250,41 @@ async function scheduleRetry(run: JobRun, receipt: Receipt, dir: string): Promis
   // The attempt's receipt is kept in the record's attempt list, signed like every receipt.
   const previous = `${JSON.stringify(signedReceipt(receipt, ctx.settings.receiptKey), null, 2)}\n`;
   if (!(await ctx.store.nextAttempt(id, run.owner, attempt, jobId, previous, retryAt))) return null;
-  await ctx.store.appendEvent(id, eventJson(id, 'operation.queued', { attempt, delay_ms: decision.delayMs, reason: decision.rule }));
+  await ctx.store.appendEvent(
+    id,
+    eventJson(id, 'operation.queued', { attempt, delay_ms: decision.delayMs, reason: decision.rule }),
+  );
   const queue = ctx.queues.get(data.runtime);
   await queue?.add('operation', { ...data, attempt }, { jobId, delay: decision.delayMs });
   return { state: 'retry', attempt, dir };
 }
 
 /** The end of a queued operation: its local copy, then record, artifacts and outbox entry in one owner-checked script. */
-async function endInRedis(run: JobRun, record: QueueRecord, receipt: Receipt, local: FilesTarget): Promise<ExecuteResult> {
+async function endInRedis(
+  run: JobRun,
+  record: QueueRecord,
+  receipt: Receipt,
+  local: FilesTarget,
+): Promise<ExecuteResult> {
   const { ctx } = run;
   const artifacts = collectArtifacts(local.dir, ctx.artifactCapBytes);
-  const target = { kind: 'queue', store: ctx.store, record, owner: run.owner, allowedStates: ['running', 'verifying'], artifacts, local } as const;
+  const target = {
+    kind: 'queue',
+    store: ctx.store,
+    record,
+    owner: run.owner,
+    allowedStates: ['running', 'verifying'],
+    artifacts,
+    local,
+  } as const;
   const ended = await finishOperation(target, { receipt, keySource: ctx.settings.receiptKey });
-  return { state: 'finished', receipt: ended.receipt, receiptPath: ended.receiptPath, dir: local.dir, settled: ended.settled };
+  return {
+    state: 'finished',
+    receipt: ended.receipt,
+    receiptPath: ended.receiptPath,
+    dir: local.dir,
+    settled: ended.settled,
+  };
 }
 
 /** The job's summary, as BullMQ publishes it in its `completed` event. */
@@ -226,8 +293,17 @@ function summaryOf(run: JobRun, result: Exclude<ExecuteResult, { state: 'unknown
   if (result.state === 'retry') return { operation_id: id, outcome: 'retry_scheduled' };
   const { receipt } = result;
   if (!result.settled) {
-    run.log.warn({ operation_id: id }, 'the record moved on while this worker ran (lost ownership): receipt kept locally only');
+    run.log.warn(
+      { operation_id: id },
+      'the record moved on while this worker ran (lost ownership): receipt kept locally only',
+    );
     return { operation_id: id, outcome: 'lost', status: receipt.status };
   }
-  return { operation_id: id, outcome: 'finished', status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code };
+  return {
+    operation_id: id,
+    outcome: 'finished',
+    status: receipt.status,
+    verdict: receipt.verdict,
+    exit_code: receipt.exit_code,
+  };
 }

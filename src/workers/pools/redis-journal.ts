@@ -20,7 +20,10 @@ export function redisJournal(store: OperationStore, operationId: string, owner: 
       const next = chain.then(async () => {
         const merged = { ...(await read()), ...patch };
         if (!(await store.updateIfOwner(operationId, owner, { journal: JSON.stringify(merged) }))) {
-          throw new UhError('conflict', `journal of ${operationId} not written: this worker no longer owns the operation`);
+          throw new UhError(
+            'conflict',
+            `journal of ${operationId} not written: this worker no longer owns the operation`,
+          );
         }
       });
       chain = next.catch(() => undefined);

@@ -69,16 +69,34 @@ export async function startRuntimePool(options: PoolOptions): Promise<RuntimePoo
   const receiptKeyId = loadReceiptKey(options.settings.receiptKey, true)?.id ?? null;
   const bull = await import('bullmq');
   const workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
-  const redis = await connectRedis(options.redisUrl, { name: `uh-worker-${workerId}`, cluster: options.config.cluster });
+  const redis = await connectRedis(options.redisUrl, {
+    name: `uh-worker-${workerId}`,
+    cluster: options.config.cluster,
+  });
   const pool: Pool = { options, bull, redis, ctx: poolContext(options, redis, workerId), workers: [], connections: [] };
   const subscriber = await subscribeCancels(pool);
   const heartbeat = await startHeartbeat(pool, receiptKeyId);
   const { settings } = options;
   const { logger } = settings;
-  const stopWatch = startOwnerWatch({ redis, store: pool.ctx.store, runtimes: options.runtimes, intervalMs: options.config.heartbeatMs, settings });
+  const stopWatch = startOwnerWatch({
+    redis,
+    store: pool.ctx.store,
+    runtimes: options.runtimes,
+    intervalMs: options.config.heartbeatMs,
+    settings,
+  });
   for (const runtime of options.runtimes) await startWorker(pool, runtime);
   await Promise.all(pool.workers.map((w) => w.waitUntilReady()));
-  const stopGuard = options.gc ? startDiskGuard({ gc: options.gc, cacheDir: settings.cacheDir, stateDir: settings.stateDir, store: pool.ctx.store, workers: pool.workers, logger }) : () => undefined;
+  const stopGuard = options.gc
+    ? startDiskGuard({
+        gc: options.gc,
+        cacheDir: settings.cacheDir,
+        stateDir: settings.stateDir,
+        store: pool.ctx.store,
+        workers: pool.workers,
+        logger,
+      })
+    : () => undefined;
 
   const { active } = pool.ctx;
   const cancelAll = (message: string) => {
@@ -133,7 +151,11 @@ async function subscribeCancels(pool: Pool): Promise<Redis> {
       .get(operationId)
       .catch(() => null)
       .then((record) => {
-        if (!controller.signal.aborted) controller.abort({ kind: 'cancel', message: `cancelled: ${record?.cancel_requested || 'uh mission cancel'}` });
+        if (!controller.signal.aborted)
+          controller.abort({
+            kind: 'cancel',
+            message: `cancelled: ${record?.cancel_requested || 'uh mission cancel'}`,
+          });
       });
   });
   return subscriber;
@@ -144,7 +166,21 @@ async function startHeartbeat(pool: Pool, receipt_key_id: string | null): Promis
   const { store, worker, active } = pool.ctx;
   const { config, runtimes } = pool.options;
   const beat = () =>
-    pool.redis.set(store.keys.worker(worker.id), JSON.stringify({ ...worker, runtimes, concurrency: pool.options.concurrency, active: [...active.keys()], receipt_key_id, at: new Date().toISOString() }), 'PX', config.heartbeatMs * 3).catch(() => undefined);
+    pool.redis
+      .set(
+        store.keys.worker(worker.id),
+        JSON.stringify({
+          ...worker,
+          runtimes,
+          concurrency: pool.options.concurrency,
+          active: [...active.keys()],
+          receipt_key_id,
+          at: new Date().toISOString(),
+        }),
+        'PX',
+        config.heartbeatMs * 3,
+      )
+      .catch(() => undefined);
   await beat();
   return setInterval(beat, config.heartbeatMs);
 }
@@ -161,25 +197,38 @@ async function startWorker(pool: Pool, runtime: string): Promise<void> {
   if (options.globalConcurrency) await queue.setGlobalConcurrency(options.globalConcurrency);
   const connection = pool.redis.duplicate();
   pool.connections.push(connection);
-  const w = new bull.Worker<OperationJob, JobSummary>(queueName(runtime), (job, token) => processOperationJob(ctx, job, token), {
-    connection,
-    prefix: store.keys.bullPrefix,
-    name: ctx.worker.id,
-    concurrency: options.concurrency,
-    lockDuration: config.lockMs,
-    stalledInterval: config.stalledIntervalMs,
-    maxStalledCount: config.maxStalledCount,
-    removeOnComplete: { age: 24 * 3600, count: 10_000 },
-    removeOnFail: { age: 7 * 24 * 3600 },
-  });
+  const w = new bull.Worker<OperationJob, JobSummary>(
+    queueName(runtime),
+    (job, token) => processOperationJob(ctx, job, token),
+    {
+      connection,
+      prefix: store.keys.bullPrefix,
+      name: ctx.worker.id,
+      concurrency: options.concurrency,
+      lockDuration: config.lockMs,
+      stalledInterval: config.stalledIntervalMs,
+      maxStalledCount: config.maxStalledCount,
+      removeOnComplete: { age: 24 * 3600, count: 10_000 },
+      removeOnFail: { age: 7 * 24 * 3600 },
+    },
+  );
   w.on('error', (error) => logger.warn({ err: error.message, runtime }, 'worker error'));
-  w.on('stalled', (jobId) => logger.warn({ job_id: jobId, runtime }, 'stalled job moved back to wait: its next claim marks a started runtime unknown'));
+  w.on('stalled', (jobId) =>
+    logger.warn(
+      { job_id: jobId, runtime },
+      'stalled job moved back to wait: its next claim marks a started runtime unknown',
+    ),
+  );
   w.on('failed', (job, error) => {
     // A stalled job past maxStalledCount fails without our processor: settle its record here.
     if (!job?.data?.operation_id) return;
     const data = job.data;
     void store
-      .orphaned(data.operation_id, `the job failed in the queue: ${error.message}`, completionOf({ operation_id: data.operation_id, attempt: data.attempt, runtime: data.runtime }))
+      .orphaned(
+        data.operation_id,
+        `the job failed in the queue: ${error.message}`,
+        completionOf({ operation_id: data.operation_id, attempt: data.attempt, runtime: data.runtime }),
+      )
       .then((state) => state && logger.warn({ operation_id: data.operation_id, state }, 'job failed in the queue'))
       .catch(() => undefined);
   });
@@ -189,14 +238,25 @@ async function startWorker(pool: Pool, runtime: string): Promise<void> {
 /** Stop taking jobs; after the grace period cancel what still runs; then close every connection. */
 async function shutdown(
   pool: Pool,
-  stop: { reason: string; graceMs: number; cancelAll: (message: string) => void; heartbeat: NodeJS.Timeout; subscriber: Redis },
+  stop: {
+    reason: string;
+    graceMs: number;
+    cancelAll: (message: string) => void;
+    heartbeat: NodeJS.Timeout;
+    subscriber: Redis;
+  },
 ): Promise<void> {
   const { reason, graceMs } = stop;
   const { ctx, redis } = pool;
   ctx.settings.logger.info({ reason, active: [...ctx.active.keys()] }, 'shutting down: no new jobs');
   const closing = Promise.all(pool.workers.map((w) => w.close()));
   // graceMs Infinity (`--grace wait`): running missions end on their own (rolling deploys).
-  const timer = Number.isFinite(graceMs) ? setTimeout(() => stop.cancelAll(`worker shutting down (${reason}); grace period of ${Math.round(graceMs / 1000)} s ended`), graceMs) : undefined;
+  const timer = Number.isFinite(graceMs)
+    ? setTimeout(
+        () => stop.cancelAll(`worker shutting down (${reason}); grace period of ${Math.round(graceMs / 1000)} s ended`),
+        graceMs,
+      )
+    : undefined;
   await closing;
   clearTimeout(timer);
   clearInterval(stop.heartbeat);

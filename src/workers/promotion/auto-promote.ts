@@ -47,13 +47,22 @@ async function autoPromote(
     const reason = scrubText(errorMessage(error));
     logger.warn({ operation_id: receipt.operation_id, reason }, 'automatic promotion failed');
     const current = await records.load().catch(() => null);
-    const record = current?.decision === 'promoted' ? { ...current, reason } : refused(receipt, wanted.branch, reason, via, identity);
+    const record =
+      current?.decision === 'promoted'
+        ? { ...current, reason }
+        : refused(receipt, wanted.branch, reason, via, identity);
     await records.save(record).catch(() => undefined);
     return record;
   }
 }
 
-function refused(receipt: Pick<Receipt, 'operation_id' | 'verdict'> & Partial<Receipt>, branch: string, reason: string, via: Via, identity: ReturnType<typeof promotionIdentity>): PromotionRecord {
+function refused(
+  receipt: Pick<Receipt, 'operation_id' | 'verdict'> & Partial<Receipt>,
+  branch: string,
+  reason: string,
+  via: Via,
+  identity: ReturnType<typeof promotionIdentity>,
+): PromotionRecord {
   let user = 'unknown';
   try {
     user = userInfo().username;
@@ -92,7 +101,9 @@ export interface AutoPromoteContext {
 }
 
 /** Inline: right after `executeOperation` wrote the receipt. */
-export async function promoteAfterRun(args: AutoPromoteContext & { setting: MissionPromotion; receipt: Receipt; stateDir: string }): Promise<PromotionRecord | null> {
+export async function promoteAfterRun(
+  args: AutoPromoteContext & { setting: MissionPromotion; receipt: Receipt; stateDir: string },
+): Promise<PromotionRecord | null> {
   const records = fileRecords(operationDir(args.stateDir, args.receipt.operation_id));
   const identity = promotionIdentity({}, args.env);
   return autoPromote(args.setting, args.receipt, 'inline', records, args.logger, identity, (options) =>
@@ -104,7 +115,11 @@ export async function promoteAfterRun(args: AutoPromoteContext & { setting: Miss
  * Queue mode: the results worker, for each completion whose receipt it has verified. What to
  * promote comes from that signed receipt (`promotion`), never from a record or artifact in Redis.
  */
-export async function promoteAfterCompletion(store: OperationStore, receipt: Receipt, args: AutoPromoteContext): Promise<PromotionRecord | null> {
+export async function promoteAfterCompletion(
+  store: OperationStore,
+  receipt: Receipt,
+  args: AutoPromoteContext,
+): Promise<PromotionRecord | null> {
   const setting = receipt.promotion ?? 'none';
   if (automaticPromotion(setting) === null) return null;
   const records = redisRecords(store, receipt.operation_id);

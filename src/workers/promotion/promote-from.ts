@@ -13,7 +13,12 @@ import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
 import { requireTrustedReceipt } from '../../operation/trusted-receipt.js';
 import { UhError } from '../../shared/errors.js';
 import type { OperationStore } from '../../shared/queue/operation-store.js';
-import { promoteOperation, type PromoteRequest, type PromoteResult, type PromotionRecords } from '../../promotion/promote-operation.js';
+import {
+  promoteOperation,
+  type PromoteRequest,
+  type PromoteResult,
+  type PromotionRecords,
+} from '../../promotion/promote-operation.js';
 import { notFinishedRefusal, policyRefusal } from '../../promotion/promotion-policy.js';
 import { fileRecords, redisRecords } from '../../promotion/promotion-records.js';
 import { operationDir, readRecord } from '../../operation/operation-files.js';
@@ -40,7 +45,12 @@ function parseOrNull(text: string): unknown {
   }
 }
 
-async function promoteWith(text: string, patchPath: string, records: PromotionRecords, options: PromoteOptions): Promise<PromoteResult> {
+async function promoteWith(
+  text: string,
+  patchPath: string,
+  records: PromotionRecords,
+  options: PromoteOptions,
+): Promise<PromoteResult> {
   // The policy first (a refusal must not fetch a mirror or write anything); then the signature:
   // nothing is promoted from a receipt that does not verify.
   const claimed = ReceiptSchema.safeParse(parseOrNull(text));
@@ -67,7 +77,10 @@ export async function promoteFromStateDir(stateDir: string, options: PromoteOpti
   const path = join(dir, 'receipt.json');
   if (!existsSync(path)) {
     const record = readRecord(stateDir, id);
-    if (!record) throw new UhError('not_found', `no operation ${id} in ${stateDir}`, { hint: 'check the id (uh mission list), pass --state-dir, or --redis for queue mode' });
+    if (!record)
+      throw new UhError('not_found', `no operation ${id} in ${stateDir}`, {
+        hint: 'check the id (uh mission list), pass --state-dir, or --redis for queue mode',
+      });
     throw notFinishedRefusal(id, record.state);
   }
 
@@ -78,7 +91,10 @@ export async function promoteFromStateDir(stateDir: string, options: PromoteOpti
 export async function promoteFromStore(store: OperationStore, options: PromoteOptions): Promise<PromoteResult> {
   const id = options.operationId;
   const record = await store.get(id);
-  if (!record) throw new UhError('not_found', `no operation ${id} in Redis (prefix ${store.prefix})`, { hint: 'check the id (uh mission list --redis) and UH_REDIS_PREFIX' });
+  if (!record)
+    throw new UhError('not_found', `no operation ${id} in Redis (prefix ${store.prefix})`, {
+      hint: 'check the id (uh mission list --redis) and UH_REDIS_PREFIX',
+    });
   const artifacts = await store.artifacts(id);
   if (record.state !== 'finished' || !artifacts.receipt) throw notFinishedRefusal(id, record.state);
   const scratch = mkdtempSync(join(tmpdir(), 'uh-promote-diff-'));

@@ -14,9 +14,13 @@ export async function promotionTarget(receipt: Receipt, cacheDir: string): Promi
   const url = receipt.repository.url;
   if (!isRemoteUrl(url)) {
     if (!existsSync(url)) {
-      throw new UhError('not_found', `repository ${url} of operation ${receipt.operation_id} does not exist on this host`, {
-        hint: 'promote on the host that has the repository',
-      });
+      throw new UhError(
+        'not_found',
+        `repository ${url} of operation ${receipt.operation_id} does not exist on this host`,
+        {
+          hint: 'promote on the host that has the repository',
+        },
+      );
     }
     return { gitDir: url, kind: 'local', url };
   }

@@ -26,7 +26,13 @@ import { checkScope } from '../verification/scope-check.js';
 import { EventLog } from '../state/event-log.js';
 import { fileJournal } from '../../operation/file-journal.js';
 import { killLeftoverGroups } from '../../shared/process/leftover-groups.js';
-import { operationDir, readRecord, writeRecord, workerAlive, type OperationRecord } from '../../operation/operation-files.js';
+import {
+  operationDir,
+  readRecord,
+  writeRecord,
+  workerAlive,
+  type OperationRecord,
+} from '../../operation/operation-files.js';
 import { finishOperation } from '../../operation/finish-operation.js';
 import type { OperationSettings } from '../../operation/settings.js';
 
@@ -36,7 +42,11 @@ export interface InlineRecovery {
   receipt: Receipt | null;
 }
 
-export async function recoverInline(settings: OperationSettings, id: string, settle: 'failed' | 'cancelled'): Promise<InlineRecovery> {
+export async function recoverInline(
+  settings: OperationSettings,
+  id: string,
+  settle: 'failed' | 'cancelled',
+): Promise<InlineRecovery> {
   const { stateDir } = settings;
   const record = readRecord(stateDir, id);
   if (!record) throw new UhError('not_found', `no operation ${id} in ${stateDir}`);
@@ -52,8 +62,15 @@ export async function recoverInline(settings: OperationSettings, id: string, set
       return { steps, record, receipt: null };
     }
     if (!record.runtime_started) {
-      steps.push(`pid ${record.worker?.pid} is gone before its runtime started: settled failed (run it again under a new operation_id)`);
-      return settleWith(settings, record, dir, steps, { status: 'failed', raw: 'not_started', message: 'the uh process died before the runtime started', timed_out: false });
+      steps.push(
+        `pid ${record.worker?.pid} is gone before its runtime started: settled failed (run it again under a new operation_id)`,
+      );
+      return settleWith(settings, record, dir, steps, {
+        status: 'failed',
+        raw: 'not_started',
+        message: 'the uh process died before the runtime started',
+        timed_out: false,
+      });
     }
     record.state = 'unknown';
     record.updated_at = new Date().toISOString();
@@ -75,7 +92,13 @@ export async function recoverInline(settings: OperationSettings, id: string, set
         finished = r.finished;
         outcome = r.finished.outcome;
       } else if (r.state === 'not_dispatched') {
-        outcome = { status: settle, raw: 'not_dispatched', message: `nothing was sent to the runtime (${r.reason}); settled by uh mission recover`, hint: 'run it again under a new operation_id', timed_out: false };
+        outcome = {
+          status: settle,
+          raw: 'not_dispatched',
+          message: `nothing was sent to the runtime (${r.reason}); settled by uh mission recover`,
+          hint: 'run it again under a new operation_id',
+          timed_out: false,
+        };
       }
     }
   } catch (error) {
@@ -91,7 +114,14 @@ export async function recoverInline(settings: OperationSettings, id: string, set
   return settleWith(settings, record, dir, steps, outcome, finished);
 }
 
-async function settleWith(settings: OperationSettings, record: OperationRecord, dir: string, steps: string[], outcome: Outcome, finished?: RuntimeFinishedData): Promise<InlineRecovery> {
+async function settleWith(
+  settings: OperationSettings,
+  record: OperationRecord,
+  dir: string,
+  steps: string[],
+  outcome: Outcome,
+  finished?: RuntimeFinishedData,
+): Promise<InlineRecovery> {
   const mission = MissionSchema.parse(JSON.parse(readFileSync(join(dir, 'mission.json'), 'utf8')));
   let diff: DiffCapture | null = null;
   if (record.sandbox_path && existsSync(record.sandbox_path) && record.base_commit) {
@@ -124,14 +154,24 @@ async function settleWith(settings: OperationSettings, record: OperationRecord, 
     diff,
     violations,
     checks: [],
-    verdict: decideVerdict({ scopeViolations: violations.length, checksDeclared: mission.verification.length, checks: [] }),
+    verdict: decideVerdict({
+      scopeViolations: violations.length,
+      checksDeclared: mission.verification.length,
+      checks: [],
+    }),
     sandbox: { path: record.sandbox_path, retained: record.sandbox_path !== null },
     secrets: [],
   });
-  const lines = existsSync(join(dir, 'events.jsonl')) ? readFileSync(join(dir, 'events.jsonl'), 'utf8').split('\n').filter(Boolean).length : 0;
+  const lines = existsSync(join(dir, 'events.jsonl'))
+    ? readFileSync(join(dir, 'events.jsonl'), 'utf8').split('\n').filter(Boolean).length
+    : 0;
   const events = new EventLog(join(dir, 'events.jsonl'), record.operation_id, () => now, lines);
   const target = { kind: 'files', stateDir: settings.stateDir, dir, record, events } as const;
-  const ended = await finishOperation(target, { receipt, keySource: settings.receiptKey, event: { recovered: true } }).finally(() => events.close());
+  const ended = await finishOperation(target, {
+    receipt,
+    keySource: settings.receiptKey,
+    event: { recovered: true },
+  }).finally(() => events.close());
   steps.push(`settled as ${receipt.status} (${receipt.verdict}) with a receipt; not re-run`);
   return { steps, record, receipt: ended.receipt };
 }

@@ -34,13 +34,20 @@ export interface QueuedRecovery {
   record: QueueRecord;
 }
 
-export async function recoverQueued(handle: QueueHandle, record: QueueRecord, settle: 'failed' | 'cancelled', settings: OperationSettings): Promise<QueuedRecovery> {
+export async function recoverQueued(
+  handle: QueueHandle,
+  record: QueueRecord,
+  settle: 'failed' | 'cancelled',
+  settings: OperationSettings,
+): Promise<QueuedRecovery> {
   const steps: string[] = [];
-  if (Object.keys(record.journal).length > 0) steps.push(`runtime journal (identity facts to inspect): ${JSON.stringify(record.journal)}`);
+  if (Object.keys(record.journal).length > 0)
+    steps.push(`runtime journal (identity facts to inspect): ${JSON.stringify(record.journal)}`);
   let current = await orphanIfOwnerGone(handle, record, steps);
   if (current.state === 'queued') await requeueIfJobGone(handle, current, steps);
   if (current.state === 'unknown') current = await settleUnknown(handle, current, settle, settings, steps);
-  else if (current.state === 'finished') steps.push(`finished (${current.status}, ${current.verdict}): nothing to recover`);
+  else if (current.state === 'finished')
+    steps.push(`finished (${current.status}, ${current.verdict}): nothing to recover`);
   return { steps, record: current };
 }
 
@@ -51,8 +58,15 @@ async function orphanIfOwnerGone(handle: QueueHandle, record: QueueRecord, steps
     steps.push(`running on worker ${worker} (alive): nothing to recover`);
     return record;
   }
-  const to = await handle.store.orphaned(record.operation_id, `owner worker ${worker} is gone (no heartbeat)`, completionOf(record), record.owner);
-  steps.push(`owner worker ${worker} is gone: ${to === 'unknown' ? 'runtime had started → unknown' : 'runtime never started → queued'}`);
+  const to = await handle.store.orphaned(
+    record.operation_id,
+    `owner worker ${worker} is gone (no heartbeat)`,
+    completionOf(record),
+    record.owner,
+  );
+  steps.push(
+    `owner worker ${worker} is gone: ${to === 'unknown' ? 'runtime had started → unknown' : 'runtime never started → queued'}`,
+  );
   return (await handle.store.get(record.operation_id)) as QueueRecord;
 }
 
@@ -70,9 +84,16 @@ async function requeueIfJobGone(handle: QueueHandle, record: QueueRecord, steps:
   steps.push(`its job was ${jobState}: enqueued again (its runtime never started)`);
 }
 
-async function settleUnknown(handle: QueueHandle, record: QueueRecord, settle: 'failed' | 'cancelled', settings: OperationSettings, steps: string[]): Promise<QueueRecord> {
+async function settleUnknown(
+  handle: QueueHandle,
+  record: QueueRecord,
+  settle: 'failed' | 'cancelled',
+  settings: OperationSettings,
+  steps: string[],
+): Promise<QueueRecord> {
   const killed = killLeftoverGroups(record.journal);
-  if (killed.length > 0) steps.push(`killed the runtime's leftover process group(s) on this host: ${killed.join(', ')}`);
+  if (killed.length > 0)
+    steps.push(`killed the runtime's leftover process group(s) on this host: ${killed.join(', ')}`);
   // First ask the runtime (if it can recover) what became of the run: an exact answer beats --settle.
   const fromRuntime = await receiptFromRuntime(record, settings.stateDir, steps);
   const receipt =
@@ -86,7 +107,11 @@ async function settleUnknown(handle: QueueHandle, record: QueueRecord, settle: '
     });
   const target = { kind: 'queue', store: handle.store, record, owner: null, allowedStates: ['unknown'] } as const;
   const ended = await finishOperation(target, { receipt, keySource: settings.receiptKey, event: { recovered: true } });
-  steps.push(ended.settled ? `unknown → settled as ${receipt.status}${fromRuntime ? ' from the runtime' : ''} with a receipt (not re-run)` : 'changed while recovering: run recover again');
+  steps.push(
+    ended.settled
+      ? `unknown → settled as ${receipt.status}${fromRuntime ? ' from the runtime' : ''} with a receipt (not re-run)`
+      : 'changed while recovering: run recover again',
+  );
   return (await handle.store.get(record.operation_id)) as QueueRecord;
 }
 
@@ -96,7 +121,9 @@ async function receiptFromRuntime(record: QueueRecord, stateDir: string, steps: 
     const got = await recoverQueuedRuntime(record, stateDir, RUNTIME_CATALOG);
     if (!got) return null;
     steps.push(`runtime ${got.runtime}: ${got.recovery.state}: ${got.recovery.reason}`);
-    return got.recovery.state === 'settled' && got.recovery.finished ? receiptFromRecovery(record, got.recovery.finished) : null;
+    return got.recovery.state === 'settled' && got.recovery.finished
+      ? receiptFromRecovery(record, got.recovery.finished)
+      : null;
   } catch (error) {
     steps.push(`runtime recovery failed: ${errorMessage(error)}`);
     return null;

@@ -31,7 +31,10 @@ export interface ConsumerOptions {
   /** The receipt check: its text → the verified receipt, or the reason it cannot be trusted. */
   verify: (text: string | null) => { ok: true; receipt: Receipt } | { ok: false; reason: string };
   /** A settled batch's outbox entry, after its `batch.settled` webhook. */
-  onBatchSettled?: (event: { batch_id: string; exit_code: number }, delivery: { id: string; webhook: DeliveryResult | null }) => void;
+  onBatchSettled?: (
+    event: { batch_id: string; exit_code: number },
+    delivery: { id: string; webhook: DeliveryResult | null },
+  ) => void;
   claimIdleMs?: number;
 }
 
@@ -46,7 +49,8 @@ export async function ensureResultsGroup(redis: Redis, outbox: string): Promise<
   }
 }
 
-type Trusted = { ok: true; completion: Completion; receipt: Receipt | null } | { ok: false; completion: Completion; reason: string };
+type Trusted =
+  { ok: true; completion: Completion; receipt: Receipt | null } | { ok: false; completion: Completion; reason: string };
 
 /**
  * An entry as the worker may act on it. `finished`: its receipt verified, the entry's status,
@@ -59,8 +63,13 @@ async function trustedCompletion(options: ConsumerOptions, completion: Completio
   const check = options.verify(text);
   if (!check.ok) return { ok: false, completion, reason: check.reason };
   const { receipt } = check;
-  if (receipt.operation_id !== completion.operation_id) return { ok: false, completion, reason: `the receipt is ${receipt.operation_id}'s` };
-  return { ok: true, receipt, completion: { ...completion, status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code } };
+  if (receipt.operation_id !== completion.operation_id)
+    return { ok: false, completion, reason: `the receipt is ${receipt.operation_id}'s` };
+  return {
+    ok: true,
+    receipt,
+    completion: { ...completion, status: receipt.status, verdict: receipt.verdict, exit_code: receipt.exit_code },
+  };
 }
 
 export async function runCompletionConsumer(options: ConsumerOptions): Promise<void> {
@@ -75,18 +84,47 @@ export async function runCompletionConsumer(options: ConsumerOptions): Promise<v
     if (raw === undefined) return void (await store.redis.xack(outbox, RESULTS_GROUP, id));
     const trusted = await trustedCompletion(options, JSON.parse(raw) as Completion);
     if (!trusted.ok) {
-      logger.warn({ operation_id: trusted.completion.operation_id, reason: trusted.reason }, 'completion refused: its receipt does not verify; nothing acts on it');
-      await store.redis.xadd(store.keys.outboxDead, '*', 'completion', raw, 'delivery_id', id, 'error', `untrusted receipt: ${trusted.reason}`);
+      logger.warn(
+        { operation_id: trusted.completion.operation_id, reason: trusted.reason },
+        'completion refused: its receipt does not verify; nothing acts on it',
+      );
+      await store.redis.xadd(
+        store.keys.outboxDead,
+        '*',
+        'completion',
+        raw,
+        'delivery_id',
+        id,
+        'error',
+        `untrusted receipt: ${trusted.reason}`,
+      );
       return void (await store.redis.xack(outbox, RESULTS_GROUP, id));
     }
     const { completion, receipt } = trusted;
     let webhook: DeliveryResult | null = null;
     if (options.webhook) {
-      webhook = await deliverWebhook(options.webhook, id, { type: 'operation.settled', delivery_id: id, completion, receipt }, signal);
+      webhook = await deliverWebhook(
+        options.webhook,
+        id,
+        { type: 'operation.settled', delivery_id: id, completion, receipt },
+        signal,
+      );
       if (signal.aborted && !webhook.ok) return; // not acked: delivered again after restart
       if (!webhook.ok) {
-        logger.warn({ operation_id: completion.operation_id, error: webhook.error }, 'webhook failed every attempt: moved to the dead-letter stream');
-        await store.redis.xadd(store.keys.outboxDead, '*', 'completion', raw, 'delivery_id', id, 'error', webhook.error ?? 'unknown');
+        logger.warn(
+          { operation_id: completion.operation_id, error: webhook.error },
+          'webhook failed every attempt: moved to the dead-letter stream',
+        );
+        await store.redis.xadd(
+          store.keys.outboxDead,
+          '*',
+          'completion',
+          raw,
+          'delivery_id',
+          id,
+          'error',
+          webhook.error ?? 'unknown',
+        );
       }
     }
     options.onCompletion?.(completion, { id, webhook });
@@ -95,9 +133,21 @@ export async function runCompletionConsumer(options: ConsumerOptions): Promise<v
   };
   const handleBatch = async (id: string, raw: string) => {
     const event = JSON.parse(raw) as { batch_id: string; exit_code: number };
-    const webhook = options.webhook ? await deliverWebhook(options.webhook, id, { ...event, type: 'batch.settled', delivery_id: id }, signal) : null;
+    const webhook = options.webhook
+      ? await deliverWebhook(options.webhook, id, { ...event, type: 'batch.settled', delivery_id: id }, signal)
+      : null;
     if (webhook && signal.aborted && !webhook.ok) return;
-    if (webhook && !webhook.ok) await store.redis.xadd(store.keys.outboxDead, '*', 'batch', raw, 'delivery_id', id, 'error', webhook.error ?? 'unknown');
+    if (webhook && !webhook.ok)
+      await store.redis.xadd(
+        store.keys.outboxDead,
+        '*',
+        'batch',
+        raw,
+        'delivery_id',
+        id,
+        'error',
+        webhook.error ?? 'unknown',
+      );
     options.onBatchSettled?.(event, { id, webhook });
     await store.redis.xack(outbox, RESULTS_GROUP, id);
   };
@@ -105,7 +155,17 @@ export async function runCompletionConsumer(options: ConsumerOptions): Promise<v
     // 1. Our own pending entries (delivered before a crash, never acked).
     let pending = '0';
     for (;;) {
-      const reply = (await (reader.xreadgroup as (...a: (string | number)[]) => Promise<GroupReply>)('GROUP', RESULTS_GROUP, options.consumer, 'COUNT', 100, 'STREAMS', outbox, pending)) ?? [];
+      const reply =
+        (await (reader.xreadgroup as (...a: (string | number)[]) => Promise<GroupReply>)(
+          'GROUP',
+          RESULTS_GROUP,
+          options.consumer,
+          'COUNT',
+          100,
+          'STREAMS',
+          outbox,
+          pending,
+        )) ?? [];
       const entries = reply[0]?.[1] ?? [];
       if (entries.length === 0) break;
       for (const entry of entries) await handle(entry);
@@ -116,10 +176,30 @@ export async function runCompletionConsumer(options: ConsumerOptions): Promise<v
     while (!signal.aborted) {
       if (Date.now() - lastClaim > 10_000) {
         lastClaim = Date.now();
-        const claimed = (await store.redis.xautoclaim(outbox, RESULTS_GROUP, options.consumer, options.claimIdleMs ?? 60_000, '0-0', 'COUNT', 100)) as [string, Entry[]];
+        const claimed = (await store.redis.xautoclaim(
+          outbox,
+          RESULTS_GROUP,
+          options.consumer,
+          options.claimIdleMs ?? 60_000,
+          '0-0',
+          'COUNT',
+          100,
+        )) as [string, Entry[]];
         for (const entry of claimed[1] ?? []) if (entry) await handle(entry);
       }
-      const reply = (await (reader.xreadgroup as (...a: (string | number)[]) => Promise<GroupReply>)('GROUP', RESULTS_GROUP, options.consumer, 'COUNT', 50, 'BLOCK', 1000, 'STREAMS', outbox, '>')) ?? [];
+      const reply =
+        (await (reader.xreadgroup as (...a: (string | number)[]) => Promise<GroupReply>)(
+          'GROUP',
+          RESULTS_GROUP,
+          options.consumer,
+          'COUNT',
+          50,
+          'BLOCK',
+          1000,
+          'STREAMS',
+          outbox,
+          '>',
+        )) ?? [];
       for (const entry of reply[0]?.[1] ?? []) await handle(entry);
     }
   } finally {

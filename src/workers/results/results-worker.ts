@@ -55,13 +55,21 @@ export async function startResultsWorker(o: ResultsWorkerOptions): Promise<{ don
     webhook: queue.webhook,
     logger,
     signal: o.signal,
-    onCompletion: (c, d) => onEvent('completion', { operation_id: c.operation_id, state: c.state, status: c.status ?? '-', exit_code: c.exit_code, ...delivery(d) }),
+    onCompletion: (c, d) =>
+      onEvent('completion', {
+        operation_id: c.operation_id,
+        state: c.state,
+        status: c.status ?? '-',
+        exit_code: c.exit_code,
+        ...delivery(d),
+      }),
     verify: (text) => trustReceipt(text, settings.receiptKey),
     afterCompletion: async (c, receipt) => {
       await settleBatch(c);
       if (receipt) await promoteCompletion(store, receipt, settings, onEvent);
     },
-    onBatchSettled: (b, d) => onEvent('batch-settled', { batch_id: b.batch_id, exit_code: b.exit_code, ...delivery(d) }),
+    onBatchSettled: (b, d) =>
+      onEvent('batch-settled', { batch_id: b.batch_id, exit_code: b.exit_code, ...delivery(d) }),
   }).finally(async () => {
     await batchWorker.close().catch(() => undefined);
     redis.disconnect();
@@ -70,7 +78,12 @@ export async function startResultsWorker(o: ResultsWorkerOptions): Promise<{ don
 }
 
 /** Automatic promotion (mission `promotion: branch`) of a verified completion, reported on the worker's output. */
-async function promoteCompletion(store: OperationStore, receipt: Receipt, settings: OperationSettings, onEvent: ResultsEvent): Promise<void> {
+async function promoteCompletion(
+  store: OperationStore,
+  receipt: Receipt,
+  settings: OperationSettings,
+  onEvent: ResultsEvent,
+): Promise<void> {
   const { logger } = settings;
   const context = { cacheDir: settings.cacheDir, logger, env: settings.env, receiptKey: settings.receiptKey };
   const record = await promoteAfterCompletion(store, receipt, context).catch((error: unknown) => {
@@ -79,5 +92,11 @@ async function promoteCompletion(store: OperationStore, receipt: Receipt, settin
   });
   if (!record) return;
   const { decision, branch } = record;
-  onEvent('promotion', { operation_id: receipt.operation_id, decision, branch, commit: record.commit ?? '-', reason: record.reason ?? '-' });
+  onEvent('promotion', {
+    operation_id: receipt.operation_id,
+    decision,
+    branch,
+    commit: record.commit ?? '-',
+    reason: record.reason ?? '-',
+  });
 }

@@ -18,7 +18,12 @@ export interface RetryRule {
 export const RETRY_POLICY: readonly RetryRule[] = [
   // A rate limit that said when to come back (HTTP 429 + Retry-After, a quota reset time):
   // the runtime did no work worth keeping; waiting the given time is what the provider asked for.
-  { name: 'rate_limit', matches: (o) => o.status === 'blocked' && o.retry_after_ms !== undefined, maxAttempts: 3, maxDelayMs: 15 * 60_000 },
+  {
+    name: 'rate_limit',
+    matches: (o) => o.status === 'blocked' && o.retry_after_ms !== undefined,
+    maxAttempts: 3,
+    maxDelayMs: 15 * 60_000,
+  },
   // Blocked without a retry time (auth, missing binary, unknown model, unreachable endpoint):
   // never retried, an operator must act. Failed, cancelled, completed: final.
 ];
@@ -26,7 +31,11 @@ export const RETRY_POLICY: readonly RetryRule[] = [
 export type RetryDecision = { retry: true; delayMs: number; rule: string } | { retry: false };
 
 /** Pure: the decision for a settled attempt. */
-export function retryDecision(outcome: Outcome, attempt: number, policy: readonly RetryRule[] = RETRY_POLICY): RetryDecision {
+export function retryDecision(
+  outcome: Outcome,
+  attempt: number,
+  policy: readonly RetryRule[] = RETRY_POLICY,
+): RetryDecision {
   const rule = policy.find((r) => r.matches(outcome));
   if (!rule || attempt >= rule.maxAttempts) return { retry: false };
   const delayMs = outcome.retry_after_ms ?? 0;

@@ -17,11 +17,20 @@ export interface BatchSettled {
   type: 'batch.settled';
   batch_id: string;
   exit_code: number;
-  runtimes: Array<{ runtime: string; pass_at_1: number | null; pass_at_k: number | null; statuses: Record<string, number> }>;
+  runtimes: Array<{
+    runtime: string;
+    pass_at_1: number | null;
+    pass_at_k: number | null;
+    statuses: Record<string, number>;
+  }>;
   at: string;
 }
 
-export async function settleBatchIfDone(ops: OperationStore, batchId: string, prices: PriceTable): Promise<SettleOutcome> {
+export async function settleBatchIfDone(
+  ops: OperationStore,
+  batchId: string,
+  prices: PriceTable,
+): Promise<SettleOutcome> {
   const batches = new BatchStore(ops.redis, ops.keys);
   const batch = await batches.get(batchId);
   if (!batch) return 'missing';
@@ -33,15 +42,30 @@ export async function settleBatchIfDone(ops: OperationStore, batchId: string, pr
     type: 'batch.settled',
     batch_id: batchId,
     exit_code: report.exit_code,
-    runtimes: report.runtimes.map((r) => ({ runtime: r.runtime, pass_at_1: r.pass_at_1, pass_at_k: r.pass_at_k, statuses: r.statuses })),
+    runtimes: report.runtimes.map((r) => ({
+      runtime: r.runtime,
+      pass_at_1: r.pass_at_1,
+      pass_at_k: r.pass_at_k,
+      statuses: r.statuses,
+    })),
     at: report.generated_at,
   };
-  const first = await batches.settle(batchId, 'settled', JSON.stringify(report), renderHtml(report), JSON.stringify(event));
+  const first = await batches.settle(
+    batchId,
+    'settled',
+    JSON.stringify(report),
+    renderHtml(report),
+    JSON.stringify(event),
+  );
   return first ? 'settled' : 'already';
 }
 
 /** After a child operation's completion: settle its batch when it was the last one. */
-export async function settleBatchOfOperation(ops: OperationStore, operationId: string, prices: PriceTable): Promise<SettleOutcome | null> {
+export async function settleBatchOfOperation(
+  ops: OperationStore,
+  operationId: string,
+  prices: PriceTable,
+): Promise<SettleOutcome | null> {
   const batchId = await batchOfOperation(ops, operationId);
   return batchId === null ? null : settleBatchIfDone(ops, batchId, prices);
 }

@@ -10,7 +10,6 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { ARTIFACT_FILES, CHECK_LOG_FILE, checkLogArtifact } from '../../operation/operation-files.js';
 
-
 export function truncationMarker(kept: number, total: number, where: string): string {
   return `\n# uh: truncated: kept ${kept} of ${total} bytes (cap UH_ARTIFACT_CAP_BYTES); the full file is ${where}\n`;
 }

@@ -31,7 +31,12 @@ export interface DeliveryResult {
 
 const RETRYABLE = (status: number) => status === 408 || status === 429 || status >= 500;
 
-export async function deliverWebhook(target: WebhookTarget, deliveryId: string, payload: unknown, signal?: AbortSignal): Promise<DeliveryResult> {
+export async function deliverWebhook(
+  target: WebhookTarget,
+  deliveryId: string,
+  payload: unknown,
+  signal?: AbortSignal,
+): Promise<DeliveryResult> {
   const body = JSON.stringify(payload);
   const headers: Record<string, string> = {
     'content-type': 'application/json',
@@ -43,15 +48,26 @@ export async function deliverWebhook(target: WebhookTarget, deliveryId: string, 
   let last: DeliveryResult = { ok: false, attempts: 0, status: null, error: null };
   for (let attempt = 1; attempt <= target.attempts; attempt++) {
     try {
-      const response = await fetch(target.url, { method: 'POST', headers, body, signal: AbortSignal.any([AbortSignal.timeout(10_000), ...(signal ? [signal] : [])]) });
+      const response = await fetch(target.url, {
+        method: 'POST',
+        headers,
+        body,
+        signal: AbortSignal.any([AbortSignal.timeout(10_000), ...(signal ? [signal] : [])]),
+      });
       await response.arrayBuffer().catch(() => undefined);
-      last = { ok: response.ok, attempts: attempt, status: response.status, error: response.ok ? null : `HTTP ${response.status}` };
+      last = {
+        ok: response.ok,
+        attempts: attempt,
+        status: response.status,
+        error: response.ok ? null : `HTTP ${response.status}`,
+      };
       if (response.ok || !RETRYABLE(response.status)) return last;
     } catch (error) {
       last = { ok: false, attempts: attempt, status: null, error: (error as Error).message };
     }
     if (signal?.aborted) return last;
-    if (attempt < target.attempts) await delay(target.backoffMs * 2 ** (attempt - 1), undefined, { signal }).catch(() => undefined);
+    if (attempt < target.attempts)
+      await delay(target.backoffMs * 2 ** (attempt - 1), undefined, { signal }).catch(() => undefined);
   }
   return last;
 }

@@ -12,7 +12,8 @@ const LOADERS: Readonly<Record<string, () => Promise<AnyRuntimeAdapter>>> = {
   acp: async () => (await import('./acp/acp-adapter.js')).acpAdapter,
   'hermes-acp': async () => (await import('./hermes-acp/hermes-acp-adapter.js')).hermesAcpAdapter,
   codex: async () => (await import('./codex/codex-adapter.js')).codexAdapter,
-  'codex-app-server': async () => (await import('./codex-app-server/codex-app-server-adapter.js')).codexAppServerAdapter,
+  'codex-app-server': async () =>
+    (await import('./codex-app-server/codex-app-server-adapter.js')).codexAppServerAdapter,
   pi: async () => (await import('./pi/pi-adapter.js')).piAdapter,
   'oh-my-pi': async () => (await import('./oh-my-pi/oh-my-pi-adapter.js')).ohMyPiAdapter,
   hermes: async () => (await import('./hermes/hermes-adapter.js')).hermesAdapter,

@@ -29,7 +29,10 @@ export function isCommitObject(objectsDir: string, id: string): boolean {
 
 /** The hash of the object is its id, and git's commit parser accepts its first lines. */
 function soundCommit(id: string, body: Buffer): boolean {
-  const hash = createHash(id.length === 64 ? 'sha256' : 'sha1').update(`commit ${body.length}\0`).update(body).digest('hex');
+  const hash = createHash(id.length === 64 ? 'sha256' : 'sha1')
+    .update(`commit ${body.length}\0`)
+    .update(body)
+    .digest('hex');
   if (hash !== id) return false;
   const hex = `[0-9a-fA-F]{${id.length}}`;
   const head = body.toString('latin1');
@@ -38,7 +41,8 @@ function soundCommit(id: string, body: Buffer): boolean {
   if (!tree || body.length <= tree[0].length) return false;
   const parentLine = id.length + 'parent \n'.length;
   for (let at = tree[0].length; at + parentLine - 1 < body.length && head.startsWith('parent ', at); at += parentLine) {
-    if (!new RegExp(`^parent ${hex}\n`).test(head.slice(at, at + parentLine)) || body.length <= at + parentLine) return false;
+    if (!new RegExp(`^parent ${hex}\n`).test(head.slice(at, at + parentLine)) || body.length <= at + parentLine)
+      return false;
   }
   return true;
 }
@@ -50,7 +54,10 @@ function looseCommit(objectsDir: string, id: string): Buffer | null {
     const st = lstatSync(path, { throwIfNoEntry: false });
     if (!st?.isFile() || st.size > MAX_COMMIT_BYTES) return null;
     const compressed = readFileSync(path);
-    const { buffer, engine } = inflateSync(compressed, { info: true, maxOutputLength: MAX_COMMIT_BYTES + 64 }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+    const { buffer, engine } = inflateSync(compressed, {
+      info: true,
+      maxOutputLength: MAX_COMMIT_BYTES + 64,
+    }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
     if (engine.bytesWritten !== compressed.length) return null; // bytes after the zlib stream: git refuses the object
     const nul = buffer.indexOf(0);
     const header = nul > 0 ? /^commit (0|[1-9][0-9]{0,8})$/.exec(buffer.subarray(0, nul).toString('latin1')) : null;
@@ -133,7 +140,12 @@ function indexEntry(fd: number, size: number, oid: Buffer): IndexHit | null | ty
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
     const cmp = Buffer.compare(readAt(fd, names + mid * hashLen, hashLen), oid);
-    if (cmp === 0) return { offset: packOffset(fd, size, n, hashLen, mid), objects: n, packHash: readAt(fd, size - 2 * hashLen, hashLen) };
+    if (cmp === 0)
+      return {
+        offset: packOffset(fd, size, n, hashLen, mid),
+        objects: n,
+        packHash: readAt(fd, size - 2 * hashLen, hashLen),
+      };
     if (cmp < 0) lo = mid + 1;
     else hi = mid;
   }
@@ -155,7 +167,12 @@ function packOffset(fd: number, size: number, n: number, hashLen: number, positi
 function packEntry(fd: number, size: number, hit: IndexHit): Buffer | null {
   const hashLen = hit.packHash.length;
   const header = readAt(fd, 0, 12);
-  if (header.toString('latin1', 0, 4) !== 'PACK' || ![2, 3].includes(header.readUInt32BE(4)) || header.readUInt32BE(8) !== hit.objects) return null;
+  if (
+    header.toString('latin1', 0, 4) !== 'PACK' ||
+    ![2, 3].includes(header.readUInt32BE(4)) ||
+    header.readUInt32BE(8) !== hit.objects
+  )
+    return null;
   if (size < 12 + hashLen || !readAt(fd, size - hashLen, hashLen).equals(hit.packHash)) return null;
   const end = size - hashLen;
   if (hit.offset < 12 || hit.offset >= end) return null;

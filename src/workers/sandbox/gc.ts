@@ -25,7 +25,8 @@ import { discardSandbox } from './sandbox-pool.js';
 import { readRecords, type SandboxRecord } from './worktree.js';
 import { baseFactsDir } from '../verification/base-ignore.js';
 
-export type GcKind = 'sandbox_expired' | 'sandbox_settled' | 'sandbox_cap' | 'mirror_idle' | 'mirror_cap' | 'operation_dir' | 'facts_idle';
+export type GcKind =
+  'sandbox_expired' | 'sandbox_settled' | 'sandbox_cap' | 'mirror_idle' | 'mirror_cap' | 'operation_dir' | 'facts_idle';
 export interface GcItem {
   kind: GcKind;
   path: string;
@@ -75,7 +76,9 @@ function mirrors(cacheDir: string): Array<{ path: string; usedAt: number }> {
     .filter((e) => e.endsWith('.git'))
     .map((e) => {
       const path = join(root, e);
-      const stamps = [path, join(path, 'FETCH_HEAD'), join(path, 'worktrees')].filter(existsSync).map((p) => statSync(p).mtimeMs);
+      const stamps = [path, join(path, 'FETCH_HEAD'), join(path, 'worktrees')]
+        .filter(existsSync)
+        .map((p) => statSync(p).mtimeMs);
       return { path, usedAt: Math.max(...stamps) };
     });
 }
@@ -85,7 +88,8 @@ async function sandboxItems(cacheDir: string, policy: GcPolicy, ports: GcPorts):
   for (const record of readRecords(cacheDir)) {
     const item = { path: record.path, bytes: dirBytes(record.path), operation_id: record.operation_id, record };
     if (Date.parse(record.keep_until) <= policy.now.getTime()) items.push({ kind: 'sandbox_expired', ...item });
-    else if (record.state === 'active' && (await ports.operationState(record.operation_id)) === 'finished') items.push({ kind: 'sandbox_settled', ...item });
+    else if (record.state === 'active' && (await ports.operationState(record.operation_id)) === 'finished')
+      items.push({ kind: 'sandbox_settled', ...item });
   }
   return items;
 }
@@ -95,14 +99,31 @@ function capItems(cacheDir: string, policy: GcPolicy, freed: Set<string>): GcIte
   if (policy.cacheCapBytes <= 0) return [];
   const kept = readRecords(cacheDir).filter((r) => !freed.has(r.path));
   // A pooled sandbox comes before every mirror in the list: a mirror is reached only once they are dropped.
-  const idleMirrors = mirrors(cacheDir).filter((m) => !freed.has(m.path) && !kept.some((r) => r.mirror === m.path && r.state !== 'pooled'));
+  const idleMirrors = mirrors(cacheDir).filter(
+    (m) => !freed.has(m.path) && !kept.some((r) => r.mirror === m.path && r.state !== 'pooled'),
+  );
   const oldest = (a: SandboxRecord, b: SandboxRecord) => Date.parse(a.created_at) - Date.parse(b.created_at);
-  const sandboxes = [...kept.filter((r) => r.state === 'pooled').sort(oldest), ...kept.filter((r) => r.state === 'retained').sort(oldest)];
-  const sized = [
-    ...sandboxes.map((r) => ({ kind: 'sandbox_cap' as const, path: r.path, bytes: dirBytes(r.path), operation_id: r.operation_id, record: r })),
-    ...idleMirrors.sort((a, b) => a.usedAt - b.usedAt).map((m) => ({ kind: 'mirror_cap' as const, path: m.path, bytes: dirBytes(m.path) })),
+  const sandboxes = [
+    ...kept.filter((r) => r.state === 'pooled').sort(oldest),
+    ...kept.filter((r) => r.state === 'retained').sort(oldest),
   ];
-  let total = kept.reduce((n, r) => n + dirBytes(r.path), 0) + mirrors(cacheDir).filter((m) => !freed.has(m.path)).reduce((n, m) => n + dirBytes(m.path), 0);
+  const sized = [
+    ...sandboxes.map((r) => ({
+      kind: 'sandbox_cap' as const,
+      path: r.path,
+      bytes: dirBytes(r.path),
+      operation_id: r.operation_id,
+      record: r,
+    })),
+    ...idleMirrors
+      .sort((a, b) => a.usedAt - b.usedAt)
+      .map((m) => ({ kind: 'mirror_cap' as const, path: m.path, bytes: dirBytes(m.path) })),
+  ];
+  let total =
+    kept.reduce((n, r) => n + dirBytes(r.path), 0) +
+    mirrors(cacheDir)
+      .filter((m) => !freed.has(m.path))
+      .reduce((n, m) => n + dirBytes(m.path), 0);
   const out: GcItem[] = [];
   for (const item of sized) {
     if (total <= policy.cacheCapBytes) break;
@@ -120,18 +141,29 @@ async function operationDirItems(stateDir: string, policy: GcPolicy, ports: GcPo
   for (const id of readdirSync(root)) {
     const path = join(root, id);
     if (id.startsWith('.') || statSync(path).mtimeMs > before) continue;
-    if ((await ports.operationState(id)) === 'finished') items.push({ kind: 'operation_dir', path, bytes: dirBytes(path), operation_id: id });
+    if ((await ports.operationState(id)) === 'finished')
+      items.push({ kind: 'operation_dir', path, bytes: dirBytes(path), operation_id: id });
   }
   return items;
 }
 
 /** What the policy frees now (nothing removed). */
-export async function planGc(cacheDir: string, stateDir: string | null, policy: GcPolicy, ports: GcPorts): Promise<GcItem[]> {
+export async function planGc(
+  cacheDir: string,
+  stateDir: string | null,
+  policy: GcPolicy,
+  ports: GcPorts,
+): Promise<GcItem[]> {
   const items = await sandboxItems(cacheDir, policy, ports);
   const freed = new Set(items.map((i) => i.path));
-  const stillUsed = new Set(readRecords(cacheDir).filter((r) => !freed.has(r.path)).map((r) => r.mirror));
+  const stillUsed = new Set(
+    readRecords(cacheDir)
+      .filter((r) => !freed.has(r.path))
+      .map((r) => r.mirror),
+  );
   for (const m of mirrors(cacheDir)) {
-    if (!stillUsed.has(m.path) && m.usedAt <= policy.now.getTime() - policy.mirrorIdleDays * DAY) items.push({ kind: 'mirror_idle', path: m.path, bytes: dirBytes(m.path) });
+    if (!stillUsed.has(m.path) && m.usedAt <= policy.now.getTime() - policy.mirrorIdleDays * DAY)
+      items.push({ kind: 'mirror_idle', path: m.path, bytes: dirBytes(m.path) });
   }
   items.push(...capItems(cacheDir, policy, new Set(items.map((i) => i.path))));
   if (stateDir) items.push(...(await operationDirItems(stateDir, policy, ports)));
@@ -163,7 +195,11 @@ function factsItems(cacheDir: string, policy: GcPolicy): GcItem[] {
 }
 
 /** Apply a plan; then the orphan sweep (worktrees without a record, pruned under the mirror lock). */
-export async function applyGc(cacheDir: string, items: GcItem[], now: Date): Promise<{ removed: GcItem[]; orphans: string[] }> {
+export async function applyGc(
+  cacheDir: string,
+  items: GcItem[],
+  now: Date,
+): Promise<{ removed: GcItem[]; orphans: string[] }> {
   const removed: GcItem[] = [];
   // A pooled sandbox claimed by a mission since the plan keeps its mirror (its objects come from there).
   const claimedMirrors = new Set<string>();
@@ -175,8 +211,14 @@ export async function applyGc(cacheDir: string, items: GcItem[], now: Date): Pro
           continue;
         }
       } else if (claimedMirrors.has(item.path)) continue;
-      else if (item.kind === 'operation_dir' || item.kind === 'facts_idle') rmSync(item.path, { recursive: true, force: true });
-      else await withFileLock(mirrorLockDir(item.path), async () => rmSync(item.path, { recursive: true, force: true }), 10_000);
+      else if (item.kind === 'operation_dir' || item.kind === 'facts_idle')
+        rmSync(item.path, { recursive: true, force: true });
+      else
+        await withFileLock(
+          mirrorLockDir(item.path),
+          async () => rmSync(item.path, { recursive: true, force: true }),
+          10_000,
+        );
       removed.push(item);
     } catch {
       // busy (lock held) or already gone: the next sweep tries again

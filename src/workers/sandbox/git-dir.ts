@@ -30,7 +30,12 @@ export function objectIdBytes(commit: string): 20 | 32 {
 /** The config `git init` would write for this spec. Pure. */
 export function gitDirConfig(spec: Pick<GitDirSpec, 'bare' | 'commit'>): string {
   const sha256 = objectFormatOf(spec.commit) === 'sha256';
-  const lines = ['[core]', `\trepositoryformatversion = ${sha256 ? 1 : 0}`, '\tfilemode = true', `\tbare = ${spec.bare}`];
+  const lines = [
+    '[core]',
+    `\trepositoryformatversion = ${sha256 ? 1 : 0}`,
+    '\tfilemode = true',
+    `\tbare = ${spec.bare}`,
+  ];
   if (!spec.bare) lines.push('\tlogallrefupdates = true');
   if (sha256) lines.push('[extensions]', '\tobjectformat = sha256');
   return `${lines.join('\n')}\n`;
@@ -91,7 +96,11 @@ export function agentGitDirDoubt(gitDir: string, spec: GitDirSpec, uhIndex: stri
   const doubt = layoutDoubt(gitDir, spec, ['HEAD', 'config', 'index', 'objects', 'refs'], false);
   if (doubt !== null) return doubt;
   try {
-    if (!lstatSync(join(gitDir, 'index')).isFile() || !readFileSync(join(gitDir, 'index')).equals(readFileSync(uhIndex))) return 'index changed';
+    if (
+      !lstatSync(join(gitDir, 'index')).isFile() ||
+      !readFileSync(join(gitDir, 'index')).equals(readFileSync(uhIndex))
+    )
+      return 'index changed';
   } catch {
     return 'index unreadable';
   }
@@ -106,9 +115,11 @@ function layoutDoubt(gitDir: string, spec: GitDirSpec, top: string[], looseObjec
   if (!same(entries(join(gitDir, 'objects', 'info')), ['alternates'])) return 'objects/info changed';
   if (!same(entries(join(gitDir, 'objects', 'pack')), [])) return 'objects/pack changed';
   if (!same(entries(join(gitDir, 'refs')), ['heads', 'tags'])) return 'refs changed';
-  if (!same(entries(join(gitDir, 'refs', 'heads')), []) || !same(entries(join(gitDir, 'refs', 'tags')), [])) return 'refs changed';
+  if (!same(entries(join(gitDir, 'refs', 'heads')), []) || !same(entries(join(gitDir, 'refs', 'tags')), []))
+    return 'refs changed';
   const objects = entries(join(gitDir, 'objects')) ?? [];
-  if (objects.some((e) => e !== 'info' && e !== 'pack' && !(looseObjects && LOOSE.test(e)))) return 'unexpected entries in objects';
+  if (objects.some((e) => e !== 'info' && e !== 'pack' && !(looseObjects && LOOSE.test(e))))
+    return 'unexpected entries in objects';
   return null;
 }
 

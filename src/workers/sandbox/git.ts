@@ -96,7 +96,11 @@ export async function git(args: readonly string[], options: GitOptions): Promise
   let outBytes = 0;
   let errTail = '';
   const child = (options.spawn ?? spawnGroup)({
-    argv: gitArgv([...(options.gitDir ? [`--git-dir=${options.gitDir}`] : []), ...(options.workTree ? [`--work-tree=${options.workTree}`] : []), ...args]),
+    argv: gitArgv([
+      ...(options.gitDir ? [`--git-dir=${options.gitDir}`] : []),
+      ...(options.workTree ? [`--work-tree=${options.workTree}`] : []),
+      ...args,
+    ]),
     cwd: options.cwd,
     env: gitEnv(options.env, options.network),
     stdin: options.input === undefined ? 'ignore' : { text: options.input },
@@ -132,17 +136,31 @@ export async function git(args: readonly string[], options: GitOptions): Promise
   throw gitError(failure, subcommand, options.repository ?? options.cwd, { timeoutMs, stderr });
 }
 
-function gitError(failure: GitFailure, command: string, repository: string, facts: { timeoutMs: number; stderr: string }): GitError {
+function gitError(
+  failure: GitFailure,
+  command: string,
+  repository: string,
+  facts: { timeoutMs: number; stderr: string },
+): GitError {
   const where = withoutCredentials(repository);
   const said = withoutCredentials(facts.stderr);
   const [message, hint] = {
-    exit: [`git ${command} failed in ${where}: ${said}`, 'check the repository url and ref; run the same git command by hand to see more'],
+    exit: [
+      `git ${command} failed in ${where}: ${said}`,
+      'check the repository url and ref; run the same git command by hand to see more',
+    ],
     timeout: [
       `git ${command} timed out after ${Math.round(facts.timeoutMs / 1000)} s in ${where}`,
       'the remote did not answer in time: check the network and the URL, then run again',
     ],
-    aborted: [`git ${command} was aborted in ${where} (the operation was cancelled)`, 'nothing to do: the cancel stopped git'],
-    output_too_large: [`git ${command} printed more output than allowed in ${where}`, 'this is a bug; please report it'],
+    aborted: [
+      `git ${command} was aborted in ${where} (the operation was cancelled)`,
+      'nothing to do: the cancel stopped git',
+    ],
+    output_too_large: [
+      `git ${command} printed more output than allowed in ${where}`,
+      'this is a bug; please report it',
+    ],
     spawn: [`git ${command} could not start in ${where}: ${said}`, 'is git on PATH, and does the directory exist?'],
   }[failure] as [string, string];
   return new GitError(failure, command, where, message, hint);

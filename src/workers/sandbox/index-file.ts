@@ -75,7 +75,14 @@ export function parseIndex(buf: Buffer, hashBytes: number): { entries: RawIndexE
     if (end < 0) return null;
     const mode = buf.readUInt32BE(off + 24);
     if (!MODES.has(mode)) return null;
-    entries.push({ at: off, pathStart, pathEnd: end, mode, flags, extendedFlags: extended ? buf.readUInt16BE(off + fixed) : 0 });
+    entries.push({
+      at: off,
+      pathStart,
+      pathEnd: end,
+      mode,
+      flags,
+      extendedFlags: extended ? buf.readUInt16BE(off + fixed) : 0,
+    });
     // Entry length: fixed part + path + 1..8 NULs, a multiple of 8 (git's ondisk_ce_size).
     off += (pathStart - off + (end - pathStart) + 8) & ~7;
   }
@@ -87,7 +94,11 @@ export function parseIndex(buf: Buffer, hashBytes: number): { entries: RawIndexE
  * not one we can vouch for, or holds more than `maxEntries` (judged by its header, before any
  * entry is decoded).
  */
-export function readIndexEntries(file: string, hashBytes: number, maxEntries = Number.POSITIVE_INFINITY): IndexEntry[] | null {
+export function readIndexEntries(
+  file: string,
+  hashBytes: number,
+  maxEntries = Number.POSITIVE_INFINITY,
+): IndexEntry[] | null {
   let buf: Buffer;
   try {
     buf = readFileSync(file);

@@ -41,32 +41,67 @@ export interface IsolationStatus {
   network: 'on' | 'none';
 }
 
-export type IsolationDecision = { use: BwrapProbe & { ok: true }; status: IsolationStatus } | { use: null; status: IsolationStatus; refuse?: { message: string; hint: string } };
+export type IsolationDecision =
+  | { use: BwrapProbe & { ok: true }; status: IsolationStatus }
+  | { use: null; status: IsolationStatus; refuse?: { message: string; hint: string } };
 
 /**
  * Combine the host's mode, the mission's setting and the probe (a table of five rows). Host policy
  * first: a mission's `off` never lowers `require`, and lowers `auto` only where the host allows it.
  */
-export function decideIsolation(mode: IsolationMode, mission: MissionIsolation, network: 'on' | 'none', probe: () => BwrapProbe, allowMissionOff = false): IsolationDecision {
+export function decideIsolation(
+  mode: IsolationMode,
+  mission: MissionIsolation,
+  network: 'on' | 'none',
+  probe: () => BwrapProbe,
+  allowMissionOff = false,
+): IsolationDecision {
   const lowering = isolationRefusal(mission, mode, allowMissionOff);
   if (lowering) {
     const hint = 'drop sandbox.isolation: off from the mission (docs/security.md#host-policy)';
     return { use: null, status: { kind: 'none', reason: lowering, network }, refuse: { message: lowering, hint } };
   }
   if (mission === 'off' || (mode === 'off' && mission !== 'required')) {
-    const status: IsolationStatus = { kind: 'none', reason: mission === 'off' ? 'the mission sets sandbox.isolation: off' : 'UH_ISOLATION=off', network };
-    if (network === 'none') return { use: null, status, refuse: { message: `sandbox.network: none needs isolation, which is off (${status.reason})`, hint: 'allow isolation, or drop sandbox.network: none' } };
+    const status: IsolationStatus = {
+      kind: 'none',
+      reason: mission === 'off' ? 'the mission sets sandbox.isolation: off' : 'UH_ISOLATION=off',
+      network,
+    };
+    if (network === 'none')
+      return {
+        use: null,
+        status,
+        refuse: {
+          message: `sandbox.network: none needs isolation, which is off (${status.reason})`,
+          hint: 'allow isolation, or drop sandbox.network: none',
+        },
+      };
     return { use: null, status };
   }
   const found = probe();
   if (found.ok) return { use: found, status: { kind: 'bwrap', reason: null, network } };
   const status: IsolationStatus = { kind: 'none', reason: found.reason, network };
   if (mode === 'require' || mission === 'required') {
-    const who = mission === 'required' ? 'the mission requires isolation (sandbox.isolation: required)' : 'UH_ISOLATION=require';
-    return { use: null, status, refuse: { message: `${who} but it is unavailable: ${found.reason}`, hint: 'install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces; `uh doctor` shows the state' } };
+    const who =
+      mission === 'required' ? 'the mission requires isolation (sandbox.isolation: required)' : 'UH_ISOLATION=require';
+    return {
+      use: null,
+      status,
+      refuse: {
+        message: `${who} but it is unavailable: ${found.reason}`,
+        hint: 'install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces; `uh doctor` shows the state',
+      },
+    };
   }
   if (network === 'none') {
-    return { use: null, status, refuse: { message: `sandbox.network: none needs isolation, which is unavailable: ${found.reason}`, hint: 'install bubblewrap, or drop sandbox.network: none' } };
+    return {
+      use: null,
+      status,
+      refuse: {
+        message: `sandbox.network: none needs isolation, which is unavailable: ${found.reason}`,
+        hint: 'install bubblewrap, or drop sandbox.network: none',
+      },
+    };
   }
   return { use: null, status };
 }
@@ -127,7 +162,9 @@ export function gitPathsOf(worktree: string): { writable: string[]; readable: st
   let gitDir = dotGit;
   try {
     if (statSync(dotGit).isFile()) {
-      const line = readFileSync(dotGit, 'utf8').trim().replace(/^gitdir:\s*/, '');
+      const line = readFileSync(dotGit, 'utf8')
+        .trim()
+        .replace(/^gitdir:\s*/, '');
       gitDir = resolve(worktree, line);
     }
   } catch {
@@ -167,12 +204,18 @@ const INSTALL_ROOT = installRoot();
 export function isolationPlan(scope: IsolationScope): Omit<BwrapPlan, 'env' | 'cwd'> {
   const home = scope.home && scope.home !== '/' ? scope.home : null;
   const masked = masksOf(scope);
-  const underMask = (p: string) => masked.some((m) => p === m || p.startsWith(`${m}/`)) || p === '/tmp' || p.startsWith('/tmp/');
+  const underMask = (p: string) =>
+    masked.some((m) => p === m || p.startsWith(`${m}/`)) || p === '/tmp' || p.startsWith('/tmp/');
   const pathDirs = (scope.path ?? '').split(delimiter).filter((d) => d && isAbsolute(d) && underMask(d) && isDir(d));
   const git = gitPathsOf(scope.worktree);
   // uh's own installation (its runtimes' and fixtures' programs) stays readable when it lives under
   // /tmp, which the private tmp hides; never when that would re-expose a masked path inside it.
-  const install = INSTALL_ROOT !== null && underMask(INSTALL_ROOT) && !masked.some((m) => m === INSTALL_ROOT || m.startsWith(`${INSTALL_ROOT}/`) || INSTALL_ROOT.startsWith(`${m}/`)) ? [INSTALL_ROOT] : [];
+  const install =
+    INSTALL_ROOT !== null &&
+    underMask(INSTALL_ROOT) &&
+    !masked.some((m) => m === INSTALL_ROOT || m.startsWith(`${INSTALL_ROOT}/`) || INSTALL_ROOT.startsWith(`${m}/`))
+      ? [INSTALL_ROOT]
+      : [];
   const readable = [...git.readable, ...scope.extra.readable, ...pathDirs, ...install].filter(isAbsolute);
   const writable = [scope.worktree, real(scope.worktree), ...git.writable, ...scope.extra.writable].filter(isAbsolute);
   return {
@@ -222,7 +265,11 @@ export function isolatedSpawn(
 ): SpawnGroup {
   return (options) => {
     const program = options.argv[0];
-    const found = program !== undefined && (program.includes('/') ? existsSync(resolve(options.cwd, program)) : whichOnPath(program, options.env.PATH) !== null);
+    const found =
+      program !== undefined &&
+      (program.includes('/')
+        ? existsSync(resolve(options.cwd, program))
+        : whichOnPath(program, options.env.PATH) !== null);
     if (!found) return spawn(options);
     const exposed = programs
       ? exposeArgv(options.argv, options.cwd, options.env.PATH, programs.view)

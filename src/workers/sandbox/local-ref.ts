@@ -63,7 +63,11 @@ const COMPONENT = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
  * `knownCommit(id)`: the caller already knows `id` names a commit (git said so in uh's mirror:
  * the name of an object is the hash of its content), so its object need not be read here.
  */
-export function readLocalRef(repoPath: string, ref: string, knownCommit: (id: string) => boolean = () => false): string | null {
+export function readLocalRef(
+  repoPath: string,
+  ref: string,
+  knownCommit: (id: string) => boolean = () => false,
+): string | null {
   if (!plainRefName(ref) || /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(ref)) return null;
   const repo = localGitDir(repoPath);
   if (!repo) return null;
@@ -76,7 +80,8 @@ export function readLocalRef(repoPath: string, ref: string, knownCommit: (id: st
     if (found) return null; // ambiguous: git takes the first and warns; leave it to git
     found = hit;
   }
-  if (!found || !(found.name === 'HEAD' || found.name.startsWith('refs/heads/')) || !refs.packedUnchanged()) return null;
+  if (!found || !(found.name === 'HEAD' || found.name.startsWith('refs/heads/')) || !refs.packedUnchanged())
+    return null;
   return knownCommit(found.id) || isCommitObject(join(repo.commonDir, 'objects'), found.id) ? found.id : null;
 }
 
@@ -105,13 +110,15 @@ function refReader(repo: LocalGitDir) {
   const followValue = (name: string, value: LooseValue, depth: number): Resolved | Unsure => {
     if (value === UNSURE || value === 'absent') return UNSURE;
     if ('id' in value) return { name, id: value.id };
-    if (depth >= MAX_SYMREF_DEPTH || !value.target.startsWith('refs/heads/') || !plainRefName(value.target)) return UNSURE;
+    if (depth >= MAX_SYMREF_DEPTH || !value.target.startsWith('refs/heads/') || !plainRefName(value.target))
+      return UNSURE;
     // A symbolic ref to nothing (an unborn branch, a dangling ref git skips with a warning): git decides.
     return resolveRef(value.target, depth + 1) ?? UNSURE;
   };
   return {
     resolve: resolveRef,
-    packedUnchanged: () => packed === undefined || (packed !== UNSURE && fileStamp(packedRefsPath(repo)) === packed.stamp),
+    packedUnchanged: () =>
+      packed === undefined || (packed !== UNSURE && fileStamp(packedRefsPath(repo)) === packed.stamp),
   };
 }
 
@@ -179,7 +186,9 @@ function fileStamp(path: string): string | Unsure {
   try {
     const st = lstatSync(path, { bigint: true, throwIfNoEntry: false });
     if (st === undefined) return 'absent';
-    return st.isFile() && st.size <= MAX_PACKED_REFS_BYTES ? `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}` : UNSURE;
+    return st.isFile() && st.size <= MAX_PACKED_REFS_BYTES
+      ? `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`
+      : UNSURE;
   } catch (error) {
     return missing(error) ? 'absent' : UNSURE;
   }
@@ -243,7 +252,8 @@ function localGitDir(repoPath: string): LocalGitDir | null {
     const gitDir = gitDirOf(top, uid);
     const commonDir = gitDir === null ? null : commonDirOf(gitDir, uid);
     if (gitDir === null || commonDir === null) return null;
-    if (!statSync(join(commonDir, 'objects')).isDirectory() || !statSync(join(commonDir, 'refs')).isDirectory()) return null;
+    if (!statSync(join(commonDir, 'objects')).isDirectory() || !statSync(join(commonDir, 'refs')).isDirectory())
+      return null;
     const config = readSmall(join(commonDir, 'config'), MAX_CONFIG_BYTES);
     const format = config === null ? null : repoFormat(config);
     if (!format) return null;

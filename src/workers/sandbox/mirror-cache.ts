@@ -24,7 +24,10 @@ export interface Mirror {
 
 export function mirrorFor(cacheDir: string, url: string): Mirror {
   const key = createHash('sha256').update(url).digest('hex').slice(0, 16);
-  const name = `${basename(url).replace(/\.git$/, '').replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 40)}-${key}`;
+  const name = `${basename(url)
+    .replace(/\.git$/, '')
+    .replace(/[^A-Za-z0-9._-]/g, '_')
+    .slice(0, 40)}-${key}`;
   const root = join(cacheDir, 'mirrors');
   const path = join(root, `${name}.git`);
   return { path, url, lockDir: mirrorLockDir(path) };
@@ -39,7 +42,12 @@ const SHA = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
 async function hasCommit(mirror: Mirror, rev: string, call: GitCallOptions): Promise<string | null> {
   assertNotOption(rev, 'repository.ref');
-  const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${rev}^{commit}`], { ...call, cwd: mirror.path, repository: mirror.url, okCodes: [1, 128] });
+  const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${rev}^{commit}`], {
+    ...call,
+    cwd: mirror.path,
+    repository: mirror.url,
+    okCodes: [1, 128],
+  });
   return code === 0 ? stdout.trim() : null;
 }
 
@@ -50,12 +58,26 @@ async function hasCommit(mirror: Mirror, rev: string, call: GitCallOptions): Pro
  */
 async function fetchMirror(mirror: Mirror, call: GitCallOptions): Promise<void> {
   assertNotOption(mirror.url, 'repository.url');
-  await git(['fetch', '--quiet', '--force', '--prune', '--tags', '--end-of-options', mirror.url, '+refs/heads/*:refs/heads/*', '+refs/tags/*:refs/tags/*', '+HEAD:refs/uh/source-head'], {
-    ...call,
-    cwd: mirror.path,
-    repository: mirror.url,
-    network: true,
-  });
+  await git(
+    [
+      'fetch',
+      '--quiet',
+      '--force',
+      '--prune',
+      '--tags',
+      '--end-of-options',
+      mirror.url,
+      '+refs/heads/*:refs/heads/*',
+      '+refs/tags/*:refs/tags/*',
+      '+HEAD:refs/uh/source-head',
+    ],
+    {
+      ...call,
+      cwd: mirror.path,
+      repository: mirror.url,
+      network: true,
+    },
+  );
 }
 
 /**
@@ -64,7 +86,8 @@ async function fetchMirror(mirror: Mirror, call: GitCallOptions): Promise<void> 
  * file by file (its alternates and info files stay its own). `--template=`: no hooks, no info.
  */
 async function ensureMirror(mirror: Mirror, call: GitCallOptions): Promise<void> {
-  if (existsSync(mirror.path) && mirrorDoubts(mirror.path, await checkedMirrorConfig(mirror.path, call)).length > 0) discardMirror(mirror.path);
+  if (existsSync(mirror.path) && mirrorDoubts(mirror.path, await checkedMirrorConfig(mirror.path, call)).length > 0)
+    discardMirror(mirror.path);
   if (existsSync(join(mirror.path, 'HEAD'))) return;
   assertNotOption(mirror.url, 'repository.url');
   makeDir(join(mirror.path, '..'));
@@ -82,8 +105,17 @@ async function ensureMirror(mirror: Mirror, call: GitCallOptions): Promise<void>
 /** The mirror's config as `key=value` lines (read by git, nothing run), or null when unreadable. */
 async function readMirrorConfig(path: string, call: GitCallOptions): Promise<string[] | null> {
   if (!existsSync(join(path, 'config'))) return null;
-  const { stdout, code } = await git(['config', '--file', join(path, 'config'), '--null', '--list'], { ...call, cwd: path, okCodes: [1, 128] });
-  return code === 0 ? stdout.split('\0').filter(Boolean).map((entry) => entry.replace('\n', '=')) : null;
+  const { stdout, code } = await git(['config', '--file', join(path, 'config'), '--null', '--list'], {
+    ...call,
+    cwd: path,
+    okCodes: [1, 128],
+  });
+  return code === 0
+    ? stdout
+        .split('\0')
+        .filter(Boolean)
+        .map((entry) => entry.replace('\n', '='))
+    : null;
 }
 
 /**
@@ -221,7 +253,10 @@ function discardMirror(path: string): void {
 
 /** A mirror that exists and passes `mirrorDoubts` (no lock: reads only). */
 async function mirrorSound(mirror: Mirror, call: GitCallOptions): Promise<boolean> {
-  return existsSync(join(mirror.path, 'HEAD')) && mirrorDoubts(mirror.path, await checkedMirrorConfig(mirror.path, call)).length === 0;
+  return (
+    existsSync(join(mirror.path, 'HEAD')) &&
+    mirrorDoubts(mirror.path, await checkedMirrorConfig(mirror.path, call)).length === 0
+  );
 }
 
 /**
@@ -236,14 +271,22 @@ async function mirrorSound(mirror: Mirror, call: GitCallOptions): Promise<boolea
  * for the same repository and ref share one resolution in flight (no result is kept after it
  * settles, so a ref moved later resolves anew).
  */
-export async function resolveInMirror(cacheDir: string, url: string, ref: string, call: GitCallOptions = {}): Promise<{ mirror: Mirror; commit: string }> {
+export async function resolveInMirror(
+  cacheDir: string,
+  url: string,
+  ref: string,
+  call: GitCallOptions = {},
+): Promise<{ mirror: Mirror; commit: string }> {
   const mirror = mirrorFor(cacheDir, url);
-  if (SHA.test(ref) && knownCommits.get(mirror.path)?.has(ref) && existsSync(join(mirror.path, 'HEAD'))) return { mirror, commit: ref };
+  if (SHA.test(ref) && knownCommits.get(mirror.path)?.has(ref) && existsSync(join(mirror.path, 'HEAD')))
+    return { mirror, commit: ref };
   if (call.signal) return remember(await resolveUncached(cacheDir, url, ref, call));
   const key = `${mirror.path}\0${ref}`;
   let shared = inFlight.get(key);
   if (!shared) {
-    shared = resolveUncached(cacheDir, url, ref, call).then(remember).finally(() => inFlight.delete(key));
+    shared = resolveUncached(cacheDir, url, ref, call)
+      .then(remember)
+      .finally(() => inFlight.delete(key));
     inFlight.set(key, shared);
   }
   return shared;
@@ -260,13 +303,21 @@ function remember(resolved: { mirror: Mirror; commit: string }): { mirror: Mirro
   if (known.size > 10_000) known.clear();
   known.add(resolved.commit);
   const stamp = readStamp(resolved.mirror.path);
-  if (stamp && !stamp.commits.includes(resolved.commit)) writeStamp(resolved.mirror.path, { ...stamp, commits: [...stamp.commits, resolved.commit] });
+  if (stamp && !stamp.commits.includes(resolved.commit))
+    writeStamp(resolved.mirror.path, { ...stamp, commits: [...stamp.commits, resolved.commit] });
   return resolved;
 }
 
-async function resolveUncached(cacheDir: string, url: string, ref: string, call: GitCallOptions): Promise<{ mirror: Mirror; commit: string }> {
+async function resolveUncached(
+  cacheDir: string,
+  url: string,
+  ref: string,
+  call: GitCallOptions,
+): Promise<{ mirror: Mirror; commit: string }> {
   if (!isRemoteUrl(url) && !existsSync(url)) {
-    throw new UhError('invalid_input', `repository.url: no such directory: ${url}`, { hint: 'give a git URL or a path to a local repository' });
+    throw new UhError('invalid_input', `repository.url: no such directory: ${url}`, {
+      hint: 'give a git URL or a path to a local repository',
+    });
   }
   const mirror = mirrorFor(cacheDir, url);
   makeDir(join(mirror.lockDir, '..'));
@@ -283,7 +334,8 @@ async function resolveUncached(cacheDir: string, url: string, ref: string, call:
     };
     const wanted = readLocalRef(url, ref, known) ?? (await sourceCommit(url, ref, call));
     // The common case takes no lock: the mirror exists and already has the commit.
-    if ((await mirrorSound(mirror, call)) && (known(wanted) || (await hasCommit(mirror, wanted, call)))) return { mirror, commit: wanted };
+    if ((await mirrorSound(mirror, call)) && (known(wanted) || (await hasCommit(mirror, wanted, call))))
+      return { mirror, commit: wanted };
     return withFileLock(mirror.lockDir, async () => {
       await ensureMirror(mirror, call);
       if (!(await hasCommit(mirror, wanted, call))) await fetchMirror(mirror, call);
@@ -311,7 +363,11 @@ async function resolveUncached(cacheDir: string, url: string, ref: string, call:
 
 /** `ref` resolved by git in the local source repository itself (read-only); a bad ref is `invalid_input`. */
 async function sourceCommit(url: string, ref: string, call: GitCallOptions): Promise<string> {
-  const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`], { ...call, cwd: url, okCodes: [1, 128] });
+  const { stdout, code } = await git(['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`], {
+    ...call,
+    cwd: url,
+    okCodes: [1, 128],
+  });
   if (code !== 0) throw badRef(url, ref);
   return stdout.trim();
 }

@@ -61,7 +61,27 @@ const CHECKED: Readonly<Record<string, ValueCheck>> = {
 };
 
 /** Sections rev-parse never reads (a value git would refuse elsewhere changes nothing for it). */
-const IGNORED = new Set(['remote', 'pull', 'merge', 'mergetool', 'diff', 'difftool', 'alias', 'credential', 'http', 'url', 'gui', 'filter', 'rebase', 'status', 'log', 'commit', 'tag', 'init', 'lfs']);
+const IGNORED = new Set([
+  'remote',
+  'pull',
+  'merge',
+  'mergetool',
+  'diff',
+  'difftool',
+  'alias',
+  'credential',
+  'http',
+  'url',
+  'gui',
+  'filter',
+  'rebase',
+  'status',
+  'log',
+  'commit',
+  'tag',
+  'init',
+  'lfs',
+]);
 /** Sections rev-parse reads only without a subsection (`branch.autosetupmerge`, not `branch.<name>.*`). */
 const IGNORED_WITH_SUB = new Set(['branch', 'submodule']);
 

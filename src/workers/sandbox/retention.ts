@@ -39,7 +39,8 @@ export async function sweepSandboxes(cacheDir: string, now: Date): Promise<Sweep
   const privateRoot = join(root, '.uh');
   if (existsSync(privateRoot)) {
     for (const entry of readdirSync(privateRoot)) {
-      if (!existsSync(join(root, entry)) && !known.has(entry)) rmSync(join(privateRoot, entry), { recursive: true, force: true });
+      if (!existsSync(join(root, entry)) && !known.has(entry))
+        rmSync(join(privateRoot, entry), { recursive: true, force: true });
     }
   }
   return { removed, kept };

@@ -24,11 +24,28 @@
  * (removed through the path guard) and the mission gets a cold checkout.
  */
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, existsSync, lstatSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { errorMessage } from '../../shared/errors.js';
 import { withFileLock } from './file-lock.js';
-import { agentGitDirDoubt, dropLooseObjects, objectFormatOf, objectIdBytes, privateGitDirDoubt, setHead } from './git-dir.js';
+import {
+  agentGitDirDoubt,
+  dropLooseObjects,
+  objectFormatOf,
+  objectIdBytes,
+  privateGitDirDoubt,
+  setHead,
+} from './git-dir.js';
 import { git, type GitCallOptions } from './git.js';
 import { readIndexEntries } from './index-file.js';
 import type { Mirror } from './mirror-cache.js';
@@ -85,11 +102,20 @@ function recordOf(cacheDir: string, name: string): SandboxRecord | null {
   }
 }
 
-
 /** What a sandbox at rest must not see change: its top dirs, the agent's git files, uh's index and dirs. */
 function restStamps(paths: SandboxPaths): Record<string, string> {
   const g = paths.agentGitDir;
-  const parts = { root: paths.path, git: g, config: join(g, 'config'), head: join(g, 'HEAD'), index: join(g, 'index'), alternates: join(g, 'objects', 'info', 'alternates'), uh_dir: paths.privateDir, uh_git: paths.gitDir, uh_index: paths.index };
+  const parts = {
+    root: paths.path,
+    git: g,
+    config: join(g, 'config'),
+    head: join(g, 'HEAD'),
+    index: join(g, 'index'),
+    alternates: join(g, 'objects', 'info', 'alternates'),
+    uh_dir: paths.privateDir,
+    uh_git: paths.gitDir,
+    uh_index: paths.index,
+  };
   return Object.fromEntries(Object.entries(parts).map(([k, p]) => [k, fileStamp(p)]));
 }
 
@@ -108,15 +134,30 @@ interface Claimed {
 }
 
 /** Under the lock: the best pooled sandbox for `mirror` (same commit first, then the newest), renamed for `operationId`. */
-function claim(cacheDir: string, mirror: Mirror, commit: string, operationId: string, now: Date, onDiscard: DiscardReport): Claimed | null {
+function claim(
+  cacheDir: string,
+  mirror: Mirror,
+  commit: string,
+  operationId: string,
+  now: Date,
+  onDiscard: DiscardReport,
+): Claimed | null {
   const dir = markerDir(cacheDir, mirror.path);
   const candidates: SandboxRecord[] = [];
   for (const name of markers(dir)) {
     const record = recordOf(cacheDir, name);
-    if (record && record.state === 'pooled' && record.mirror === mirror.path && Date.parse(record.keep_until) > now.getTime()) candidates.push(record);
+    if (
+      record &&
+      record.state === 'pooled' &&
+      record.mirror === mirror.path &&
+      Date.parse(record.keep_until) > now.getTime()
+    )
+      candidates.push(record);
     else if (!record || record.state !== 'pooled') rmSync(join(dir, name), { force: true }); // a stale marker
   }
-  candidates.sort((a, b) => Number(b.commit === commit) - Number(a.commit === commit) || byCodeUnit(b.created_at, a.created_at));
+  candidates.sort(
+    (a, b) => Number(b.commit === commit) - Number(a.commit === commit) || byCodeUnit(b.created_at, a.created_at),
+  );
   for (const pooled of candidates) {
     rmSync(join(dir, pooled.name), { force: true });
     const from = sandboxPaths(pooled.path);
@@ -130,7 +171,15 @@ function claim(cacheDir: string, mirror: Mirror, commit: string, operationId: st
     }
     const name = sandboxName(operationId);
     const paths = sandboxPaths(join(dirname(pooled.path), name));
-    const record: SandboxRecord = { ...pooled, name, path: paths.path, operation_id: operationId, created_at: now.toISOString(), keep_until: FAR_FUTURE, state: 'active' };
+    const record: SandboxRecord = {
+      ...pooled,
+      name,
+      path: paths.path,
+      operation_id: operationId,
+      created_at: now.toISOString(),
+      keep_until: FAR_FUTURE,
+      state: 'active',
+    };
     delete record.stamps;
     writeRecord(cacheDir, record);
     renameSandbox(from, paths);
@@ -144,9 +193,22 @@ function claim(cacheDir: string, mirror: Mirror, commit: string, operationId: st
  * A pooled sandbox for this mission, reset to `commit`; null when the pool has none (or the one
  * it had was doubtful: then it is removed and reported).
  */
-export async function acquirePooled(cacheDir: string, mirror: Mirror, commit: string, operationId: string, now: Date, settings: PoolSettings, onDiscard: DiscardReport, call: GitCallOptions = {}): Promise<Sandbox | null> {
+export async function acquirePooled(
+  cacheDir: string,
+  mirror: Mirror,
+  commit: string,
+  operationId: string,
+  now: Date,
+  settings: PoolSettings,
+  onDiscard: DiscardReport,
+  call: GitCallOptions = {},
+): Promise<Sandbox | null> {
   if (settings.size <= 0 || markers(markerDir(cacheDir, mirror.path)).length === 0) return null;
-  const claimed = await withFileLock(lockDir(cacheDir), async () => claim(cacheDir, mirror, commit, operationId, now, onDiscard), LOCK_WAIT_MS).catch((error) => {
+  const claimed = await withFileLock(
+    lockDir(cacheDir),
+    async () => claim(cacheDir, mirror, commit, operationId, now, onDiscard),
+    LOCK_WAIT_MS,
+  ).catch((error) => {
     onDiscard(markerDir(cacheDir, mirror.path), `pool unavailable: ${errorMessage(error)}`);
     return null;
   });
@@ -154,14 +216,28 @@ export async function acquirePooled(cacheDir: string, mirror: Mirror, commit: st
   const { record, paths } = claimed;
   try {
     if (record.commit !== commit) {
-      await git(['read-tree', '-m', '-u', record.commit, commit], { ...call, cwd: paths.path, gitDir: paths.gitDir, workTree: paths.path, env: { GIT_INDEX_FILE: paths.index } });
+      await git(['read-tree', '-m', '-u', record.commit, commit], {
+        ...call,
+        cwd: paths.path,
+        gitDir: paths.gitDir,
+        workTree: paths.path,
+        env: { GIT_INDEX_FILE: paths.index },
+      });
       setHead(paths.gitDir, commit);
       setHead(paths.agentGitDir, commit);
       writeFileSync(join(paths.agentGitDir, 'index'), readFileSync(paths.index));
       writeRecord(cacheDir, { ...record, commit });
     }
     const dirMode = record.dir_mode ?? lstatSync(paths.path).mode & 0o7777;
-    return { name: record.name, path: paths.path, mirror, commit, warm: true, dirMode, indexStamp: fileStamp(paths.index) };
+    return {
+      name: record.name,
+      path: paths.path,
+      mirror,
+      commit,
+      warm: true,
+      dirMode,
+      indexStamp: fileStamp(paths.index),
+    };
   } catch (error) {
     onDiscard(paths.path, errorMessage(error));
     await removeSandbox(cacheDir, record).catch(() => undefined);
@@ -187,7 +263,8 @@ async function cleanForPool(sandbox: Sandbox, call: GitCallOptions, hints: Relea
   dropLooseObjects(paths.gitDir);
   // The agent's .git is kept when it is exactly as uh wrote it (an agent that never ran git):
   // nothing to remove and write again. Any change to it, and it is made anew.
-  const agentDirKept = agentGitDirDoubt(paths.agentGitDir, gitDirSpec(sandbox.mirror, sandbox.commit, false), paths.index) === null;
+  const agentDirKept =
+    agentGitDirDoubt(paths.agentGitDir, gitDirSpec(sandbox.mirror, sandbox.commit, false), paths.index) === null;
   if (!agentDirKept) rmSync(paths.agentGitDir, { recursive: true, force: true });
   const before = readIndexEntries(paths.index, objectIdBytes(sandbox.commit));
   if (before === null) return "uh's index cannot be read";
@@ -196,8 +273,17 @@ async function cleanForPool(sandbox: Sandbox, call: GitCallOptions, hints: Relea
   // One the diff saw changed is reset without first walking the tree to find a doubt; the proof
   // after the reset is the same either way.
   let reset = false;
-  if (hints.trackedChanged === true || worktreeDoubt(paths.path, paths.index, before, sandbox.dirMode, objectFormatOf(sandbox.commit)) !== null) {
-    await git(['read-tree', '--reset', '-u', sandbox.commit], { ...call, cwd: paths.path, gitDir: paths.gitDir, workTree: paths.path, env: { GIT_INDEX_FILE: paths.index } });
+  if (
+    hints.trackedChanged === true ||
+    worktreeDoubt(paths.path, paths.index, before, sandbox.dirMode, objectFormatOf(sandbox.commit)) !== null
+  ) {
+    await git(['read-tree', '--reset', '-u', sandbox.commit], {
+      ...call,
+      cwd: paths.path,
+      gitDir: paths.gitDir,
+      workTree: paths.path,
+      env: { GIT_INDEX_FILE: paths.index },
+    });
     reset = true;
     const after = readIndexEntries(paths.index, objectIdBytes(sandbox.commit));
     if (after === null) return "uh's index cannot be read after the reset";
@@ -210,7 +296,13 @@ async function cleanForPool(sandbox: Sandbox, call: GitCallOptions, hints: Relea
 }
 
 /** Under the lock: rename the clean sandbox `pool-<hex>`, record it `pooled` with its stamps, add its marker. */
-function park(cacheDir: string, sandbox: Sandbox, operationId: string, settings: PoolSettings, now: Date): string | null {
+function park(
+  cacheDir: string,
+  sandbox: Sandbox,
+  operationId: string,
+  settings: PoolSettings,
+  now: Date,
+): string | null {
   const dir = markerDir(cacheDir, sandbox.mirror.path);
   if (markers(dir).length >= settings.size) return 'the pool is full';
   const name = sandboxName('pool');
@@ -250,13 +342,25 @@ export interface ReleaseHints {
  * After a mission that keeps nothing: clean the sandbox and park it in the pool. Returns null when
  * pooled; else why not (pool off or full, a doubt, an error), and the caller removes the sandbox.
  */
-export async function releaseToPool(cacheDir: string, sandbox: Sandbox, operationId: string, settings: PoolSettings, now: Date, call: GitCallOptions = {}, hints: ReleaseHints = {}): Promise<string | null> {
+export async function releaseToPool(
+  cacheDir: string,
+  sandbox: Sandbox,
+  operationId: string,
+  settings: PoolSettings,
+  now: Date,
+  call: GitCallOptions = {},
+  hints: ReleaseHints = {},
+): Promise<string | null> {
   if (settings.size <= 0) return 'the pool is off';
   if (markers(markerDir(cacheDir, sandbox.mirror.path)).length >= settings.size) return 'the pool is full';
   try {
     const doubt = await cleanForPool(sandbox, call, hints);
     if (doubt !== null) return doubt;
-    return await withFileLock(lockDir(cacheDir), async () => park(cacheDir, sandbox, operationId, settings, now), LOCK_WAIT_MS);
+    return await withFileLock(
+      lockDir(cacheDir),
+      async () => park(cacheDir, sandbox, operationId, settings, now),
+      LOCK_WAIT_MS,
+    );
   } catch (error) {
     return errorMessage(error);
   }
@@ -288,5 +392,9 @@ export async function drainPool(cacheDir: string): Promise<number> {
   if (!existsSync(sandboxesRoot(cacheDir))) return 0;
   const pooled = readRecords(cacheDir).filter((r) => r.state === 'pooled');
   if (pooled.length === 0) return 0;
-  return withFileLock(lockDir(cacheDir), async () => pooled.filter((r) => dropUnderLock(cacheDir, r.name)).length, LOCK_WAIT_MS);
+  return withFileLock(
+    lockDir(cacheDir),
+    async () => pooled.filter((r) => dropUnderLock(cacheDir, r.name)).length,
+    LOCK_WAIT_MS,
+  );
 }

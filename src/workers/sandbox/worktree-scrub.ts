@@ -41,7 +41,13 @@ function tracked(entries: readonly IndexEntry[]): Tracked {
   return { files, dirs };
 }
 
-type Visit = (rel: string, abs: string, kind: 'extra' | 'file' | 'gitlink' | 'dir', isDir: boolean, isFileOrLink: boolean) => boolean;
+type Visit = (
+  rel: string,
+  abs: string,
+  kind: 'extra' | 'file' | 'gitlink' | 'dir',
+  isDir: boolean,
+  isFileOrLink: boolean,
+) => boolean;
 
 /** Walk the worktree against the tracked set; `visit` returns false to stop descending into a dir. */
 function walk(root: string, t: Tracked, visit: Visit, stop: () => boolean = () => false): void {
@@ -68,7 +74,8 @@ export function scrubWorktree(root: string, entries: readonly IndexEntry[]): voi
   walk(root, tracked(entries), (_rel, abs, kind, isDir, isFileOrLink) => {
     if (kind === 'extra') remove(abs);
     else if (kind === 'file' && !isFileOrLink) remove(abs);
-    else if (kind === 'gitlink' && (!isDir || readdirSync(abs).length > 0)) remove(abs); // read-tree makes it again, empty
+    else if (kind === 'gitlink' && (!isDir || readdirSync(abs).length > 0))
+      remove(abs); // read-tree makes it again, empty
     else if (kind === 'dir' && !isDir) remove(abs);
     return true;
   });
@@ -106,11 +113,18 @@ function statMatches(e: IndexEntry, st: BigIntStats, racyFromNs: bigint): boolea
  * git checks only the owner's x bit, and not at all within the second of the checkout, so a file
  * whose content is proven gets its mode set back (`dirMode`: a directory's bits as checked out).
  */
-function fileDoubt(abs: string, e: IndexEntry, dirMode: number, algorithm: 'sha1' | 'sha256', racyFromNs: bigint): string | null {
+function fileDoubt(
+  abs: string,
+  e: IndexEntry,
+  dirMode: number,
+  algorithm: 'sha1' | 'sha256',
+  racyFromNs: bigint,
+): string | null {
   const st = lstatSync(abs, { bigint: true });
   const symlink = e.mode === MODE_SYMLINK;
   if (symlink ? !st.isSymbolicLink() : !st.isFile()) return 'a tracked path changed kind';
-  if (!statMatches(e, st, racyFromNs) && blobId(abs, symlink, algorithm) !== e.oid) return 'content differs from the base commit';
+  if (!statMatches(e, st, racyFromNs) && blobId(abs, symlink, algorithm) !== e.oid)
+    return 'content differs from the base commit';
   const expected = e.mode === MODE_EXEC ? dirMode : dirMode & 0o666;
   if (!symlink && Number(st.mode & 0o7777n) !== expected) chmodSync(abs, expected);
   return null;
@@ -151,8 +165,21 @@ const ASCII_NAME = /^[\x20-\x7e]+$/;
  * submodule, a changed mode, content that must be hashed past `bounds` or where attributes could
  * convert it (a tracked `.gitattributes`).
  */
-export function worktreeUnchanged(root: string, indexFile: string, entries: readonly IndexEntry[], algorithm: 'sha1' | 'sha256', bounds: UnchangedBounds): boolean {
-  return worktreeAdditions(root, indexFile, entries, algorithm, { ...bounds, maxAdded: 0, plainName: () => false, ignored: () => false })?.length === 0;
+export function worktreeUnchanged(
+  root: string,
+  indexFile: string,
+  entries: readonly IndexEntry[],
+  algorithm: 'sha1' | 'sha256',
+  bounds: UnchangedBounds,
+): boolean {
+  return (
+    worktreeAdditions(root, indexFile, entries, algorithm, {
+      ...bounds,
+      maxAdded: 0,
+      plainName: () => false,
+      ignored: () => false,
+    })?.length === 0
+  );
 }
 
 /**
@@ -165,10 +192,18 @@ export function worktreeUnchanged(root: string, indexFile: string, entries: read
  * printable ASCII or, unless ignored, outside `bounds.plainName`, more than `bounds.maxAdded` new
  * files.
  */
-export function worktreeAdditions(root: string, indexFile: string, entries: readonly IndexEntry[], algorithm: 'sha1' | 'sha256', bounds: AdditionBounds): string[] | null {
+export function worktreeAdditions(
+  root: string,
+  indexFile: string,
+  entries: readonly IndexEntry[],
+  algorithm: 'sha1' | 'sha256',
+  bounds: AdditionBounds,
+): string[] | null {
   if (entries.length > bounds.maxEntries) return null;
   if (entries.some((e) => e.mode === MODE_GITLINK)) return null;
-  let budget = entries.some((e) => e.path === '.gitattributes' || e.path.endsWith('/.gitattributes')) ? 0 : bounds.maxHashBytes;
+  let budget = entries.some((e) => e.path === '.gitattributes' || e.path.endsWith('/.gitattributes'))
+    ? 0
+    : bounds.maxHashBytes;
   const racyFromNs = lstatSync(indexFile, { bigint: true }).mtimeNs;
   const t = tracked(entries);
   const added: string[] = [];
@@ -177,20 +212,26 @@ export function worktreeAdditions(root: string, indexFile: string, entries: read
   const fileSame = (abs: string, e: IndexEntry): boolean => {
     const st = lstatSync(abs, { bigint: true });
     const symlink = e.mode === MODE_SYMLINK;
-    if (symlink ? !st.isSymbolicLink() : !st.isFile() || (e.mode === MODE_EXEC) !== ((st.mode & 0o100n) !== 0n)) return false;
+    if (symlink ? !st.isSymbolicLink() : !st.isFile() || (e.mode === MODE_EXEC) !== ((st.mode & 0o100n) !== 0n))
+      return false;
     if (statMatches(e, st, racyFromNs)) return true;
     budget -= Number(st.size);
     return budget >= 0 && blobId(abs, symlink, algorithm) === e.oid;
   };
-  walk(root, t, (rel, abs, kind, isDir, isFileOrLink) => {
-    if (!same) return false; // the walk finishes the directory it is in
-    if (kind === 'file') {
-      seen += 1;
-      same = isFileOrLink && fileSame(abs, t.files.get(rel) as IndexEntry);
-    } else if (kind === 'dir') same = isDir;
-    else same = newEntries(rel, abs, isDir, added, bounds);
-    return same;
-  }, () => !same);
+  walk(
+    root,
+    t,
+    (rel, abs, kind, isDir, isFileOrLink) => {
+      if (!same) return false; // the walk finishes the directory it is in
+      if (kind === 'file') {
+        seen += 1;
+        same = isFileOrLink && fileSame(abs, t.files.get(rel) as IndexEntry);
+      } else if (kind === 'dir') same = isDir;
+      else same = newEntries(rel, abs, isDir, added, bounds);
+      return same;
+    },
+    () => !same,
+  );
   return same && seen === t.files.size ? added.sort() : null;
 }
 
@@ -214,21 +255,36 @@ function newEntries(rel: string, abs: string, isDir: boolean, added: string[], b
  * Null when the worktree (its top-level `.git` aside) is exactly the tracked entries of the index
  * file `indexFile`; else the first doubt, naming the path (the walk stops there).
  */
-export function worktreeDoubt(root: string, indexFile: string, entries: readonly IndexEntry[], dirMode: number, algorithm: 'sha1' | 'sha256'): string | null {
+export function worktreeDoubt(
+  root: string,
+  indexFile: string,
+  entries: readonly IndexEntry[],
+  dirMode: number,
+  algorithm: 'sha1' | 'sha256',
+): string | null {
   const racyFromNs = lstatSync(indexFile, { bigint: true }).mtimeNs;
   const t = tracked(entries);
   let doubt: string | null = null;
   let seen = 0;
-  walk(root, t, (rel, abs, kind, isDir, isFileOrLink) => {
-    if (doubt !== null) return false;
-    if (kind === 'extra') doubt = 'an untracked entry';
-    else if (kind === 'gitlink') doubt = isDir && readdirSync(abs).length === 0 ? null : 'a submodule directory is not empty';
-    else if (kind === 'dir') doubt = isDir ? dirModeRepaired(abs, dirMode) : 'a tracked directory changed kind';
-    else doubt = isFileOrLink ? fileDoubt(abs, t.files.get(rel) as IndexEntry, dirMode, algorithm, racyFromNs) : 'a tracked file changed kind';
-    if (kind === 'file' || kind === 'gitlink') seen += 1;
-    if (doubt !== null) doubt = `${rel}: ${doubt}`;
-    return doubt === null;
-  }, () => doubt !== null);
+  walk(
+    root,
+    t,
+    (rel, abs, kind, isDir, isFileOrLink) => {
+      if (doubt !== null) return false;
+      if (kind === 'extra') doubt = 'an untracked entry';
+      else if (kind === 'gitlink')
+        doubt = isDir && readdirSync(abs).length === 0 ? null : 'a submodule directory is not empty';
+      else if (kind === 'dir') doubt = isDir ? dirModeRepaired(abs, dirMode) : 'a tracked directory changed kind';
+      else
+        doubt = isFileOrLink
+          ? fileDoubt(abs, t.files.get(rel) as IndexEntry, dirMode, algorithm, racyFromNs)
+          : 'a tracked file changed kind';
+      if (kind === 'file' || kind === 'gitlink') seen += 1;
+      if (doubt !== null) doubt = `${rel}: ${doubt}`;
+      return doubt === null;
+    },
+    () => doubt !== null,
+  );
   if (doubt === null && seen !== t.files.size) doubt = `${t.files.size - seen} tracked path(s) missing`;
   return doubt;
 }

@@ -16,7 +16,17 @@
  * Removal deletes the two dirs behind a path guard; the mirror keeps no trace of a sandbox.
  * A sandbox that ended well may instead go back, clean, to the warm pool (`sandbox-pool.ts`).
  */
-import { copyFileSync, existsSync, lstatSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync, renameSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+  renameSync,
+} from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { basename, dirname, join, relative, sep } from 'node:path';
 import { z } from 'zod';
@@ -107,7 +117,13 @@ export interface SandboxPaths {
 /** The layout from a sandbox's worktree path (a direct child of the sandboxes root). Pure. */
 export function sandboxPaths(path: string): SandboxPaths {
   const privateDir = join(dirname(path), '.uh', basename(path));
-  return { path, agentGitDir: join(path, '.git'), privateDir, gitDir: join(privateDir, 'git'), index: join(privateDir, 'index') };
+  return {
+    path,
+    agentGitDir: join(path, '.git'),
+    privateDir,
+    gitDir: join(privateDir, 'git'),
+    index: join(privateDir, 'index'),
+  };
 }
 
 /** Identity and change times of a file or dir (inode, size, mtime, ctime in ns), or `missing`. */
@@ -143,7 +159,14 @@ export function sandboxName(owner: string): string {
  * writes in its `.git` reaches the mirror or uh's git dir. One git process (`read-tree`); `call`
  * bounds it.
  */
-export async function createSandbox(cacheDir: string, mirror: Mirror, commit: string, operationId: string, now: Date, call: GitCallOptions = {}): Promise<Sandbox> {
+export async function createSandbox(
+  cacheDir: string,
+  mirror: Mirror,
+  commit: string,
+  operationId: string,
+  now: Date,
+  call: GitCallOptions = {},
+): Promise<Sandbox> {
   const root = sandboxesRoot(cacheDir);
   makeDir(root);
   const name = sandboxName(operationId);
@@ -162,7 +185,13 @@ export async function createSandbox(cacheDir: string, mirror: Mirror, commit: st
     dir_mode: dirMode,
   });
   writeGitDir(paths.gitDir, gitDirSpec(mirror, commit, true));
-  await git(['read-tree', '--reset', '-u', commit], { ...call, cwd: paths.path, gitDir: paths.gitDir, workTree: paths.path, env: { GIT_INDEX_FILE: paths.index } });
+  await git(['read-tree', '--reset', '-u', commit], {
+    ...call,
+    cwd: paths.path,
+    gitDir: paths.gitDir,
+    workTree: paths.path,
+    env: { GIT_INDEX_FILE: paths.index },
+  });
   const indexStamp = fileStamp(paths.index);
   writeAgentGitDir(paths, mirror, commit);
   return { name, path: paths.path, mirror, commit, warm: false, dirMode, indexStamp };
@@ -173,12 +202,18 @@ export function guardSandboxPath(cacheDir: string, path: string): void {
   const root = realpathSync(sandboxesRoot(cacheDir));
   const rel = relative(root, path);
   if (rel === '' || rel.startsWith('..') || rel.includes(sep) || rel.startsWith('.')) {
-    throw new UhError('sandbox', `refusing to remove ${path}: not a sandbox under ${root}`, { hint: 'this is a bug; please report it' });
+    throw new UhError('sandbox', `refusing to remove ${path}: not a sandbox under ${root}`, {
+      hint: 'this is a bug; please report it',
+    });
   }
 }
 
 /** Delete the worktree and uh's private dir behind the path guard; the mirror is not touched. */
-export async function removeSandbox(cacheDir: string, record: Pick<SandboxRecord, 'name' | 'path' | 'mirror'>, call: GitCallOptions = {}): Promise<void> {
+export async function removeSandbox(
+  cacheDir: string,
+  record: Pick<SandboxRecord, 'name' | 'path' | 'mirror'>,
+  call: GitCallOptions = {},
+): Promise<void> {
   guardSandboxPath(cacheDir, record.path);
   void call;
   const paths = sandboxPaths(record.path);
@@ -188,7 +223,13 @@ export async function removeSandbox(cacheDir: string, record: Pick<SandboxRecord
 }
 
 /** Keep a finished sandbox until `keepUntil`, then a sweep collects it. */
-export function retainSandbox(cacheDir: string, sandbox: Sandbox, operationId: string, keepUntil: Date, createdAt: Date): void {
+export function retainSandbox(
+  cacheDir: string,
+  sandbox: Sandbox,
+  operationId: string,
+  keepUntil: Date,
+  createdAt: Date,
+): void {
   writeRecord(cacheDir, {
     name: sandbox.name,
     path: sandbox.path,

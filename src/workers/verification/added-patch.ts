@@ -36,7 +36,11 @@ export function addedFilesPatch(files: readonly AddedFile[]): Buffer | null {
 
 function addedFilePatch({ path, mode, id, body }: AddedFile): Buffer | null {
   if ((mode !== MODE_FILE && mode !== MODE_EXEC) || !UNQUOTED.test(path) || body.includes(0)) return null;
-  const header = [`diff --git a/${path} b/${path}`, `new file mode ${mode.toString(8)}`, `index ${'0'.repeat(id.length * 2)}..${id.toString('hex')}`];
+  const header = [
+    `diff --git a/${path} b/${path}`,
+    `new file mode ${mode.toString(8)}`,
+    `index ${'0'.repeat(id.length * 2)}..${id.toString('hex')}`,
+  ];
   if (body.length === 0) return Buffer.from(`${header.join('\n')}\n`);
   const complete = body[body.length - 1] === 0x0a;
   const text = body.toString('latin1');

@@ -33,7 +33,8 @@ export function readAgentHead(agentGitDir: string): string | null {
     if (value === null) return null;
     if (SHA.test(value)) return value;
     const target = /^ref: (.+)$/.exec(value)?.[1];
-    if (!target || !REF.test(target) || target.split('/').some((part) => part.endsWith('.lock') || part.includes('..'))) return null;
+    if (!target || !REF.test(target) || target.split('/').some((part) => part.endsWith('.lock') || part.includes('..')))
+      return null;
     name = target;
   }
   return null;

@@ -74,7 +74,12 @@ const MAX_CACHED_BYTES = 8 * 1024 * 1024;
  * stale. `cacheDir` must be uh's own (outside every sandbox: isolation masks the cache dir); an
  * entry that does not parse is ignored and written again.
  */
-export async function readBaseFacts(gitDir: string, baseCommit: string, cacheDir: string | null, call: GitCallOptions = {}): Promise<BaseFacts> {
+export async function readBaseFacts(
+  gitDir: string,
+  baseCommit: string,
+  cacheDir: string | null,
+  call: GitCallOptions = {},
+): Promise<BaseFacts> {
   const cached = cacheDir && HEX.test(baseCommit) ? readCachedFacts(join(cacheDir, baseCommit), baseCommit) : null;
   if (cached) return cached;
   const { stdout } = await git(['ls-tree', '-r', '-z', '--full-tree', baseCommit], { ...call, cwd: gitDir, gitDir });
@@ -91,8 +96,16 @@ export async function readBaseFacts(gitDir: string, baseCommit: string, cacheDir
   }
   const objects = await catFileBatch(gitDir, [baseCommit, ...ignoreFiles.map((f) => f.sha)], call);
   const tree = /^tree ([0-9a-f]{40,64})$/m.exec(objects[0]?.toString('utf8') ?? '')?.[1];
-  if (!tree) throw new UhError('sandbox', `base commit ${baseCommit} has no readable tree in ${gitDir}`, { hint: 'run the mission again in a new sandbox' });
-  const facts = { tree, excludes: anchorIgnoreFiles(ignoreFiles.map((f, i) => ({ path: f.path, text: objects[i + 1]?.toString('utf8') ?? '' }))) };
+  if (!tree)
+    throw new UhError('sandbox', `base commit ${baseCommit} has no readable tree in ${gitDir}`, {
+      hint: 'run the mission again in a new sandbox',
+    });
+  const facts = {
+    tree,
+    excludes: anchorIgnoreFiles(
+      ignoreFiles.map((f, i) => ({ path: f.path, text: objects[i + 1]?.toString('utf8') ?? '' })),
+    ),
+  };
   if (cacheDir && HEX.test(baseCommit)) writeCachedFacts(cacheDir, baseCommit, facts);
   return facts;
 }
@@ -146,7 +159,11 @@ export function keptExcludesFile(cacheDir: string, baseCommit: string, rules: st
 }
 
 /** The objects named by `names` (raw bytes, one per name, null when missing), by one `git cat-file --batch`. */
-async function catFileBatch(gitDir: string, names: readonly string[], call: GitCallOptions): Promise<Array<Buffer | null>> {
+async function catFileBatch(
+  gitDir: string,
+  names: readonly string[],
+  call: GitCallOptions,
+): Promise<Array<Buffer | null>> {
   const child = spawnGroup({
     argv: gitArgv([`--git-dir=${gitDir}`, 'cat-file', '--batch']),
     cwd: gitDir,
@@ -166,9 +183,13 @@ async function catFileBatch(gitDir: string, names: readonly string[], call: GitC
   });
   const exit = await child.result;
   if (exit.exitCode !== 0 || bytes > MAX_BATCH_BYTES) {
-    throw new UhError('sandbox', `git cat-file --batch ${exit.timedOut ? 'timed out' : exit.aborted ? 'was aborted' : bytes > MAX_BATCH_BYTES ? 'printed too much' : `exited ${exit.exitCode}`} in ${gitDir}`, {
-      hint: 'run the mission again; if it keeps failing, remove the sandbox and the mirror',
-    });
+    throw new UhError(
+      'sandbox',
+      `git cat-file --batch ${exit.timedOut ? 'timed out' : exit.aborted ? 'was aborted' : bytes > MAX_BATCH_BYTES ? 'printed too much' : `exited ${exit.exitCode}`} in ${gitDir}`,
+      {
+        hint: 'run the mission again; if it keeps failing, remove the sandbox and the mirror',
+      },
+    );
   }
   return parseBatch(Buffer.concat(chunks), names.length);
 }

@@ -27,7 +27,18 @@
  * written in process instead (`added-patch.ts`, git's bytes). The base commit's tree and ignore
  * rules come from uh's cache (`baseFactsDir`), or two more git processes the first time.
  */
-import { copyFileSync, existsSync, lstatSync, readlinkSync, realpathSync, rmSync, statSync, utimesSync, writeFileSync, createWriteStream } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+  createWriteStream,
+} from 'node:fs';
 import { createHash } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
@@ -95,35 +106,88 @@ const EMPTY_DIGEST = `sha256:${createHash('sha256').digest('hex')}`;
 const TREE = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
 /** `call` bounds the git calls (timeout, abort signal). */
-export async function captureDiff(workDir: string, baseCommit: string, patchPath: string, scratchDir: string, options: DiffCallOptions = {}): Promise<DiffCapture> {
+export async function captureDiff(
+  workDir: string,
+  baseCommit: string,
+  patchPath: string,
+  scratchDir: string,
+  options: DiffCallOptions = {},
+): Promise<DiffCapture> {
   const paths = sandboxPaths(workDir);
   if (!existsSync(paths.gitDir) || !existsSync(paths.index)) {
-    throw new UhError('sandbox', `sandbox ${workDir} has no private git dir (${paths.gitDir}): it predates this version of uh`, {
-      hint: 'run the mission again in a new sandbox',
-    });
+    throw new UhError(
+      'sandbox',
+      `sandbox ${workDir} has no private git dir (${paths.gitDir}): it predates this version of uh`,
+      {
+        hint: 'run the mission again in a new sandbox',
+      },
+    );
   }
   const { baseFactsDir, ...call } = options;
   const index = join(scratchDir, 'diff.index');
   const scratchExcludes = join(scratchDir, 'base-excludes');
-  const g: DiffGit = { call, cwd: workDir, gitDir: paths.gitDir, workTree: workDir, env: { GIT_INDEX_FILE: index, GIT_LITERAL_PATHSPECS: '1' } };
-  const on = (indexFile: string): GitRun => (args, extra = {}) => git(args, { ...call, ...extra, cwd: g.cwd, gitDir: g.gitDir, workTree: g.workTree, env: { ...g.env, GIT_INDEX_FILE: indexFile } });
+  const g: DiffGit = {
+    call,
+    cwd: workDir,
+    gitDir: paths.gitDir,
+    workTree: workDir,
+    env: { GIT_INDEX_FILE: index, GIT_LITERAL_PATHSPECS: '1' },
+  };
+  const on =
+    (indexFile: string): GitRun =>
+    (args, extra = {}) =>
+      git(args, {
+        ...call,
+        ...extra,
+        cwd: g.cwd,
+        gitDir: g.gitDir,
+        workTree: g.workTree,
+        env: { ...g.env, GIT_INDEX_FILE: indexFile },
+      });
   try {
     const base = await readBaseFacts(paths.gitDir, baseCommit, baseFactsDir ?? null, call);
     const additions = listedInProcess(workDir, paths.index, baseCommit, base.excludes);
     if (additions?.length === 0) {
       writeFileSync(patchPath, '');
-      return { changed: [], patchPath, bytes: 0, digest: EMPTY_DIGEST, headCommit: readAgentHead(paths.agentGitDir), tree: base.tree, flagged: [] };
+      return {
+        changed: [],
+        patchPath,
+        bytes: 0,
+        digest: EMPTY_DIGEST,
+        headCommit: readAgentHead(paths.agentGitDir),
+        tree: base.tree,
+        flagged: [],
+      };
     }
     // ls-files writes no index (and GIT_OPTIONAL_LOCKS=0 forbids a refresh): uh's own serves.
-    const listed = additions ? { paths: additions, deleted: [], nested: [], onlyAdded: true } : parseListing(await listChanges(on(paths.index), base.excludes, baseCommit, baseFactsDir ?? null, scratchExcludes));
-    let result: { changed: ChangedFile[]; bytes: number; digest: string; tree: string | null } = { changed: [], bytes: 0, digest: EMPTY_DIGEST, tree: base.tree };
+    const listed = additions
+      ? { paths: additions, deleted: [], nested: [], onlyAdded: true }
+      : parseListing(
+          await listChanges(on(paths.index), base.excludes, baseCommit, baseFactsDir ?? null, scratchExcludes),
+        );
+    let result: { changed: ChangedFile[]; bytes: number; digest: string; tree: string | null } = {
+      changed: [],
+      bytes: 0,
+      digest: EMPTY_DIGEST,
+      tree: base.tree,
+    };
     if (listed.paths.length === 0) writeFileSync(patchPath, '');
     else {
-      const { tree, added } = await stageAndTree(on(index), { workDir, uhIndex: paths.index, index, gitDir: paths.gitDir, baseCommit }, listed);
+      const { tree, added } = await stageAndTree(
+        on(index),
+        { workDir, uhIndex: paths.index, index, gitDir: paths.gitDir, baseCommit },
+        listed,
+      );
       if (tree === base.tree) writeFileSync(patchPath, '');
-      else result = { ...(added ? writeAddedPatch(added, patchPath) : await diffAndPatch(g, baseCommit, tree, patchPath)), tree };
+      else
+        result = {
+          ...(added ? writeAddedPatch(added, patchPath) : await diffAndPatch(g, baseCommit, tree, patchPath)),
+          tree,
+        };
     }
-    const changed = [...result.changed, ...listed.nested.map((path): ChangedFile => ({ path, status: 'added' }))].sort((a, b) => byCodeUnit(a.path, b.path));
+    const changed = [...result.changed, ...listed.nested.map((path): ChangedFile => ({ path, status: 'added' }))].sort(
+      (a, b) => byCodeUnit(a.path, b.path),
+    );
     return {
       changed,
       patchPath,
@@ -131,7 +195,10 @@ export async function captureDiff(workDir: string, baseCommit: string, patchPath
       digest: result.digest,
       headCommit: readAgentHead(paths.agentGitDir),
       tree: result.tree,
-      flagged: [...listed.nested.map((path): ScopeViolation => ({ path, reason: 'nested_repository' })), ...escapingSymlinks(workDir, changed)],
+      flagged: [
+        ...listed.nested.map((path): ScopeViolation => ({ path, reason: 'nested_repository' })),
+        ...escapingSymlinks(workDir, changed),
+      ],
     };
   } finally {
     for (const file of [index, scratchExcludes]) rmSync(file, { force: true });
@@ -153,7 +220,12 @@ function listedInProcess(workDir: string, uhIndex: string, baseCommit: string, i
     const format = objectFormatOf(baseCommit);
     const ignored = ignoreRules === '' ? () => false : compileIgnoreRules(ignoreRules);
     if (ignored === null) return worktreeUnchanged(workDir, uhIndex, entries, format, UNCHANGED_BOUNDS) ? [] : null;
-    return worktreeAdditions(workDir, uhIndex, entries, format, { ...UNCHANGED_BOUNDS, maxAdded: MAX_ADDED_LISTED, plainName: plainComponent, ignored });
+    return worktreeAdditions(workDir, uhIndex, entries, format, {
+      ...UNCHANGED_BOUNDS,
+      maxAdded: MAX_ADDED_LISTED,
+      plainName: plainComponent,
+      ignored,
+    });
   } catch {
     return null;
   }
@@ -166,7 +238,9 @@ function listedInProcess(workDir: string, uhIndex: string, baseCommit: string, i
 function addedOnly(listed: { onlyAdded: boolean }, staged: Map<string, StagedFile>): AddedChange | null {
   if (!listed.onlyAdded) return null;
   // Every listed path was staged; a deletion among them (null) is no addition.
-  const files = [...staged.values()].filter((f): f is NonNullable<StagedFile> => f !== null).sort((a, b) => byCodeUnit(a.path, b.path));
+  const files = [...staged.values()]
+    .filter((f): f is NonNullable<StagedFile> => f !== null)
+    .sort((a, b) => byCodeUnit(a.path, b.path));
   if (files.length !== staged.size) return null;
   const patch = addedFilesPatch(files);
   return patch && { paths: files.map((f) => f.path), patch };
@@ -177,9 +251,16 @@ interface AddedChange {
   patch: Buffer;
 }
 
-function writeAddedPatch(added: AddedChange, patchPath: string): { changed: ChangedFile[]; bytes: number; digest: string } {
+function writeAddedPatch(
+  added: AddedChange,
+  patchPath: string,
+): { changed: ChangedFile[]; bytes: number; digest: string } {
   writeFileSync(patchPath, added.patch);
-  return { changed: added.paths.map((path): ChangedFile => ({ path, status: 'added' })), bytes: added.patch.length, digest: `sha256:${createHash('sha256').update(added.patch).digest('hex')}` };
+  return {
+    changed: added.paths.map((path): ChangedFile => ({ path, status: 'added' })),
+    bytes: added.patch.length,
+    digest: `sha256:${createHash('sha256').update(added.patch).digest('hex')}`,
+  };
 }
 
 /**
@@ -190,12 +271,25 @@ function writeAddedPatch(added: AddedChange, patchPath: string): { changed: Chan
  * the diff digest only (null). New text files alone (`added`, their patch made here) need no git
  * process after this one, so their objects are never written: only their ids are computed.
  */
-async function stageAndTree(run: GitRun, at: { workDir: string; uhIndex: string; index: string; gitDir: string; baseCommit: string }, listed: { paths: string[]; deleted: string[]; onlyAdded: boolean }): Promise<{ tree: string | null; added: AddedChange | null }> {
+async function stageAndTree(
+  run: GitRun,
+  at: { workDir: string; uhIndex: string; index: string; gitDir: string; baseCommit: string },
+  listed: { paths: string[]; deleted: string[]; onlyAdded: boolean },
+): Promise<{ tree: string | null; added: AddedChange | null }> {
   const hashBytes = objectIdBytes(at.baseCommit);
   const objectsDir = join(at.gitDir, 'objects');
   // uh's index is read, never written: the in-process staging changes a copy in memory.
   const state = readIndexState(at.uhIndex, hashBytes);
-  const staged = state && stageInProcess({ state, workDir: at.workDir, gitDir: at.gitDir, baseCommit: at.baseCommit, listed, hashOnly: true });
+  const staged =
+    state &&
+    stageInProcess({
+      state,
+      workDir: at.workDir,
+      gitDir: at.gitDir,
+      baseCommit: at.baseCommit,
+      listed,
+      hashOnly: true,
+    });
   if (state && staged) {
     const added = addedOnly(listed, staged);
     const tree = added && writeStateTree(state, null);
@@ -221,9 +315,14 @@ async function stageAndTree(run: GitRun, at: { workDir: string; uhIndex: string;
 async function stage(run: GitRun, listed: { paths: string[]; deleted: string[] }): Promise<void> {
   const gone = new Set(listed.deleted);
   const rest = listed.paths.filter((path) => !gone.has(path));
-  if (gone.size > 0) await run(['rm', '--cached', '--quiet', '--ignore-unmatch', '--pathspec-from-file=-', '--pathspec-file-nul'], { input: `${listed.deleted.join('\0')}\0` });
+  if (gone.size > 0)
+    await run(['rm', '--cached', '--quiet', '--ignore-unmatch', '--pathspec-from-file=-', '--pathspec-file-nul'], {
+      input: `${listed.deleted.join('\0')}\0`,
+    });
   if (rest.length === 0) return;
-  await run(['add', '--all', '--force', '--pathspec-from-file=-', '--pathspec-file-nul'], { input: `${rest.join('\0')}\0` });
+  await run(['add', '--all', '--force', '--pathspec-from-file=-', '--pathspec-file-nul'], {
+    input: `${rest.join('\0')}\0`,
+  });
 }
 
 /**
@@ -231,8 +330,15 @@ async function stage(run: GitRun, listed: { paths: string[]; deleted: string[] }
  * ignore rules only. The kept rules file may vanish under it (`uh gc` prunes old base facts): git
  * then refuses the file, and the listing runs once more on a scratch copy of the rules.
  */
-async function listChanges(run: (args: string[]) => Promise<{ stdout: string }>, rules: string, baseCommit: string, factsDir: string | null, scratch: string): Promise<string> {
-  const list = (file: string | null) => run(['ls-files', '-z', '-t', '--modified', '--deleted', '--others', ...(file ? [`--exclude-from=${file}`] : [])]);
+async function listChanges(
+  run: (args: string[]) => Promise<{ stdout: string }>,
+  rules: string,
+  baseCommit: string,
+  factsDir: string | null,
+  scratch: string,
+): Promise<string> {
+  const list = (file: string | null) =>
+    run(['ls-files', '-z', '-t', '--modified', '--deleted', '--others', ...(file ? [`--exclude-from=${file}`] : [])]);
   const file = excludesFile(rules, baseCommit, factsDir, scratch);
   if (file === null || file === scratch) return (await list(file)).stdout;
   try {
@@ -268,7 +374,12 @@ function copyIndex(from: string, to: string): void {
  * nested repositories (an untracked directory listed with a trailing slash: its files would hide
  * in a gitlink). Pure.
  */
-export function parseListing(output: string): { paths: string[]; deleted: string[]; nested: string[]; onlyAdded: boolean } {
+export function parseListing(output: string): {
+  paths: string[];
+  deleted: string[];
+  nested: string[];
+  onlyAdded: boolean;
+} {
   const paths = new Set<string>();
   const deleted = new Set<string>();
   const nested: string[] = [];
@@ -288,7 +399,12 @@ export function parseListing(output: string): { paths: string[]; deleted: string
  * Names and patch from one git process: `diff-tree` from the base commit to the final tree, or,
  * when no tree could be written, `diff --cached` against the scratch index.
  */
-async function diffAndPatch(g: DiffGit, baseCommit: string, tree: string | null, patchPath: string): Promise<{ changed: ChangedFile[]; bytes: number; digest: string }> {
+async function diffAndPatch(
+  g: DiffGit,
+  baseCommit: string,
+  tree: string | null,
+  patchPath: string,
+): Promise<{ changed: ChangedFile[]; bytes: number; digest: string }> {
   // --full-index: whole object ids, so the patch is the same whatever else the store holds.
   const options = ['--no-ext-diff', '--no-textconv', '--binary', '--full-index', '-M', '--patch-with-raw', '-z'];
   const args = tree ? ['diff-tree', '-r', ...options, baseCommit, tree] : ['diff', '--cached', ...options, baseCommit];
@@ -302,10 +418,24 @@ async function diffAndPatch(g: DiffGit, baseCommit: string, tree: string | null,
     ...(g.call.signal ? { signal: g.call.signal } : {}),
   });
   const split = new RawPatchSplit();
-  const [exit, copied] = await Promise.all([child.result, child.stdout ? pipeline(child.stdout, split, createWriteStream(patchPath)).then(() => null, (error: unknown) => error) : Promise.resolve(new Error('no stdout'))]);
-  if (exit.timedOut || exit.aborted) throw new UhError('sandbox', `git diff ${exit.timedOut ? 'timed out' : 'was aborted'} in ${g.workTree}`, { hint: 'the diff of a very large change can be slow: run again' });
+  const [exit, copied] = await Promise.all([
+    child.result,
+    child.stdout
+      ? pipeline(child.stdout, split, createWriteStream(patchPath)).then(
+          () => null,
+          (error: unknown) => error,
+        )
+      : Promise.resolve(new Error('no stdout')),
+  ]);
+  if (exit.timedOut || exit.aborted)
+    throw new UhError('sandbox', `git diff ${exit.timedOut ? 'timed out' : 'was aborted'} in ${g.workTree}`, {
+      hint: 'the diff of a very large change can be slow: run again',
+    });
   if (exit.exitCode !== 0) throw new UhError('sandbox', `git ${args[0]} exited ${exit.exitCode}`);
-  if (copied) throw new UhError('sandbox', `the diff could not be written to ${patchPath}: ${(copied as Error).message}`, { hint: 'check the free space of the state dir' });
+  if (copied)
+    throw new UhError('sandbox', `the diff could not be written to ${patchPath}: ${(copied as Error).message}`, {
+      hint: 'check the free space of the state dir',
+    });
   return { changed: split.changed(), bytes: split.bytes, digest: split.digest() };
 }
 

@@ -72,7 +72,10 @@ function compileLine(line: string): Rule | null {
 
 /** One path component's glob: `*` any run of characters, `?` one, the rest literal. */
 function globName(name: string): RegExp {
-  const source = name.replace(/[.+^${}()|]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const source = name
+    .replace(/[.+^${}()|]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${source}$`);
 }
 

@@ -97,7 +97,11 @@ function unvouched(why: string): never {
 }
 
 /** The entries and the valid cache-tree nodes of an index file (v2 or v3, one stage, no split: `parseIndex`). */
-function readIndex(file: Buffer, hashBytes: number, hash: 'sha1' | 'sha256'): { entries: IndexEntry[]; cached: Map<string, CachedTree> } {
+function readIndex(
+  file: Buffer,
+  hashBytes: number,
+  hash: 'sha1' | 'sha256',
+): { entries: IndexEntry[]; cached: Map<string, CachedTree> } {
   if (file.length < 12 + hashBytes) unvouched('not an index');
   const body = file.subarray(0, file.length - hashBytes);
   if (!createHash(hash).update(body).digest().equals(file.subarray(body.length))) unvouched('checksum');
@@ -108,7 +112,11 @@ function readIndex(file: Buffer, hashBytes: number, hash: 'sha1' | 'sha256'): { 
     const length = raw.flags & NAME_MASK;
     const found = raw.pathEnd - raw.pathStart;
     if (length < NAME_MASK ? found !== length : found < NAME_MASK) unvouched('bad name');
-    return { path: file.toString('latin1', raw.pathStart, raw.pathEnd), mode: raw.mode, id: file.subarray(raw.at + STAT_BYTES, raw.at + STAT_BYTES + hashBytes) };
+    return {
+      path: file.toString('latin1', raw.pathStart, raw.pathEnd),
+      mode: raw.mode,
+      id: file.subarray(raw.at + STAT_BYTES, raw.at + STAT_BYTES + hashBytes),
+    };
   });
   return { entries, cached: readExtensions(body, parsed.end, hashBytes) };
 }
@@ -116,7 +124,7 @@ function readIndex(file: Buffer, hashBytes: number, hash: 'sha1' | 'sha256'): { 
 /** The valid nodes of the TREE extension by directory path ('' the root); other extensions skipped, a split index refused. */
 function readExtensions(body: Buffer, from: number, hashBytes: number): Map<string, CachedTree> {
   const cached = new Map<string, CachedTree>();
-  for (let at = from; at < body.length; ) {
+  for (let at = from; at < body.length;) {
     if (at + 8 > body.length) unvouched('truncated extension');
     const signature = body.toString('latin1', at, at + 4);
     const size = body.readUInt32BE(at + 4);
@@ -130,7 +138,13 @@ function readExtensions(body: Buffer, from: number, hashBytes: number): Map<stri
 }
 
 /** One cache-tree node and its subtrees, depth first: "name\0<entries> <subtrees>\n[id]". Returns the offset after it. */
-function readCacheTree(data: Buffer, at: number, parent: string | null, hashBytes: number, out: Map<string, CachedTree>): number {
+function readCacheTree(
+  data: Buffer,
+  at: number,
+  parent: string | null,
+  hashBytes: number,
+  out: Map<string, CachedTree>,
+): number {
   const nul = data.indexOf(0, at);
   const lf = nul < 0 ? -1 : data.indexOf(0x0a, nul);
   if (lf < 0) unvouched('bad cache tree');
@@ -159,7 +173,7 @@ function buildTree(build: TreeBuild, from: number, to: number, dir: string): Buf
   const prefix = dir === '' ? 0 : dir.length + 1;
   const parts: Buffer[] = [];
   const names = new Set<string>();
-  for (let i = from; i < to; ) {
+  for (let i = from; i < to;) {
     const rest = build.entries[i]!.path.slice(prefix);
     const slash = rest.indexOf('/');
     const name = slash < 0 ? rest : rest.slice(0, slash);
@@ -181,7 +195,12 @@ function buildTree(build: TreeBuild, from: number, to: number, dir: string): Buf
 }
 
 /** An object written loose, as git writes one (read-only, renamed into place) unless it is there (or `objectsDir` is null); its id. */
-export function writeLooseObject(objectsDir: string | null, hash: 'sha1' | 'sha256', type: 'blob' | 'tree', body: Buffer): Buffer {
+export function writeLooseObject(
+  objectsDir: string | null,
+  hash: 'sha1' | 'sha256',
+  type: 'blob' | 'tree',
+  body: Buffer,
+): Buffer {
   const object = Buffer.concat([Buffer.from(`${type} ${body.length}\0`, 'latin1'), body]);
   const id = createHash(hash).update(object).digest();
   if (objectsDir === null) return id;

@@ -19,7 +19,8 @@ export function readRegularFile(path: string, max: number): { body: Buffer; mode
     // One byte more than fstat said: filling it means the file grew under the read.
     const buffer = Buffer.allocUnsafe(st.size + 1);
     let length = 0;
-    for (let n = 1; n > 0 && length < buffer.length; length += n) n = readSync(fd, buffer, length, buffer.length - length, null);
+    for (let n = 1; n > 0 && length < buffer.length; length += n)
+      n = readSync(fd, buffer, length, buffer.length - length, null);
     return length < buffer.length ? { body: buffer.subarray(0, length), mode: st.mode } : null;
   } catch {
     return null;

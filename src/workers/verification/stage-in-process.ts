@@ -83,7 +83,12 @@ function readChanges({ state, workDir, gitDir, listed, hashOnly }: StageInput): 
     if (!parentsArePlain(workDir, path, dirs)) return null;
     const read = readStaged(join(workDir, path));
     if (read === null || (total += read.body.length) > MAX_TOTAL_BYTES) return null;
-    changes.set(key, { path: key, mode: read.mode, id: writeLooseObject(hashOnly ? null : join(gitDir, 'objects'), state.hash, 'blob', read.body), body: read.body });
+    changes.set(key, {
+      path: key,
+      mode: read.mode,
+      id: writeLooseObject(hashOnly ? null : join(gitDir, 'objects'), state.hash, 'blob', read.body),
+      body: read.body,
+    });
   }
   return changes;
 }
@@ -119,7 +124,9 @@ function parentsArePlain(workDir: string, path: string, dirs: Map<string, boolea
     let plain = dirs.get(dir);
     if (plain === undefined) {
       const full = join(workDir, dir);
-      plain = (n === 0 || lstatSync(full, { throwIfNoEntry: false })?.isDirectory() === true) && lstatSync(join(full, '.gitattributes'), { throwIfNoEntry: false }) === undefined;
+      plain =
+        (n === 0 || lstatSync(full, { throwIfNoEntry: false })?.isDirectory() === true) &&
+        lstatSync(join(full, '.gitattributes'), { throwIfNoEntry: false }) === undefined;
       dirs.set(dir, plain);
     }
     if (!plain) return false;
@@ -138,7 +145,10 @@ function readStaged(full: string): { mode: number; body: Buffer } | null {
 
 /** The changes into the state, entries kept in index order; the cache tree loses every changed directory. */
 function apply(state: IndexState, changes: Map<string, StagedFile>): void {
-  const added = [...changes.values()].filter((e): e is IndexEntry & { body: Buffer } => e !== null).map(({ path, mode, id }): IndexEntry => ({ path, mode, id })).sort((a, b) => (a.path < b.path ? -1 : 1));
+  const added = [...changes.values()]
+    .filter((e): e is IndexEntry & { body: Buffer } => e !== null)
+    .map(({ path, mode, id }): IndexEntry => ({ path, mode, id }))
+    .sort((a, b) => (a.path < b.path ? -1 : 1));
   const kept = state.entries.filter((e) => !changes.has(e.path));
   const merged: IndexEntry[] = [];
   let k = 0;

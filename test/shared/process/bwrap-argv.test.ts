@@ -22,7 +22,9 @@ describe('bwrapArgv', () => {
     expect(at('/tmp')).toBeGreaterThan(at('/srv/cache/uh'));
     expect(at('/home/u')).toBeGreaterThan(at('/tmp'));
     expect(at('/home/u/.cache/uh/mirrors/r.git')).toBeLessThan(at('/home/u/.cache/uh/mirrors/r.git/worktrees/op-1'));
-    expect(argv).toEqual(expect.arrayContaining(['--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session', '--clearenv']));
+    expect(argv).toEqual(
+      expect.arrayContaining(['--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session', '--clearenv']),
+    );
     expect(argv).not.toContain('--unshare-net');
     expect(argv.join(' ')).toContain('--setenv PATH /usr/bin');
     expect(argv).not.toContain('SECRET');
@@ -44,7 +46,13 @@ describe('bwrapArgv', () => {
   });
 
   it('a mask inside another mask, the private /tmp or the home costs no mount: the later tmpfs hides it', () => {
-    const argv = bwrapArgv({ ...plan, masked: ['/tmp/run/cache', '/tmp/run/state', '/home/u/.cache/uh', '/srv/repo', '/srv/repo/sub', '/tmpx/state'] }, ['true']);
+    const argv = bwrapArgv(
+      {
+        ...plan,
+        masked: ['/tmp/run/cache', '/tmp/run/state', '/home/u/.cache/uh', '/srv/repo', '/srv/repo/sub', '/tmpx/state'],
+      },
+      ['true'],
+    );
     const tmpfs = argv.flatMap((a, i) => (a === '--tmpfs' ? [argv[i + 1]] : []));
     expect(tmpfs).toEqual(['/srv/repo', '/tmpx/state', '/tmp', '/home/u']);
   });

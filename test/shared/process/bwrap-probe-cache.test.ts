@@ -36,7 +36,11 @@ function fakeBwrap(body: string) {
     cacheFile,
     write,
     probes: () => readFileSync(counter, 'utf8').split('\n').filter(Boolean).length,
-    probe: (now?: number) => probeBwrap(`${bin}${':'.repeat(++n)}/usr/bin:/bin`, { cacheFile, ...(now === undefined ? {} : { now: () => now }) }),
+    probe: (now?: number) =>
+      probeBwrap(`${bin}${':'.repeat(++n)}/usr/bin:/bin`, {
+        cacheFile,
+        ...(now === undefined ? {} : { now: () => now }),
+      }),
   };
 }
 
@@ -64,7 +68,9 @@ describe('probeBwrap across processes', () => {
 
   it('a bwrap without --size (before 0.7) still isolates, its tmpfs uncapped; remembered as such', () => {
     // bubblewrap 0.6's answer to an option it does not know.
-    const b = fakeBwrap('for a; do [ "$a" = --size ] && { echo "bwrap: Unknown option --size" >&2; exit 1; }; done\nexit 0\n');
+    const b = fakeBwrap(
+      'for a; do [ "$a" = --size ] && { echo "bwrap: Unknown option --size" >&2; exit 1; }; done\nexit 0\n',
+    );
     expect(b.probe()).toEqual({ ok: true, path: b.fake, tmpfsSize: false });
     expect(JSON.parse(readFileSync(b.cacheFile, 'utf8'))).toMatchObject({ tmpfsSize: false });
     expect(b.probe()).toEqual({ ok: true, path: b.fake, tmpfsSize: false });

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { PROVIDER_ERRORS, matchProviderError, parseRetryAfterMs, providerErrorHint } from '../../../src/shared/runtime/provider-errors.js';
+import {
+  PROVIDER_ERRORS,
+  matchProviderError,
+  parseRetryAfterMs,
+  providerErrorHint,
+} from '../../../src/shared/runtime/provider-errors.js';
 
 describe('matchProviderError', () => {
   it.each<[string, string | null]>([
@@ -11,7 +16,10 @@ describe('matchProviderError', () => {
     ['Error code: 402 - insufficient credits', 'quota'],
     ['429 Too Many Requests', 'rate_limit'],
     ['rate_limit_exceeded: slow down', 'rate_limit'],
-    ['Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have exceeded call rate limit of your current OpenAI S0 pricing tier. Please retry after 1 second. Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate limit.', 'rate_limit'],
+    [
+      'Requests to the ChatCompletions_Create Operation under Azure OpenAI API version 2024-10-21 have exceeded call rate limit of your current OpenAI S0 pricing tier. Please retry after 1 second. Please go here: https://aka.ms/oai/quotaincrease if you would like to further increase the default rate limit.',
+      'rate_limit',
+    ],
     ['404 The model `gpt-9` does not exist or you do not have access to it.', 'model'],
     ["You've hit your usage limit. Try again in 3 minutes.", 'usage_limit'],
     ['error sending request for url (https://api.openai.com/v1/responses): Connection refused', 'unreachable'],
@@ -34,7 +42,10 @@ describe('matchProviderError', () => {
   });
 
   it('gives the retry delay of the kinds that pass by themselves only', () => {
-    expect(matchProviderError("You've hit your usage limit. Try again in 3 minutes.")).toEqual({ kind: 'usage_limit', retryAfterMs: 180_000 });
+    expect(matchProviderError("You've hit your usage limit. Try again in 3 minutes.")).toEqual({
+      kind: 'usage_limit',
+      retryAfterMs: 180_000,
+    });
     expect(matchProviderError('401 Unauthorized, try again in 5s')).toEqual({ kind: 'auth' });
   });
 
@@ -42,9 +53,11 @@ describe('matchProviderError', () => {
     expect(matchProviderError('Connection refused', ['auth', 'quota'])).toBeNull();
   });
 
-  it.each(PROVIDER_ERRORS.map((r) => r.kind))('hints for %s: the runtime\'s own wording, else the generic row naming the runtime', (kind) => {
-    expect(providerErrorHint(kind, 'codex')).toMatch(/codex|CODEX_HOME|config\.toml/);
-    expect(providerErrorHint(kind, 'pi')).toContain('pi');
-  });
+  it.each(PROVIDER_ERRORS.map((r) => r.kind))(
+    "hints for %s: the runtime's own wording, else the generic row naming the runtime",
+    (kind) => {
+      expect(providerErrorHint(kind, 'codex')).toMatch(/codex|CODEX_HOME|config\.toml/);
+      expect(providerErrorHint(kind, 'pi')).toContain('pi');
+    },
+  );
 });
-

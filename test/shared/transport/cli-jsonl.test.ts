@@ -17,7 +17,16 @@ afterAll(() => dirs.forEach(removeDir));
 function options(args: string[], extra: Partial<CliJsonlOptions<Line>> = {}): CliJsonlOptions<Line> {
   const logDir = tempDir('uh-jsonl-');
   dirs.push(logDir);
-  return { spawn: spawnGroup, argv: [process.execPath, FAKE, ...args], cwd: logDir, env: process.env, schema: Line, logDir, logName: 'cli', ...extra };
+  return {
+    spawn: spawnGroup,
+    argv: [process.execPath, FAKE, ...args],
+    cwd: logDir,
+    env: process.env,
+    schema: Line,
+    logDir,
+    logName: 'cli',
+    ...extra,
+  };
 }
 
 async function collect(opts: CliJsonlOptions<Line>): Promise<CliJsonlItem<Line>[]> {
@@ -60,7 +69,11 @@ describe('runCliJsonl', () => {
     const opts = options(['mixed'], { maxLineBytes: 64 * 1024 });
     const items = await collect(opts);
     expect(items[0]?.kind).toBe('spawned');
-    expect(items.filter((i) => i.kind === 'message').map((i) => (i.kind === 'message' ? i.value.type : ''))).toEqual(['hello', 'crlf', 'last']);
+    expect(items.filter((i) => i.kind === 'message').map((i) => (i.kind === 'message' ? i.value.type : ''))).toEqual([
+      'hello',
+      'crlf',
+      'last',
+    ]);
     const bad = items.filter((i) => i.kind === 'malformed');
     expect(bad.map((i) => (i.kind === 'malformed' ? i.reason : ''))).toEqual(['not_json', 'schema', 'too_long']);
     expect(bad.every((i) => i.kind === 'malformed' && i.line.length <= 1000)).toBe(true);

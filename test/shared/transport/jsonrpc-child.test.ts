@@ -3,7 +3,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawnGroup } from '../../../src/shared/process/spawn-group.js';
-import { startJsonRpcChild, type JsonRpcChild, type JsonRpcChildOptions } from '../../../src/shared/transport/jsonrpc-child.js';
+import {
+  startJsonRpcChild,
+  type JsonRpcChild,
+  type JsonRpcChildOptions,
+} from '../../../src/shared/transport/jsonrpc-child.js';
 import { JsonRpcRemoteError, JsonRpcTransportError } from '../../../src/shared/transport/jsonrpc-errors.js';
 import type { JsonRpcDiagnostic } from '../../../src/shared/transport/jsonrpc-ndjson.js';
 import { tempDir } from '../../support/temp.js';
@@ -67,18 +71,24 @@ describe('JSON-RPC over NDJSON stdio (against a peer process)', () => {
         throw JsonRpcRemoteError.methodNotFound(method);
       },
     });
-    expect(await connection.request('call', { method: 'fs/read', params: { path: 'a.txt' } })).toEqual({ answer: { content: 'read a.txt' } });
+    expect(await connection.request('call', { method: 'fs/read', params: { path: 'a.txt' } })).toEqual({
+      answer: { content: 'read a.txt' },
+    });
     expect(await connection.request('call', { method: 'vendor/_x', params: {} })).toEqual({
       error: { code: -32601, message: 'Method not found: vendor/_x' },
     });
-    expect(await connection.request('call', { method: 'boom' })).toEqual({ error: { code: -32603, message: 'Internal error: handler broke' } });
+    expect(await connection.request('call', { method: 'boom' })).toEqual({
+      error: { code: -32603, message: 'Internal error: handler broke' },
+    });
     expect(await connection.request('call', { method: 'null' })).toEqual({ answer: null });
     expect(await connection.request('echo', { still: 'alive' })).toMatchObject({ params: { still: 'alive' } });
   });
 
   it('answers every server request with -32601 when there is no handler', async () => {
     const { connection } = start();
-    expect(await connection.request('call', { method: 'session/request_permission' })).toMatchObject({ error: { code: -32601 } });
+    expect(await connection.request('call', { method: 'session/request_permission' })).toMatchObject({
+      error: { code: -32601 },
+    });
   });
 
   it('delivers notifications both ways', async () => {
@@ -190,7 +200,13 @@ describe('JSON-RPC over NDJSON stdio (against a peer process)', () => {
     expect(error).toMatchObject({ kind: 'exited', details: { exitCode: 2 } });
     expect((error as Error).message).toContain('cannot find config');
 
-    const missing = startJsonRpcChild({ spawn: spawnGroup, argv: ['uh-no-such-agent-xyz'], cwd: process.cwd(), env: process.env, dialect: 'jsonrpc2' });
+    const missing = startJsonRpcChild({
+      spawn: spawnGroup,
+      argv: ['uh-no-such-agent-xyz'],
+      cwd: process.cwd(),
+      env: process.env,
+      dialect: 'jsonrpc2',
+    });
     children.push(missing);
     const spawnError = await rejection(missing.connection.request('initialize'));
     expect(spawnError).toMatchObject({ kind: 'spawn', details: { code: 'ENOENT' } });
@@ -216,7 +232,10 @@ describe('JSON-RPC over NDJSON stdio (against a peer process)', () => {
   it('writes stderr to the given file and traces lines both ways', async () => {
     const dir = tempDir('uh-jsonrpc-');
     const trace: string[] = [];
-    const child = start([], { stderrFile: join(dir, 'stderr.log'), trace: (dir2, line) => trace.push(`${dir2} ${line}`) });
+    const child = start([], {
+      stderrFile: join(dir, 'stderr.log'),
+      trace: (dir2, line) => trace.push(`${dir2} ${line}`),
+    });
     await rejection(child.connection.request('exit', { code: 1, stderr: 'bye' }));
     expect(readFileSync(join(dir, 'stderr.log'), 'utf8')).toBe('bye\n');
     expect(trace[0]).toBe('out {"jsonrpc":"2.0","id":1,"method":"exit","params":{"code":1,"stderr":"bye"}}');

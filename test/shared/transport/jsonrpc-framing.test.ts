@@ -1,17 +1,45 @@
 import { describe, expect, it } from 'vitest';
-import { encodeJsonRpc, parseJsonRpcLine, type OutgoingJsonRpc } from '../../../src/shared/transport/jsonrpc-message.js';
+import {
+  encodeJsonRpc,
+  parseJsonRpcLine,
+  type OutgoingJsonRpc,
+} from '../../../src/shared/transport/jsonrpc-message.js';
 import { BoundedLineSplitter } from '../../../src/shared/transport/bounded-lines.js';
 
 describe('parseJsonRpcLine', () => {
   it.each([
-    ['request (jsonrpc2)', '{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w"}}', { kind: 'request', id: 1, method: 'session/new', params: { cwd: '/w' } }],
-    ['request (codex, no jsonrpc)', '{"id":"a","method":"turn/start"}', { kind: 'request', id: 'a', method: 'turn/start', params: undefined }],
-    ['notification', '{"jsonrpc":"2.0","method":"session/update","params":{"x":1}}', { kind: 'notification', method: 'session/update', params: { x: 1 } }],
-    ['notification with id null', '{"jsonrpc":"2.0","id":null,"method":"m"}', { kind: 'notification', method: 'm', params: undefined }],
+    [
+      'request (jsonrpc2)',
+      '{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/w"}}',
+      { kind: 'request', id: 1, method: 'session/new', params: { cwd: '/w' } },
+    ],
+    [
+      'request (codex, no jsonrpc)',
+      '{"id":"a","method":"turn/start"}',
+      { kind: 'request', id: 'a', method: 'turn/start', params: undefined },
+    ],
+    [
+      'notification',
+      '{"jsonrpc":"2.0","method":"session/update","params":{"x":1}}',
+      { kind: 'notification', method: 'session/update', params: { x: 1 } },
+    ],
+    [
+      'notification with id null',
+      '{"jsonrpc":"2.0","id":null,"method":"m"}',
+      { kind: 'notification', method: 'm', params: undefined },
+    ],
     ['result', '{"jsonrpc":"2.0","id":7,"result":{"ok":true}}', { kind: 'result', id: 7, result: { ok: true } }],
     ['null result (authenticate)', '{"jsonrpc":"2.0","id":7,"result":null}', { kind: 'result', id: 7, result: null }],
-    ['error', '{"id":3,"error":{"code":-32601,"message":"nope"}}', { kind: 'error', id: 3, error: { code: -32601, message: 'nope' } }],
-    ['error with null id', '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}', { kind: 'error', id: null, error: { code: -32700, message: 'parse' } }],
+    [
+      'error',
+      '{"id":3,"error":{"code":-32601,"message":"nope"}}',
+      { kind: 'error', id: 3, error: { code: -32601, message: 'nope' } },
+    ],
+    [
+      'error with null id',
+      '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse"}}',
+      { kind: 'error', id: null, error: { code: -32700, message: 'parse' } },
+    ],
   ])('%s', (_name, line, expected) => {
     expect(parseJsonRpcLine(line)).toEqual(expected);
   });
@@ -34,10 +62,30 @@ describe('parseJsonRpcLine', () => {
 
 describe('encodeJsonRpc', () => {
   it.each<[string, OutgoingJsonRpc, string, string]>([
-    ['request', { id: 1, method: 'initialize', params: { protocolVersion: 1 } }, '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n', '{"id":1,"method":"initialize","params":{"protocolVersion":1}}\n'],
-    ['notification', { method: 'session/cancel', params: { sessionId: 's' } }, '{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}\n', '{"method":"session/cancel","params":{"sessionId":"s"}}\n'],
-    ['undefined result becomes null', { id: 2, result: undefined }, '{"jsonrpc":"2.0","id":2,"result":null}\n', '{"id":2,"result":null}\n'],
-    ['error', { id: 'x', error: { code: -32601, message: 'Method not found: a' } }, '{"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"Method not found: a"}}\n', '{"id":"x","error":{"code":-32601,"message":"Method not found: a"}}\n'],
+    [
+      'request',
+      { id: 1, method: 'initialize', params: { protocolVersion: 1 } },
+      '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}\n',
+      '{"id":1,"method":"initialize","params":{"protocolVersion":1}}\n',
+    ],
+    [
+      'notification',
+      { method: 'session/cancel', params: { sessionId: 's' } },
+      '{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}\n',
+      '{"method":"session/cancel","params":{"sessionId":"s"}}\n',
+    ],
+    [
+      'undefined result becomes null',
+      { id: 2, result: undefined },
+      '{"jsonrpc":"2.0","id":2,"result":null}\n',
+      '{"id":2,"result":null}\n',
+    ],
+    [
+      'error',
+      { id: 'x', error: { code: -32601, message: 'Method not found: a' } },
+      '{"jsonrpc":"2.0","id":"x","error":{"code":-32601,"message":"Method not found: a"}}\n',
+      '{"id":"x","error":{"code":-32601,"message":"Method not found: a"}}\n',
+    ],
   ])('%s', (_name, message, jsonrpc2, codex) => {
     expect(encodeJsonRpc(message, 'jsonrpc2')).toBe(jsonrpc2);
     expect(encodeJsonRpc(message, 'codex')).toBe(codex);
@@ -45,7 +93,8 @@ describe('encodeJsonRpc', () => {
 });
 
 describe('BoundedLineSplitter (NDJSON framing)', () => {
-  const texts = (lines: ReturnType<BoundedLineSplitter['push']>) => lines.map((l) => (l.kind === 'line' ? l.text : `<oversized ${l.bytes}>`));
+  const texts = (lines: ReturnType<BoundedLineSplitter['push']>) =>
+    lines.map((l) => (l.kind === 'line' ? l.text : `<oversized ${l.bytes}>`));
 
   it.each<[string, string[], string[]]>([
     ['one line per chunk', ['a\n', 'b\n'], ['a', 'b']],

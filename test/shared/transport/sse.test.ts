@@ -25,14 +25,37 @@ function everySplit(text: string): Uint8Array[][] {
 describe('readSse', () => {
   it.each([
     ['one event', ['data: {"a":1}\n\n'], [{ type: 'event', data: '{"a":1}' }]],
-    ['comments and keep-alives are skipped', [': keep-alive\n\n', ':\n\n', 'data: x\n\n'], [{ type: 'event', data: 'x' }]],
+    [
+      'comments and keep-alives are skipped',
+      [': keep-alive\n\n', ':\n\n', 'data: x\n\n'],
+      [{ type: 'event', data: 'x' }],
+    ],
     ['multi-line data is joined with \\n', ['data: {"a":\ndata: 1}\n\n'], [{ type: 'event', data: '{"a":\n1}' }]],
-    ['event name and id are kept', ['event: delta\nid: 7\ndata: y\n\n'], [{ type: 'event', data: 'y', event: 'delta', id: '7' }]],
-    ['CRLF line endings', ['data: a\r\n\r\ndata: b\r\n\r\n'], [{ type: 'event', data: 'a' }, { type: 'event', data: 'b' }]],
-    ['[DONE] ends the stream; nothing after it is read', ['data: a\n\ndata: [DONE]\n\ndata: late\n\n'], [{ type: 'event', data: 'a' }, { type: 'done' }]],
+    [
+      'event name and id are kept',
+      ['event: delta\nid: 7\ndata: y\n\n'],
+      [{ type: 'event', data: 'y', event: 'delta', id: '7' }],
+    ],
+    [
+      'CRLF line endings',
+      ['data: a\r\n\r\ndata: b\r\n\r\n'],
+      [
+        { type: 'event', data: 'a' },
+        { type: 'event', data: 'b' },
+      ],
+    ],
+    [
+      '[DONE] ends the stream; nothing after it is read',
+      ['data: a\n\ndata: [DONE]\n\ndata: late\n\n'],
+      [{ type: 'event', data: 'a' }, { type: 'done' }],
+    ],
     ['an event cut by the end of the stream is dropped', ['data: a\n\ndata: {"cut'], [{ type: 'event', data: 'a' }]],
     ['a stream that ends before [DONE] just ends', ['data: a\n\n'], [{ type: 'event', data: 'a' }]],
-    ['unknown fields and a bad retry are tolerated', ['foo: bar\nretry: soon\ndata: z\n\n'], [{ type: 'event', data: 'z' }]],
+    [
+      'unknown fields and a bad retry are tolerated',
+      ['foo: bar\nretry: soon\ndata: z\n\n'],
+      [{ type: 'event', data: 'z' }],
+    ],
     ['a byte-order mark is ignored', ['\uFEFFdata: bom\n\n'], [{ type: 'event', data: 'bom' }]],
     ['an empty body yields nothing', [], []],
   ] as Array<[string, string[], SseItem[]]>)('%s', async (_name, parts, expected) => {
@@ -48,7 +71,10 @@ describe('readSse', () => {
 
   it('turns a broken transport into a final error item and never throws', async () => {
     const items = await collect(['data: a\n\ndata: {"par'], new Error('other side closed'));
-    expect(items).toEqual([{ type: 'event', data: 'a' }, { type: 'error', phase: 'transport', error: new Error('other side closed') }]);
+    expect(items).toEqual([
+      { type: 'event', data: 'a' },
+      { type: 'error', phase: 'transport', error: new Error('other side closed') },
+    ]);
   });
 
   it('gives up with a parse error on a line longer than the buffer cap', async () => {
@@ -68,7 +94,13 @@ describe('readSse', () => {
     }
     const batches: SseItem[][] = [];
     for await (const batch of readSseBatches(source())) batches.push(batch);
-    expect(batches).toEqual([[{ type: 'event', data: 'a' }, { type: 'event', data: 'b' }], [{ type: 'done' }]]);
+    expect(batches).toEqual([
+      [
+        { type: 'event', data: 'a' },
+        { type: 'event', data: 'b' },
+      ],
+      [{ type: 'done' }],
+    ]);
     expect(pulled).toBe(2);
   });
 

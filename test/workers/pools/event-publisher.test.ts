@@ -10,7 +10,13 @@ import { useOperationStore } from '../../support/operation-store.js';
 
 const fx = useOperationStore('publisher', 'p');
 
-const event = (operationId: string, seq: number): UhEvent => ({ seq, at: new Date(0).toISOString(), operation_id: operationId, type: 'runtime.message', data: { text: `m${seq}` } });
+const event = (operationId: string, seq: number): UhEvent => ({
+  seq,
+  at: new Date(0).toISOString(),
+  operation_id: operationId,
+  type: 'runtime.message',
+  data: { text: `m${seq}` },
+});
 
 async function streamSeqs(operationId: string): Promise<number[]> {
   const entries = await fx.store.redis.xrange(fx.store.keys.events(operationId), '-', '+');

@@ -5,7 +5,17 @@ import { catalogOf } from '../../../src/operation/ports.js';
 
 describe('runtime registry (adapters loaded on first use)', () => {
   it('registers the nine runtimes, each id loading the adapter of that id', async () => {
-    expect(RUNTIME_IDS).toEqual(['command', 'acp', 'hermes-acp', 'codex', 'codex-app-server', 'pi', 'oh-my-pi', 'hermes', 'hermes-proxy']);
+    expect(RUNTIME_IDS).toEqual([
+      'command',
+      'acp',
+      'hermes-acp',
+      'codex',
+      'codex-app-server',
+      'pi',
+      'oh-my-pi',
+      'hermes',
+      'hermes-proxy',
+    ]);
     const adapters = await loadAllRuntimeAdapters();
     expect(adapters.map((a) => a.id)).toEqual(RUNTIME_IDS);
     // The same module instance every time: a second load is the first one's adapter.
@@ -13,7 +23,8 @@ describe('runtime registry (adapters loaded on first use)', () => {
   });
 
   it('knows no other id, not even an Object.prototype key', async () => {
-    for (const id of ['nope', 'toString', '__proto__', 'constructor', '']) expect(await loadRuntimeAdapter(id)).toBeUndefined();
+    for (const id of ['nope', 'toString', '__proto__', 'constructor', ''])
+      expect(await loadRuntimeAdapter(id)).toBeUndefined();
     expect(await RUNTIME_CATALOG.load('hasOwnProperty')).toBeUndefined();
   });
 

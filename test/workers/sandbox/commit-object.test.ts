@@ -24,7 +24,8 @@ function packContents(dir: string): Map<string, [string, boolean]> {
   for (const line of git(dir, 'verify-pack', '-v', join(pack, idx[0] as string)).split('\n')) {
     const fields = line.split(/\s+/);
     // "<id> <type> <size> <size-in-pack> <offset> [<depth> <base>]"
-    if (/^[0-9a-f]{40}$/.test(fields[0] ?? '') && fields.length >= 5) contents.set(fields[0] as string, [fields[1] as string, fields.length > 5]);
+    if (/^[0-9a-f]{40}$/.test(fields[0] ?? '') && fields.length >= 5)
+      contents.set(fields[0] as string, [fields[1] as string, fields.length > 5]);
   }
   return contents;
 }

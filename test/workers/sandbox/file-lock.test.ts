@@ -53,15 +53,21 @@ async function contend(dir: string, lockDir: string, processes: number, rounds: 
   mkdirSync(readyDir);
   const go = join(dir, 'go');
   const exits = Array.from({ length: processes }, () => {
-    const child = spawn(process.execPath, [join(dir, 'contender.mjs'), lockDir, log, readyDir, go, String(rounds)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [join(dir, 'contender.mjs'), lockDir, log, readyDir, go, String(rounds)], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    return new Promise<{ code: number | null; stderr: string }>((done) => child.on('close', (code) => done({ code, stderr })));
+    return new Promise<{ code: number | null; stderr: string }>((done) =>
+      child.on('close', (code) => done({ code, stderr })),
+    );
   });
   await until(() => readdirSync(readyDir).length === processes, 'every contender to start');
   writeFileSync(go, '');
   const results = await Promise.all(exits);
-  const failures = results.filter((r) => r.code !== 0).map((r) => r.stderr.split('\n').find((l) => l.includes('Error')) ?? r.stderr);
+  const failures = results
+    .filter((r) => r.code !== 0)
+    .map((r) => r.stderr.split('\n').find((l) => l.includes('Error')) ?? r.stderr);
   const lines = readFileSync(log, 'utf8').trim().split('\n');
   let holder: string | null = null;
   const overlaps: string[] = [];
@@ -167,7 +173,9 @@ describe('withFileLock', () => {
     const lockDir = join(dir, 'pool.lock');
     mkdirSync(lockDir);
     writeFileSync(join(lockDir, `held.1.0123456789ab.${encodeURIComponent('other.host.example')}`), '');
-    await expect(withFileLock(lockDir, async () => undefined, 200)).rejects.toThrow(`timed out waiting for lock ${lockDir}`);
+    await expect(withFileLock(lockDir, async () => undefined, 200)).rejects.toThrow(
+      `timed out waiting for lock ${lockDir}`,
+    );
     expect(readdirSync(lockDir)).toEqual(['held.1.0123456789ab.other.host.example']);
   });
 });

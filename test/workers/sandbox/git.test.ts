@@ -48,7 +48,12 @@ async function failure(promise: Promise<unknown>): Promise<GitError> {
   } catch (error) {
     if (error instanceof GitError) return error;
     // An unreachable remote reaches the user as exit 3 naming repository.url; the git failure is its cause.
-    if (error instanceof Error && error.cause instanceof GitError && error.message.startsWith('repository.url: cannot reach')) return error.cause;
+    if (
+      error instanceof Error &&
+      error.cause instanceof GitError &&
+      error.message.startsWith('repository.url: cannot reach')
+    )
+      return error.cause;
     throw error;
   }
   throw new Error('expected the git call to fail');
@@ -101,12 +106,20 @@ describe('git runner', () => {
     dirs.push(repo);
     const error = await failure(git(['rev-parse', '--verify', 'no-such-ref'], { cwd: repo }));
     expect(error.failure).toBe('exit');
-    expect(error.message).toMatch(new RegExp(`^git rev-parse failed in ${repo}: .*no-such-ref|^git rev-parse failed in ${repo}: fatal`));
+    expect(error.message).toMatch(
+      new RegExp(`^git rev-parse failed in ${repo}: .*no-such-ref|^git rev-parse failed in ${repo}: fatal`),
+    );
     expect(error.kind).toBe('sandbox');
   });
 
   it('credentials in a repository URL never reach the message', async () => {
-    const error = await failure(git(['ls-remote', 'https://user:s3cret@127.0.0.1:1/x.git'], { cwd: cache(), repository: 'https://user:s3cret@127.0.0.1:1/x.git', timeoutMs: 20_000 }));
+    const error = await failure(
+      git(['ls-remote', 'https://user:s3cret@127.0.0.1:1/x.git'], {
+        cwd: cache(),
+        repository: 'https://user:s3cret@127.0.0.1:1/x.git',
+        timeoutMs: 20_000,
+      }),
+    );
     expect(error.message).not.toContain('s3cret');
     expect(error.repository).toBe('https://***@127.0.0.1:1/x.git');
   });

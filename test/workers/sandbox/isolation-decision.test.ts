@@ -13,7 +13,11 @@ describe('decideIsolation', () => {
   });
 
   it('require (host) or required (mission) refuses when unavailable, with a hint', () => {
-    for (const [mode, mission] of [['require', 'auto'], ['auto', 'required'], ['off', 'required']] as const) {
+    for (const [mode, mission] of [
+      ['require', 'auto'],
+      ['auto', 'required'],
+      ['off', 'required'],
+    ] as const) {
       const d = decideIsolation(mode, mission, 'on', missing);
       expect(d.use).toBeNull();
       expect(d.use === null && d.refuse?.hint).toMatch(/bubblewrap/);
@@ -25,23 +29,30 @@ describe('decideIsolation', () => {
       throw new Error('probed');
     });
     expect(d.status).toMatchObject({ kind: 'none', reason: 'UH_ISOLATION=off' });
-    for (const net of [decideIsolation('auto', 'auto', 'none', missing), decideIsolation('off', 'auto', 'none', missing)]) {
+    for (const net of [
+      decideIsolation('auto', 'auto', 'none', missing),
+      decideIsolation('off', 'auto', 'none', missing),
+    ]) {
       expect(net.use === null && net.refuse?.message).toMatch(/network: none/);
     }
   });
 });
 
 describe('decideIsolation: host policy first', () => {
-  it('a mission\'s off never lowers require, and lowers auto only where the host allows it', () => {
+  it("a mission's off never lowers require, and lowers auto only where the host allows it", () => {
     for (const allowed of [false, true]) {
       const d = decideIsolation('require', 'off', 'on', found, allowed);
       expect(d.use).toBeNull();
-      expect(d.use === null && d.refuse?.message).toBe('sandbox.isolation: off is refused: this host requires isolation (UH_ISOLATION=require)');
+      expect(d.use === null && d.refuse?.message).toBe(
+        'sandbox.isolation: off is refused: this host requires isolation (UH_ISOLATION=require)',
+      );
     }
     const unallowed = decideIsolation('auto', 'off', 'on', found);
     expect(unallowed.use === null && unallowed.refuse?.message).toMatch(/UH_ALLOW_MISSION_ISOLATION_OFF is not set/);
     const allowed = decideIsolation('auto', 'off', 'on', found, true);
-    expect(allowed.use === null && !allowed.refuse && allowed.status.reason).toBe('the mission sets sandbox.isolation: off');
+    expect(allowed.use === null && !allowed.refuse && allowed.status.reason).toBe(
+      'the mission sets sandbox.isolation: off',
+    );
     expect(decideIsolation('off', 'off', 'on', found).status).toMatchObject({ kind: 'none' });
   });
 });

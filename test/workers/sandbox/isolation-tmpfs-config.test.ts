@@ -11,9 +11,18 @@ describe('UH_ISOLATION_TMPFS_BYTES', () => {
     expect(loadConfig({ UH_ISOLATION_TMPFS_BYTES: '67108864' }).core.isolationTmpfsBytes).toBe(64 * 1024 * 1024);
   });
 
-  it.each([['1024', 'at least 1048576'], ['1500000.5', 'int'], ['1e20', 'Too big'], ['lots', 'number']])('%s is refused, naming the variable and why', (value, why) => {
+  it.each([
+    ['1024', 'at least 1048576'],
+    ['1500000.5', 'int'],
+    ['1e20', 'Too big'],
+    ['lots', 'number'],
+  ])('%s is refused, naming the variable and why', (value, why) => {
     expect(() => loadConfig({ UH_ISOLATION_TMPFS_BYTES: value })).toThrow(
-      expect.objectContaining({ details: expect.arrayContaining([expect.stringMatching(new RegExp(`\\(environment UH_ISOLATION_TMPFS_BYTES\\): .*${why}`))]) }),
+      expect.objectContaining({
+        details: expect.arrayContaining([
+          expect.stringMatching(new RegExp(`\\(environment UH_ISOLATION_TMPFS_BYTES\\): .*${why}`)),
+        ]),
+      }),
     );
   });
 });

@@ -31,7 +31,10 @@ function commit(dir: string, message: string): string {
 
 /** What the git fallback answers: the commit, or null where it fails. */
 async function gitAnswer(dir: string, ref: string): Promise<string | null> {
-  const { stdout, code } = await hardenedGit(['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`], { cwd: dir, okCodes: [1, 128] });
+  const { stdout, code } = await hardenedGit(
+    ['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`],
+    { cwd: dir, okCodes: [1, 128] },
+  );
   return code === 0 ? stdout.trim() : null;
 }
 
@@ -51,7 +54,10 @@ async function expectLeftToGit(dir: string, ref: string, git: 'answers' | 'fails
   else expect(answer).toBeNull();
 }
 
-const gitSpawns = () => Object.entries(spawnCounts()).filter(([k]) => k.startsWith('git ')).reduce((n, [, v]) => n + v, 0);
+const gitSpawns = () =>
+  Object.entries(spawnCounts())
+    .filter(([k]) => k.startsWith('git '))
+    .reduce((n, [, v]) => n + v, 0);
 
 describe('readLocalRef: answered, equal to git', () => {
   it('HEAD on a branch and the branch, loose, by short and full name', async () => {
@@ -177,7 +183,9 @@ describe('readLocalRef: left to git', () => {
     await expectLeftToGit(dir, 'nope', 'fails');
     const cacheDir = tempDir('uh-mirror-');
     dirs.push(cacheDir);
-    await expect(resolveInMirror(cacheDir, dir, 'nope')).rejects.toThrow(/^repository\.ref: "nope" is not a branch, tag or commit of /);
+    await expect(resolveInMirror(cacheDir, dir, 'nope')).rejects.toThrow(
+      /^repository\.ref: "nope" is not a branch, tag or commit of /,
+    );
   });
 
   it('HEAD on an unborn branch', async () => {
@@ -204,7 +212,10 @@ describe('readLocalRef: left to git', () => {
       expect(readLocalRef(dir, 'HEAD')).toBeNull();
     }
     const byHand = repo();
-    const config = readFileSync(join(byHand, '.git', 'config'), 'utf8').replace('repositoryformatversion = 0', 'repositoryformatversion = 1');
+    const config = readFileSync(join(byHand, '.git', 'config'), 'utf8').replace(
+      'repositoryformatversion = 0',
+      'repositoryformatversion = 1',
+    );
     writeFileSync(join(byHand, '.git', 'config'), `${config}[extensions]\n\trefStorage = reftable\n`);
     expect(readLocalRef(byHand, 'main')).toBeNull(); // the loose files would still answer: the config must stop it
     writeFileSync(join(byHand, '.git', 'HEAD'), 'ref: refs/heads/.invalid\n');
@@ -266,7 +277,20 @@ describe('readLocalRef: left to git', () => {
   it('names the JS path never reads', () => {
     const dir = repo();
     const tip = git(dir, 'rev-parse', 'HEAD');
-    for (const ref of ['main^', 'main~1', 'main@{0}', '@', 'HEAD:README.md', 'main..main', ' main', '-main', 'refs/heads/', tip, 'bisect/x', 'main.lock']) {
+    for (const ref of [
+      'main^',
+      'main~1',
+      'main@{0}',
+      '@',
+      'HEAD:README.md',
+      'main..main',
+      ' main',
+      '-main',
+      'refs/heads/',
+      tip,
+      'bisect/x',
+      'main.lock',
+    ]) {
       expect(readLocalRef(dir, ref), ref).toBeNull();
     }
     expect(readLocalRef(join(dir, 'nowhere'), 'main')).toBeNull();
@@ -280,7 +304,11 @@ describe('parsePackedRefs', () => {
   const b = 'b'.repeat(40);
   it.each([
     ['empty', '', {}],
-    ['header, peeled line', `# pack-refs with: peeled fully-peeled sorted \n${a} refs/heads/main\n${b} refs/tags/v1\n^${a}\n`, { 'refs/heads/main': a, 'refs/tags/v1': b }],
+    [
+      'header, peeled line',
+      `# pack-refs with: peeled fully-peeled sorted \n${a} refs/heads/main\n${b} refs/tags/v1\n^${a}\n`,
+      { 'refs/heads/main': a, 'refs/tags/v1': b },
+    ],
     ['unsorted without the trait', `${a} refs/heads/z\n${b} refs/heads/a\n`, { 'refs/heads/z': a, 'refs/heads/a': b }],
   ])('%s', (_what, text, refs) => {
     expect(Object.fromEntries(parsePackedRefs(text, 40) ?? [])).toEqual(refs);

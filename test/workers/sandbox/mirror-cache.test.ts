@@ -14,7 +14,10 @@ const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
 
 const revParses = () => spawnCounts()['git rev-parse'] ?? 0;
-const gitSpawns = () => Object.entries(spawnCounts()).filter(([k]) => k.startsWith('git ')).reduce((n, [, v]) => n + v, 0);
+const gitSpawns = () =>
+  Object.entries(spawnCounts())
+    .filter(([k]) => k.startsWith('git '))
+    .reduce((n, [, v]) => n + v, 0);
 
 describe('resolveInMirror', () => {
   it('50 concurrent callers share one resolution; a commit made afterwards is seen by the next call; a known SHA spawns nothing', async () => {

@@ -16,23 +16,58 @@ const CLONE = `${INIT}[remote "origin"]\n\turl = https://example.com/a.git\n\tfe
 const V1 = '[core]\n\trepositoryformatversion = 1\n';
 /** A key git knows in each section the reader ignores, given a bad boolean, no value, or an unknown ~user path. */
 const IGNORED_KEYS = [
-  '[pull]\n\trebase = maybe', '[merge]\n\tff = maybe', '[diff]\n\trenames = maybe', '[log]\n\tdate = maybe', '[commit]\n\tgpgsign = maybe',
-  '[tag]\n\tsort = ~nobody/x', '[status]\n\tshowuntrackedfiles = maybe', '[rebase]\n\tautosquash = maybe', '[init]\n\tdefaultbranch',
-  '[lfs]\n\tfetchrecentalways = maybe', '[http]\n\tsslverify = maybe', '[credential]\n\thelper', '[alias]\n\tst', '[filter "lfs"]\n\trequired = maybe',
-  '[gui]\n\tencoding', '[mergetool]\n\tprompt = maybe', '[difftool]\n\tprompt = maybe', '[remote "origin"]\n\tprune = maybe',
-  '[remote]\n\tpushdefault', '[branch "main"]\n\trebase = maybe', '[submodule "x"]\n\tupdate', '[url "x"]\n\tinsteadof',
-].map((lines) => `${lines}\n`).join('');
+  '[pull]\n\trebase = maybe',
+  '[merge]\n\tff = maybe',
+  '[diff]\n\trenames = maybe',
+  '[log]\n\tdate = maybe',
+  '[commit]\n\tgpgsign = maybe',
+  '[tag]\n\tsort = ~nobody/x',
+  '[status]\n\tshowuntrackedfiles = maybe',
+  '[rebase]\n\tautosquash = maybe',
+  '[init]\n\tdefaultbranch',
+  '[lfs]\n\tfetchrecentalways = maybe',
+  '[http]\n\tsslverify = maybe',
+  '[credential]\n\thelper',
+  '[alias]\n\tst',
+  '[filter "lfs"]\n\trequired = maybe',
+  '[gui]\n\tencoding',
+  '[mergetool]\n\tprompt = maybe',
+  '[difftool]\n\tprompt = maybe',
+  '[remote "origin"]\n\tprune = maybe',
+  '[remote]\n\tpushdefault',
+  '[branch "main"]\n\trebase = maybe',
+  '[submodule "x"]\n\tupdate',
+  '[url "x"]\n\tinsteadof',
+]
+  .map((lines) => `${lines}\n`)
+  .join('');
 
 const ROWS: ReadonlyArray<[string, string, 40 | 64 | null]> = [
   ['what git init writes', INIT, 40],
   ['what git clone writes', CLONE, 40],
-  ['what actions/checkout writes', `${INIT}[remote "origin"]\n\turl = https://github.com/o/r\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[gc]\n\tauto = 0\n[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic ***\n[branch "main"]\n\tremote = origin\n\tmerge = refs/heads/main\n`, 40],
+  [
+    'what actions/checkout writes',
+    `${INIT}[remote "origin"]\n\turl = https://github.com/o/r\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[gc]\n\tauto = 0\n[http "https://github.com/"]\n\textraheader = AUTHORIZATION: basic ***\n[branch "main"]\n\tremote = origin\n\tmerge = refs/heads/main\n`,
+    40,
+  ],
   ['version 1, no extension', `${V1}\tbare = false\n`, 40],
   ['version 1, objectformat sha1', `${V1}[extensions]\n\tobjectformat = sha1\n`, 40],
   ['version 1, objectformat sha256', `${V1}[extensions]\n\tobjectFormat = sha256\n`, 64],
-  ['comments, blank lines, CRLF, quoted values', `# mine\r\n${INIT}\n; more\n[remote "o"]\n\turl = "/a b#c" ; why\n\tpushurl = x\\ty # tab\n`, 40],
-  ['a user section and husky hooksPath', `${INIT}[user]\n\tname = A "B" C\n\temail = a@b.c\n[core]\n\thooksPath = .husky/_\n`, 40],
-  ['sections rev-parse never reads, odd values', `${INIT}[pull]\n\trebase = maybe\n[alias]\n\tst\n[lfs "x"]\n\turl = ~nobody/x\n`, 40],
+  [
+    'comments, blank lines, CRLF, quoted values',
+    `# mine\r\n${INIT}\n; more\n[remote "o"]\n\turl = "/a b#c" ; why\n\tpushurl = x\\ty # tab\n`,
+    40,
+  ],
+  [
+    'a user section and husky hooksPath',
+    `${INIT}[user]\n\tname = A "B" C\n\temail = a@b.c\n[core]\n\thooksPath = .husky/_\n`,
+    40,
+  ],
+  [
+    'sections rev-parse never reads, odd values',
+    `${INIT}[pull]\n\trebase = maybe\n[alias]\n\tst\n[lfs "x"]\n\turl = ~nobody/x\n`,
+    40,
+  ],
   ['real keys of every section rev-parse never reads, with values git would refuse', `${INIT}${IGNORED_KEYS}`, 40],
   ['reftable', `${V1}[extensions]\n\trefStorage = reftable\n`, null],
   ['worktreeConfig', `${V1}[extensions]\n\tworktreeConfig = true\n`, null],
@@ -77,7 +112,10 @@ describe('repoFormat', () => {
     for (const [what, config, hexLength] of ROWS) {
       if (hexLength !== 40) continue;
       writeFileSync(join(repo, '.git', 'config'), config);
-      const { code } = await hardenedGit(['rev-parse', '--verify', '--quiet', '--end-of-options', 'main^{commit}'], { cwd: repo, okCodes: [1, 128] });
+      const { code } = await hardenedGit(['rev-parse', '--verify', '--quiet', '--end-of-options', 'main^{commit}'], {
+        cwd: repo,
+        okCodes: [1, 128],
+      });
       if (code !== 0) refused.push(what);
     }
     expect(refused).toEqual([]);
@@ -87,7 +125,10 @@ describe('repoFormat', () => {
     const repo = makeRepo();
     dirs.push(repo);
     writeFileSync(join(repo, '.git', 'config'), `${INIT}\tfilemode = maybe\n`);
-    const { code } = await hardenedGit(['rev-parse', '--verify', '--quiet', '--end-of-options', 'main^{commit}'], { cwd: repo, okCodes: [1, 128] });
+    const { code } = await hardenedGit(['rev-parse', '--verify', '--quiet', '--end-of-options', 'main^{commit}'], {
+      cwd: repo,
+      okCodes: [1, 128],
+    });
     expect(code).toBe(128);
   });
 });

@@ -18,12 +18,18 @@ import { gitProcesses } from '../../support/spawned.js';
 const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
 const BOUNDS = { maxEntries: 2_000, maxHashBytes: 4 * 1024 * 1024 };
-const FILES = { 'README.md': '# one\n', '.gitignore': '*.log\n', 'src/app.sh': 'echo app\n', 'docs/guide.md': 'guide\n' };
+const FILES = {
+  'README.md': '# one\n',
+  '.gitignore': '*.log\n',
+  'src/app.sh': 'echo app\n',
+  'docs/guide.md': 'guide\n',
+};
 
 async function sandboxOf(files: Record<string, string>, id: string) {
   const { sandbox, commit, scratch, baseFactsDir, patch } = await freshSandbox(files, id, dirs, 'uh-unchanged-');
   const paths = sandboxPaths(sandbox.path);
-  const check = (bounds = BOUNDS) => worktreeUnchanged(sandbox.path, paths.index, readIndexEntries(paths.index, 20) ?? [], 'sha1', bounds);
+  const check = (bounds = BOUNDS) =>
+    worktreeUnchanged(sandbox.path, paths.index, readIndexEntries(paths.index, 20) ?? [], 'sha1', bounds);
   const diff = () => captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
   // Every entry as new as the index or newer (racy), as a checkout within the index's clock tick
   // leaves them: stat data proves nothing then, the content must.
@@ -51,13 +57,38 @@ describe('worktreeUnchanged', () => {
   });
 
   it.each<[string, (root: string) => void, Array<{ path: string; status: string }>]>([
-    ['a same-size edit with its mtime set back', (r) => sameSizeSameMtime(join(r, 'README.md'), '# two\n'), [{ path: 'README.md', status: 'modified' }]],
-    ['the x bit set', (r) => chmodSync(join(r, 'docs/guide.md'), 0o755), [{ path: 'docs/guide.md', status: 'modified' }]],
+    [
+      'a same-size edit with its mtime set back',
+      (r) => sameSizeSameMtime(join(r, 'README.md'), '# two\n'),
+      [{ path: 'README.md', status: 'modified' }],
+    ],
+    [
+      'the x bit set',
+      (r) => chmodSync(join(r, 'docs/guide.md'), 0o755),
+      [{ path: 'docs/guide.md', status: 'modified' }],
+    ],
     ['a file the base ignores', (r) => writeFileSync(join(r, 'x.log'), 'ignored\n'), []],
     ['an empty new directory', (r) => mkdirSync(join(r, 'empty')), []],
     ['a tracked file deleted', (r) => rmSync(join(r, 'src/app.sh')), [{ path: 'src/app.sh', status: 'deleted' }]],
-    ['a tracked file replaced by a symlink to itself', (r) => { rmSync(join(r, 'README.md')); symlinkSync('README.md', join(r, 'README.md')); }, [{ path: 'README.md', status: 'type_changed' }]],
-    ['a tracked directory replaced by a file', (r) => { rmSync(join(r, 'docs'), { recursive: true }); writeFileSync(join(r, 'docs'), 'x\n'); }, [{ path: 'docs', status: 'added' }, { path: 'docs/guide.md', status: 'deleted' }]],
+    [
+      'a tracked file replaced by a symlink to itself',
+      (r) => {
+        rmSync(join(r, 'README.md'));
+        symlinkSync('README.md', join(r, 'README.md'));
+      },
+      [{ path: 'README.md', status: 'type_changed' }],
+    ],
+    [
+      'a tracked directory replaced by a file',
+      (r) => {
+        rmSync(join(r, 'docs'), { recursive: true });
+        writeFileSync(join(r, 'docs'), 'x\n');
+      },
+      [
+        { path: 'docs', status: 'added' },
+        { path: 'docs/guide.md', status: 'deleted' },
+      ],
+    ],
     ['a .git inside a directory', (r) => writeFileSync(join(r, 'src/.git'), 'gitdir: /elsewhere\n'), []],
   ])('%s: false, and git lists what changed', async (_name, change, expected) => {
     const s = await sandboxOf(FILES, `op-unch-${expected.length}-${Math.random().toString(16).slice(2, 8)}`);

@@ -31,13 +31,21 @@ describe('readAgentHead', () => {
   it.each([
     ['a detached HEAD', { HEAD: `${A}\n` }, A],
     ['a branch', { HEAD: 'ref: refs/heads/main\n', 'refs/heads/main': `${B}\n` }, B],
-    ['a packed branch', { HEAD: 'ref: refs/heads/main\n', 'packed-refs': `# pack-refs with: peeled\n${B} refs/heads/main\n` }, B],
+    [
+      'a packed branch',
+      { HEAD: 'ref: refs/heads/main\n', 'packed-refs': `# pack-refs with: peeled\n${B} refs/heads/main\n` },
+      B,
+    ],
     ['an unborn branch', { HEAD: 'ref: refs/heads/none\n' }, null],
     ['a ref name that climbs out', { HEAD: 'ref: refs/../../../etc/passwd\n' }, null],
     ['a ref outside refs/', { HEAD: 'ref: config\n', config: `${A}\n` }, null],
     ['junk', { HEAD: 'hello\n' }, null],
     ['a HEAD over 4 KiB', { HEAD: `${A}\n${' '.repeat(5000)}` }, null],
-    ['a loop of symbolic refs', { HEAD: 'ref: refs/heads/a\n', 'refs/heads/a': 'ref: refs/heads/b\n', 'refs/heads/b': 'ref: refs/heads/a\n' }, null],
+    [
+      'a loop of symbolic refs',
+      { HEAD: 'ref: refs/heads/a\n', 'refs/heads/a': 'ref: refs/heads/b\n', 'refs/heads/b': 'ref: refs/heads/a\n' },
+      null,
+    ],
   ])('%s', (_what, files, expected) => {
     expect(readAgentHead(gitDir(files))).toBe(expected);
   });

@@ -38,7 +38,17 @@ describe('anchorIgnoreFiles', () => {
     const dir = tempDir('uh-ignore-');
     dirs.push(dir);
     git(dir, 'init', '-q');
-    const tree = ['a.log', 'pkg/x.log', 'pkg/important.log', 'pkg/dist/b.js', 'pkg/sub/dist/c.js', 'pkg/local.txt', 'pkg/sub/local.txt', 'dist/top.js', 'src/ok.ts'];
+    const tree = [
+      'a.log',
+      'pkg/x.log',
+      'pkg/important.log',
+      'pkg/dist/b.js',
+      'pkg/sub/dist/c.js',
+      'pkg/local.txt',
+      'pkg/sub/local.txt',
+      'dist/top.js',
+      'src/ok.ts',
+    ];
     for (const p of tree) {
       mkdirSync(dirname(join(dir, p)), { recursive: true });
       writeFileSync(join(dir, p), 'x');

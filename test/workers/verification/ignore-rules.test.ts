@@ -16,8 +16,57 @@ import { seeded } from '../../support/spawned.js';
 const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
 
-const PATTERNS = ['*.log', 'build/', '/build', 'out', '/src/gen/', 'src/*.tmp', 'docs/**/draft*', '**/cache', 'a?c', 'tmp/**', '/lib/**/x', 'node_modules/', '*.o', 'keep/', '/top*', '.env', '.cache/', '*~', 'src/**', 'z*/y'];
-const NAMES = ['a.log', 'abc', 'axc', 'build', 'out', 'src', 'gen', 'x', 'y', 'z1', 'docs', 'draft1', 'draft', 'cache', 'tmp', 'lib', 'deep', 'node_modules', 'm.o', 'keep', 'top1', 'topper', '.env', '.cache', 'f~', 'f.tmp', 'plain.txt'];
+const PATTERNS = [
+  '*.log',
+  'build/',
+  '/build',
+  'out',
+  '/src/gen/',
+  'src/*.tmp',
+  'docs/**/draft*',
+  '**/cache',
+  'a?c',
+  'tmp/**',
+  '/lib/**/x',
+  'node_modules/',
+  '*.o',
+  'keep/',
+  '/top*',
+  '.env',
+  '.cache/',
+  '*~',
+  'src/**',
+  'z*/y',
+];
+const NAMES = [
+  'a.log',
+  'abc',
+  'axc',
+  'build',
+  'out',
+  'src',
+  'gen',
+  'x',
+  'y',
+  'z1',
+  'docs',
+  'draft1',
+  'draft',
+  'cache',
+  'tmp',
+  'lib',
+  'deep',
+  'node_modules',
+  'm.o',
+  'keep',
+  'top1',
+  'topper',
+  '.env',
+  '.cache',
+  'f~',
+  'f.tmp',
+  'plain.txt',
+];
 
 function randomTree(rnd: () => number): string[] {
   const files = new Set<string>();
@@ -38,10 +87,17 @@ describe('compileIgnoreRules', () => {
     const rnd = seeded(20261202);
     for (let round = 0; round < 150; round++) {
       const rules = PATTERNS.filter(() => rnd() < 0.25).join('\n') + '\n';
-      const tracked = { 'README.md': '#\n', 'src/keep.ts': 'k\n', 'build/tracked.txt': 't\n', 'docs/guide/a.md': 'a\n' };
+      const tracked = {
+        'README.md': '#\n',
+        'src/keep.ts': 'k\n',
+        'build/tracked.txt': 't\n',
+        'docs/guide/a.md': 'a\n',
+      };
       const repo = makeRepo(tracked);
       dirs.push(repo);
-      const fresh = randomTree(rnd).filter((f) => !Object.keys(tracked).some((t) => t === f || t.startsWith(`${f}/`) || f.startsWith(`${t}/`)));
+      const fresh = randomTree(rnd).filter(
+        (f) => !Object.keys(tracked).some((t) => t === f || t.startsWith(`${f}/`) || f.startsWith(`${t}/`)),
+      );
       for (const f of fresh) {
         mkdirSync(dirname(join(repo, f)), { recursive: true });
         writeFileSync(join(repo, f), 'x');
@@ -49,7 +105,14 @@ describe('compileIgnoreRules', () => {
       const rulesFile = join(tempDir('uh-ignore-rules-'), 'rules');
       dirs.push(dirname(rulesFile));
       writeFileSync(rulesFile, rules);
-      const gits = execFileSync('git', ['ls-files', '-z', '--others', `--exclude-from=${rulesFile}`], { cwd: repo, env: { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null' } }).toString().split('\0').filter(Boolean).sort();
+      const gits = execFileSync('git', ['ls-files', '-z', '--others', `--exclude-from=${rulesFile}`], {
+        cwd: repo,
+        env: { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null' },
+      })
+        .toString()
+        .split('\0')
+        .filter(Boolean)
+        .sort();
       const ignored = compileIgnoreRules(rules);
       expect(ignored, rules).not.toBeNull();
       const ours = fresh.filter((f) => !ignored!(f, false)).sort();

@@ -73,7 +73,7 @@ describe('writeIndexTree', () => {
   });
 
   it('modes: an executable, a symlink, a gitlink and a file replaced by a directory', () => {
-    const repo = checkout({ 'bin/run': 'echo\n', 'lib/x.txt': 'x\n', 'f': 'file\n' });
+    const repo = checkout({ 'bin/run': 'echo\n', 'lib/x.txt': 'x\n', f: 'file\n' });
     chmodSync(join(repo, 'bin/run'), 0o755);
     symlinkSync('../lib/x.txt', join(repo, 'bin/link'));
     rmSync(join(repo, 'f'));
@@ -85,8 +85,14 @@ describe('writeIndexTree', () => {
     expect(ours).toBe(gits);
     // The objects written are ones git reads: the same listing as git's own tree.
     const listing = (tree: string, env: Record<string, string> = {}) =>
-      execFileSync('git', ['ls-tree', '-r', '-t', tree], { cwd: repo, encoding: 'utf8', env: { ...process.env, ...env } });
-    expect(listing(ours!, { GIT_OBJECT_DIRECTORY: objects, GIT_ALTERNATE_OBJECT_DIRECTORIES: join(repo, '.git/objects') })).toBe(listing(gits));
+      execFileSync('git', ['ls-tree', '-r', '-t', tree], {
+        cwd: repo,
+        encoding: 'utf8',
+        env: { ...process.env, ...env },
+      });
+    expect(
+      listing(ours!, { GIT_OBJECT_DIRECTORY: objects, GIT_ALTERNATE_OBJECT_DIRECTORIES: join(repo, '.git/objects') }),
+    ).toBe(listing(gits));
     expect(listing(gits)).toContain('120000 blob');
     expect(listing(gits)).toContain('100755 blob');
     expect(listing(gits)).toContain('160000 commit');
@@ -104,24 +110,35 @@ describe('writeIndexTree', () => {
     const repo = checkout({ 'kept/a.txt': 'a\n', 'kept/b/c.txt': 'c\n', 'changed/d.txt': 'd\n' });
     put(repo, 'changed/e.txt', 'e\n');
     // Staged as the capture stages: the listed paths only (`add --all` of everything invalidates every directory).
-    execFileSync('git', ['add', '--all', '--force', '--pathspec-from-file=-', '--pathspec-file-nul'], { cwd: repo, input: 'changed/e.txt\0' });
+    execFileSync('git', ['add', '--all', '--force', '--pathspec-from-file=-', '--pathspec-file-nul'], {
+      cwd: repo,
+      input: 'changed/e.txt\0',
+    });
     const { ours, gits, objects } = bothTrees(repo);
     expect(ours).toBe(gits);
     // Written: the root and changed/ only; kept/ came from the cache tree.
-    const written = execFileSync('find', [objects, '-type', 'f', '-path', '*/??/*'], { encoding: 'utf8' }).trim().split('\n');
+    const written = execFileSync('find', [objects, '-type', 'f', '-path', '*/??/*'], { encoding: 'utf8' })
+      .trim()
+      .split('\n');
     expect(written).toHaveLength(2);
   });
 
   it.each([
-    ['intent to add (extended flags)', (repo: string) => {
-      put(repo, 'later.txt', 'x\n');
-      git(repo, 'add', '--intent-to-add', 'later.txt');
-    }],
+    [
+      'intent to add (extended flags)',
+      (repo: string) => {
+        put(repo, 'later.txt', 'x\n');
+        git(repo, 'add', '--intent-to-add', 'later.txt');
+      },
+    ],
     ['index version 4', (repo: string) => git(repo, 'update-index', '--index-version', '4')],
-    ['an unmerged entry', (repo: string) => {
-      const blob = git(repo, 'rev-parse', 'HEAD:README.md');
-      execFileSync('git', ['update-index', '--index-info'], { cwd: repo, input: `100644 ${blob} 1\tconflict.txt\n` });
-    }],
+    [
+      'an unmerged entry',
+      (repo: string) => {
+        const blob = git(repo, 'rev-parse', 'HEAD:README.md');
+        execFileSync('git', ['update-index', '--index-info'], { cwd: repo, input: `100644 ${blob} 1\tconflict.txt\n` });
+      },
+    ],
     ['a split index', (repo: string) => git(repo, 'update-index', '--split-index')],
   ])('%s: null, git is asked instead', (_name, change) => {
     const repo = checkout({ 'README.md': '# one\n' });

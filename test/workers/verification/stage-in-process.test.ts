@@ -57,18 +57,33 @@ function bothWays(box: Sandbox): { staged: boolean; ours: string | null; gits: s
   copyFileSync(box.index, copy);
   const state = readIndexState(copy, 20);
   expect(state).not.toBeNull();
-  const staged = null !== stageInProcess({ state: state!, workDir: box.work, gitDir: box.gitDir, baseCommit: box.commit, listed });
+  const staged =
+    null !== stageInProcess({ state: state!, workDir: box.work, gitDir: box.gitDir, baseCommit: box.commit, listed });
   const ours = staged ? writeStateTree(state!, join(box.gitDir, 'objects')) : null;
   const gone = listed.paths.filter((p) => listed.deleted.includes(p));
   const rest = listed.paths.filter((p) => !listed.deleted.includes(p));
-  if (gone.length > 0) execFileSync('git', [`--git-dir=${box.gitDir}`, `--work-tree=${box.work}`, 'rm', '--cached', '-q', '--', ...gone], { env: { ...process.env, GIT_INDEX_FILE: box.index } });
-  if (rest.length > 0) execFileSync('git', [`--git-dir=${box.gitDir}`, `--work-tree=${box.work}`, 'add', '--all', '--force', '--', ...rest], { env: { ...process.env, GIT_INDEX_FILE: box.index, GIT_LITERAL_PATHSPECS: '1' } });
+  if (gone.length > 0)
+    execFileSync('git', [`--git-dir=${box.gitDir}`, `--work-tree=${box.work}`, 'rm', '--cached', '-q', '--', ...gone], {
+      env: { ...process.env, GIT_INDEX_FILE: box.index },
+    });
+  if (rest.length > 0)
+    execFileSync(
+      'git',
+      [`--git-dir=${box.gitDir}`, `--work-tree=${box.work}`, 'add', '--all', '--force', '--', ...rest],
+      { env: { ...process.env, GIT_INDEX_FILE: box.index, GIT_LITERAL_PATHSPECS: '1' } },
+    );
   return { staged, ours, gits: privateGit(box, 'write-tree') };
 }
 
 describe('stageInProcess', () => {
   it('edits, new files in new directories, deletions, an executable and a symlink: the tree git stages', () => {
-    const box = sandbox({ 'README.md': '# one\n', 'src/a.ts': 'a\n', 'src/b.ts': 'b\n', 'src/deep/c.ts': 'c\n', 'z.txt': 'z\n' });
+    const box = sandbox({
+      'README.md': '# one\n',
+      'src/a.ts': 'a\n',
+      'src/b.ts': 'b\n',
+      'src/deep/c.ts': 'c\n',
+      'z.txt': 'z\n',
+    });
     writeFileSync(join(box.work, 'README.md'), '# two\n');
     rmSync(join(box.work, 'src/b.ts'));
     put(box, 'src/deep/er/d.ts', 'd\n');
@@ -86,7 +101,7 @@ describe('stageInProcess', () => {
   });
 
   it('a directory replaced by a file: staged in process, the tree git stages', () => {
-    const box = sandbox({ 'f': 'file\n', 'd/x.txt': 'x\n', 'd/y.txt': 'y\n' });
+    const box = sandbox({ f: 'file\n', 'd/x.txt': 'x\n', 'd/y.txt': 'y\n' });
     rmSync(join(box.work, 'd'), { recursive: true });
     put(box, 'd', 'now a file\n');
     const { staged, ours, gits } = bothWays(box);
@@ -95,7 +110,7 @@ describe('stageInProcess', () => {
   });
 
   it('a file replaced by a directory (listed as a modified path that is now a directory): git stages', () => {
-    const box = sandbox({ 'f': 'file\n', 'k.txt': 'k\n' });
+    const box = sandbox({ f: 'file\n', 'k.txt': 'k\n' });
     rmSync(join(box.work, 'f'));
     put(box, 'f/inside.txt', 'now a dir\n');
     const { staged, gits } = bothWays(box);
@@ -112,21 +127,33 @@ describe('stageInProcess', () => {
   });
 
   it.each([
-    ['a .gitattributes in the base', { '.gitattributes': '* text=auto\n' }, (box: Sandbox) => put(box, 'new.txt', 'x\r\n')],
+    [
+      'a .gitattributes in the base',
+      { '.gitattributes': '* text=auto\n' },
+      (box: Sandbox) => put(box, 'new.txt', 'x\r\n'),
+    ],
     ['a .gitattributes the agent wrote', {}, (box: Sandbox) => put(box, 'sub/.gitattributes', '* text\n')],
     ['a name starting with .git', {}, (box: Sandbox) => put(box, '.gitmodules', '[submodule "x"]\n')],
     ['a name outside the plain set', {}, (box: Sandbox) => put(box, 'naïve.txt', 'x\n')],
     ['a name ending with a dot', {}, (box: Sandbox) => put(box, 'odd.', 'x\n')],
     ['a file over 1 MiB', {}, (box: Sandbox) => put(box, 'big.bin', 'x'.repeat(1024 * 1024 + 1))],
-    ['a config the private git dir did not start with', {}, (box: Sandbox) => {
-      writeFileSync(join(box.gitDir, 'config'), '[core]\n\tautocrlf = true\n');
-      put(box, 'new.txt', 'x\n');
-    }],
-    ['an info/ dir in the private git dir', {}, (box: Sandbox) => {
-      mkdirSync(join(box.gitDir, 'info'));
-      writeFileSync(join(box.gitDir, 'info', 'attributes'), '* text\n');
-      put(box, 'new.txt', 'x\n');
-    }],
+    [
+      'a config the private git dir did not start with',
+      {},
+      (box: Sandbox) => {
+        writeFileSync(join(box.gitDir, 'config'), '[core]\n\tautocrlf = true\n');
+        put(box, 'new.txt', 'x\n');
+      },
+    ],
+    [
+      'an info/ dir in the private git dir',
+      {},
+      (box: Sandbox) => {
+        mkdirSync(join(box.gitDir, 'info'));
+        writeFileSync(join(box.gitDir, 'info', 'attributes'), '* text\n');
+        put(box, 'new.txt', 'x\n');
+      },
+    ],
   ])('%s: not plain, git stages, the state untouched', (_name, extra: Record<string, string>, change) => {
     const box = sandbox({ 'README.md': '# one\n', 'sub/k.txt': 'k\n', ...extra });
     change(box);
@@ -145,7 +172,14 @@ describe('stageInProcess', () => {
     put(box, 'sub/.gitattributes', '* text\n');
     put(box, 'sub/new.txt', 'x\n');
     const state = readIndexState(box.index, 20)!;
-    const stage = (paths: string[]) => stageInProcess({ state, workDir: box.work, gitDir: box.gitDir, baseCommit: box.commit, listed: { paths, deleted: [] } }) !== null;
+    const stage = (paths: string[]) =>
+      stageInProcess({
+        state,
+        workDir: box.work,
+        gitDir: box.gitDir,
+        baseCommit: box.commit,
+        listed: { paths, deleted: [] },
+      }) !== null;
     expect(stage(['alias/k.txt'])).toBe(false);
     expect(stage(['sub/new.txt'])).toBe(false);
     expect(stage(['vanished.txt'])).toBe(false);

@@ -22,19 +22,23 @@ const LIST: CommandSpec = {
 };
 const ADD: CommandSpec = {
   usage: 'uh adapter add <id> [--kind runtime] [--force] [--state-dir dir]',
-  summary: 'Write <state>/adapters/<id>.yaml (uh.adapter.v0) from the runtime\'s template, to edit. --kind picks the runtime when the id is your own name.',
+  summary:
+    "Write <state>/adapters/<id>.yaml (uh.adapter.v0) from the runtime's template, to edit. --kind picks the runtime when the id is your own name.",
   options: { ...COMMON_OPTIONS, kind: { type: 'string' }, force: { type: 'boolean', default: false } },
   examples: ['uh adapter add command', 'uh adapter add my-codex --kind codex'],
 };
 const CHECK: CommandSpec = {
   usage: 'uh adapter check <id> [--json] [--state-dir dir]',
-  summary: 'Is the runtime usable on this machine (binary found, version, endpoint reachable)? Exit 0 when usable, 3 when not.',
+  summary:
+    'Is the runtime usable on this machine (binary found, version, endpoint reachable)? Exit 0 when usable, 3 when not.',
   options: { ...COMMON_OPTIONS },
   examples: ['uh adapter check command', 'uh adapter check hermes-proxy --json'],
 };
 
 /** Manifests under <state>/adapters/ named by their own id (`my-codex` of kind `codex`), not a registered runtime's. */
-async function ownManifests(stateDir: string): Promise<Array<{ id: string; name: string; capabilities: string[]; manifest: string; runtime_kind: string | null }>> {
+async function ownManifests(
+  stateDir: string,
+): Promise<Array<{ id: string; name: string; capabilities: string[]; manifest: string; runtime_kind: string | null }>> {
   const dir = join(stateDir, 'adapters');
   if (!existsSync(dir)) return [];
   const registered = new Set(RUNTIME_CATALOG.ids);
@@ -46,9 +50,23 @@ async function ownManifests(stateDir: string): Promise<Array<{ id: string; name:
       const id = f.slice(0, -5);
       try {
         const { manifest, source } = await loadManifest(stateDir, id, RUNTIME_CATALOG);
-        return { id, name: manifest.name, capabilities: Object.entries(manifest.capabilities).filter(([, on]) => on).map(([c]) => c), manifest: source, runtime_kind: manifest.runtime_kind };
+        return {
+          id,
+          name: manifest.name,
+          capabilities: Object.entries(manifest.capabilities)
+            .filter(([, on]) => on)
+            .map(([c]) => c),
+          manifest: source,
+          runtime_kind: manifest.runtime_kind,
+        };
       } catch (error) {
-        return { id, name: `invalid manifest: ${errorMessage(error).split('\n')[0]}`, capabilities: [], manifest: join(dir, f), runtime_kind: null };
+        return {
+          id,
+          name: `invalid manifest: ${errorMessage(error).split('\n')[0]}`,
+          capabilities: [],
+          manifest: join(dir, f),
+          runtime_kind: null,
+        };
       }
     }),
   );
@@ -56,7 +74,7 @@ async function ownManifests(stateDir: string): Promise<Array<{ id: string; name:
 
 export async function adapterList(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(LIST, argv);
-  if (values.help) return void process.stdout.write(`${helpText(LIST)}\n`), EXIT.ok;
+  if (values.help) return (void process.stdout.write(`${helpText(LIST)}\n`), EXIT.ok);
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const rows = [
     ...(await loadAllRuntimeAdapters()).map((a) => ({
@@ -72,7 +90,9 @@ export async function adapterList(argv: string[], config: UhConfig): Promise<num
   else {
     for (const r of rows) {
       const kind = r.runtime_kind && r.runtime_kind !== r.id ? ` (kind ${r.runtime_kind})` : '';
-      process.stdout.write(`${r.id.padEnd(18)} ${r.name}${kind}${r.manifest ? `  [${r.manifest}]` : ''}\n  capabilities: ${r.capabilities.join(', ') || '-'}\n`);
+      process.stdout.write(
+        `${r.id.padEnd(18)} ${r.name}${kind}${r.manifest ? `  [${r.manifest}]` : ''}\n  capabilities: ${r.capabilities.join(', ') || '-'}\n`,
+      );
     }
   }
   return EXIT.ok;
@@ -80,7 +100,7 @@ export async function adapterList(argv: string[], config: UhConfig): Promise<num
 
 export async function adapterAdd(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(ADD, argv);
-  if (values.help) return void process.stdout.write(`${helpText(ADD)}\n`), EXIT.ok;
+  if (values.help) return (void process.stdout.write(`${helpText(ADD)}\n`), EXIT.ok);
   const id = positionals[0];
   if (!id || positionals.length !== 1) throw invalidInput('uh adapter add needs one id', [], ADD.usage);
   if (!ID_PATTERN.test(id)) throw invalidInput(`id "${id}" must match ${ID_PATTERN}`);
@@ -89,7 +109,8 @@ export async function adapterAdd(argv: string[], config: UhConfig): Promise<numb
   if (!adapter) throw invalidInput(`--kind: unknown runtime "${kind}"`, [], `known: ${RUNTIME_CATALOG.ids.join(', ')}`);
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const path = manifestPath(stateDir, id);
-  if (existsSync(path) && !values.force) throw new UhError('conflict', `${path} exists`, { hint: 'edit it, or pass --force to overwrite' });
+  if (existsSync(path) && !values.force)
+    throw new UhError('conflict', `${path} exists`, { hint: 'edit it, or pass --force to overwrite' });
   const manifest = {
     ...defaultManifest(adapter),
     id,
@@ -106,7 +127,7 @@ export async function adapterAdd(argv: string[], config: UhConfig): Promise<numb
 
 export async function adapterCheck(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(CHECK, argv);
-  if (values.help) return void process.stdout.write(`${helpText(CHECK)}\n`), EXIT.ok;
+  if (values.help) return (void process.stdout.write(`${helpText(CHECK)}\n`), EXIT.ok);
   const id = positionals[0];
   if (!id || positionals.length !== 1) throw invalidInput('uh adapter check needs one id', [], CHECK.usage);
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
@@ -128,7 +149,12 @@ export async function checkRuntime(id: string, stateDir: string, config: UhConfi
   const merged = mergeConfig(adapter.defaultConfig, manifest.runtime_config);
   const parsed = adapter.configSchema.safeParse(merged);
   const result = parsed.success
-    ? await adapter.check(parsed.data, { spawn: spawnGroup, fetch: runtimeFetch, now: () => Date.now(), env: config.childEnv })
+    ? await adapter.check(parsed.data, {
+        spawn: spawnGroup,
+        fetch: runtimeFetch,
+        now: () => Date.now(),
+        env: config.childEnv,
+      })
     : {
         ok: false,
         summary: `runtime_config in ${source} is incomplete or invalid`,

@@ -3,13 +3,25 @@ import { repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { promotionIdentity } from '../../../promotion/promotion-identity.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { invalidInput } from '../../../shared/errors.js';
-import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, type CommandSpec } from '../cli-kit.js';
+import {
+  COMMON_OPTIONS,
+  helpText,
+  parseCommand,
+  queueRedisUrl,
+  resolveStateDir,
+  type CommandSpec,
+} from '../cli-kit.js';
 
 const API_START: CommandSpec = {
   usage: 'uh api start [--port 8787] [--host 127.0.0.1] [--redis url] [--state-dir dir]',
   summary:
     'Serve queue mode over HTTP: POST /v1/missions, GET /v1/operations/:id (and /receipt, /diff, /final-message, /events as SSE), POST /v1/operations/:id/cancel. Prints "listening on <url>" when ready; SIGINT/SIGTERM stop it.',
-  options: { ...COMMON_OPTIONS, port: { type: 'string', default: '8787' }, host: { type: 'string', default: '127.0.0.1' }, redis: { type: 'string' } },
+  options: {
+    ...COMMON_OPTIONS,
+    port: { type: 'string', default: '8787' },
+    host: { type: 'string', default: '127.0.0.1' },
+    redis: { type: 'string' },
+  },
   details: [
     'Set UH_API_TOKEN to require "Authorization: Bearer <token>": at least 16 characters, and at least 32 (and required) to listen beyond loopback.',
     'UH_API_ALLOWED_HOSTS (Host names; default: loopback names on loopback), UH_API_ALLOWED_ORIGINS (browser origins, CORS; default: none), UH_API_SSE_MAX_CLIENTS (default 1000), UH_API_SSE_KEEPALIVE_MS (default 15000).',
@@ -25,9 +37,10 @@ const API_START: CommandSpec = {
 
 export async function apiStart(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(API_START, argv);
-  if (values.help) return void process.stdout.write(`${helpText(API_START)}\n`), EXIT.ok;
+  if (values.help) return (void process.stdout.write(`${helpText(API_START)}\n`), EXIT.ok);
   const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw invalidInput(`--port: "${values.port}" must be a port number (0 picks a free one)`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw invalidInput(`--port: "${values.port}" must be a port number (0 picks a free one)`);
   const host = values.host as string;
   const { readApiConfig } = await import('../../http/api-config.js');
   const apiConfig = readApiConfig(config.childEnv, host);
@@ -36,7 +49,19 @@ export async function apiStart(argv: string[], config: UhConfig): Promise<number
   const { QueueClient } = await import('../../queue/queue-client.js');
   const client = await QueueClient.open(config.queue, queueRedisUrl(config, values.redis));
   const { buildApiServer } = await import('../../http/api-server.js');
-  const app = await buildApiServer({ client, config: apiConfig, stateDir: resolveStateDir(values['state-dir'] as string | undefined, config), cacheDir: config.core.cacheDir, baseDir: process.cwd(), repositoryPolicy: repositoryPolicy(config.core, 'http'), prices: config.core.prices, hostSettings: hostSettingsOf(config), receiptKey: config.receipts, promotionIdentity: promotionIdentity({}, config.childEnv), receiptKeys });
+  const app = await buildApiServer({
+    client,
+    config: apiConfig,
+    stateDir: resolveStateDir(values['state-dir'] as string | undefined, config),
+    cacheDir: config.core.cacheDir,
+    baseDir: process.cwd(),
+    repositoryPolicy: repositoryPolicy(config.core, 'http'),
+    prices: config.core.prices,
+    hostSettings: hostSettingsOf(config),
+    receiptKey: config.receipts,
+    promotionIdentity: promotionIdentity({}, config.childEnv),
+    receiptKeys,
+  });
   try {
     await app.listen({ port, host });
   } catch (error) {

@@ -10,7 +10,8 @@ type Format = (typeof FORMATS)[number];
 
 export function parseFormat(value: unknown, json: unknown): Format {
   if (value === undefined) return json ? 'json' : 'table';
-  if (!FORMATS.includes(value as Format)) throw invalidInput(`--format: "${String(value)}" must be one of ${FORMATS.join(', ')}`);
+  if (!FORMATS.includes(value as Format))
+    throw invalidInput(`--format: "${String(value)}" must be one of ${FORMATS.join(', ')}`);
   return value as Format;
 }
 
@@ -26,4 +27,3 @@ export function emit(text: string, out: unknown): void {
   if (typeof out === 'string') writeFileSync(out, text);
   else process.stdout.write(text);
 }
-

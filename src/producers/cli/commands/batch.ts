@@ -2,7 +2,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostSettingsOf, type UhConfig } from '../../../shared/config.js';
-import { batchRuntimes, newBatchRecord, parseTrials, batchMissions, type BatchRecord } from '../../../shared/batch/record.js';
+import {
+  batchRuntimes,
+  newBatchRecord,
+  parseTrials,
+  batchMissions,
+  type BatchRecord,
+} from '../../../shared/batch/record.js';
 import { buildBatchReport, type BatchReport, type ChildInput } from '../../../shared/batch/report.js';
 import { loadMissionFile, repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
@@ -14,21 +20,42 @@ import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, type CommandSp
 import { emit, parseFormat, renderReport } from './batch-output.js';
 
 const RUN: CommandSpec = {
-  usage: 'uh batch run <mission.yaml> [--runtimes a,b,c] [--trials N] [--concurrency N] [--format table|md|html|json] [--json] [--state-dir dir]',
+  usage:
+    'uh batch run <mission.yaml> [--runtimes a,b,c] [--trials N] [--concurrency N] [--format table|md|html|json] [--json] [--state-dir dir]',
   summary:
     'Run one mission on several runtimes inline, N trials each, and compare them. Each runtime × trial is its own operation (<operation_id>.<runtime>, or <operation_id>.<runtime>.t<k> with --trials > 1); the batch is <operation_id>, created once: running it again attaches, another runtime list, trial count or mission under the id is refused (exit 2). Exit 0 when every run exited 0, else 1.',
-  options: { ...COMMON_OPTIONS, runtimes: { type: 'string' }, trials: { type: 'string', default: '1' }, concurrency: { type: 'string', default: '1' }, format: { type: 'string' } },
-  details: ['Runtimes come from --runtimes, else from the mission (runtime: [a, b]); runtime_config_overrides are keyed by runtime id.', 'Cost uses the price table $UH_PRICES / $UH_PRICES_FILE (docs/batch.md).'],
-  examples: ['uh batch run mission.yaml --runtimes codex,pi,hermes-proxy --trials 3', 'uh batch run mission.yaml --concurrency 3 --json > report.json'],
+  options: {
+    ...COMMON_OPTIONS,
+    runtimes: { type: 'string' },
+    trials: { type: 'string', default: '1' },
+    concurrency: { type: 'string', default: '1' },
+    format: { type: 'string' },
+  },
+  details: [
+    'Runtimes come from --runtimes, else from the mission (runtime: [a, b]); runtime_config_overrides are keyed by runtime id.',
+    'Cost uses the price table $UH_PRICES / $UH_PRICES_FILE (docs/batch.md).',
+  ],
+  examples: [
+    'uh batch run mission.yaml --runtimes codex,pi,hermes-proxy --trials 3',
+    'uh batch run mission.yaml --concurrency 3 --json > report.json',
+  ],
 };
 
 const REPORT: CommandSpec = {
-  usage: 'uh batch report <batch_id> [--format table|md|html|json] [--out file] [--json] [--redis url] [--state-dir dir]',
+  usage:
+    'uh batch report <batch_id> [--format table|md|html|json] [--out file] [--json] [--redis url] [--state-dir dir]',
   summary:
     'The report of a batch from its receipts: per runtime pass@1 and pass@k, statuses and verdicts with the reasons of blocked and failed runs, median and p90 duration, tokens and cost, files, checks; per trial its final message and diff. Exit 0 when every run exited 0, 1 when one did not, 5 while a child is not settled (unknown, queued or running).',
   options: { ...COMMON_OPTIONS, format: { type: 'string' }, out: { type: 'string' }, redis: { type: 'string' } },
-  details: ['A queued batch (uh batch submit) is read from Redis with --redis, or with $REDIS_URL when --state-dir has no record of the batch; else the inline record in --state-dir.', 'html is one self-contained file (no network): a sortable table, a chart, side-by-side diffs.'],
-  examples: ['uh batch report fix-login-001', 'uh batch report fix-login-001 --format html --out report.html', 'uh batch report fix-login-001 --redis redis://queue:6379 --format md'],
+  details: [
+    'A queued batch (uh batch submit) is read from Redis with --redis, or with $REDIS_URL when --state-dir has no record of the batch; else the inline record in --state-dir.',
+    'html is one self-contained file (no network): a sortable table, a chart, side-by-side diffs.',
+  ],
+  examples: [
+    'uh batch report fix-login-001',
+    'uh batch report fix-login-001 --format html --out report.html',
+    'uh batch report fix-login-001 --redis redis://queue:6379 --format md',
+  ],
 };
 
 function readDiff(stateDir: string, operationId: string): string | null {
@@ -40,15 +67,21 @@ function readDiff(stateDir: string, operationId: string): string | null {
 }
 
 function localChildren(stateDir: string, record: BatchRecord): ChildInput[] {
-  return record.operations.map((o) => ({ ...o, receipt: readReceipt(stateDir, o.operation_id), state: readRecord(stateDir, o.operation_id)?.state ?? 'missing', diff: readDiff(stateDir, o.operation_id) }));
+  return record.operations.map((o) => ({
+    ...o,
+    receipt: readReceipt(stateDir, o.operation_id),
+    state: readRecord(stateDir, o.operation_id)?.state ?? 'missing',
+    diff: readDiff(stateDir, o.operation_id),
+  }));
 }
 
 export async function batchRun(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(RUN, argv);
-  if (values.help) return void process.stdout.write(`${helpText(RUN)}\n`), EXIT.ok;
+  if (values.help) return (void process.stdout.write(`${helpText(RUN)}\n`), EXIT.ok);
   if (positionals.length !== 1) throw invalidInput('uh batch run needs exactly one mission file', [], RUN.usage);
   const concurrency = Number(values.concurrency);
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 16) throw invalidInput(`--concurrency: "${values.concurrency}" must be a whole number from 1 to 16`);
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 16)
+    throw invalidInput(`--concurrency: "${values.concurrency}" must be a whole number from 1 to 16`);
   const format = parseFormat(values.format, values.json);
   const trials = parseTrials(values.trials as string);
   const mission = loadMissionFile(positionals[0] as string, repositoryPolicy(config.core, 'cli'));
@@ -58,9 +91,15 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
   // Refuse bad input for every runtime before anything runs or is written.
   const { prepareOperation } = await import('../../../operation/prepare-operation.js');
   const { OPERATION_PORTS } = await import('../../../workers/operation-ports.js');
-  for (const c of children.filter((c) => c.trial === 1)) await prepareOperation(c.mission, { stateDir, cacheDir: config.core.cacheDir, host: hostSettingsOf(config) }, OPERATION_PORTS);
+  for (const c of children.filter((c) => c.trial === 1))
+    await prepareOperation(
+      c.mission,
+      { stateDir, cacheDir: config.core.cacheDir, host: hostSettingsOf(config) },
+      OPERATION_PORTS,
+    );
   const { record, kind } = createBatchRecord(stateDir, newBatchRecord(mission, runtimes, trials, 'inline'));
-  if (kind === 'attached' && format !== 'json') process.stderr.write(`uh: batch ${record.batch_id} exists: attaching (finished runs are not run again)\n`);
+  if (kind === 'attached' && format !== 'json')
+    process.stderr.write(`uh: batch ${record.batch_id} exists: attaching (finished runs are not run again)\n`);
   const { runInline } = await import('../../../workers/inline/run-inline.js');
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort({ kind: 'cancel', message: 'cancelled by SIGINT' }));
@@ -81,7 +120,7 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
 
 export async function batchReport(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(REPORT, argv);
-  if (values.help) return void process.stdout.write(`${helpText(REPORT)}\n`), EXIT.ok;
+  if (values.help) return (void process.stdout.write(`${helpText(REPORT)}\n`), EXIT.ok);
   if (positionals.length !== 1) throw invalidInput('uh batch report needs one batch id', [], REPORT.usage);
   const format = parseFormat(values.format, values.json);
   const batchId = positionals[0] as string;
@@ -98,4 +137,3 @@ export async function batchReport(argv: string[], config: UhConfig): Promise<num
   emit(renderReport(report, format), values.out);
   return report.exit_code;
 }
-

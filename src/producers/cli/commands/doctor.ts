@@ -13,14 +13,23 @@ import { errorMessage } from '../../../shared/errors.js';
 import { spawnGroup } from '../../../shared/process/spawn-group.js';
 import { loadAllRuntimeAdapters } from '../../../workers/runtimes/registry.js';
 import { mergeConfig } from '../../../operation/resolve-runtime.js';
-import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import {
+  COMMON_OPTIONS,
+  helpText,
+  parseCommand,
+  queueRedisUrl,
+  resolveStateDir,
+  writeJson,
+  type CommandSpec,
+} from '../cli-kit.js';
 import { makeDir } from '../../../shared/fs/make-dir.js';
 import type { Keyring } from '../../../operation/receipt-keys.js';
 import { fleetKeyFindings, receiptKeyFindings } from '../receipt-doctor.js';
 
 const DOCTOR: CommandSpec = {
   usage: 'uh doctor [--json] [--redis url] [--state-dir dir]',
-  summary: 'Check that this machine can run missions: node, git, state and cache dirs, Redis (--redis, else $REDIS_URL, else redis://127.0.0.1:6379, where a failure is only a note), and every runtime.',
+  summary:
+    'Check that this machine can run missions: node, git, state and cache dirs, Redis (--redis, else $REDIS_URL, else redis://127.0.0.1:6379, where a failure is only a note), and every runtime.',
   options: { ...COMMON_OPTIONS, redis: { type: 'string' } },
   examples: ['uh doctor', 'uh doctor --redis redis://127.0.0.1:6379 --json'],
 };
@@ -55,7 +64,12 @@ function writable(dir: string): string | null {
 
 async function pingRedis(url: string): Promise<string | null> {
   const { Redis } = await import('ioredis');
-  const redis = new Redis(url, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: 2000,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   let last: string | null = null;
   redis.on('error', (error: Error) => (last = error.message)); // reported below, once
   try {
@@ -70,7 +84,11 @@ async function pingRedis(url: string): Promise<string | null> {
 }
 
 /** The fleet behind a configured Redis (`--redis` or REDIS_URL): a runtime with queued jobs and no live worker cannot make progress (core). */
-async function fleetFindings(config: UhConfig, url: string, keyring: Keyring | null): Promise<{ findings: Finding[]; report: import('../../http/fleet-report.js').FleetReport }> {
+async function fleetFindings(
+  config: UhConfig,
+  url: string,
+  keyring: Keyring | null,
+): Promise<{ findings: Finding[]; report: import('../../http/fleet-report.js').FleetReport }> {
   const { QueueClient } = await import('../../queue/queue-client.js');
   const { fleetReport } = await import('../../http/fleet-report.js');
   const client = await QueueClient.open(config.queue, url);
@@ -83,9 +101,21 @@ async function fleetFindings(config: UhConfig, url: string, keyring: Keyring | n
       hint: `no live worker serves runtime ${r.runtime}: start one (uh worker start --runtime ${r.runtime}) or check its heartbeat`,
       core: true,
     }));
-    if (report.runtimes.length === 0) findings.push({ what: 'fleet', ok: true, detail: 'no runtime queues and no live workers', core: false });
-    findings.push({ what: 'unknown operations', ok: report.unknown_operations === 0, detail: String(report.unknown_operations), hint: 'GET /v1/operations?state=unknown lists them; see docs/queue.md (unknown operations)', core: false });
-    findings.push({ what: 'outbox lag', ok: true, detail: `${report.outbox_lag} entr${report.outbox_lag === 1 ? 'y' : 'ies'} not yet delivered`, core: false });
+    if (report.runtimes.length === 0)
+      findings.push({ what: 'fleet', ok: true, detail: 'no runtime queues and no live workers', core: false });
+    findings.push({
+      what: 'unknown operations',
+      ok: report.unknown_operations === 0,
+      detail: String(report.unknown_operations),
+      hint: 'GET /v1/operations?state=unknown lists them; see docs/queue.md (unknown operations)',
+      core: false,
+    });
+    findings.push({
+      what: 'outbox lag',
+      ok: true,
+      detail: `${report.outbox_lag} entr${report.outbox_lag === 1 ? 'y' : 'ies'} not yet delivered`,
+      core: false,
+    });
     const { liveWorkers } = await import('../../../shared/queue/live-workers.js');
     findings.push(...fleetKeyFindings(await liveWorkers(client.redis, client.store.keys), keyring));
     return { findings, report };
@@ -99,24 +129,55 @@ const mib = (bytes: number): string => `${Math.round((bytes / 1024 / 1024) * 10)
 /** bubblewrap isolation of runtimes and checks: a core finding only when UH_ISOLATION=require. */
 function isolationFinding(config: UhConfig): Finding {
   const mode = config.core.isolation;
-  if (mode === 'off') return { what: 'isolation', ok: true, detail: 'off (UH_ISOLATION=off): runtimes and checks run unisolated', core: false };
+  if (mode === 'off')
+    return {
+      what: 'isolation',
+      ok: true,
+      detail: 'off (UH_ISOLATION=off): runtimes and checks run unisolated',
+      core: false,
+    };
   const probe = probeBwrap(config.childEnv.PATH);
   const tmpfs = (ok: BwrapProbe & { ok: true }) =>
-    ok.tmpfsSize ? `private /tmp and home of at most ${mib(config.core.isolationTmpfsBytes)}` : 'private /tmp and home UNCAPPED (this bwrap has no --size: bubblewrap 0.7 or newer caps them)';
+    ok.tmpfsSize
+      ? `private /tmp and home of at most ${mib(config.core.isolationTmpfsBytes)}`
+      : 'private /tmp and home UNCAPPED (this bwrap has no --size: bubblewrap 0.7 or newer caps them)';
   return probe.ok
-    ? { what: 'isolation', ok: true, detail: `bwrap (${probe.path}): runtimes and checks are isolated, ${tmpfs(probe)}`, core: mode === 'require' }
-    : { what: 'isolation', ok: false, detail: `none: ${probe.reason}`, hint: 'install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces; docs/security.md "Isolation"', core: mode === 'require' };
+    ? {
+        what: 'isolation',
+        ok: true,
+        detail: `bwrap (${probe.path}): runtimes and checks are isolated, ${tmpfs(probe)}`,
+        core: mode === 'require',
+      }
+    : {
+        what: 'isolation',
+        ok: false,
+        detail: `none: ${probe.reason}`,
+        hint: 'install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces; docs/security.md "Isolation"',
+        core: mode === 'require',
+      };
 }
 
 export async function doctor(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(DOCTOR, argv);
-  if (values.help) return void process.stdout.write(`${helpText(DOCTOR)}\n`), EXIT.ok;
+  if (values.help) return (void process.stdout.write(`${helpText(DOCTOR)}\n`), EXIT.ok);
   const findings: Finding[] = [];
   const node = process.versions.node;
-  findings.push({ what: 'node', ok: versionAtLeast(node, [20, 18]), detail: `v${node}`, hint: 'install Node.js 20.18 or newer', core: true });
+  findings.push({
+    what: 'node',
+    ok: versionAtLeast(node, [20, 18]),
+    detail: `v${node}`,
+    hint: 'install Node.js 20.18 or newer',
+    core: true,
+  });
   try {
     const git = /(\d+\.\d+(?:\.\d+)?)/.exec(execFileSync('git', ['--version'], { encoding: 'utf8' }))?.[1] ?? '0';
-    findings.push({ what: 'git', ok: versionAtLeast(git, [2, 31]), detail: git, hint: 'install git 2.31 or newer (worktrees, rev-parse --path-format)', core: true });
+    findings.push({
+      what: 'git',
+      ok: versionAtLeast(git, [2, 31]),
+      detail: git,
+      hint: 'install git 2.31 or newer (worktrees, rev-parse --path-format)',
+      core: true,
+    });
   } catch (error) {
     findings.push({ what: 'git', ok: false, detail: errorMessage(error), hint: 'install git', core: true });
   }
@@ -133,7 +194,13 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
   const redis = redisUrlFor(config.queue, values.redis as string | undefined);
   const redisUrl = queueRedisUrl(config, values.redis);
   const problem = await pingRedis(redisUrl);
-  findings.push({ what: 'redis', ok: problem === null, detail: problem ?? `${redisUrl.replace(/\/\/[^@]*@/, '//***@')} answers`, hint: 'start Redis or fix --redis / REDIS_URL (queue mode only)', core: !redis.defaulted });
+  findings.push({
+    what: 'redis',
+    ok: problem === null,
+    detail: problem ?? `${redisUrl.replace(/\/\/[^@]*@/, '//***@')} answers`,
+    hint: 'start Redis or fix --redis / REDIS_URL (queue mode only)',
+    core: !redis.defaulted,
+  });
   const receipts = receiptKeyFindings(config, stateDir);
   findings.push(...receipts.findings);
   const fleet = problem === null && !redis.defaulted ? await fleetFindings(config, redisUrl, receipts.keyring) : null;
@@ -142,11 +209,28 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
   for (const adapter of await loadAllRuntimeAdapters()) {
     const parsed = adapter.configSchema.safeParse(mergeConfig(adapter.defaultConfig, adapter.exampleConfig ?? {}));
     if (!parsed.success) {
-      findings.push({ what: `runtime ${adapter.id}`, ok: false, detail: 'needs a runtime_config to check', hint: `uh adapter add ${adapter.id}, then uh adapter check ${adapter.id}`, core: false });
+      findings.push({
+        what: `runtime ${adapter.id}`,
+        ok: false,
+        detail: 'needs a runtime_config to check',
+        hint: `uh adapter add ${adapter.id}, then uh adapter check ${adapter.id}`,
+        core: false,
+      });
       continue;
     }
-    const result = await adapter.check(parsed.data, { spawn: spawnGroup, fetch: runtimeFetch, now: () => Date.now(), env: config.childEnv });
-    findings.push({ what: `runtime ${adapter.id}`, ok: result.ok, detail: result.summary, ...(result.hint ? { hint: result.hint } : {}), core: false });
+    const result = await adapter.check(parsed.data, {
+      spawn: spawnGroup,
+      fetch: runtimeFetch,
+      now: () => Date.now(),
+      env: config.childEnv,
+    });
+    findings.push({
+      what: `runtime ${adapter.id}`,
+      ok: result.ok,
+      detail: result.summary,
+      ...(result.hint ? { hint: result.hint } : {}),
+      core: false,
+    });
   }
   const ok = findings.filter((f) => f.core).every((f) => f.ok);
   if (values.json) writeJson({ ok, findings, ...(fleet ? { fleet: fleet.report } : {}) });
@@ -155,7 +239,11 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
       process.stdout.write(`${f.ok ? '✔' : f.core ? '✖' : '·'} ${f.what.padEnd(26)} ${f.detail}\n`);
       if (!f.ok && f.hint) process.stdout.write(`  hint: ${f.hint}\n`);
     }
-    process.stdout.write(ok ? 'ready to run missions\n' : `not ready: fix the ✖ lines above${fleet?.report.stalled_runtimes.length ? ' (the fleet cannot make progress)' : ''}\n`);
+    process.stdout.write(
+      ok
+        ? 'ready to run missions\n'
+        : `not ready: fix the ✖ lines above${fleet?.report.stalled_runtimes.length ? ' (the fleet cannot make progress)' : ''}\n`,
+    );
   }
   return ok ? EXIT.ok : EXIT.blocked;
 }

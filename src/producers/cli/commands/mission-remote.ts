@@ -9,37 +9,55 @@ import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
 import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-store.js';
 import { readRecord } from '../../../operation/operation-files.js';
-import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import {
+  COMMON_OPTIONS,
+  helpText,
+  parseCommand,
+  queueRedisUrl,
+  resolveStateDir,
+  writeJson,
+  type CommandSpec,
+} from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 import { checkReceiptText, receiptFields, reportSignature, type ReceiptTrust } from '../receipt-check.js';
 import { checkStateFilter, missionCollect, missionList, missionStatus } from './mission-status.js';
 import { writeJunit } from '../../ci/ci-report.js';
 
-const REDIS_NOTE = 'Queue mode: with --redis, or with $REDIS_URL when the operation is not in the local state dir, this reads Redis.';
+const REDIS_NOTE =
+  'Queue mode: with --redis, or with $REDIS_URL when the operation is not in the local state dir, this reads Redis.';
 
 const STATUS: CommandSpec = {
   usage: 'uh mission status <operation_id> [--json] [--state-dir dir] [--redis url]',
-  summary: "Show an operation's state and, when finished, its receipt summary. Exit code: the operation's (5 while not finished); 6 when the receipt is unsigned, edited or signed by an unknown key.",
+  summary:
+    "Show an operation's state and, when finished, its receipt summary. Exit code: the operation's (5 while not finished); 6 when the receipt is unsigned, edited or signed by an unknown key.",
   options: { ...COMMON_OPTIONS, redis: { type: 'string' } },
   details: [REDIS_NOTE],
-  examples: ['uh mission status hello-001', 'uh mission status hello-001 --redis redis://queue:6379 --json | jq .operation.state'],
+  examples: [
+    'uh mission status hello-001',
+    'uh mission status hello-001 --redis redis://queue:6379 --json | jq .operation.state',
+  ],
 };
 
 const COLLECT: CommandSpec = {
   usage: 'uh mission collect <operation_id> --out <dir> [--junit path] [--json] [--state-dir dir] [--redis url]',
-  summary: 'Copy the receipt, diff, final message, runtime result, mission and events of an operation into --out; exit 6 when the receipt is unsigned, edited or signed by an unknown key.',
+  summary:
+    'Copy the receipt, diff, final message, runtime result, mission and events of an operation into --out; exit 6 when the receipt is unsigned, edited or signed by an unknown key.',
   options: { ...COMMON_OPTIONS, out: { type: 'string' }, redis: { type: 'string' }, junit: { type: 'string' } },
   details: [
     REDIS_NOTE,
     'From Redis the diff, final message and check logs are capped (UH_ARTIFACT_CAP_BYTES, default 2 MiB) with a truncation marker.',
     '--junit also writes the receipt as JUnit XML: one test case per check plus one for the scope check.',
   ],
-  examples: ['uh mission collect hello-001 --out ./artifacts', 'uh mission collect hello-001 --redis redis://queue:6379 --out ./artifacts'],
+  examples: [
+    'uh mission collect hello-001 --out ./artifacts',
+    'uh mission collect hello-001 --redis redis://queue:6379 --out ./artifacts',
+  ],
 };
 
 const LIST: CommandSpec = {
   usage: 'uh mission list [--state queued|running|verifying|finished|unknown] [--json] [--state-dir dir] [--redis url]',
-  summary: 'List operations, newest first: Redis with --redis (or $REDIS_URL without --state-dir), else the local state dir.',
+  summary:
+    'List operations, newest first: Redis with --redis (or $REDIS_URL without --state-dir), else the local state dir.',
   options: { ...COMMON_OPTIONS, state: { type: 'string' }, redis: { type: 'string' }, limit: { type: 'string' } },
   examples: ['uh mission list', 'uh mission list --redis redis://queue:6379 --state unknown --json'],
 };
@@ -55,12 +73,20 @@ function useRedis(values: Record<string, unknown>, operationId: string | undefin
   return readRecord(resolveStateDir(values['state-dir'] as string | undefined, config), operationId) === null;
 }
 
-async function withRecord<T>(config: UhConfig, values: Record<string, unknown>, id: string, fn: (client: import('../../queue/queue-client.js').QueueClient, record: QueueRecord) => Promise<T>): Promise<T> {
+async function withRecord<T>(
+  config: UhConfig,
+  values: Record<string, unknown>,
+  id: string,
+  fn: (client: import('../../queue/queue-client.js').QueueClient, record: QueueRecord) => Promise<T>,
+): Promise<T> {
   const { QueueClient } = await import('../../queue/queue-client.js');
   const client = await QueueClient.open(config.queue, queueRedisUrl(config, values.redis));
   try {
     const record = await client.store.get(id);
-    if (!record) throw new UhError('not_found', `no operation ${id} in Redis (prefix ${client.config.prefix})`, { hint: 'check the id (uh mission list) and UH_REDIS_PREFIX' });
+    if (!record)
+      throw new UhError('not_found', `no operation ${id} in Redis (prefix ${client.config.prefix})`, {
+        hint: 'check the id (uh mission list) and UH_REDIS_PREFIX',
+      });
     return await fn(client, record);
   } finally {
     await client.close();
@@ -69,7 +95,7 @@ async function withRecord<T>(config: UhConfig, values: Record<string, unknown>, 
 
 export async function missionStatusAny(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(STATUS, argv);
-  if (values.help) return void process.stdout.write(`${helpText(STATUS)}\n`), EXIT.ok;
+  if (values.help) return (void process.stdout.write(`${helpText(STATUS)}\n`), EXIT.ok);
   if (positionals.length !== 1) throw invalidInput('uh mission status needs one operation_id', [], STATUS.usage);
   const id = positionals[0] as string;
   if (!useRedis(values, id, config)) return missionStatus(argv, config);
@@ -85,7 +111,10 @@ export async function missionStatusAny(argv: string[], config: UhConfig): Promis
       const shown = receiptFields(receipt ? receiptJson(receipt, where) : null, signature);
       writeJson({ operation: publicRecord(record), ...shown, ...(signature ? { signature } : {}) });
     } else if (trusted && record.state === 'finished') printReceiptSummary(trusted, where, false);
-    else process.stdout.write(`${id}: ${record.state} (runtime ${record.runtime}, attempt ${record.attempt}, updated ${record.updated_at}${record.worker ? `, worker ${record.worker.id}` : ''})${record.unknown_reason ? `\n  why: ${record.unknown_reason}\n  hint: uh mission recover ${id}` : ''}\n`);
+    else
+      process.stdout.write(
+        `${id}: ${record.state} (runtime ${record.runtime}, attempt ${record.attempt}, updated ${record.updated_at}${record.worker ? `, worker ${record.worker.id}` : ''})${record.unknown_reason ? `\n  why: ${record.unknown_reason}\n  hint: uh mission recover ${id}` : ''}\n`,
+      );
     const forced = signature ? reportSignature(signature, Boolean(values.json), id) : null;
     if (forced !== null) return forced;
     if (record.state !== 'finished') return EXIT.unknown;
@@ -95,19 +124,23 @@ export async function missionStatusAny(argv: string[], config: UhConfig): Promis
 
 export async function missionCollectAny(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(COLLECT, argv);
-  if (values.help) return void process.stdout.write(`${helpText(COLLECT)}\n`), EXIT.ok;
+  if (values.help) return (void process.stdout.write(`${helpText(COLLECT)}\n`), EXIT.ok);
   if (positionals.length !== 1) throw invalidInput('uh mission collect needs one operation_id', [], COLLECT.usage);
   const id = positionals[0] as string;
   if (!useRedis(values, id, config)) return missionCollect(argv, config);
   const out = values.out as string | undefined;
   if (!out) throw invalidInput('--out: required', [], COLLECT.usage);
   return withRecord(config, values, id, async (client, record) => {
-    if (record.state !== 'finished') throw new UhError('not_found', `operation ${id} has no receipt yet (state ${record.state})`, { hint: `uh mission status ${id}` });
+    if (record.state !== 'finished')
+      throw new UhError('not_found', `operation ${id} has no receipt yet (state ${record.state})`, {
+        hint: `uh mission status ${id}`,
+      });
     const { materialize } = await import('../../queue/materialize.js');
     const got = await materialize(client.store, id, resolve(out));
-    const signature: ReceiptTrust = got.receiptText === null
-      ? { state: 'unsigned', key_id: null, reason: 'no receipt in Redis' }
-      : checkReceiptText(got.receiptText, config);
+    const signature: ReceiptTrust =
+      got.receiptText === null
+        ? { state: 'unsigned', key_id: null, reason: 'no receipt in Redis' }
+        : checkReceiptText(got.receiptText, config);
     // JUnit only from a trusted receipt: a forged one would report passing checks.
     if (values.junit && got.receipt && signature.state === 'valid') writeJunit(values.junit as string, got.receipt);
     if (values.json) writeJson({ operation_id: id, files: got.files, signature });
@@ -118,21 +151,26 @@ export async function missionCollectAny(argv: string[], config: UhConfig): Promi
 
 export async function missionListAny(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(LIST, argv);
-  if (values.help) return void process.stdout.write(`${helpText(LIST)}\n`), EXIT.ok;
+  if (values.help) return (void process.stdout.write(`${helpText(LIST)}\n`), EXIT.ok);
   checkStateFilter(values.state);
   if (!useRedis(values, undefined, config)) return missionList(argv, config);
   const limit = values.limit === undefined ? 1000 : Number(values.limit);
-  if (!(Number.isInteger(limit) && limit > 0)) throw invalidInput(`--limit: "${values.limit}" is not a positive integer`);
+  if (!(Number.isInteger(limit) && limit > 0))
+    throw invalidInput(`--limit: "${values.limit}" is not a positive integer`);
   const { QueueClient } = await import('../../queue/queue-client.js');
   const client = await QueueClient.open(config.queue, queueRedisUrl(config, values.redis));
   try {
     const ids = await client.store.listIds(limit);
-    const records = (await Promise.all(ids.map((id) => client.store.get(id)))).filter((r): r is QueueRecord => r !== null).filter((r) => values.state === undefined || r.state === values.state);
+    const records = (await Promise.all(ids.map((id) => client.store.get(id))))
+      .filter((r): r is QueueRecord => r !== null)
+      .filter((r) => values.state === undefined || r.state === values.state);
     if (values.json) writeJson(records.map(publicRecord));
     else if (records.length === 0) process.stdout.write(`no operations in Redis (prefix ${client.config.prefix})\n`);
     else {
       for (const r of records) {
-        process.stdout.write(`${r.operation_id.padEnd(32)} ${r.state.padEnd(9)} ${(r.status ?? '-').padEnd(9)} ${(r.verdict ?? '-').padEnd(19)} ${r.runtime} ${r.created_at}\n`);
+        process.stdout.write(
+          `${r.operation_id.padEnd(32)} ${r.state.padEnd(9)} ${(r.status ?? '-').padEnd(9)} ${(r.verdict ?? '-').padEnd(19)} ${r.runtime} ${r.created_at}\n`,
+        );
       }
     }
     return EXIT.ok;
@@ -140,4 +178,3 @@ export async function missionListAny(argv: string[], config: UhConfig): Promise<
     await client.close();
   }
 }
-

@@ -9,7 +9,8 @@ import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 import { reportReceipt, reportUnsettled } from '../../ci/ci-report.js';
 
 export const MISSION_RUN: CommandSpec = {
-  usage: 'uh mission run <mission.yaml|json> [--runtime id] [--json] [--junit path] [--state-dir dir] [--dry-run] [--keep-sandbox]',
+  usage:
+    'uh mission run <mission.yaml|json> [--runtime id] [--json] [--junit path] [--state-dir dir] [--dry-run] [--keep-sandbox]',
   summary:
     'Run a mission inline, in this process, with no Redis: a git worktree of the repository at the base commit, the runtime inside it, diff, scope check, checks, receipt. The user checkout is never touched.',
   options: {
@@ -25,7 +26,10 @@ export const MISSION_RUN: CommandSpec = {
     '--json prints the receipt as one JSON document on stdout. --junit writes one test case per check plus the scope check.',
     'Under GitHub Actions: step outputs to $GITHUB_OUTPUT, a summary to $GITHUB_STEP_SUMMARY, ::error annotations (docs/ci.md).',
   ],
-  examples: ['uh mission run examples/hello/mission.yaml', 'uh mission run mission.yaml --runtime codex --json > receipt.json'],
+  examples: [
+    'uh mission run examples/hello/mission.yaml',
+    'uh mission run mission.yaml --runtime codex --json > receipt.json',
+  ],
 };
 
 export async function missionRun(argv: string[], config: UhConfig): Promise<number> {
@@ -34,7 +38,8 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
     process.stdout.write(`${helpText(MISSION_RUN)}\n`);
     return EXIT.ok;
   }
-  if (positionals.length !== 1) throw invalidInput('uh mission run needs exactly one mission file', [], 'uh mission run <mission.yaml>');
+  if (positionals.length !== 1)
+    throw invalidInput('uh mission run needs exactly one mission file', [], 'uh mission run <mission.yaml>');
   const mission = loadMissionFile(positionals[0] as string, repositoryPolicy(config.core, 'cli'));
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const runtime = values.runtime as string | undefined;
@@ -42,7 +47,11 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
   if (values['dry-run']) {
     const { prepareOperation } = await import('../../../operation/prepare-operation.js');
     const { OPERATION_PORTS } = await import('../../../workers/operation-ports.js');
-    const prepared = await prepareOperation(mission, { stateDir, cacheDir: config.core.cacheDir, host: hostSettingsOf(config), ...(runtime ? { runtime } : {}) }, OPERATION_PORTS);
+    const prepared = await prepareOperation(
+      mission,
+      { stateDir, cacheDir: config.core.cacheDir, host: hostSettingsOf(config), ...(runtime ? { runtime } : {}) },
+      OPERATION_PORTS,
+    );
     const plan = await prepared.runtime.adapter.prepare({
       config: prepared.runtime.config,
       prompt: prepared.prompt,
@@ -74,9 +83,14 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
   };
   process.once('SIGINT', () => onSignal('SIGINT'));
   process.once('SIGTERM', () => onSignal('SIGTERM'));
-  if (!values.json) process.stderr.write(`uh: running ${mission.operation_id} (${terminalText(mission.title, { oneLine: true })})…\n`);
+  if (!values.json)
+    process.stderr.write(`uh: running ${mission.operation_id} (${terminalText(mission.title, { oneLine: true })})…\n`);
   const { compileSettings } = await import('../../../operation/settings.js');
-  const settings = compileSettings(config, { stateDir, logger: createLogger(config.core.logLevel), keepSandbox: Boolean(values['keep-sandbox']) });
+  const settings = compileSettings(config, {
+    stateDir,
+    logger: createLogger(config.core.logLevel),
+    keepSandbox: Boolean(values['keep-sandbox']),
+  });
   const outcome = await runInline(mission, { settings, signal: controller.signal, ...(runtime ? { runtime } : {}) });
   if (outcome.kind === 'in_progress' || outcome.kind === 'unknown') {
     const message =
@@ -89,11 +103,19 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
     return EXIT.unknown;
   }
   const promotion = outcome.kind === 'ran' ? outcome.promotion : null;
-  reportReceipt(outcome.receipt, config.ci, { dir: outcome.dir, junit: values.junit as string | undefined, json: Boolean(values.json) });
+  reportReceipt(outcome.receipt, config.ci, {
+    dir: outcome.dir,
+    junit: values.junit as string | undefined,
+    json: Boolean(values.json),
+  });
   if (values.json) writeJson({ ...receiptJson(outcome.receipt, outcome.dir), ...(promotion ? { promotion } : {}) });
   else printReceiptSummary(outcome.receipt, outcome.dir, outcome.kind === 'attached');
   if (promotion && !values.json) {
-    process.stdout.write(promotion.decision === 'promoted' ? `  promoted: branch ${promotion.branch} (commit ${promotion.commit})${promotion.pushed ? `, pushed to ${promotion.pushed.remote}` : ''}${promotion.reason ? ` (${promotion.reason})` : ''}\n` : `  promotion refused: ${promotion.reason}\n`);
+    process.stdout.write(
+      promotion.decision === 'promoted'
+        ? `  promoted: branch ${promotion.branch} (commit ${promotion.commit})${promotion.pushed ? `, pushed to ${promotion.pushed.remote}` : ''}${promotion.reason ? ` (${promotion.reason})` : ''}\n`
+        : `  promotion refused: ${promotion.reason}\n`,
+    );
   }
   return outcome.receipt.exit_code;
 }

@@ -4,7 +4,13 @@ import { join, resolve } from 'node:path';
 import { EXIT, OperationStateSchema } from '../../../shared/contracts/status.js';
 import { writeJunit } from '../../ci/ci-report.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
-import { CHECK_LOG_FILE, operationDir, operationsRoot, readReceipt, readRecord } from '../../../operation/operation-files.js';
+import {
+  CHECK_LOG_FILE,
+  operationDir,
+  operationsRoot,
+  readReceipt,
+  readRecord,
+} from '../../../operation/operation-files.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 import { checkReceiptText, receiptFields, reportSignature } from '../receipt-check.js';
@@ -12,14 +18,16 @@ import { makeDir } from '../../../shared/fs/make-dir.js';
 
 const STATUS: CommandSpec = {
   usage: 'uh mission status <operation_id> [--json] [--state-dir dir]',
-  summary: "Show an operation's state and, when finished, its receipt summary and signature check. Exit code: the operation's (5 while not finished); 6 when the receipt is not signed by a known key or was edited (its claims are then not shown).",
+  summary:
+    "Show an operation's state and, when finished, its receipt summary and signature check. Exit code: the operation's (5 while not finished); 6 when the receipt is not signed by a known key or was edited (its claims are then not shown).",
   options: { ...COMMON_OPTIONS },
   examples: ['uh mission status hello-001', 'uh mission status hello-001 --json | jq .verdict'],
 };
 
 const COLLECT: CommandSpec = {
   usage: 'uh mission collect <operation_id> --out <dir> [--junit path] [--json] [--state-dir dir]',
-  summary: 'Copy the receipt, diff, final message, runtime result, events and check logs of an operation into --out, and check the receipt\'s signature (exit 6 when it is unsigned, edited or signed by an unknown key).',
+  summary:
+    "Copy the receipt, diff, final message, runtime result, events and check logs of an operation into --out, and check the receipt's signature (exit 6 when it is unsigned, edited or signed by an unknown key).",
   options: { ...COMMON_OPTIONS, out: { type: 'string' }, junit: { type: 'string' } },
   examples: ['uh mission collect hello-001 --out ./artifacts'],
 };
@@ -35,25 +43,29 @@ const LIST: CommandSpec = {
 export function checkStateFilter(state: unknown): void {
   if (state === undefined) return;
   const known = OperationStateSchema.options;
-  if (!known.includes(state as (typeof known)[number])) throw invalidInput(`--state: "${String(state)}" is not an operation state (${known.join(', ')})`);
+  if (!known.includes(state as (typeof known)[number]))
+    throw invalidInput(`--state: "${String(state)}" is not an operation state (${known.join(', ')})`);
 }
 
 function oneOperation(spec: CommandSpec, argv: string[], config: UhConfig) {
   const parsed = parseCommand(spec, argv);
   if (parsed.values.help) return { help: true as const };
-  if (parsed.positionals.length !== 1) throw invalidInput(`${spec.usage.split(' <')[0]} needs one operation_id`, [], spec.usage);
+  if (parsed.positionals.length !== 1)
+    throw invalidInput(`${spec.usage.split(' <')[0]} needs one operation_id`, [], spec.usage);
   const stateDir = resolveStateDir(parsed.values['state-dir'] as string | undefined, config);
   const id = parsed.positionals[0] as string;
   const record = readRecord(stateDir, id);
   if (!record) {
-    throw new UhError('not_found', `no operation ${id} in ${stateDir}`, { hint: 'check the id (uh mission list) or pass --state-dir' });
+    throw new UhError('not_found', `no operation ${id} in ${stateDir}`, {
+      hint: 'check the id (uh mission list) or pass --state-dir',
+    });
   }
   return { help: false as const, values: parsed.values, stateDir, id, record };
 }
 
 export async function missionStatus(argv: string[], config: UhConfig): Promise<number> {
   const got = oneOperation(STATUS, argv, config);
-  if (got.help) return void process.stdout.write(`${helpText(STATUS)}\n`), EXIT.ok;
+  if (got.help) return (void process.stdout.write(`${helpText(STATUS)}\n`), EXIT.ok);
   const receipt = readReceipt(got.stateDir, got.id);
   const dir = operationDir(got.stateDir, got.id);
   // The signature is checked before anything of the receipt is printed: an untrusted one is never shown as the outcome.
@@ -63,20 +75,33 @@ export async function missionStatus(argv: string[], config: UhConfig): Promise<n
     const shown = receiptFields(receipt ? receiptJson(receipt, dir) : null, signature);
     writeJson({ operation: got.record, ...shown, ...(signature ? { signature } : {}) });
   } else if (trusted) printReceiptSummary(trusted, dir, false);
-  else process.stdout.write(`${got.id}: ${got.record.state} (runtime ${got.record.runtime}, updated ${got.record.updated_at})\n`);
+  else
+    process.stdout.write(
+      `${got.id}: ${got.record.state} (runtime ${got.record.runtime}, updated ${got.record.updated_at})\n`,
+    );
   const forced = signature ? reportSignature(signature, Boolean(got.values.json), got.id) : null;
   return forced ?? (trusted ? trusted.exit_code : EXIT.unknown);
 }
 
-const ARTIFACTS = ['receipt.json', 'diff.patch', 'runtime-final.txt', 'runtime-result.yaml', 'events.jsonl', 'mission.json'];
+const ARTIFACTS = [
+  'receipt.json',
+  'diff.patch',
+  'runtime-final.txt',
+  'runtime-result.yaml',
+  'events.jsonl',
+  'mission.json',
+];
 
 export async function missionCollect(argv: string[], config: UhConfig): Promise<number> {
   const got = oneOperation(COLLECT, argv, config);
-  if (got.help) return void process.stdout.write(`${helpText(COLLECT)}\n`), EXIT.ok;
+  if (got.help) return (void process.stdout.write(`${helpText(COLLECT)}\n`), EXIT.ok);
   const out = got.values.out as string | undefined;
   if (!out) throw invalidInput('--out: required', [], COLLECT.usage);
   const receipt = readReceipt(got.stateDir, got.id);
-  if (!receipt) throw new UhError('not_found', `operation ${got.id} has no receipt yet (state ${got.record.state})`, { hint: `uh mission status ${got.id}` });
+  if (!receipt)
+    throw new UhError('not_found', `operation ${got.id} has no receipt yet (state ${got.record.state})`, {
+      hint: `uh mission status ${got.id}`,
+    });
   const dir = operationDir(got.stateDir, got.id);
   makeDir(resolve(out));
   const copied: string[] = [];
@@ -95,7 +120,7 @@ export async function missionCollect(argv: string[], config: UhConfig): Promise<
 
 export async function missionList(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(LIST, argv);
-  if (values.help) return void process.stdout.write(`${helpText(LIST)}\n`), EXIT.ok;
+  if (values.help) return (void process.stdout.write(`${helpText(LIST)}\n`), EXIT.ok);
   checkStateFilter(values.state);
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const root = operationsRoot(stateDir);
@@ -108,7 +133,9 @@ export async function missionList(argv: string[], config: UhConfig): Promise<num
   else if (records.length === 0) process.stdout.write(`no operations in ${stateDir}\n`);
   else {
     for (const r of records) {
-      process.stdout.write(`${r.operation_id.padEnd(32)} ${r.state.padEnd(9)} ${(r.status ?? '-').padEnd(9)} ${(r.verdict ?? '-').padEnd(19)} ${r.runtime} ${r.created_at}\n`);
+      process.stdout.write(
+        `${r.operation_id.padEnd(32)} ${r.state.padEnd(9)} ${(r.status ?? '-').padEnd(9)} ${(r.verdict ?? '-').padEnd(19)} ${r.runtime} ${r.created_at}\n`,
+      );
     }
   }
   return EXIT.ok;

@@ -4,7 +4,15 @@ import type { Mission } from '../../../shared/contracts/mission.js';
 import { loadMissionFile, repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
-import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import {
+  COMMON_OPTIONS,
+  helpText,
+  parseCommand,
+  queueRedisUrl,
+  resolveStateDir,
+  writeJson,
+  type CommandSpec,
+} from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 import { publicRecord } from '../../../shared/queue/operation-store.js';
 import type { QueueClient } from '../../queue/queue-client.js';
@@ -13,7 +21,8 @@ import { reportReceipt, reportUnsettled } from '../../ci/ci-report.js';
 import { checkReceiptText, reportSignature, untrustedLine } from '../receipt-check.js';
 
 export const MISSION_SUBMIT: CommandSpec = {
-  usage: 'uh mission submit <mission.yaml|json>... [--wait [--timeout s] [--junit path] [--detach-on-abort]] [--require-worker] [--json] [--redis url] [--runtime id] [--state-dir dir]',
+  usage:
+    'uh mission submit <mission.yaml|json>... [--wait [--timeout s] [--junit path] [--detach-on-abort]] [--require-worker] [--json] [--redis url] [--runtime id] [--state-dir dir]',
   summary:
     'Validate a mission and enqueue it on its runtime queue (runtime.<id>) in Redis. Idempotent on operation_id: the same contract attaches to the existing operation (never a second run); another contract under the same id is refused (exit 2) and nothing is enqueued.',
   options: {
@@ -34,7 +43,7 @@ export const MISSION_SUBMIT: CommandSpec = {
     'Redis: --redis, else $REDIS_URL, else redis://127.0.0.1:6379 (said on stderr). Keys live under $UH_REDIS_PREFIX (default uh).',
     '--wait follows the operation until it settles and exits with its code (0 ok, 1 failed/verification failed/scope,',
     '3 blocked, 4 cancelled, 5 unknown or --timeout reached, 6 the receipt is unsigned, edited or signed by a key not in',
-    'this host\'s keyring: UH_RECEIPT_PUBLIC_KEYS); artifacts are copied to <state-dir>/collected/<operation>/.',
+    "this host's keyring: UH_RECEIPT_PUBLIC_KEYS); artifacts are copied to <state-dir>/collected/<operation>/.",
     'Under GitHub Actions ($GITHUB_OUTPUT set) --wait writes status, verdict, operation_id, receipt_path,',
     'final_message and diff_path as step outputs; with $GITHUB_STEP_SUMMARY a Markdown summary; with GITHUB_ACTIONS=true',
     '::error annotations. --junit writes one test case per check plus one for the scope check (docs/ci.md).',
@@ -49,18 +58,32 @@ export const MISSION_SUBMIT: CommandSpec = {
 
 export async function missionSubmit(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(MISSION_SUBMIT, argv);
-  if (values.help) return void process.stdout.write(`${helpText(MISSION_SUBMIT)}\n`), EXIT.ok;
+  if (values.help) return (void process.stdout.write(`${helpText(MISSION_SUBMIT)}\n`), EXIT.ok);
   if (positionals.length === 0) throw invalidInput('uh mission submit needs a mission file', [], MISSION_SUBMIT.usage);
-  if (positionals.length > 1 && values.wait) throw invalidInput('--wait: only with one mission file', [], 'submit them, then follow each with: uh mission watch <operation_id>');
+  if (positionals.length > 1 && values.wait)
+    throw invalidInput(
+      '--wait: only with one mission file',
+      [],
+      'submit them, then follow each with: uh mission watch <operation_id>',
+    );
   const timeoutS = values.timeout === undefined ? undefined : Number(values.timeout);
-  if (timeoutS !== undefined && !(Number.isFinite(timeoutS) && timeoutS > 0)) throw invalidInput(`--timeout: "${values.timeout}" is not a positive number of seconds`);
+  if (timeoutS !== undefined && !(Number.isFinite(timeoutS) && timeoutS > 0))
+    throw invalidInput(`--timeout: "${values.timeout}" is not a positive number of seconds`);
   for (const flag of ['timeout', 'junit', 'detach-on-abort'] as const) {
-    if (values[flag] !== undefined && values[flag] !== false && !values.wait) throw invalidInput(`--${flag}: only with --wait`);
+    if (values[flag] !== undefined && values[flag] !== false && !values.wait)
+      throw invalidInput(`--${flag}: only with --wait`);
   }
   const missions = positionals.map((file) => loadMissionFile(file, repositoryPolicy(config.core, 'cli')));
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const runtime = values.runtime as string | undefined;
-  if (missions.length > 1) return submitMany(missions, { config, redis: values.redis as string | undefined, stateDir, runtime, json: values.json === true });
+  if (missions.length > 1)
+    return submitMany(missions, {
+      config,
+      redis: values.redis as string | undefined,
+      stateDir,
+      runtime,
+      json: values.json === true,
+    });
   const mission = missions[0] as Mission;
 
   const { QueueClient } = await import('../../queue/queue-client.js');
@@ -68,16 +91,40 @@ export async function missionSubmit(argv: string[], config: UhConfig): Promise<n
   try {
     await checkServed(client, runtime ?? [mission.runtime].flat()[0] ?? '', values['require-worker'] === true);
     const { submitOperation } = await import('../../submit.js');
-    const submitted = await submitOperation(client, mission, { stateDir, cacheDir: config.core.cacheDir, host: hostSettingsOf(config), ...(runtime ? { runtime } : {}) });
+    const submitted = await submitOperation(client, mission, {
+      stateDir,
+      cacheDir: config.core.cacheDir,
+      host: hostSettingsOf(config),
+      ...(runtime ? { runtime } : {}),
+    });
     const id = mission.operation_id;
     const attached = submitted.kind === 'attached';
     if (!values.wait) {
-      if (values.json) writeJson({ operation_id: id, attached, state: submitted.record.state, queue: submitted.queue, job_id: submitted.record.job_id });
-      else process.stdout.write(`${attached ? 'attached to existing' : 'queued'} ${id} on ${submitted.queue} (state ${submitted.record.state})\nfollow: uh mission watch ${id}\n`);
+      if (values.json)
+        writeJson({
+          operation_id: id,
+          attached,
+          state: submitted.record.state,
+          queue: submitted.queue,
+          job_id: submitted.record.job_id,
+        });
+      else
+        process.stdout.write(
+          `${attached ? 'attached to existing' : 'queued'} ${id} on ${submitted.queue} (state ${submitted.record.state})\nfollow: uh mission watch ${id}\n`,
+        );
       return EXIT.ok;
     }
-    if (!values.json) process.stderr.write(`uh: ${attached ? 'attached to' : 'queued'} ${id} on ${submitted.queue}; waiting…\n`);
-    const wait: WaitOptions = { id, stateDir, attached, json: Boolean(values.json), junit: values.junit as string | undefined, detach: Boolean(values['detach-on-abort']), timeoutS };
+    if (!values.json)
+      process.stderr.write(`uh: ${attached ? 'attached to' : 'queued'} ${id} on ${submitted.queue}; waiting…\n`);
+    const wait: WaitOptions = {
+      id,
+      stateDir,
+      attached,
+      json: Boolean(values.json),
+      junit: values.junit as string | undefined,
+      detach: Boolean(values['detach-on-abort']),
+      timeoutS,
+    };
     return await waitAndReport(client, config, wait);
   } finally {
     await client.close();
@@ -85,21 +132,38 @@ export async function missionSubmit(argv: string[], config: UhConfig): Promise<n
 }
 
 /** Several missions in one batch: one line (or one array entry) each; exit 2 if any conflicts. */
-async function submitMany(missions: Mission[], o: { config: UhConfig; redis: string | undefined; stateDir: string; runtime: string | undefined; json: boolean }): Promise<number> {
+async function submitMany(
+  missions: Mission[],
+  o: { config: UhConfig; redis: string | undefined; stateDir: string; runtime: string | undefined; json: boolean },
+): Promise<number> {
   const { QueueClient } = await import('../../queue/queue-client.js');
   const client = await QueueClient.open(o.config.queue, queueRedisUrl(o.config, o.redis));
   try {
     const { submitOperations } = await import('../../submit.js');
-    const results = await submitOperations(client, missions, { stateDir: o.stateDir, cacheDir: o.config.core.cacheDir, host: hostSettingsOf(o.config), ...(o.runtime ? { runtime: o.runtime } : {}) });
+    const results = await submitOperations(client, missions, {
+      stateDir: o.stateDir,
+      cacheDir: o.config.core.cacheDir,
+      host: hostSettingsOf(o.config),
+      ...(o.runtime ? { runtime: o.runtime } : {}),
+    });
     const rows = results.map((r, i) => {
       const id = (missions[i] as Mission).operation_id;
       if (r instanceof Error) return { operation_id: id, error: r.message };
-      return { operation_id: id, attached: r.kind === 'attached', state: r.record.state, queue: r.queue, job_id: r.record.job_id };
+      return {
+        operation_id: id,
+        attached: r.kind === 'attached',
+        state: r.record.state,
+        queue: r.queue,
+        job_id: r.record.job_id,
+      };
     });
     if (o.json) writeJson(rows);
     for (const row of o.json ? [] : rows) {
       if ('error' in row) process.stderr.write(`uh: ${row.error}\n`);
-      else process.stdout.write(`${row.attached ? 'attached to existing' : 'queued'} ${row.operation_id} on ${row.queue} (state ${row.state})\n`);
+      else
+        process.stdout.write(
+          `${row.attached ? 'attached to existing' : 'queued'} ${row.operation_id} on ${row.queue} (state ${row.state})\n`,
+        );
     }
     return rows.some((r) => 'error' in r) ? EXIT.invalid : EXIT.ok;
   } finally {
@@ -132,7 +196,11 @@ async function waitAndReport(client: QueueClient, config: UhConfig, o: WaitOptio
   process.on('SIGTERM', onSignal);
   try {
     const { tailOperation } = await import('../../../shared/queue/event-stream.js');
-    const record = await tailOperation(client.store, o.id, { from: 'start', signal: abort.signal, ...(o.timeoutS !== undefined ? { timeoutMs: o.timeoutS * 1000 } : {}) });
+    const record = await tailOperation(client.store, o.id, {
+      from: 'start',
+      signal: abort.signal,
+      ...(o.timeoutS !== undefined ? { timeoutMs: o.timeoutS * 1000 } : {}),
+    });
     if (abort.signal.aborted) return await onAbort(client, config, o, String(abort.signal.reason));
     if (record === null || record.state === 'unknown') {
       const now = record ?? (await client.store.get(o.id));
@@ -140,8 +208,16 @@ async function waitAndReport(client: QueueClient, config: UhConfig, o: WaitOptio
         record === null
           ? `operation ${o.id} is still ${now?.state ?? 'queued'} after ${o.timeoutS} s (it keeps running)`
           : `operation ${o.id} is unknown: ${record.unknown_reason ?? 'dispatch cannot be proven'}`;
-      if (o.json) writeJson({ operation_id: o.id, state: record === null ? 'wait_timed_out' : 'unknown', operation: now ? publicRecord(now) : null });
-      else process.stderr.write(`uh: ${message}\nhint: ${record === null ? `uh mission watch ${o.id}` : `uh mission recover ${o.id}`}\n`);
+      if (o.json)
+        writeJson({
+          operation_id: o.id,
+          state: record === null ? 'wait_timed_out' : 'unknown',
+          operation: now ? publicRecord(now) : null,
+        });
+      else
+        process.stderr.write(
+          `uh: ${message}\nhint: ${record === null ? `uh mission watch ${o.id}` : `uh mission recover ${o.id}`}\n`,
+        );
       reportUnsettled(config.ci, o.id, record === null ? 'wait_timed_out' : 'unknown', message);
       return EXIT.unknown;
     }
@@ -160,8 +236,18 @@ async function materializeAndReport(client: QueueClient, config: UhConfig, o: Wa
   // The signature first: an unsigned or forged receipt is never reported (nor written to CI outputs) as the outcome.
   const trust = checkReceiptText(got.receiptText, config);
   if (trust.state !== 'valid' || !got.receipt) {
-    const shown = { ...trust, state: trust.state === 'valid' ? 'invalid' : trust.state, reason: got.receipt ? trust.reason : 'not a receipt' };
-    if (o.json) writeJson({ operation_id: o.id, attached: o.attached, signature: shown, untrusted_receipt: got.receipt ?? got.receiptText });
+    const shown = {
+      ...trust,
+      state: trust.state === 'valid' ? 'invalid' : trust.state,
+      reason: got.receipt ? trust.reason : 'not a receipt',
+    };
+    if (o.json)
+      writeJson({
+        operation_id: o.id,
+        attached: o.attached,
+        signature: shown,
+        untrusted_receipt: got.receipt ?? got.receiptText,
+      });
     reportUnsettled(config.ci, o.id, 'untrusted', untrustedLine(o.id, shown));
     return reportSignature(shown, o.json, o.id) ?? EXIT.tampered;
   }
@@ -182,7 +268,9 @@ async function onAbort(client: QueueClient, config: UhConfig, o: WaitOptions, si
   }
   const record = await client.store.get(o.id);
   const { cancelOperation } = await import('../../queue/cancel-operation.js');
-  const outcome = record ? await cancelOperation(client, record, `${signal} to uh mission submit --wait`, config.receipts) : 'not found';
+  const outcome = record
+    ? await cancelOperation(client, record, `${signal} to uh mission submit --wait`, config.receipts)
+    : 'not found';
   process.stderr.write(`uh: ${signal}: ${o.id}: ${outcome}\n`);
   const { tailOperation } = await import('../../../shared/queue/event-stream.js');
   const settled = await tailOperation(client.store, o.id, { from: 'now', timeoutMs: 5000 });

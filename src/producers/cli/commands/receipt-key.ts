@@ -21,14 +21,17 @@ const KEY: CommandSpec = {
     public: { type: 'boolean', default: false },
     generate: { type: 'string' },
   },
-  details: ['Key id: the first 16 hex digits of sha256 of the public key (SPKI DER), as in every signature\'s key_id.'],
+  details: ["Key id: the first 16 hex digits of sha256 of the public key (SPKI DER), as in every signature's key_id."],
   examples: ['uh receipt key --public > fleet.pub', 'uh receipt key --generate ./fleet-key'],
 };
 
 function printPublic(config: UhConfig, json: boolean): number {
   if (config.receipts.signer !== 'ed25519') {
-    const message = 'this host signs receipts with an HMAC key (UH_RECEIPT_KEY / UH_RECEIPT_KEY_FILE), which has no public key';
-    throw new UhError('invalid_input', message, { hint: 'give the fleet an Ed25519 key: uh receipt key --generate <dir>, then UH_RECEIPT_SIGNING_KEY_FILE' });
+    const message =
+      'this host signs receipts with an HMAC key (UH_RECEIPT_KEY / UH_RECEIPT_KEY_FILE), which has no public key';
+    throw new UhError('invalid_input', message, {
+      hint: 'give the fleet an Ed25519 key: uh receipt key --generate <dir>, then UH_RECEIPT_SIGNING_KEY_FILE',
+    });
   }
   const key = loadReceiptKey(config.receipts, false);
   if (!key || key.alg !== 'ed25519') {
@@ -47,7 +50,7 @@ function printPublic(config: UhConfig, json: boolean): number {
 
 export async function receiptKey(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(KEY, argv);
-  if (values.help) return void process.stdout.write(`${helpText(KEY)}\n`), EXIT.ok;
+  if (values.help) return (void process.stdout.write(`${helpText(KEY)}\n`), EXIT.ok);
   if (positionals.length > 0) throw invalidInput(`unexpected argument ${positionals[0]}`, [], KEY.usage);
   const dir = values.generate as string | undefined;
   if (values.public === (dir !== undefined)) {
@@ -56,7 +59,12 @@ export async function receiptKey(argv: string[], config: UhConfig): Promise<numb
   if (values.public) return printPublic(config, Boolean(values.json));
   const made = generateKeyPair(dir as string);
   if (values.json) {
-    writeJson({ alg: 'ed25519', key_id: made.key.id, private_key_file: made.privateFile, public_key_file: made.publicFile });
+    writeJson({
+      alg: 'ed25519',
+      key_id: made.key.id,
+      private_key_file: made.privateFile,
+      public_key_file: made.publicFile,
+    });
   } else {
     process.stdout.write(
       `key id ${made.key.id}\n  private: ${made.privateFile} (0600; workers: UH_RECEIPT_SIGNING_KEY_FILE)\n` +

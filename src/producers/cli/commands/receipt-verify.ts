@@ -9,7 +9,14 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { UhConfig } from '../../../shared/config.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput } from '../../../shared/errors.js';
-import { emptyKeyring, keyringOf, loadKeyring, loadReceiptKey, readPublicKeys, type Keyring } from '../../../operation/receipt-keys.js';
+import {
+  emptyKeyring,
+  keyringOf,
+  loadKeyring,
+  loadReceiptKey,
+  readPublicKeys,
+  type Keyring,
+} from '../../../operation/receipt-keys.js';
 import { verifyReceipt } from '../../../operation/receipt-signature.js';
 import { trustOf } from '../../../operation/receipt-trust.js';
 import { helpText, parseCommand, writeJson, type CommandSpec } from '../cli-kit.js';
@@ -27,7 +34,9 @@ const VERIFY: CommandSpec = {
     key: { type: 'string' },
     'public-key': { type: 'string', multiple: true },
   },
-  details: ["A CI step needs only the receipt and the fleet's public key (uh receipt key --public on a worker, or GET /v1/receipt-key)."],
+  details: [
+    "A CI step needs only the receipt and the fleet's public key (uh receipt key --public on a worker, or GET /v1/receipt-key).",
+  ],
   examples: [
     'uh receipt verify artifacts/receipt.json --public-key fleet.pub',
     'uh receipt verify receipt.json --public-key keys/ --json | jq .state',
@@ -60,7 +69,7 @@ function keyringFor(values: Record<string, unknown>, config: UhConfig): Keyring 
 
 export async function receiptVerify(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(VERIFY, argv);
-  if (values.help) return void process.stdout.write(`${helpText(VERIFY)}\n`), EXIT.ok;
+  if (values.help) return (void process.stdout.write(`${helpText(VERIFY)}\n`), EXIT.ok);
   if (positionals.length !== 1) throw invalidInput('uh receipt verify needs one receipt file', [], VERIFY.usage);
   const raw = readJson(positionals[0] as string);
   const result = verifyReceipt(raw, keyringFor(values, config));

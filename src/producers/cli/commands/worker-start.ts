@@ -2,10 +2,19 @@ import type { UhConfig } from '../../../shared/config.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
 import { createLogger } from '../../../shared/logger.js';
-import { COMMON_OPTIONS, helpText, parseCommand, queueRedisUrl, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import {
+  COMMON_OPTIONS,
+  helpText,
+  parseCommand,
+  queueRedisUrl,
+  resolveStateDir,
+  writeJson,
+  type CommandSpec,
+} from '../cli-kit.js';
 
 export const WORKER_START: CommandSpec = {
-  usage: 'uh worker start [--runtime id …] [--concurrency N] [--global-concurrency N] [--grace ms|wait] [--allow-unready] [--results] [--consumer name] [--redis url] [--state-dir dir] [--metrics-port [host:]port] [--json]',
+  usage:
+    'uh worker start [--runtime id …] [--concurrency N] [--global-concurrency N] [--grace ms|wait] [--allow-unready] [--results] [--consumer name] [--redis url] [--state-dir dir] [--metrics-port [host:]port] [--json]',
   summary:
     'Run a worker until SIGTERM/SIGINT. Runtime pool: one BullMQ worker per runtime queue (default: every registered runtime that is ready here). --concurrency N: at most N missions at once PER RUNTIME QUEUE in this process (2 runtimes × N = up to 2N). --global-concurrency N: at most N running at once on a runtime queue across the whole fleet. --results: the completion consumer (outbox → webhook), the batch queue (settles batches) and the dead-owner watch; alone it runs only that.',
   options: {
@@ -34,7 +43,11 @@ export const WORKER_START: CommandSpec = {
     'Logs: pino NDJSON on stderr at $UH_LOG_LEVEL (workers default to info: claim, runtime start, phase end, settle).',
     'The worker writes operation dirs to --state-dir (else $UH_STATE_DIR, else .harness/) and sandboxes to $UH_CACHE_DIR.',
   ],
-  examples: ['uh worker start --runtime command --concurrency 4', 'uh worker start --results', 'uh worker start --runtime codex --runtime command --results'],
+  examples: [
+    'uh worker start --runtime command --concurrency 4',
+    'uh worker start --results',
+    'uh worker start --runtime codex --runtime command --results',
+  ],
 };
 
 function positiveInt(name: string, value: unknown): number {
@@ -44,7 +57,12 @@ function positiveInt(name: string, value: unknown): number {
 }
 
 /** `--metrics-port`: the fleet's Prometheus metrics on this host (docs/observability.md). */
-async function startMetrics(listen: string | undefined, config: UhConfig['queue'], redisUrl: string, say: (event: string, data: Record<string, unknown>) => void) {
+async function startMetrics(
+  listen: string | undefined,
+  config: UhConfig['queue'],
+  redisUrl: string,
+  say: (event: string, data: Record<string, unknown>) => void,
+) {
   if (listen === undefined) return null;
   const server = await (await import('../../http/metrics-server.js')).startMetricsServer(config, redisUrl, listen);
   say('metrics', { url: server.url });
@@ -56,7 +74,8 @@ function parseGrace(value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   if (value === 'wait') return Number.POSITIVE_INFINITY;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw invalidInput(`--grace: "${value}" is not a number of milliseconds or "wait"`);
+  if (!Number.isInteger(n) || n < 0)
+    throw invalidInput(`--grace: "${value}" is not a number of milliseconds or "wait"`);
   return n;
 }
 
@@ -64,7 +83,10 @@ function parseGrace(value: string | undefined, fallback: number): number {
  * Each runtime's check before serving it. Asked for by --runtime and not ready: exit 3 with the
  * check's hint (unless --allow-unready). Defaulted (every registered runtime): the unready ones are skipped.
  */
-async function readyRuntimes(candidates: string[], o: { explicit: boolean; allowUnready: boolean; stateDir: string; config: UhConfig }): Promise<string[]> {
+async function readyRuntimes(
+  candidates: string[],
+  o: { explicit: boolean; allowUnready: boolean; stateDir: string; config: UhConfig },
+): Promise<string[]> {
   const { checkRuntime } = await import('./adapter.js');
   const ready: string[] = [];
   for (const id of candidates) {
@@ -72,23 +94,33 @@ async function readyRuntimes(candidates: string[], o: { explicit: boolean; allow
     // An incomplete host config (command's argv) is completed by each mission: nothing to check here.
     if (result.ok || !checked) ready.push(id);
     else if (o.allowUnready) {
-      process.stderr.write(`uh worker: runtime ${id} is not ready (${result.summary}); serving it anyway (--allow-unready)\n`);
+      process.stderr.write(
+        `uh worker: runtime ${id} is not ready (${result.summary}); serving it anyway (--allow-unready)\n`,
+      );
       ready.push(id);
     } else if (!o.explicit) process.stderr.write(`uh worker: skipping runtime ${id}: ${result.summary}\n`);
     else
-      throw new UhError('runtime_unavailable', `runtime ${id} is not ready on this host: ${[result.summary, ...result.errors].join('; ')}`, {
-        hint: result.hint ?? `run: uh adapter check ${id}; or pass --allow-unready`,
-      });
+      throw new UhError(
+        'runtime_unavailable',
+        `runtime ${id} is not ready on this host: ${[result.summary, ...result.errors].join('; ')}`,
+        {
+          hint: result.hint ?? `run: uh adapter check ${id}; or pass --allow-unready`,
+        },
+      );
   }
   return ready;
 }
 
 export async function workerStart(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(WORKER_START, argv);
-  if (values.help) return void process.stdout.write(`${helpText(WORKER_START)}\n`), EXIT.ok;
-  if (positionals.length > 0) throw invalidInput(`uh worker start takes no arguments (got ${positionals.join(' ')})`, [], WORKER_START.usage);
+  if (values.help) return (void process.stdout.write(`${helpText(WORKER_START)}\n`), EXIT.ok);
+  if (positionals.length > 0)
+    throw invalidInput(`uh worker start takes no arguments (got ${positionals.join(' ')})`, [], WORKER_START.usage);
   const concurrency = positiveInt('concurrency', values.concurrency);
-  const globalConcurrency = values['global-concurrency'] === undefined ? undefined : positiveInt('global-concurrency', values['global-concurrency']);
+  const globalConcurrency =
+    values['global-concurrency'] === undefined
+      ? undefined
+      : positiveInt('global-concurrency', values['global-concurrency']);
   const queueConfig = config.queue;
   const graceMs = parseGrace(values.grace as string | undefined, queueConfig.graceMs);
   const redisUrl = queueRedisUrl(config, values.redis);
@@ -96,11 +128,22 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
   const asked = (values.runtime as string[] | undefined) ?? [];
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const candidates = asked.length > 0 ? asked : values.results ? [] : [...RUNTIME_IDS];
-  const runtimes = await readyRuntimes(candidates, { explicit: asked.length > 0, allowUnready: values['allow-unready'] === true, stateDir, config });
+  const runtimes = await readyRuntimes(candidates, {
+    explicit: asked.length > 0,
+    allowUnready: values['allow-unready'] === true,
+    stateDir,
+    config,
+  });
   const { compileSettings } = await import('../../../operation/settings.js');
   const settings = compileSettings(config, { stateDir, logger: createLogger(config.core.workerLogLevel) });
   const say = (event: string, data: Record<string, unknown>) =>
-    values.json ? writeJson({ event, ...data }) : process.stderr.write(`uh worker: ${event} ${Object.entries(data).map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`).join(' ')}\n`);
+    values.json
+      ? writeJson({ event, ...data })
+      : process.stderr.write(
+          `uh worker: ${event} ${Object.entries(data)
+            .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`)
+            .join(' ')}\n`,
+        );
 
   const metricsServer = await startMetrics(values['metrics-port'] as string | undefined, queueConfig, redisUrl, say);
   const stop = new AbortController();
@@ -108,12 +151,27 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
   let pool: Awaited<ReturnType<typeof import('../../../workers/pools/runtime-pool.js').startRuntimePool>> | null = null;
   if (runtimes.length > 0) {
     const { startRuntimePool } = await import('../../../workers/pools/runtime-pool.js');
-    pool = await startRuntimePool({ settings, redisUrl, config: queueConfig, runtimes, concurrency, ...(globalConcurrency ? { globalConcurrency } : {}), gc: config.gc });
+    pool = await startRuntimePool({
+      settings,
+      redisUrl,
+      config: queueConfig,
+      runtimes,
+      concurrency,
+      ...(globalConcurrency ? { globalConcurrency } : {}),
+      gc: config.gc,
+    });
   }
   if (values.results) {
     const { startResultsWorker } = await import('../../../workers/results/results-worker.js');
     const consumer = values.consumer as string | undefined;
-    const results = await startResultsWorker({ settings, queue: queueConfig, redisUrl, ...(consumer ? { consumer } : {}), signal: stop.signal, onEvent: say });
+    const results = await startResultsWorker({
+      settings,
+      queue: queueConfig,
+      redisUrl,
+      ...(consumer ? { consumer } : {}),
+      signal: stop.signal,
+      onEvent: say,
+    });
     tasks.push(results.done);
   }
 
@@ -126,7 +184,11 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
         pool?.cancelAll(`worker shutting down (second ${name})`);
         return;
       }
-      say('stopping', { signal: name, active: pool?.active() ?? [], grace_ms: Number.isFinite(graceMs) ? graceMs : 'wait' });
+      say('stopping', {
+        signal: name,
+        active: pool?.active() ?? [],
+        grace_ms: Number.isFinite(graceMs) ? graceMs : 'wait',
+      });
       stop.abort();
       void Promise.allSettled([pool?.shutdown(name, graceMs), ...tasks]).then(() => resolve());
     };
@@ -140,4 +202,3 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
   say('stopped', {});
   return EXIT.ok;
 }
-

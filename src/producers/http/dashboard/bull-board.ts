@@ -24,12 +24,22 @@ interface JobSummary {
 }
 
 /** The label shown for a job: its outcome as our receipts say it, then the operation id. */
-export function boardJobName(job: { name?: string; returnvalue?: unknown; finishedOn?: number | null; failedReason?: string }): string {
+export function boardJobName(job: {
+  name?: string;
+  returnvalue?: unknown;
+  finishedOn?: number | null;
+  failedReason?: string;
+}): string {
   const name = job.name ?? '';
   const r = (job.returnvalue ?? null) as JobSummary | null;
   if (!r || typeof r !== 'object') return job.failedReason ? `ERROR · ${name}` : name;
   const status = r.status ?? null;
-  const word = r.outcome === 'finished' ? (status === 'completed' ? (r.verdict ?? 'completed') : (status ?? 'finished')) : (r.outcome ?? 'done');
+  const word =
+    r.outcome === 'finished'
+      ? status === 'completed'
+        ? (r.verdict ?? 'completed')
+        : (status ?? 'finished')
+      : (r.outcome ?? 'done');
   return `${word.toUpperCase()} · ${r.operation_id ?? name}`;
 }
 
@@ -39,12 +49,19 @@ export async function mountBullBoard(app: FastifyInstance, client: QueueClient):
   const adapters = async () =>
     Promise.all(
       (await runtimeIds(client)).map(async (runtime) => {
-        const adapter = new BullMQAdapter(await client.queue(runtime), { readOnlyMode: true, displayName: `runtime ${runtime}` });
+        const adapter = new BullMQAdapter(await client.queue(runtime), {
+          readOnlyMode: true,
+          displayName: `runtime ${runtime}`,
+        });
         adapter.setFormatter('name', boardJobName);
         return adapter;
       }),
     );
-  const board = createBullBoard({ queues: await adapters(), serverAdapter, options: { uiConfig: { boardTitle: 'uh queues' } } });
+  const board = createBullBoard({
+    queues: await adapters(),
+    serverAdapter,
+    options: { uiConfig: { boardTitle: 'uh queues' } },
+  });
   let refreshed = Date.now();
   app.addHook('onRequest', async (req) => {
     if (!req.url.startsWith(BOARD_PATH) || Date.now() - refreshed < REFRESH_MS) return;
@@ -53,7 +70,12 @@ export async function mountBullBoard(app: FastifyInstance, client: QueueClient):
   });
   // The board's page asks Google Fonts for its typeface; the dashboard loads with no network, so drop it (system fonts).
   app.addHook('onSend', async (req, reply, payload) => {
-    if (!req.url.startsWith(BOARD_PATH) || typeof payload !== 'string' || !String(reply.getHeader('content-type') ?? '').startsWith('text/html')) return payload;
+    if (
+      !req.url.startsWith(BOARD_PATH) ||
+      typeof payload !== 'string' ||
+      !String(reply.getHeader('content-type') ?? '').startsWith('text/html')
+    )
+      return payload;
     return payload.replace(/<link[^>]*fonts\.(?:googleapis|gstatic)\.com[^>]*>/g, '');
   });
   await app.register(serverAdapter.registerPlugin(), { prefix: BOARD_PATH });

@@ -14,7 +14,8 @@ import { dashboardScript } from './app-script.js';
 import { DASHBOARD_CSS, DASHBOARD_HTML } from './page.js';
 import { SESSION_SECONDS, sessionValue, setSession } from './session.js';
 
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 const hide = { hide: true } as const;
 const SessionBody = z.strictObject({ token: z.string().min(1).max(1024) });
@@ -22,29 +23,67 @@ const ShellQuery = z.object({ token: z.string().max(1024).optional() });
 
 export function dashboardRoutes(app: FastifyInstance, config: ApiConfig): void {
   const asset = (reply: FastifyReply, type: string, body: string) =>
-    reply.type(type).header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff').header('content-security-policy', CSP).send(body);
+    reply
+      .type(type)
+      .header('cache-control', 'no-cache')
+      .header('x-content-type-options', 'nosniff')
+      .header('content-security-policy', CSP)
+      .send(body);
   const script = dashboardScript();
 
-  app.get('/', { schema: { summary: 'The dashboard (HTML shell; `?token=` once sets the session cookie)', tags: ['dashboard'], querystring: ShellQuery } }, async (req, reply) => {
-    const { token } = req.query as z.infer<typeof ShellQuery>;
-    if (token !== undefined) {
-      if (config.token !== undefined && tokenMatches(token, config.token)) setSession(req, reply, sessionValue(config.token), SESSION_SECONDS);
-      return reply.header('referrer-policy', 'no-referrer').redirect('/', 303);
-    }
-    return asset(reply.header('referrer-policy', 'no-referrer').header('x-frame-options', 'DENY'), 'text/html; charset=utf-8', DASHBOARD_HTML);
-  });
-  app.get('/dashboard/app.js', { schema: hide }, async (_req, reply) => asset(reply, 'text/javascript; charset=utf-8', script));
-  app.get('/dashboard/app.css', { schema: hide }, async (_req, reply) => asset(reply, 'text/css; charset=utf-8', DASHBOARD_CSS));
+  app.get(
+    '/',
+    {
+      schema: {
+        summary: 'The dashboard (HTML shell; `?token=` once sets the session cookie)',
+        tags: ['dashboard'],
+        querystring: ShellQuery,
+      },
+    },
+    async (req, reply) => {
+      const { token } = req.query as z.infer<typeof ShellQuery>;
+      if (token !== undefined) {
+        if (config.token !== undefined && tokenMatches(token, config.token))
+          setSession(req, reply, sessionValue(config.token), SESSION_SECONDS);
+        return reply.header('referrer-policy', 'no-referrer').redirect('/', 303);
+      }
+      return asset(
+        reply.header('referrer-policy', 'no-referrer').header('x-frame-options', 'DENY'),
+        'text/html; charset=utf-8',
+        DASHBOARD_HTML,
+      );
+    },
+  );
+  app.get('/dashboard/app.js', { schema: hide }, async (_req, reply) =>
+    asset(reply, 'text/javascript; charset=utf-8', script),
+  );
+  app.get('/dashboard/app.css', { schema: hide }, async (_req, reply) =>
+    asset(reply, 'text/css; charset=utf-8', DASHBOARD_CSS),
+  );
 
-  app.post('/v1/session', { schema: { summary: 'Dashboard login: 204 with an HttpOnly SameSite=Strict session cookie when the token is right', tags: ['dashboard'], body: SessionBody } }, async (req, reply) => {
-    const { token } = req.body as z.infer<typeof SessionBody>;
-    if (config.token === undefined) return reply.code(204).send();
-    if (!tokenMatches(token, config.token)) return sendError(reply, 401, 'unauthorized', 'wrong token');
-    setSession(req, reply, sessionValue(config.token), SESSION_SECONDS);
-    return reply.code(204).send();
-  });
-  app.delete('/v1/session', { schema: { summary: 'Dashboard logout: clears the session cookie', tags: ['dashboard'] } }, async (req, reply) => {
-    setSession(req, reply, '', 0);
-    return reply.code(204).send();
-  });
+  app.post(
+    '/v1/session',
+    {
+      schema: {
+        summary: 'Dashboard login: 204 with an HttpOnly SameSite=Strict session cookie when the token is right',
+        tags: ['dashboard'],
+        body: SessionBody,
+      },
+    },
+    async (req, reply) => {
+      const { token } = req.body as z.infer<typeof SessionBody>;
+      if (config.token === undefined) return reply.code(204).send();
+      if (!tokenMatches(token, config.token)) return sendError(reply, 401, 'unauthorized', 'wrong token');
+      setSession(req, reply, sessionValue(config.token), SESSION_SECONDS);
+      return reply.code(204).send();
+    },
+  );
+  app.delete(
+    '/v1/session',
+    { schema: { summary: 'Dashboard logout: clears the session cookie', tags: ['dashboard'] } },
+    async (req, reply) => {
+      setSession(req, reply, '', 0);
+      return reply.code(204).send();
+    },
+  );
 }

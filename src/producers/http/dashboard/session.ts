@@ -22,6 +22,8 @@ export function sessionFrom(cookieHeader: string | undefined): string | null {
 
 export function setSession(req: FastifyRequest, reply: FastifyReply, value: string, maxAge: number): void {
   const secure = req.protocol === 'https' ? '; Secure' : '';
-  reply.header('set-cookie', `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${secure}`);
+  reply.header(
+    'set-cookie',
+    `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${secure}`,
+  );
 }
-

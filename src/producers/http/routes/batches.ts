@@ -7,15 +7,35 @@ const BatchParams = z.strictObject({ id: z.string().min(1).max(128).describe('ba
 
 /** Queued batches (`uh batch submit`): the record, its children and the report (docs/batch.md). */
 export function batchRoutes(app: FastifyInstance, ctx: RouteContext): void {
-  app.get('/v1/batches/:id', { schema: { summary: 'A queued batch: record, state, children and the report so far (404 for an unknown id)', tags: ['batches'], params: BatchParams } }, async (req) => {
-    const { id } = req.params as { id: string };
-    return batchView(ctx.client, id, ctx.prices);
-  });
+  app.get(
+    '/v1/batches/:id',
+    {
+      schema: {
+        summary: 'A queued batch: record, state, children and the report so far (404 for an unknown id)',
+        tags: ['batches'],
+        params: BatchParams,
+      },
+    },
+    async (req) => {
+      const { id } = req.params as { id: string };
+      return batchView(ctx.client, id, ctx.prices);
+    },
+  );
 
-  app.get('/v1/batches/:id/report.html', { schema: { summary: 'The batch report as one self-contained HTML page (no network)', tags: ['batches'], params: BatchParams } }, async (req, reply) => {
-    const { id } = req.params as { id: string };
-    const html = await batchReportHtml(ctx.client, id, ctx.prices);
-    // The report carries its own CSP; nothing it shows came from us unescaped.
-    return reply.type('text/html; charset=utf-8').send(html);
-  });
+  app.get(
+    '/v1/batches/:id/report.html',
+    {
+      schema: {
+        summary: 'The batch report as one self-contained HTML page (no network)',
+        tags: ['batches'],
+        params: BatchParams,
+      },
+    },
+    async (req, reply) => {
+      const { id } = req.params as { id: string };
+      const html = await batchReportHtml(ctx.client, id, ctx.prices);
+      // The report carries its own CSP; nothing it shows came from us unescaped.
+      return reply.type('text/html; charset=utf-8').send(html);
+    },
+  );
 }

@@ -12,7 +12,9 @@ import { compareIds, STREAM_ID, type StreamEntry } from '../event-hub.js';
 import { sendError } from '../http-errors.js';
 import { OperationParams } from './operations.js';
 
-const EventsQuery = z.strictObject({ last_event_id: z.string().regex(STREAM_ID).optional().describe('like the Last-Event-ID header') });
+const EventsQuery = z.strictObject({
+  last_event_id: z.string().regex(STREAM_ID).optional().describe('like the Last-Event-ID header'),
+});
 
 function endLine(record: QueueRecord): string {
   const { state, status, verdict, exit_code } = record;
@@ -21,9 +23,11 @@ function endLine(record: QueueRecord): string {
 
 function resumeFrom(req: FastifyRequest): string {
   const header = req.headers['last-event-id'];
-  const given = (typeof header === 'string' ? header : undefined) ?? (req.query as { last_event_id?: string }).last_event_id;
+  const given =
+    (typeof header === 'string' ? header : undefined) ?? (req.query as { last_event_id?: string }).last_event_id;
   if (given === undefined || given === '') return '0-0';
-  if (!STREAM_ID.test(given)) throw invalidInput(`Last-Event-ID: "${given.slice(0, 40)}" is not an event id from this stream`);
+  if (!STREAM_ID.test(given))
+    throw invalidInput(`Last-Event-ID: "${given.slice(0, 40)}" is not an event id from this stream`);
   return given;
 }
 
@@ -53,7 +57,7 @@ async function stream(ctx: RouteContext, reply: FastifyReply, before: QueueRecor
   };
   res.on('close', () => finish(null));
   try {
-    if ((before.state === 'finished' || before.state === 'unknown')) {
+    if (before.state === 'finished' || before.state === 'unknown') {
       for (const entry of await ctx.hub.backlog(id, after)) write(entry);
       return finish(before);
     }
@@ -74,14 +78,34 @@ async function stream(ctx: RouteContext, reply: FastifyReply, before: QueueRecor
 export function eventRoutes(app: FastifyInstance, ctx: RouteContext): void {
   app.get(
     '/v1/operations/:id/events',
-    { schema: { summary: 'Server-sent events of the operation, from the start or after Last-Event-ID, until it settles', tags: ['operations'], params: OperationParams, querystring: EventsQuery } },
+    {
+      schema: {
+        summary: 'Server-sent events of the operation, from the start or after Last-Event-ID, until it settles',
+        tags: ['operations'],
+        params: OperationParams,
+        querystring: EventsQuery,
+      },
+    },
     async (req, reply) => {
       const { id } = req.params as { id: string };
       const record = await operationOr404(ctx, id);
       const after = resumeFrom(req);
-      if (!ctx.hub.reserve()) return sendError(reply, 503, 'too_many_streams', `${ctx.hub.maxClients} event streams are open, the most this server serves`, 'retry later, or raise UH_API_SSE_MAX_CLIENTS');
+      if (!ctx.hub.reserve())
+        return sendError(
+          reply,
+          503,
+          'too_many_streams',
+          `${ctx.hub.maxClients} event streams are open, the most this server serves`,
+          'retry later, or raise UH_API_SSE_MAX_CLIENTS',
+        );
       reply.hijack();
-      reply.raw.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no', ...corsHeaders(reply) });
+      reply.raw.writeHead(200, {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+        'x-accel-buffering': 'no',
+        ...corsHeaders(reply),
+      });
       reply.raw.flushHeaders();
       await stream(ctx, reply, record, after);
     },

@@ -11,9 +11,15 @@ export function missionRoutes(app: FastifyInstance, ctx: RouteContext): void {
     '/v1/missions',
     {
       schema: {
-        summary: 'Submit a uh.mission.v0 (application/json): 201 created, 200 attached to the same contract, 409 another contract under that operation_id',
+        summary:
+          'Submit a uh.mission.v0 (application/json): 201 created, 200 attached to the same contract, 409 another contract under that operation_id',
         tags: ['operations'],
-        querystring: z.strictObject({ runtime: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/).optional() }),
+        querystring: z.strictObject({
+          runtime: z
+            .string()
+            .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/)
+            .optional(),
+        }),
         body: MissionSchema,
       },
     },
@@ -27,7 +33,11 @@ export function missionRoutes(app: FastifyInstance, ctx: RouteContext): void {
       return reply.code(result.kind === 'created' ? 201 : 200).send({
         kind: result.kind,
         operation: publicRecord(result.record),
-        links: { self: `/v1/operations/${id}`, events: `/v1/operations/${id}/events`, receipt: `/v1/operations/${id}/receipt` },
+        links: {
+          self: `/v1/operations/${id}`,
+          events: `/v1/operations/${id}/events`,
+          receipt: `/v1/operations/${id}/receipt`,
+        },
       });
     },
   );

@@ -42,39 +42,83 @@ function listed(record: QueueRecord) {
 }
 
 export function operationRoutes(app: FastifyInstance, ctx: RouteContext): void {
-  app.get('/v1/operations', { schema: { summary: 'Operations newest first, filtered, one page per call (cursor paging)', tags: ['operations'], querystring: ListQuery } }, async (req) => {
-    const page = await listOperations(ctx.client, req.query as z.infer<typeof ListQuery>);
-    return { operations: page.operations.map(listed), next_cursor: page.next_cursor };
-  });
+  app.get(
+    '/v1/operations',
+    {
+      schema: {
+        summary: 'Operations newest first, filtered, one page per call (cursor paging)',
+        tags: ['operations'],
+        querystring: ListQuery,
+      },
+    },
+    async (req) => {
+      const page = await listOperations(ctx.client, req.query as z.infer<typeof ListQuery>);
+      return { operations: page.operations.map(listed), next_cursor: page.next_cursor };
+    },
+  );
 
-  app.get('/v1/operations/:id', { schema: { summary: 'An operation record, its receipt (null until settled) and signature: {state: valid|unsigned|invalid|unknown_key, key_id, reason}', tags: ['operations'], params: OperationParams } }, async (req) => {
-    const { id } = req.params as { id: string };
-    const record = await operationOr404(ctx, id);
-    const receipt = (await ctx.client.store.artifacts(id)).receipt;
-    if (!receipt) return { operation: listed(record), receipt: null, signature: null };
-    // The receipt as stored, and whether its signature verifies: only `valid` may be shown as the outcome.
-    const signature = receiptTrustOfText(receipt, ctx.receiptKeys ?? emptyKeyring());
-    return { operation: listed(record), receipt: parsedOrText(receipt), signature };
-  });
+  app.get(
+    '/v1/operations/:id',
+    {
+      schema: {
+        summary:
+          'An operation record, its receipt (null until settled) and signature: {state: valid|unsigned|invalid|unknown_key, key_id, reason}',
+        tags: ['operations'],
+        params: OperationParams,
+      },
+    },
+    async (req) => {
+      const { id } = req.params as { id: string };
+      const record = await operationOr404(ctx, id);
+      const receipt = (await ctx.client.store.artifacts(id)).receipt;
+      if (!receipt) return { operation: listed(record), receipt: null, signature: null };
+      // The receipt as stored, and whether its signature verifies: only `valid` may be shown as the outcome.
+      const signature = receiptTrustOfText(receipt, ctx.receiptKeys ?? emptyKeyring());
+      return { operation: listed(record), receipt: parsedOrText(receipt), signature };
+    },
+  );
 
   for (const [sub, { name, type }] of Object.entries(ARTIFACT)) {
-    app.get(`/v1/operations/:id/${sub}`, { schema: { summary: `The operation's ${sub} (404 until there is one)`, tags: ['operations'], params: OperationParams } }, async (req, reply) => {
-      const { id } = req.params as { id: string };
-      await operationOr404(ctx, id);
-      const body = (await ctx.client.store.artifacts(id))[name];
-      if (body === undefined) throw new UhError('not_found', `operation ${id} has no ${sub} yet`, { hint: 'wait until it settles: GET /v1/operations/<id>/events' });
-      if (name === 'receipt') {
-        const trust = receiptTrustOfText(body, ctx.receiptKeys ?? emptyKeyring());
-        reply.header('x-uh-signature-state', trust.state).header('x-uh-signature-key-id', trust.key_id ?? '');
-      }
-      return reply.type(type).send(body);
-    });
+    app.get(
+      `/v1/operations/:id/${sub}`,
+      {
+        schema: {
+          summary: `The operation's ${sub} (404 until there is one)`,
+          tags: ['operations'],
+          params: OperationParams,
+        },
+      },
+      async (req, reply) => {
+        const { id } = req.params as { id: string };
+        await operationOr404(ctx, id);
+        const body = (await ctx.client.store.artifacts(id))[name];
+        if (body === undefined)
+          throw new UhError('not_found', `operation ${id} has no ${sub} yet`, {
+            hint: 'wait until it settles: GET /v1/operations/<id>/events',
+          });
+        if (name === 'receipt') {
+          const trust = receiptTrustOfText(body, ctx.receiptKeys ?? emptyKeyring());
+          reply.header('x-uh-signature-state', trust.state).header('x-uh-signature-key-id', trust.key_id ?? '');
+        }
+        return reply.type(type).send(body);
+      },
+    );
   }
 
-  app.post('/v1/operations/:id/cancel', { schema: { summary: 'Cancel: 202 with what happened (cancelled while waiting, cancel sent, already finished)', tags: ['operations'], params: OperationParams } }, async (req, reply) => {
-    const { id } = req.params as { id: string };
-    const record = await operationOr404(ctx, id);
-    const outcome = await cancelOperation(ctx.client, record, 'cancelled through the HTTP API', ctx.receiptKey);
-    return reply.code(202).send({ operation_id: id, outcome });
-  });
+  app.post(
+    '/v1/operations/:id/cancel',
+    {
+      schema: {
+        summary: 'Cancel: 202 with what happened (cancelled while waiting, cancel sent, already finished)',
+        tags: ['operations'],
+        params: OperationParams,
+      },
+    },
+    async (req, reply) => {
+      const { id } = req.params as { id: string };
+      const record = await operationOr404(ctx, id);
+      const outcome = await cancelOperation(ctx.client, record, 'cancelled through the HTTP API', ctx.receiptKey);
+      return reply.code(202).send({ operation_id: id, outcome });
+    },
+  );
 }

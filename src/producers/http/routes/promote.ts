@@ -14,7 +14,10 @@ const PromoteBody = z.strictObject({
     .describe('default uh/<operation_id>'),
   push: z.boolean().default(false),
   /** A remote NAME only: an API caller must not choose where the server pushes with its credentials. */
-  remote: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'a remote name of the repository, not a URL or path').optional(),
+  remote: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'a remote name of the repository, not a URL or path')
+    .optional(),
   allow_unverified: z.boolean().default(false),
 });
 
@@ -22,7 +25,15 @@ const PromoteBody = z.strictObject({
 export function promoteRoutes(app: FastifyInstance, ctx: RouteContext): void {
   app.post(
     '/v1/operations/:id/promote',
-    { schema: { summary: 'Promote a verified operation to a branch (201 created, 200 already promoted; 400 refused by policy; 409 another target; 503 push rejected)', tags: ['operations'], params: OperationParams, body: PromoteBody } },
+    {
+      schema: {
+        summary:
+          'Promote a verified operation to a branch (201 created, 200 already promoted; 400 refused by policy; 409 another target; 503 push rejected)',
+        tags: ['operations'],
+        params: OperationParams,
+        body: PromoteBody,
+      },
+    },
     async (req, reply) => {
       const { id } = req.params as { id: string };
       await operationOr404(ctx, id);

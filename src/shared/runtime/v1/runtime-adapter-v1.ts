@@ -91,7 +91,10 @@ export interface RuntimeAdapterV1<Config = unknown> {
    * copy of the configured one, writable, and the variable points there for the runtime's children;
    * the configured directory is never written. Must list only names the adapter passes in its env.
    */
-  isolation?(config: Config, ctx: { env: Readonly<Record<string, string | undefined>>; logDir: string }): {
+  isolation?(
+    config: Config,
+    ctx: { env: Readonly<Record<string, string | undefined>>; logDir: string },
+  ): {
     writable: string[];
     readable?: string[];
     state?: Record<string, string>;

@@ -1,7 +1,8 @@
 import type { SpawnGroup } from '../../process/spawn-group.js';
 
 /** Why the run's signal was aborted: a cancel (→ `cancelled`) or the mission timeout (→ `failed`, timed_out). */
-export type AbortReasonV1 = { kind: 'cancel'; message: string } | { kind: 'timeout'; message: string; timeoutMs: number };
+export type AbortReasonV1 =
+  { kind: 'cancel'; message: string } | { kind: 'timeout'; message: string; timeoutMs: number };
 
 export function abortReasonOf(signal: AbortSignal): AbortReasonV1 {
   const reason: unknown = signal.reason;

@@ -6,8 +6,14 @@ import type { Outcome, Usage } from '../../contracts/runtime-result.js';
  * `operation_id` and turns these into `uh.event.v0` records.
  */
 export type RuntimeEventV1 =
-  | { type: 'runtime.started'; data: { session_id?: string; thread_id?: string; turn_id?: string; pid?: number; [k: string]: unknown } }
-  | { type: 'runtime.message'; data: { text: string; role?: 'assistant' | 'user'; final?: boolean; [k: string]: unknown } }
+  | {
+      type: 'runtime.started';
+      data: { session_id?: string; thread_id?: string; turn_id?: string; pid?: number; [k: string]: unknown };
+    }
+  | {
+      type: 'runtime.message';
+      data: { text: string; role?: 'assistant' | 'user'; final?: boolean; [k: string]: unknown };
+    }
   | { type: 'runtime.thought'; data: { text: string; [k: string]: unknown } }
   | { type: 'runtime.tool_call'; data: { id?: string; name: string; status?: string; [k: string]: unknown } }
   | { type: 'runtime.permission'; data: { request: unknown; answer: unknown; [k: string]: unknown } }

@@ -26,7 +26,9 @@ export interface AcpAdapterSpec<Config extends AcpCommonSettings> {
 }
 
 /** Build an ACP runtime adapter. Each adapter owns its pool of agent children (one per work dir). */
-export function createAcpAdapter<Config extends AcpCommonSettings>(spec: AcpAdapterSpec<Config>): RuntimeAdapterV1<Config> & { readonly pool: AcpClientPool } {
+export function createAcpAdapter<Config extends AcpCommonSettings>(
+  spec: AcpAdapterSpec<Config>,
+): RuntimeAdapterV1<Config> & { readonly pool: AcpClientPool } {
   const pool = new AcpClientPool();
   return {
     specificationVersion: 'v1',

@@ -19,12 +19,15 @@ export function selectAuthMethod(methods: readonly AuthMethod[], configuredId: s
   const describe = () => methods.map((m) => `${m.id}${isTerminalMethod(m) ? ' (terminal)' : ''}`).join(', ');
   if (configuredId !== undefined) {
     const method = methods.find((m) => m.id === configuredId);
-    if (!method) return { error: `auth method "${configuredId}" is not offered by the agent (offered: ${describe() || 'none'})` };
-    if (isTerminalMethod(method)) return { error: `auth method "${configuredId}" is a terminal method and needs a person at a terminal` };
+    if (!method)
+      return { error: `auth method "${configuredId}" is not offered by the agent (offered: ${describe() || 'none'})` };
+    if (isTerminalMethod(method))
+      return { error: `auth method "${configuredId}" is a terminal method and needs a person at a terminal` };
     return { method };
   }
   if (methods.length === 0) return { none: true };
   const method = methods.find((m) => !isTerminalMethod(m));
-  if (!method) return { error: `the agent offers only terminal auth methods (${describe()}): it is not logged in on this worker` };
+  if (!method)
+    return { error: `the agent offers only terminal auth methods (${describe()}): it is not logged in on this worker` };
   return { method };
 }

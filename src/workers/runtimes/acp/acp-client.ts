@@ -218,7 +218,8 @@ export class AcpClient {
       handlers.onUpdate(parsed.data.update);
       return;
     }
-    if (!this.early.hold(parsed.data.sessionId, parsed.data.update)) this.notice({ kind: 'unrouted', method, sessionId: parsed.data.sessionId });
+    if (!this.early.hold(parsed.data.sessionId, parsed.data.update))
+      this.notice({ kind: 'unrouted', method, sessionId: parsed.data.sessionId });
   }
 
   private async onRequest(method: string, params: unknown, signal: AbortSignal): Promise<unknown> {
@@ -227,7 +228,8 @@ export class AcpClient {
       throw JsonRpcRemoteError.methodNotFound(method);
     }
     const parsed = RequestPermissionRequestSchema.safeParse(params);
-    if (!parsed.success) throw new JsonRpcRemoteError(-32602, `Invalid params: ${parsed.error.issues[0]?.message ?? 'bad request'}`);
+    if (!parsed.success)
+      throw new JsonRpcRemoteError(-32602, `Invalid params: ${parsed.error.issues[0]?.message ?? 'bad request'}`);
     const handlers = this.sessions.get(parsed.data.sessionId);
     if (!handlers) {
       this.notice({ kind: 'unrouted', method, sessionId: parsed.data.sessionId });

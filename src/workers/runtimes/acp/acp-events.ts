@@ -38,18 +38,32 @@ const ASSISTANT_TEXT_CAP = 4 * 1024 * 1024;
 
 /** Translate one update. `replay` marks history being replayed: recorded, never emitted. */
 export function translateSessionUpdate(raw: unknown, state: AcpTranscriptState, replay: boolean): RuntimeEventV1[] {
-  const kind = typeof raw === 'object' && raw !== null ? String((raw as { sessionUpdate?: unknown }).sessionUpdate) : 'unknown';
+  const kind =
+    typeof raw === 'object' && raw !== null ? String((raw as { sessionUpdate?: unknown }).sessionUpdate) : 'unknown';
   const parsed = SessionUpdateSchema.safeParse(raw);
   if (replay) {
     state.replayed += 1;
-    if (parsed.success && (parsed.data.sessionUpdate === 'tool_call' || parsed.data.sessionUpdate === 'tool_call_update')) {
+    if (
+      parsed.success &&
+      (parsed.data.sessionUpdate === 'tool_call' || parsed.data.sessionUpdate === 'tool_call_update')
+    ) {
       state.historicalToolIds.add(parsed.data.toolCallId);
     }
     return [];
   }
   if (!parsed.success) {
     const known = SessionUpdateSchema.options.some((o) => o.shape.sessionUpdate.value === kind);
-    return [{ type: 'runtime.raw', data: { source: 'acp.session_update', kind, reason: known ? `invalid ${kind}: ${parsed.error.issues[0]?.message ?? ''}` : 'unknown session update kind', update: raw } }];
+    return [
+      {
+        type: 'runtime.raw',
+        data: {
+          source: 'acp.session_update',
+          kind,
+          reason: known ? `invalid ${kind}: ${parsed.error.issues[0]?.message ?? ''}` : 'unknown session update kind',
+          update: raw,
+        },
+      },
+    ];
   }
   const update = parsed.data;
   switch (update.sessionUpdate) {
@@ -58,10 +72,21 @@ export function translateSessionUpdate(raw: unknown, state: AcpTranscriptState, 
     case 'user_message_chunk': {
       const text = update.content.type === 'text' ? (update.content.text ?? '') : '';
       if (update.content.type !== 'text') {
-        return [{ type: 'runtime.raw', data: { source: 'acp.session_update', kind: update.sessionUpdate, reason: `non-text content (${update.content.type})`, update: raw } }];
+        return [
+          {
+            type: 'runtime.raw',
+            data: {
+              source: 'acp.session_update',
+              kind: update.sessionUpdate,
+              reason: `non-text content (${update.content.type})`,
+              update: raw,
+            },
+          },
+        ];
       }
       if (update.sessionUpdate === 'agent_thought_chunk') return [{ type: 'runtime.thought', data: { text } }];
-      if (update.sessionUpdate === 'user_message_chunk') return [{ type: 'runtime.message', data: { text, role: 'user' } }];
+      if (update.sessionUpdate === 'user_message_chunk')
+        return [{ type: 'runtime.message', data: { text, role: 'user' } }];
       if (state.assistantText.length < ASSISTANT_TEXT_CAP) state.assistantText += text;
       return [{ type: 'runtime.message', data: { text, role: 'assistant', total_chars: state.assistantText.length } }];
     }
@@ -80,11 +105,32 @@ export function translateSessionUpdate(raw: unknown, state: AcpTranscriptState, 
     case 'plan':
       return [{ type: 'runtime.plan', data: { entries: update.entries } }];
     case 'usage_update':
-      return [{ type: 'runtime.raw', data: { source: 'acp.session_update', kind: 'usage_update', used: update.used, size: update.size, ...(update.cost ? { cost: update.cost } : {}) } }];
+      return [
+        {
+          type: 'runtime.raw',
+          data: {
+            source: 'acp.session_update',
+            kind: 'usage_update',
+            used: update.used,
+            size: update.size,
+            ...(update.cost ? { cost: update.cost } : {}),
+          },
+        },
+      ];
     case 'current_mode_update':
-      return [{ type: 'runtime.raw', data: { source: 'acp.session_update', kind: 'current_mode_update', mode: update.currentModeId } }];
+      return [
+        {
+          type: 'runtime.raw',
+          data: { source: 'acp.session_update', kind: 'current_mode_update', mode: update.currentModeId },
+        },
+      ];
     case 'available_commands_update':
-      return [{ type: 'runtime.raw', data: { source: 'acp.session_update', kind: 'available_commands_update', commands: update.availableCommands } }];
+      return [
+        {
+          type: 'runtime.raw',
+          data: { source: 'acp.session_update', kind: 'available_commands_update', commands: update.availableCommands },
+        },
+      ];
   }
 }
 

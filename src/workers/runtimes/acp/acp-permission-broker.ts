@@ -9,8 +9,19 @@
  * After a cancel every request, pending or new, is answered `cancelled`.
  */
 import type { RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
-import { CANCELLED_ANSWER_WIRE, type RequestPermissionRequest, type RequestPermissionResponse } from './acp-protocol.js';
-import { answerAllows, answerFromReply, decidePermission, permissionAnswer, toolCallPaths, type PermissionPolicy } from './acp-permissions.js';
+import {
+  CANCELLED_ANSWER_WIRE,
+  type RequestPermissionRequest,
+  type RequestPermissionResponse,
+} from './acp-protocol.js';
+import {
+  answerAllows,
+  answerFromReply,
+  decidePermission,
+  permissionAnswer,
+  toolCallPaths,
+  type PermissionPolicy,
+} from './acp-permissions.js';
 
 interface Pending {
   request: RequestPermissionRequest;
@@ -30,12 +41,18 @@ export class AcpPermissionBroker {
   /** Answer one request (never rejects). */
   handle(request: RequestPermissionRequest, signal: AbortSignal): Promise<RequestPermissionResponse> {
     const policy = this.config.permission_policy;
-    if (this.cancelled) return Promise.resolve(this.record(request, CANCELLED_ANSWER_WIRE, 'cancel', 'the run was cancelled'));
+    if (this.cancelled)
+      return Promise.resolve(this.record(request, CANCELLED_ANSWER_WIRE, 'cancel', 'the run was cancelled'));
     if (policy !== 'ask') {
       const decision = decidePermission(policy, request.toolCall, this.workDir);
-      return Promise.resolve(this.record(request, permissionAnswer(request.options, decision.allow), policy, decision.reason));
+      return Promise.resolve(
+        this.record(request, permissionAnswer(request.options, decision.allow), policy, decision.reason),
+      );
     }
-    this.emit({ type: 'runtime.permission', data: { request: this.summary(request), answer: null, pending: true, policy } });
+    this.emit({
+      type: 'runtime.permission',
+      data: { request: this.summary(request), answer: null, pending: true, policy },
+    });
     return new Promise((resolve) => {
       const timer = setTimeout(
         () => entry.settle(permissionAnswer(request.options, false), 'timeout'),
@@ -74,7 +91,12 @@ export class AcpPermissionBroker {
     for (const entry of [...this.pending]) entry.settle(CANCELLED_ANSWER_WIRE, 'cancel');
   }
 
-  private record(request: RequestPermissionRequest, answer: RequestPermissionResponse, decidedBy: string, reason: string): RequestPermissionResponse {
+  private record(
+    request: RequestPermissionRequest,
+    answer: RequestPermissionResponse,
+    decidedBy: string,
+    reason: string,
+  ): RequestPermissionResponse {
     this.emit({
       type: 'runtime.permission',
       data: {

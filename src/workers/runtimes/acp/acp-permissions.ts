@@ -5,7 +5,12 @@
  * when nothing fits (which every ACP agent, Hermes included, reads as a deny).
  */
 import { isAbsolute, relative, resolve } from 'node:path';
-import type { PermissionOption, RequestPermissionRequest, RequestPermissionResponse, ToolCallFields } from './acp-protocol.js';
+import type {
+  PermissionOption,
+  RequestPermissionRequest,
+  RequestPermissionResponse,
+  ToolCallFields,
+} from './acp-protocol.js';
 
 export type PermissionPolicy = 'sandbox' | 'deny' | 'ask';
 
@@ -20,8 +25,25 @@ const PATH_BOUNDED_KINDS = new Set(['read', 'edit', 'delete', 'move', 'search', 
 /** Kinds that change files: they must name at least one path to be allowed. */
 const WRITING_KINDS = new Set(['edit', 'delete', 'move']);
 const PATH_KEYS = new Set([
-  'path', 'file_path', 'filePath', 'filename', 'file', 'target', 'target_file', 'destination', 'dest',
-  'source', 'src', 'cwd', 'dir', 'directory', 'notebook_path', 'old_path', 'new_path', 'paths', 'files',
+  'path',
+  'file_path',
+  'filePath',
+  'filename',
+  'file',
+  'target',
+  'target_file',
+  'destination',
+  'dest',
+  'source',
+  'src',
+  'cwd',
+  'dir',
+  'directory',
+  'notebook_path',
+  'old_path',
+  'new_path',
+  'paths',
+  'files',
 ]);
 
 /** Every path a tool call names (locations and path-like members of rawInput), as absolute paths. */
@@ -47,20 +69,40 @@ export function isInside(path: string, workDir: string): boolean {
 }
 
 /** The `sandbox` and `deny` policies (`ask` is answered by a person through `send`). */
-export function decidePermission(policy: Exclude<PermissionPolicy, 'ask'>, toolCall: ToolCallFields, workDir: string): PermissionDecision {
+export function decidePermission(
+  policy: Exclude<PermissionPolicy, 'ask'>,
+  toolCall: ToolCallFields,
+  workDir: string,
+): PermissionDecision {
   if (policy === 'deny') return { allow: false, reason: 'policy deny: every permission is denied' };
   const kind = toolCall.kind ?? 'other';
-  if (!PATH_BOUNDED_KINDS.has(kind)) return { allow: false, reason: `policy sandbox: tool kind "${kind}" is not bounded by the work dir` };
+  if (!PATH_BOUNDED_KINDS.has(kind))
+    return { allow: false, reason: `policy sandbox: tool kind "${kind}" is not bounded by the work dir` };
   const paths = toolCallPaths(toolCall, workDir);
-  if (paths.length === 0 && WRITING_KINDS.has(kind)) return { allow: false, reason: `policy sandbox: a "${kind}" that names no path` };
+  if (paths.length === 0 && WRITING_KINDS.has(kind))
+    return { allow: false, reason: `policy sandbox: a "${kind}" that names no path` };
   const outside = paths.find((p) => !isInside(p, workDir));
   if (outside !== undefined) return { allow: false, reason: `policy sandbox: ${outside} is outside the work dir` };
-  return { allow: true, reason: paths.length ? `policy sandbox: ${paths.length} path(s) inside the work dir` : `policy sandbox: a "${kind}" naming no path` };
+  return {
+    allow: true,
+    reason: paths.length
+      ? `policy sandbox: ${paths.length} path(s) inside the work dir`
+      : `policy sandbox: a "${kind}" naming no path`,
+  };
 }
 
 const ALLOW_KINDS = ['allow_once', 'allow_always'];
 const REJECT_KINDS = ['reject_once', 'reject_always'];
-const ALLOW_IDS = ['allow_once', 'allow', 'approve', 'proceed_once', 'yes', 'allow_session', 'allow_always', 'proceed_always'];
+const ALLOW_IDS = [
+  'allow_once',
+  'allow',
+  'approve',
+  'proceed_once',
+  'yes',
+  'allow_session',
+  'allow_always',
+  'proceed_always',
+];
 const REJECT_IDS = ['reject_once', 'reject', 'deny', 'no', 'cancel', 'reject_always', 'deny_always'];
 
 /** The option to select for an allow or a deny, by kind first, then by id; null when none fits. */

@@ -99,7 +99,12 @@ export const SessionUpdateSchema = z.discriminatedUnion('sessionUpdate', [
   ToolCallFieldsSchema.extend({ sessionUpdate: z.literal('tool_call') }),
   ToolCallFieldsSchema.extend({ sessionUpdate: z.literal('tool_call_update') }),
   z.looseObject({ sessionUpdate: z.literal('plan'), entries: z.array(z.unknown()) }),
-  z.looseObject({ sessionUpdate: z.literal('usage_update'), used: z.number(), size: z.number(), cost: z.looseObject({ amount: z.number(), currency: z.string() }).nullish() }),
+  z.looseObject({
+    sessionUpdate: z.literal('usage_update'),
+    used: z.number(),
+    size: z.number(),
+    cost: z.looseObject({ amount: z.number(), currency: z.string() }).nullish(),
+  }),
   z.looseObject({ sessionUpdate: z.literal('current_mode_update'), currentModeId: z.string() }),
   z.looseObject({ sessionUpdate: z.literal('available_commands_update'), availableCommands: z.array(z.unknown()) }),
 ]);

@@ -65,7 +65,17 @@ export function newAcpRun(plan: LaunchPlanV1<AcpCommonSettings>, ctx: RuntimeCon
     broker: new AcpPermissionBroker(plan.config, ctx.workDir, emit),
     followUps: [],
     secrets: secretEnvValues({ ...ctx.env, ...plan.config.env }),
-    facts: { client: undefined, sessionId: undefined, stopReason: null, failure: null, turnTimedOut: false, usage: {}, replaying: false, cancelTurn: undefined, finished: false },
+    facts: {
+      client: undefined,
+      sessionId: undefined,
+      stopReason: null,
+      failure: null,
+      turnTimedOut: false,
+      usage: {},
+      replaying: false,
+      cancelTurn: undefined,
+      finished: false,
+    },
   };
 }
 

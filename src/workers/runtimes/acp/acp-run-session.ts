@@ -30,7 +30,14 @@ export interface OpenedSession {
 export async function connect(run: AcpRun): Promise<Connected> {
   const { config, ctx } = run;
   const client = run.spec.pool.acquire(
-    { spawn: ctx.spawn, argv: config.command, cwd: ctx.workDir, env: { ...ctx.env, ...config.env }, stderrFile: join(ctx.logDir, 'runtime.stderr.log'), killGraceMs: config.kill_grace_ms },
+    {
+      spawn: ctx.spawn,
+      argv: config.command,
+      cwd: ctx.workDir,
+      env: { ...ctx.env, ...config.env },
+      stderrFile: join(ctx.logDir, 'runtime.stderr.log'),
+      killGraceMs: config.kill_grace_ms,
+    },
     { argv: config.command, env: config.env },
   );
   run.facts.client = client;
@@ -38,9 +45,12 @@ export async function connect(run: AcpRun): Promise<Connected> {
   try {
     const init = await abortable(client.initialize(config.request_timeout_ms), ctx.signal);
     if (init.protocolVersion !== ACP_PROTOCOL_VERSION) {
-      throw new AcpProtocolError(`the agent speaks ACP protocol version ${init.protocolVersion}; uh speaks ${ACP_PROTOCOL_VERSION}`);
+      throw new AcpProtocolError(
+        `the agent speaks ACP protocol version ${init.protocolVersion}; uh speaks ${ACP_PROTOCOL_VERSION}`,
+      );
     }
-    if (config.auth_mode === 'upfront' && !client.knownSessions.size) await abortable(authenticate(run, client), ctx.signal);
+    if (config.auth_mode === 'upfront' && !client.knownSessions.size)
+      await abortable(authenticate(run, client), ctx.signal);
     return { client, init, unNotice };
   } catch (error) {
     unNotice();
@@ -56,7 +66,12 @@ export async function openSession(run: AcpRun, c: AcpClient, loadSession: boolea
     if (await loadStored(run, c, wanted)) return { id: wanted, resumed: true };
     run.emit(logEvent('warn', `the agent does not know session ${wanted}; starting a new session`));
   } else if (wanted) {
-    run.emit(logEvent('warn', `the agent cannot load sessions (no loadSession capability); starting a new session instead of ${wanted}`));
+    run.emit(
+      logEvent(
+        'warn',
+        `the agent cannot load sessions (no loadSession capability); starting a new session instead of ${wanted}`,
+      ),
+    );
   }
   return { id: await newSessionWithAuth(run, c), resumed: false };
 }
@@ -74,7 +89,13 @@ async function loadStored(run: AcpRun, c: AcpClient, id: string): Promise<boolea
     return loaded;
   } finally {
     run.facts.replaying = false;
-    if (run.transcript.replayed > 0) run.emit(logEvent('info', `session/load replayed ${run.transcript.replayed} history update(s); not treated as new output`));
+    if (run.transcript.replayed > 0)
+      run.emit(
+        logEvent(
+          'info',
+          `session/load replayed ${run.transcript.replayed} history update(s); not treated as new output`,
+        ),
+      );
     if (!loaded) detach();
   }
 }
@@ -85,7 +106,12 @@ async function authenticate(run: AcpRun, c: AcpClient): Promise<boolean> {
   if ('error' in selection) throw new AuthRequiredError(selection.error);
   if ('none' in selection) return false;
   const accepted = await c.authenticate(selection.method.id, run.config.request_timeout_ms);
-  run.emit(logEvent(accepted ? 'info' : 'warn', `authenticate ${selection.method.id}: ${accepted ? 'accepted' : 'not accepted (null result)'}`));
+  run.emit(
+    logEvent(
+      accepted ? 'info' : 'warn',
+      `authenticate ${selection.method.id}: ${accepted ? 'accepted' : 'not accepted (null result)'}`,
+    ),
+  );
   return true;
 }
 
@@ -123,7 +149,8 @@ export function attach(run: AcpRun, c: AcpClient, id: string): () => void {
     onPermission: (request, signal) => {
       const toolCall = mergeToolCall(transcript, request.toolCall);
       // Some agents (Qwen Code) announce a tool only in its permission request: keep its title.
-      if (toolCall.title && !transcript.turnTools.has(toolCall.toolCallId)) transcript.turnTools.set(toolCall.toolCallId, toolCall.title);
+      if (toolCall.title && !transcript.turnTools.has(toolCall.toolCallId))
+        transcript.turnTools.set(toolCall.toolCallId, toolCall.title);
       return run.broker.handle({ ...request, toolCall }, signal);
     },
   });

@@ -20,7 +20,8 @@ export class AuthRequiredError extends Error {
 /** Cap on the `error.data` kept in a failure message. */
 export const ERROR_DATA_CAP = 600;
 /** Key-shaped strings scrubbed from `error.data` even when we do not know the secret itself. */
-const KEY_SHAPES = /\b(sk-[A-Za-z0-9_-]{8,}|AIza[0-9A-Za-z_-]{20,}|gh[pousr]_[A-Za-z0-9]{20,})|(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}/g;
+const KEY_SHAPES =
+  /\b(sk-[A-Za-z0-9_-]{8,}|AIza[0-9A-Za-z_-]{20,}|gh[pousr]_[A-Za-z0-9]{20,})|(Bearer\s+)[A-Za-z0-9._~+/=-]{8,}/g;
 
 /** `error.data` as one bounded line with secrets scrubbed; empty when there is none. */
 export function errorDataText(data: unknown, secrets: readonly string[] = []): string {
@@ -31,7 +32,10 @@ export function errorDataText(data: unknown, secrets: readonly string[] = []): s
   } catch {
     text = String(data);
   }
-  text = redactString(text.replace(/\s+/g, ' ').trim(), secrets).replace(KEY_SHAPES, (_m, key: string | undefined, bearer: string | undefined) => (key ? '[redacted]' : `${bearer ?? ''}[redacted]`));
+  text = redactString(text.replace(/\s+/g, ' ').trim(), secrets).replace(
+    KEY_SHAPES,
+    (_m, key: string | undefined, bearer: string | undefined) => (key ? '[redacted]' : `${bearer ?? ''}[redacted]`),
+  );
   return text.length > ERROR_DATA_CAP ? `${text.slice(0, ERROR_DATA_CAP)}…` : text;
 }
 
@@ -53,7 +57,9 @@ export function toFailure(error: unknown, secrets: readonly string[] = []): AcpF
   }
   if (JsonRpcRemoteError.isInstance(error)) {
     const data = errorDataText(error.data, secrets);
-    const message = data ? `${redactString(error.rpcMessage, secrets)}: ${data}` : redactString(error.rpcMessage, secrets);
+    const message = data
+      ? `${redactString(error.rpcMessage, secrets)}: ${data}`
+      : redactString(error.rpcMessage, secrets);
     if (error.code === ACP_AUTH_REQUIRED_CODE) return { kind: 'auth_required', message };
     return { kind: 'remote', method: error.method ?? 'request', code: error.code, message };
   }
@@ -102,15 +108,41 @@ export function noticeEvent(notice: AcpClientNotice): RuntimeEventV1 {
   switch (notice.kind) {
     case 'diagnostic': {
       const d = notice.diagnostic;
-      if (d.kind === 'oversized') return { type: 'runtime.raw', data: { source: 'acp.stdout', reason: `oversized line (${d.bytes} bytes) rejected`, line: d.head } };
-      if (d.kind === 'handler_error') return { type: 'runtime.log', data: { level: 'warn', message: `handling ${d.method} failed: ${d.message}` } };
-      if (d.kind === 'unmatched_response') return { type: 'runtime.raw', data: { source: 'acp.stdout', reason: 'response to no pending request', line: d.line } };
-      return { type: 'runtime.raw', data: { source: 'acp.stdout', reason: d.kind === 'non_json' ? 'not JSON' : `not a JSON-RPC message: ${d.reason}`, line: d.line } };
+      if (d.kind === 'oversized')
+        return {
+          type: 'runtime.raw',
+          data: { source: 'acp.stdout', reason: `oversized line (${d.bytes} bytes) rejected`, line: d.head },
+        };
+      if (d.kind === 'handler_error')
+        return { type: 'runtime.log', data: { level: 'warn', message: `handling ${d.method} failed: ${d.message}` } };
+      if (d.kind === 'unmatched_response')
+        return {
+          type: 'runtime.raw',
+          data: { source: 'acp.stdout', reason: 'response to no pending request', line: d.line },
+        };
+      return {
+        type: 'runtime.raw',
+        data: {
+          source: 'acp.stdout',
+          reason: d.kind === 'non_json' ? 'not JSON' : `not a JSON-RPC message: ${d.reason}`,
+          line: d.line,
+        },
+      };
     }
     case 'unsupported_request':
-      return { type: 'runtime.raw', data: { source: 'acp.request', method: notice.method, reason: 'unsupported agent request, answered -32601' } };
+      return {
+        type: 'runtime.raw',
+        data: { source: 'acp.request', method: notice.method, reason: 'unsupported agent request, answered -32601' },
+      };
     case 'unrouted':
-      return { type: 'runtime.raw', data: { source: 'acp.notification', method: notice.method, reason: `not for a session of this run (${notice.sessionId ?? 'no session id'})` } };
+      return {
+        type: 'runtime.raw',
+        data: {
+          source: 'acp.notification',
+          method: notice.method,
+          reason: `not for a session of this run (${notice.sessionId ?? 'no session id'})`,
+        },
+      };
   }
 }
 

@@ -16,7 +16,11 @@ import type { Connected, OpenedSession } from './acp-run-session.js';
 export async function announceSession(run: AcpRun, { client, init }: Connected, session: OpenedSession): Promise<void> {
   const { ctx, config } = run;
   run.facts.sessionId = session.id;
-  await ctx.journal.put({ acp_session_id: session.id, acp_agent: init.agentInfo?.name ?? null, acp_resumed: session.resumed });
+  await ctx.journal.put({
+    acp_session_id: session.id,
+    acp_agent: init.agentInfo?.name ?? null,
+    acp_resumed: session.resumed,
+  });
   run.emit({
     type: 'runtime.started',
     data: {
@@ -57,7 +61,12 @@ export async function followTurns(run: AcpRun, c: AcpClient, sessionId: string):
     next = facts.stopReason === 'end_turn' ? run.followUps.shift() : undefined;
   }
   if (run.followUps.length > 0) {
-    run.emit(logEvent('warn', `${run.followUps.length} follow-up message(s) not sent: the turn ended ${facts.stopReason ?? 'early'}`));
+    run.emit(
+      logEvent(
+        'warn',
+        `${run.followUps.length} follow-up message(s) not sent: the turn ended ${facts.stopReason ?? 'early'}`,
+      ),
+    );
   }
 }
 
@@ -71,7 +80,9 @@ export async function sendPrompt(run: AcpRun, c: AcpClient, sessionId: string, t
     run.broker.cancelAll();
     c.cancel(sessionId);
     graceTimer = setTimeout(() => {
-      run.emit(logEvent('warn', `the agent did not answer session/cancel within ${config.cancel_grace_ms} ms; killing it`));
+      run.emit(
+        logEvent('warn', `the agent did not answer session/cancel within ${config.cancel_grace_ms} ms; killing it`),
+      );
       c.poison('ignored session/cancel');
       local.abort();
     }, config.cancel_grace_ms);

@@ -13,7 +13,12 @@
  */
 import { join } from 'node:path';
 import { UhError } from '../../../shared/errors.js';
-import { abortReasonOf, type LaunchPlanV1, type RuntimeContextV1, type RuntimeSessionV1 } from '../../../shared/runtime/v1/index.js';
+import {
+  abortReasonOf,
+  type LaunchPlanV1,
+  type RuntimeContextV1,
+  type RuntimeSessionV1,
+} from '../../../shared/runtime/v1/index.js';
 import { extractRuntimeFinalMessageSentinel, resolveFinalMessage } from '../../../shared/sentinel.js';
 import { logEvent, newAcpRun, type AcpRun, type AcpRunSpec } from './acp-run-context.js';
 import { attach, connect, openSession } from './acp-run-session.js';
@@ -24,7 +29,11 @@ import { classifyAcp } from './classify-acp.js';
 
 export type { AcpRunSpec } from './acp-run-context.js';
 
-export function runAcp(plan: LaunchPlanV1<AcpCommonSettings>, ctx: RuntimeContextV1, spec: AcpRunSpec): RuntimeSessionV1 {
+export function runAcp(
+  plan: LaunchPlanV1<AcpCommonSettings>,
+  ctx: RuntimeContextV1,
+  spec: AcpRunSpec,
+): RuntimeSessionV1 {
   const run = newAcpRun(plan, ctx, spec);
   void drive(run);
   return {
@@ -62,7 +71,10 @@ async function converse(run: AcpRun): Promise<void> {
   const connected = await connect(run);
   try {
     const { client, init } = connected;
-    const session = await abortable(openSession(run, client, init.agentCapabilities?.loadSession === true), run.ctx.signal);
+    const session = await abortable(
+      openSession(run, client, init.agentCapabilities?.loadSession === true),
+      run.ctx.signal,
+    );
     const detach = attach(run, client, session.id);
     try {
       await announceSession(run, connected, session);
@@ -83,7 +95,10 @@ async function settle(run: AcpRun): Promise<void> {
   if (facts.client) await run.spec.pool.release(facts.client, config.idle_ms);
   const abort = ctx.signal.aborted ? abortReasonOf(ctx.signal) : null;
   const program = config.command[0] ?? '';
-  const outcome = classifyAcp({ stopReason: facts.stopReason, failure: facts.failure, abort, turnTimedOut: facts.turnTimedOut, program }, run.spec.hints);
+  const outcome = classifyAcp(
+    { stopReason: facts.stopReason, failure: facts.failure, abort, turnTimedOut: facts.turnTimedOut, program },
+    run.spec.hints,
+  );
   const text = run.transcript.assistantText;
   run.emit({
     type: 'runtime.finished',

@@ -18,12 +18,21 @@ import type { AcpHints } from './classify-acp.js';
 /** Upper bound on the handshake during a check, whatever `request_timeout_ms` says. */
 const CHECK_TIMEOUT_MS = 15_000;
 
-export async function checkAcpAgent(config: AcpCommonSettings, ctx: CheckContextV1, hints: AcpHints): Promise<AdapterCheckV1> {
+export async function checkAcpAgent(
+  config: AcpCommonSettings,
+  ctx: CheckContextV1,
+  hints: AcpHints,
+): Promise<AdapterCheckV1> {
   const program = config.command[0] ?? '';
   const env = { ...ctx.env, ...config.env };
   const found = whichProgram(program, env);
   if (found === null) {
-    return { ok: false, summary: `program not found: ${program}`, errors: [`${program} is not on PATH (or not executable)`], hint: hints.install };
+    return {
+      ok: false,
+      summary: `program not found: ${program}`,
+      errors: [`${program} is not on PATH (or not executable)`],
+      hint: hints.install,
+    };
   }
   let scratch: string | undefined;
   let client: AcpClient | undefined;
@@ -41,13 +50,25 @@ export async function checkAcpAgent(config: AcpCommonSettings, ctx: CheckContext
     };
     const summary = `${agent} at ${found} (ACP v${init.protocolVersion}, loadSession ${details.load_session ? 'yes' : 'no'}, auth: ${methods.map((m) => m.id + (isTerminalMethod(m) ? ' (terminal)' : '')).join(', ') || 'none'})`;
     if (init.protocolVersion !== ACP_PROTOCOL_VERSION) {
-      return { ok: false, summary, errors: [`the agent speaks ACP v${init.protocolVersion}; uh speaks v${ACP_PROTOCOL_VERSION}`], details, hint: hints.install };
+      return {
+        ok: false,
+        summary,
+        errors: [`the agent speaks ACP v${init.protocolVersion}; uh speaks v${ACP_PROTOCOL_VERSION}`],
+        details,
+        hint: hints.install,
+      };
     }
     const selection = selectAuthMethod(methods, config.auth_method_id);
     if ('error' in selection && (config.auth_mode === 'upfront' || config.auth_method_id !== undefined)) {
       return { ok: false, summary, errors: [selection.error], details, hint: hints.auth };
     }
-    return { ok: true, summary, errors: [], details, ...(init.agentInfo?.version ? { version: init.agentInfo.version } : {}) };
+    return {
+      ok: true,
+      summary,
+      errors: [],
+      details,
+      ...(init.agentInfo?.version ? { version: init.agentInfo.version } : {}),
+    };
   } catch (error) {
     const failure = toFailure(error);
     const tail = client?.stderrTail().trim().split('\n').slice(-3).join(' | ');
@@ -55,7 +76,10 @@ export async function checkAcpAgent(config: AcpCommonSettings, ctx: CheckContext
       ok: false,
       summary: `${program} did not answer initialize as an ACP agent`,
       errors: [failure.message, ...(tail ? [`stderr: ${tail}`] : [])],
-      hint: failure.kind === 'spawn' ? hints.install : `check that ${config.command.join(' ')} starts an ACP agent on stdio`,
+      hint:
+        failure.kind === 'spawn'
+          ? hints.install
+          : `check that ${config.command.join(' ')} starts an ACP agent on stdio`,
     };
   } finally {
     await client?.close();

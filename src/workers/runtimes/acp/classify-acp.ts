@@ -11,7 +11,11 @@
  */
 import { basename } from 'node:path';
 import type { Outcome } from '../../../shared/contracts/runtime-result.js';
-import { matchProviderError, providerErrorHint, type ProviderErrorKind } from '../../../shared/runtime/provider-errors.js';
+import {
+  matchProviderError,
+  providerErrorHint,
+  type ProviderErrorKind,
+} from '../../../shared/runtime/provider-errors.js';
 import type { AbortReasonV1 } from '../../../shared/runtime/v1/runtime-context.js';
 
 export type AcpFailure =
@@ -42,7 +46,12 @@ export interface AcpHints {
 }
 
 /** JSON-RPC codes some agents copy from the provider's HTTP status. */
-const HTTP_CODES: Readonly<Record<number, ProviderErrorKind>> = { 401: 'auth', 403: 'auth', 402: 'quota', 429: 'rate_limit' };
+const HTTP_CODES: Readonly<Record<number, ProviderErrorKind>> = {
+  401: 'auth',
+  403: 'auth',
+  402: 'quota',
+  429: 'rate_limit',
+};
 /** Shapes the shared table does not name: Google's `"status":"UNAUTHENTICATED"`, `Fix external API key`. */
 const ACP_AUTH = /\bunauthenticated\b|permission_denied|fix external api key/i;
 
@@ -62,29 +71,76 @@ const RULES: readonly Rule[] = [
     if (failure?.kind !== 'spawn') return null;
     const missing = failure.code === 'ENOENT';
     const message = missing ? `agent program not found: ${program}` : `cannot start ${program}: ${failure.message}`;
-    return { status: 'blocked', raw: `spawn:${failure.code}`, message, hint: missing ? hints.install : `check the permissions of ${program}`, ...base };
+    return {
+      status: 'blocked',
+      raw: `spawn:${failure.code}`,
+      message,
+      hint: missing ? hints.install : `check the permissions of ${program}`,
+      ...base,
+    };
   },
-  ({ failure }, hints) => (failure?.kind === 'auth_required' ? { status: 'blocked', raw: 'auth_required', message: failure.message, hint: hints.auth, ...base } : null),
-  ({ abort }) => (abort?.kind === 'timeout' ? { status: 'failed', raw: 'timeout', message: abort.message, timed_out: true } : null),
-  ({ abort }) => (abort?.kind === 'cancel' ? { status: 'cancelled', raw: 'cancel', message: abort.message, ...base } : null),
-  ({ turnTimedOut }) => (turnTimedOut ? { status: 'failed', raw: 'turn_timeout', message: 'the prompt turn passed its deadline (turn_timeout_ms)', timed_out: true } : null),
+  ({ failure }, hints) =>
+    failure?.kind === 'auth_required'
+      ? { status: 'blocked', raw: 'auth_required', message: failure.message, hint: hints.auth, ...base }
+      : null,
+  ({ abort }) =>
+    abort?.kind === 'timeout' ? { status: 'failed', raw: 'timeout', message: abort.message, timed_out: true } : null,
+  ({ abort }) =>
+    abort?.kind === 'cancel' ? { status: 'cancelled', raw: 'cancel', message: abort.message, ...base } : null,
+  ({ turnTimedOut }) =>
+    turnTimedOut
+      ? {
+          status: 'failed',
+          raw: 'turn_timeout',
+          message: 'the prompt turn passed its deadline (turn_timeout_ms)',
+          timed_out: true,
+        }
+      : null,
   ({ failure, program }) => {
     if (failure?.kind !== 'remote') return null;
     const kind = providerFailureOf(failure);
     if (!kind) return null;
-    return { status: 'blocked', raw: PROVIDER_RAW[kind], message: `${failure.method} failed: ${failure.message}`, hint: providerErrorHint(kind, basename(program) || 'agent'), ...base };
+    return {
+      status: 'blocked',
+      raw: PROVIDER_RAW[kind],
+      message: `${failure.method} failed: ${failure.message}`,
+      hint: providerErrorHint(kind, basename(program) || 'agent'),
+      ...base,
+    };
   },
   ({ failure }) => {
     if (failure?.kind !== 'exited') return null;
     const raw = failure.signal ? `signal:${failure.signal}` : `exit:${failure.exitCode}`;
-    return { status: 'failed', raw, message: `the agent died mid-run: ${failure.message}`, exit_code: failure.exitCode, signal: failure.signal, ...base };
+    return {
+      status: 'failed',
+      raw,
+      message: `the agent died mid-run: ${failure.message}`,
+      exit_code: failure.exitCode,
+      signal: failure.signal,
+      ...base,
+    };
   },
   ({ failure }) =>
     failure?.kind === 'request_timeout'
-      ? { status: 'failed', raw: `request_timeout:${failure.method}`, message: failure.message, hint: 'the agent did not answer; see runtime.stderr.log', timed_out: true }
+      ? {
+          status: 'failed',
+          raw: `request_timeout:${failure.method}`,
+          message: failure.message,
+          hint: 'the agent did not answer; see runtime.stderr.log',
+          timed_out: true,
+        }
       : null,
-  ({ failure }) => (failure?.kind === 'remote' ? { status: 'failed', raw: `rpc:${failure.code}`, message: `${failure.method} failed: ${failure.message}`, ...base } : null),
-  ({ failure }) => (failure?.kind === 'protocol' ? { status: 'failed', raw: 'protocol', message: failure.message, ...base } : null),
+  ({ failure }) =>
+    failure?.kind === 'remote'
+      ? {
+          status: 'failed',
+          raw: `rpc:${failure.code}`,
+          message: `${failure.method} failed: ${failure.message}`,
+          ...base,
+        }
+      : null,
+  ({ failure }) =>
+    failure?.kind === 'protocol' ? { status: 'failed', raw: 'protocol', message: failure.message, ...base } : null,
 ];
 
 const PROVIDER_RAW: Readonly<Record<ProviderErrorKind, string>> = {
@@ -111,7 +167,13 @@ export function classifyAcp(facts: AcpRunFacts, hints: AcpHints): Outcome {
     if (outcome) return outcome;
   }
   const reason = facts.stopReason;
-  if (reason === null) return { status: 'failed', raw: 'no_stop_reason', message: 'the run ended before the prompt was answered', ...base };
+  if (reason === null)
+    return {
+      status: 'failed',
+      raw: 'no_stop_reason',
+      message: 'the run ended before the prompt was answered',
+      ...base,
+    };
   const known = Object.hasOwn(STOP_REASONS, reason) ? STOP_REASONS[reason] : undefined;
   if (known) return { ...known, raw: `stop:${reason}`, ...base } as Outcome;
   return { status: 'failed', raw: `stop:${reason}`, message: `unknown stop reason "${reason}"`, ...base };

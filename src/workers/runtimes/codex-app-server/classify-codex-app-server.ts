@@ -10,7 +10,11 @@
  */
 import type { Outcome } from '../../../shared/contracts/runtime-result.js';
 import type { AbortReasonV1 } from '../../../shared/runtime/v1/runtime-context.js';
-import { parseRetryAfterMs, providerErrorHint, type ProviderErrorKind } from '../../../shared/runtime/provider-errors.js';
+import {
+  parseRetryAfterMs,
+  providerErrorHint,
+  type ProviderErrorKind,
+} from '../../../shared/runtime/provider-errors.js';
 import type { CodexErrorInfo, TerminalTurnStatus, TurnError } from './codex-app-server-protocol.js';
 
 type Verdict = Pick<Outcome, 'status' | 'message'> & { hint?: string; retry_after_ms?: number };
@@ -65,14 +69,22 @@ export function classifyTurnError(error: TurnError | null): Verdict {
     case 'responseTooManyFailedAttempts':
       return byHttpStatus(code, message, { status: 'failed', message });
     case 'contextWindowExceeded':
-      return { status: 'failed', message, hint: 'the thread is out of context: use mission_thread: new, or a smaller task' };
+      return {
+        status: 'failed',
+        message,
+        hint: 'the thread is out of context: use mission_thread: new, or a smaller task',
+      };
     case 'cyberPolicy':
     case 'bioPolicy':
     case 'misalignmentPolicyViolation':
     case 'inferenceHookDenied':
       return { status: 'failed', message, hint: 'the model refused the request under a usage policy' };
     case 'tooManyDenials':
-      return { status: 'failed', message, hint: 'too many approvals were declined: widen runtime_config.approvals or the sandbox' };
+      return {
+        status: 'failed',
+        message,
+        hint: 'too many approvals were declined: widen runtime_config.approvals or the sandbox',
+      };
     case 'responseStreamDisconnected':
     case 'internalServerError':
     case 'badRequest':
@@ -111,21 +123,37 @@ export function classifyCodexAppServer(input: CodexAppServerClassifyInput): Outc
   }
   if (input.readback) {
     const raw = `readback:${input.readback.status}`;
-    if (input.readback.status === 'completed') return { status: 'completed', raw, message: 'the turn completed (read back)', timed_out: false };
+    if (input.readback.status === 'completed')
+      return { status: 'completed', raw, message: 'the turn completed (read back)', timed_out: false };
     if (input.readback.status === 'interrupted') {
-      if (input.abort?.kind === 'cancel') return { status: 'cancelled', raw, message: input.abort.message, timed_out: false };
-      if (input.abort?.kind === 'timeout') return { status: 'failed', raw, message: input.abort.message, timed_out: true };
-      return { status: 'failed', raw, message: input.failure?.message ?? 'the turn was interrupted (its app server went away)', timed_out: false };
+      if (input.abort?.kind === 'cancel')
+        return { status: 'cancelled', raw, message: input.abort.message, timed_out: false };
+      if (input.abort?.kind === 'timeout')
+        return { status: 'failed', raw, message: input.abort.message, timed_out: true };
+      return {
+        status: 'failed',
+        raw,
+        message: input.failure?.message ?? 'the turn was interrupted (its app server went away)',
+        timed_out: false,
+      };
     }
     const verdict = classifyTurnError(input.readback.error);
     const info = errorInfoKey(input.readback.error?.codexErrorInfo ?? null)[0];
     return { ...verdict, raw: `${raw}:${info}`, timed_out: false };
   }
   if (input.dispatch === 'not_sent') {
-    if (input.abort?.kind === 'cancel') return { status: 'cancelled', raw: 'not_dispatched', message: input.abort.message, timed_out: false };
-    if (input.abort?.kind === 'timeout') return { status: 'failed', raw: 'not_dispatched', message: input.abort.message, timed_out: true };
+    if (input.abort?.kind === 'cancel')
+      return { status: 'cancelled', raw: 'not_dispatched', message: input.abort.message, timed_out: false };
+    if (input.abort?.kind === 'timeout')
+      return { status: 'failed', raw: 'not_dispatched', message: input.abort.message, timed_out: true };
     const f = input.failure ?? { raw: 'not_dispatched', message: 'the turn was never started' };
-    return { status: f.blocked ? 'blocked' : 'failed', raw: f.raw, message: f.message, ...(f.hint ? { hint: f.hint } : {}), timed_out: false };
+    return {
+      status: f.blocked ? 'blocked' : 'failed',
+      raw: f.raw,
+      message: f.message,
+      ...(f.hint ? { hint: f.hint } : {}),
+      timed_out: false,
+    };
   }
   return {
     status: 'failed',

@@ -10,7 +10,12 @@ import { checkCodex } from '../codex-shared/check-codex.js';
 import { codexIsolation, codexSecrets } from '../codex-shared/codex-common-settings.js';
 import { recoverCodexAppServerOperation } from './codex-app-server-recover.js';
 import { runCodexAppServer } from './codex-app-server-run.js';
-import { CodexAppServerSettingsSchema, appServerEnv, buildAppServerArgv, type CodexAppServerSettings } from './codex-app-server-settings.js';
+import {
+  CodexAppServerSettingsSchema,
+  appServerEnv,
+  buildAppServerArgv,
+  type CodexAppServerSettings,
+} from './codex-app-server-settings.js';
 import { clientMessageIdOf } from './codex-app-server-identity.js';
 import { providerEnv } from '../../../shared/runtime/provider-env.js';
 
@@ -32,16 +37,28 @@ export const codexAppServerAdapter: RuntimeAdapterV1<CodexAppServerSettings> = {
 
   async prepare({ config, prompt, workDir, mission }) {
     const secrets = codexAppServerAdapter.secretsOf(config);
-    const hide = (s: string) => secrets.reduce((out, secret) => (secret.length >= 4 ? out.split(secret).join(REDACTED) : out), s);
+    const hide = (s: string) =>
+      secrets.reduce((out, secret) => (secret.length >= 4 ? out.split(secret).join(REDACTED) : out), s);
     return {
       config,
       prompt,
       describe: {
         argv: buildAppServerArgv(config).map(hide),
         transport: 'JSON-RPC over stdio (codex dialect)',
-        thread: config.mission_thread === 'resume' ? `thread/resume of mission ${mission.missionId} if known, else thread/start` : 'thread/start',
-        thread_params: { cwd: workDir, sandbox: config.sandbox, approvalPolicy: config.approval_policy, ...(config.model ? { model: config.model } : {}) },
-        turn_start: { clientUserMessageId: clientMessageIdOf(mission.operationId), input: `<prompt: ${prompt.length} chars>` },
+        thread:
+          config.mission_thread === 'resume'
+            ? `thread/resume of mission ${mission.missionId} if known, else thread/start`
+            : 'thread/start',
+        thread_params: {
+          cwd: workDir,
+          sandbox: config.sandbox,
+          approvalPolicy: config.approval_policy,
+          ...(config.model ? { model: config.model } : {}),
+        },
+        turn_start: {
+          clientUserMessageId: clientMessageIdOf(mission.operationId),
+          input: `<prompt: ${prompt.length} chars>`,
+        },
         approvals: config.approvals,
         env: Object.keys(config.env),
         ...(config.codex_home ? { codex_home: config.codex_home } : {}),

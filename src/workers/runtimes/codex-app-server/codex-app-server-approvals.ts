@@ -34,7 +34,9 @@ export function pathsIn(command: string): string[] {
 /** The inner commands of a request (`commandActions[].command`), else the command without its `bash -lc` wrapper. */
 function innerCommands(params: { command?: string | null | undefined; commandActions?: unknown }): string[] {
   const actions = Array.isArray(params.commandActions) ? params.commandActions : [];
-  const inner = actions.map((a) => (a as { command?: unknown }).command).filter((c): c is string => typeof c === 'string');
+  const inner = actions
+    .map((a) => (a as { command?: unknown }).command)
+    .filter((c): c is string => typeof c === 'string');
   if (inner.length > 0) return inner;
   const command = params.command ?? '';
   return [command.replace(/^\S*\/(?:ba|z)?sh\s+-l?c\s+/, '')];
@@ -58,8 +60,12 @@ export function decideApproval(
       const cwd = p.data.cwd ?? workDir;
       if (!isInside(workDir, cwd)) return decline(`command cwd ${cwd} is outside the worktree`);
       if (p.data.networkApprovalContext) return decline('asks for network access');
-      const outside = innerCommands(p.data).flatMap(pathsIn).find((path) => path.startsWith('~') || !isInside(workDir, resolve(cwd, path)));
-      return outside ? decline(`command names ${outside}, outside the worktree`) : accept(`command stays inside the worktree (${cwd})`);
+      const outside = innerCommands(p.data)
+        .flatMap(pathsIn)
+        .find((path) => path.startsWith('~') || !isInside(workDir, resolve(cwd, path)));
+      return outside
+        ? decline(`command names ${outside}, outside the worktree`)
+        : accept(`command stays inside the worktree (${cwd})`);
     }
     case 'item/fileChange/requestApproval': {
       const p = FileChangeApprovalParamsSchema.safeParse(params);
@@ -71,11 +77,19 @@ export function decideApproval(
     }
     case 'item/permissions/requestApproval':
       // Extra permissions widen the sandbox beyond the worktree: never granted.
-      return { result: { permissions: {}, scope: 'turn' }, accepted: false, reason: 'extra permissions are never granted' };
+      return {
+        result: { permissions: {}, scope: 'turn' },
+        accepted: false,
+        reason: 'extra permissions are never granted',
+      };
     case 'execCommandApproval':
     case 'applyPatchApproval':
       // Legacy (v1) shapes: declined, whatever the policy.
-      return { result: { decision: { denied: { rejection: 'declined by uh policy' } } }, accepted: false, reason: 'legacy approval request' };
+      return {
+        result: { decision: { denied: { rejection: 'declined by uh policy' } } },
+        accepted: false,
+        reason: 'legacy approval request',
+      };
     default:
       return null;
   }

@@ -14,8 +14,7 @@ import { InitializeResultSchema, TurnsListResultSchema, type Turn } from './code
 import { appServerEnv, buildAppServerArgv, type CodexAppServerSettings } from './codex-app-server-settings.js';
 
 export type AppServerInput =
-  | { kind: 'notification'; method: string; params: unknown }
-  | { kind: 'closed'; message: string };
+  { kind: 'notification'; method: string; params: unknown } | { kind: 'closed'; message: string };
 
 export interface AppServerClient {
   readonly child: JsonRpcChild;
@@ -70,12 +69,17 @@ export async function startAppServer(options: StartAppServerOptions): Promise<Ap
   const call = async <T>(method: string, params: unknown, schema: z.ZodType<T>, timeoutMs?: number): Promise<T> => {
     const result = await child.connection.request(method, params, timeoutMs === undefined ? {} : { timeoutMs });
     const parsed = schema.safeParse(result);
-    if (!parsed.success) throw new Error(`${method}: unexpected answer: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    if (!parsed.success)
+      throw new Error(`${method}: unexpected answer: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     return parsed.data;
   };
 
   try {
-    const init = await call('initialize', { clientInfo: CLIENT_INFO, capabilities: { experimentalApi: false, requestAttestation: false } }, InitializeResultSchema);
+    const init = await call(
+      'initialize',
+      { clientInfo: CLIENT_INFO, capabilities: { experimentalApi: false, requestAttestation: false } },
+      InitializeResultSchema,
+    );
     child.connection.notify('initialized');
     return {
       child,
@@ -97,7 +101,11 @@ export async function startAppServer(options: StartAppServerOptions): Promise<Ap
 }
 
 /** Every turn of a thread, oldest first (pages of `thread/turns/list`, bounded). */
-export async function listAllTurns(client: Pick<AppServerClient, 'call'>, threadId: string, maxPages = 50): Promise<Turn[]> {
+export async function listAllTurns(
+  client: Pick<AppServerClient, 'call'>,
+  threadId: string,
+  maxPages = 50,
+): Promise<Turn[]> {
   const turns: Turn[] = [];
   let cursor: string | null | undefined = null;
   for (let page = 0; page < maxPages; page++) {

@@ -62,14 +62,30 @@ export function addBreakdown(usage: Usage | null, b: TokenBreakdown): Usage {
 }
 
 function raw(method: string, reason: string, params: unknown): RuntimeEventV1[] {
-  return [{ type: 'runtime.raw', data: { source: 'codex-app-server', reason: `${method}: ${reason}`, line: JSON.stringify(params ?? null).slice(0, 500) } }];
+  return [
+    {
+      type: 'runtime.raw',
+      data: {
+        source: 'codex-app-server',
+        reason: `${method}: ${reason}`,
+        line: JSON.stringify(params ?? null).slice(0, 500),
+      },
+    },
+  ];
 }
 
-function toolEvent(item: Record<string, unknown> & { type: string; id: string }, phase: 'started' | 'completed'): RuntimeEventV1[] {
+function toolEvent(
+  item: Record<string, unknown> & { type: string; id: string },
+  phase: 'started' | 'completed',
+): RuntimeEventV1[] {
   const name = TOOL_ITEMS[item.type];
   if (!name) return [];
   const status = typeof item.status === 'string' ? item.status : phase;
-  const data: Extract<RuntimeEventV1, { type: 'runtime.tool_call' }>['data'] = { id: item.id, name, status: phase === 'started' ? 'started' : status };
+  const data: Extract<RuntimeEventV1, { type: 'runtime.tool_call' }>['data'] = {
+    id: item.id,
+    name,
+    status: phase === 'started' ? 'started' : status,
+  };
   if (typeof item.command === 'string') data.command = item.command;
   if (typeof item.exitCode === 'number') data.exit_code = item.exitCode;
   if (item.type === 'fileChange' && Array.isArray(item.changes)) {
@@ -79,7 +95,11 @@ function toolEvent(item: Record<string, unknown> & { type: string; id: string },
 }
 
 /** Translate one notification; mutates `state` (usage, deltas, last error). */
-export function translateAppServerNotification(method: string, params: unknown, state: AppServerTurnState): RuntimeEventV1[] {
+export function translateAppServerNotification(
+  method: string,
+  params: unknown,
+  state: AppServerTurnState,
+): RuntimeEventV1[] {
   const turnOf = (p: unknown) => (p as { turnId?: unknown } | null)?.turnId;
   if (state.turnId !== null && typeof turnOf(params) === 'string' && turnOf(params) !== state.turnId) return [];
   switch (method) {
@@ -88,9 +108,15 @@ export function translateAppServerNotification(method: string, params: unknown, 
     case 'item/reasoning/textDelta': {
       const p = DeltaNotificationSchema.safeParse(params);
       if (!p.success) return raw(method, p.error.issues[0]?.message ?? 'invalid', params);
-      if (method !== 'item/agentMessage/delta') return [{ type: 'runtime.thought', data: { text: p.data.delta, item_id: p.data.itemId } }];
+      if (method !== 'item/agentMessage/delta')
+        return [{ type: 'runtime.thought', data: { text: p.data.delta, item_id: p.data.itemId } }];
       state.deltas.set(p.data.itemId, (state.deltas.get(p.data.itemId) ?? '') + p.data.delta);
-      return [{ type: 'runtime.message', data: { text: p.data.delta, role: 'assistant', item_id: p.data.itemId, delta: true } }];
+      return [
+        {
+          type: 'runtime.message',
+          data: { text: p.data.delta, role: 'assistant', item_id: p.data.itemId, delta: true },
+        },
+      ];
     }
     case 'item/started':
     case 'item/completed': {
@@ -115,7 +141,9 @@ export function translateAppServerNotification(method: string, params: unknown, 
       const p = DiffNotificationSchema.safeParse(params);
       if (!p.success) return raw(method, 'invalid', params);
       state.diffBytes = Buffer.byteLength(p.data.diff);
-      return [{ type: 'runtime.log', data: { level: 'debug', message: 'turn diff updated', diff_bytes: state.diffBytes } }];
+      return [
+        { type: 'runtime.log', data: { level: 'debug', message: 'turn diff updated', diff_bytes: state.diffBytes } },
+      ];
     }
     case 'thread/tokenUsage/updated': {
       const p = TokenUsageNotificationSchema.safeParse(params);
@@ -131,7 +159,12 @@ export function translateAppServerNotification(method: string, params: unknown, 
       return [
         {
           type: 'runtime.log',
-          data: { level: p.data.willRetry ? 'warn' : 'error', message: p.data.error.message, will_retry: p.data.willRetry, codex_error_info: p.data.error.codexErrorInfo ?? null },
+          data: {
+            level: p.data.willRetry ? 'warn' : 'error',
+            message: p.data.error.message,
+            will_retry: p.data.willRetry,
+            codex_error_info: p.data.error.codexErrorInfo ?? null,
+          },
         },
       ];
     }

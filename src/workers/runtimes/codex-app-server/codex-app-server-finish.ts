@@ -54,7 +54,9 @@ export function finishedData(f: FinishFacts): RuntimeFinishedData {
     client_message_id: f.clientMessageId,
     /** `unknown` tells the pipeline the operation state is UNKNOWN (dispatch not provable). */
     dispatch: outcome.raw === 'dispatch:unknown' ? 'unknown' : f.dispatch === 'not_sent' ? 'not_sent' : 'bound',
-    ...(terminal?.error ? { turn_error: { message: terminal.error.message, codex_error_info: terminal.error.codexErrorInfo ?? null } } : {}),
+    ...(terminal?.error
+      ? { turn_error: { message: terminal.error.message, codex_error_info: terminal.error.codexErrorInfo ?? null } }
+      : {}),
     ...(f.extra ?? {}),
   };
 }

@@ -82,7 +82,8 @@ export class IdentityJournal {
   }
 }
 
-export type Adoption = { kind: 'one'; turn: Turn } | { kind: 'none'; reason: string } | { kind: 'several'; turnIds: string[] };
+export type Adoption =
+  { kind: 'one'; turn: Turn } | { kind: 'none'; reason: string } | { kind: 'several'; turnIds: string[] };
 
 /**
  * Which turn of the thread is this operation's. Pure. Candidates: turns NOT in the baseline whose
@@ -92,13 +93,17 @@ export type Adoption = { kind: 'one'; turn: Turn } | { kind: 'none'; reason: str
 export function selectAdoptableTurn(turns: readonly Turn[], record: AppServerJournal): Adoption {
   const baseline = new Set(record.baseline_turn_ids ?? []);
   if (!record.client_message_id) return { kind: 'none', reason: 'the journal has no client message id' };
-  if (record.baseline_turn_ids === undefined) return { kind: 'none', reason: 'the journal has no baseline of turn ids' };
+  if (record.baseline_turn_ids === undefined)
+    return { kind: 'none', reason: 'the journal has no baseline of turn ids' };
   const candidates = turns.filter((t) => !baseline.has(t.id) && clientIdOfTurn(t) === record.client_message_id);
   if (candidates.length > 1) return { kind: 'several', turnIds: candidates.map((t) => t.id) };
   const [only] = candidates;
   if (!only) return { kind: 'none', reason: `no new turn carries client message id ${record.client_message_id}` };
   if (record.turn_id && record.turn_id !== only.id) {
-    return { kind: 'none', reason: `the bound turn ${record.turn_id} is not the turn carrying our client message id (${only.id})` };
+    return {
+      kind: 'none',
+      reason: `the bound turn ${record.turn_id} is not the turn carrying our client message id (${only.id})`,
+    };
   }
   return { kind: 'one', turn: only };
 }

@@ -10,7 +10,10 @@ import { z } from 'zod';
 
 export const MISSION_THREADS_FILE = 'uh-mission-threads.json';
 
-const MapSchema = z.record(z.string(), z.looseObject({ thread_id: z.string(), operation_id: z.string(), at: z.string() }));
+const MapSchema = z.record(
+  z.string(),
+  z.looseObject({ thread_id: z.string(), operation_id: z.string(), at: z.string() }),
+);
 
 function read(path: string): z.infer<typeof MapSchema> {
   try {
@@ -25,7 +28,13 @@ export function missionThreadOf(codexHome: string, missionId: string): string | 
   return read(join(codexHome, MISSION_THREADS_FILE))[missionId]?.thread_id ?? null;
 }
 
-export function rememberMissionThread(codexHome: string, missionId: string, threadId: string, operationId: string, at: Date): void {
+export function rememberMissionThread(
+  codexHome: string,
+  missionId: string,
+  threadId: string,
+  operationId: string,
+  at: Date,
+): void {
   const path = join(codexHome, MISSION_THREADS_FILE);
   const map = read(path);
   map[missionId] = { thread_id: threadId, operation_id: operationId, at: at.toISOString() };

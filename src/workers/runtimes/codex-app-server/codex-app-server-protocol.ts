@@ -59,12 +59,24 @@ export const ThreadSchema = z.looseObject({
 export const InitializeResultSchema = z.looseObject({ userAgent: z.string(), codexHome: z.string().min(1) });
 export const ThreadStartResultSchema = z.looseObject({ thread: ThreadSchema, model: z.string().optional() });
 export const TurnStartResultSchema = z.looseObject({ turn: TurnSchema });
-export const TurnsListResultSchema = z.looseObject({ data: z.array(TurnSchema), nextCursor: z.string().nullable().optional() });
+export const TurnsListResultSchema = z.looseObject({
+  data: z.array(TurnSchema),
+  nextCursor: z.string().nullable().optional(),
+});
 
 // Notifications (params), keyed by method.
 export const TurnNotificationSchema = z.looseObject({ threadId: z.string(), turn: TurnSchema });
-export const ItemNotificationSchema = z.looseObject({ threadId: z.string(), turnId: z.string(), item: ThreadItemSchema });
-export const DeltaNotificationSchema = z.looseObject({ threadId: z.string(), turnId: z.string(), itemId: z.string(), delta: z.string() });
+export const ItemNotificationSchema = z.looseObject({
+  threadId: z.string(),
+  turnId: z.string(),
+  item: ThreadItemSchema,
+});
+export const DeltaNotificationSchema = z.looseObject({
+  threadId: z.string(),
+  turnId: z.string(),
+  itemId: z.string(),
+  delta: z.string(),
+});
 export const ErrorNotificationSchema = z.looseObject({
   error: TurnErrorSchema,
   willRetry: z.boolean(),
@@ -85,7 +97,11 @@ export const TokenUsageNotificationSchema = z.looseObject({
 });
 export type TokenBreakdown = z.infer<typeof TokenBreakdownSchema>;
 export const DiffNotificationSchema = z.looseObject({ threadId: z.string(), turnId: z.string(), diff: z.string() });
-export const PlanNotificationSchema = z.looseObject({ threadId: z.string(), turnId: z.string(), plan: z.array(z.unknown()) });
+export const PlanNotificationSchema = z.looseObject({
+  threadId: z.string(),
+  turnId: z.string(),
+  plan: z.array(z.unknown()),
+});
 
 // Server→client approval requests (params).
 export const CommandApprovalParamsSchema = z.looseObject({

@@ -34,38 +34,64 @@ export async function recoverCodexAppServerOperation(
   } catch (error) {
     return { state: 'unknown', reason: `cannot read the runtime journal: ${errorMessage(error)}` };
   }
-  if (!mayHaveDispatched(record)) return { state: 'not_dispatched', reason: 'the journal shows turn/start was never sent' };
-  const ids = { ...(record.thread_id ? { thread_id: record.thread_id } : {}), ...(record.turn_id ? { turn_id: record.turn_id } : {}) };
-  if (!record.thread_id) return { state: 'unknown', reason: 'turn/start may have been sent but the journal has no thread id', ...ids };
+  if (!mayHaveDispatched(record))
+    return { state: 'not_dispatched', reason: 'the journal shows turn/start was never sent' };
+  const ids = {
+    ...(record.thread_id ? { thread_id: record.thread_id } : {}),
+    ...(record.turn_id ? { turn_id: record.turn_id } : {}),
+  };
+  if (!record.thread_id)
+    return { state: 'unknown', reason: 'turn/start may have been sent but the journal has no thread id', ...ids };
 
   let client;
   try {
-    client = await startAppServer({ config, spawn: io.spawn, env: io.env, cwd: io.workDir ?? io.logDir, logDir: io.logDir, name: 'codex-app-server.recover' });
+    client = await startAppServer({
+      config,
+      spawn: io.spawn,
+      env: io.env,
+      cwd: io.workDir ?? io.logDir,
+      logDir: io.logDir,
+      name: 'codex-app-server.recover',
+    });
   } catch (error) {
     const why = JsonRpcTransportError.isInstance(error) ? error.message : errorMessage(error);
     return { state: 'unknown', reason: `cannot start a fresh app server to read the thread: ${why}`, ...ids };
   }
   try {
     if (record.codex_home && client.codexHome !== record.codex_home) {
-      return { state: 'unknown', reason: `the app server uses CODEX_HOME ${client.codexHome}, the run used ${record.codex_home}`, ...ids };
+      return {
+        state: 'unknown',
+        reason: `the app server uses CODEX_HOME ${client.codexHome}, the run used ${record.codex_home}`,
+        ...ids,
+      };
     }
     const turns = await listAllTurns(client, record.thread_id);
     const adoption = selectAdoptableTurn(turns, record);
     if (adoption.kind === 'several') {
-      return { state: 'unknown', reason: `several new turns carry our client message id: ${adoption.turnIds.join(', ')}`, ...ids };
+      return {
+        state: 'unknown',
+        reason: `several new turns carry our client message id: ${adoption.turnIds.join(', ')}`,
+        ...ids,
+      };
     }
     if (adoption.kind === 'none') return { state: 'unknown', reason: adoption.reason, ...ids };
     const turn = adoption.turn;
     if (!isTerminalStatus(turn.status)) {
       await identity.putIfPossible({ turn_id: turn.id, dispatch: 'bound' });
-      return { state: 'running', reason: `turn ${turn.id} is still in progress`, thread_id: record.thread_id, turn_id: turn.id };
+      return {
+        state: 'running',
+        reason: `turn ${turn.id} is still in progress`,
+        thread_id: record.thread_id,
+        turn_id: turn.id,
+      };
     }
     await identity.putIfPossible({ turn_id: turn.id, dispatch: 'terminal', readback_status: turn.status });
-    const abort = record.interrupt === 'cancel'
-      ? { kind: 'cancel' as const, message: 'cancelled (turn interrupted on request)' }
-      : record.interrupt === 'timeout'
-        ? { kind: 'timeout' as const, message: 'the mission timed out (turn interrupted)', timeoutMs: 0 }
-        : null;
+    const abort =
+      record.interrupt === 'cancel'
+        ? { kind: 'cancel' as const, message: 'cancelled (turn interrupted on request)' }
+        : record.interrupt === 'timeout'
+          ? { kind: 'timeout' as const, message: 'the mission timed out (turn interrupted)', timeoutMs: 0 }
+          : null;
     const finished = finishedData({
       binary: config.binary,
       threadId: record.thread_id,
@@ -76,7 +102,13 @@ export async function recoverCodexAppServerOperation(
       failure: { raw: 'recovered', message: 'the turn was interrupted when its worker or app server went away' },
       readbackBy: 'recover',
     });
-    return { state: 'settled', reason: `adopted turn ${turn.id} (${turn.status})`, finished, thread_id: record.thread_id, turn_id: turn.id };
+    return {
+      state: 'settled',
+      reason: `adopted turn ${turn.id} (${turn.status})`,
+      finished,
+      thread_id: record.thread_id,
+      turn_id: turn.id,
+    };
   } catch (error) {
     return { state: 'unknown', reason: `cannot read thread ${record.thread_id}: ${errorMessage(error)}`, ...ids };
   } finally {

@@ -24,11 +24,25 @@ import { JsonRpcRemoteError, JsonRpcTransportError } from '../../../shared/trans
 import { z } from 'zod';
 import { listAllTurns, startAppServer, type AppServerClient, type AppServerInput } from './codex-app-server-client.js';
 import { decideApproval } from './codex-app-server-approvals.js';
-import { initialTurnState, translateAppServerNotification, type AppServerTurnState } from './codex-app-server-events.js';
+import {
+  initialTurnState,
+  translateAppServerNotification,
+  type AppServerTurnState,
+} from './codex-app-server-events.js';
 import { finishedData, isTerminalStatus, type FinishFacts } from './codex-app-server-finish.js';
-import { IdentityJournal, clientMessageIdOf, mayHaveDispatched, type AppServerJournal } from './codex-app-server-identity.js';
+import {
+  IdentityJournal,
+  clientMessageIdOf,
+  mayHaveDispatched,
+  type AppServerJournal,
+} from './codex-app-server-identity.js';
 import { missionThreadOf, rememberMissionThread } from './codex-app-server-mission-threads.js';
-import { ThreadStartResultSchema, TurnNotificationSchema, TurnStartResultSchema, type Turn } from './codex-app-server-protocol.js';
+import {
+  ThreadStartResultSchema,
+  TurnNotificationSchema,
+  TurnStartResultSchema,
+  type Turn,
+} from './codex-app-server-protocol.js';
 import { recoverCodexAppServerOperation } from './codex-app-server-recover.js';
 import type { CodexAppServerSettings } from './codex-app-server-settings.js';
 
@@ -38,7 +52,9 @@ const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 type FinishedEvent = Extract<RuntimeEventV1, { type: 'runtime.finished' }>;
 /** A state ended the run: this is its one terminal event. */
-interface Stop { stop: FinishedEvent }
+interface Stop {
+  stop: FinishedEvent;
+}
 type Thread = z.infer<typeof ThreadStartResultSchema>['thread'];
 
 /** Everything the states share; `threadId` is set once a thread is open (the error path reads it). */
@@ -64,11 +80,27 @@ const isStop = (x: unknown): x is Stop => typeof x === 'object' && x !== null &&
 const abortNow = (c: RunContext) => (c.rt.signal.aborted ? abortReasonOf(c.rt.signal) : null);
 
 function notSent(c: RunContext, facts: Partial<FinishFacts>): FinishedEvent {
-  return finished(finishedData({ binary: c.config.binary, clientMessageId: c.clientMessageId, threadId: null, turn: null, abort: abortNow(c), dispatch: 'not_sent', ...facts }));
+  return finished(
+    finishedData({
+      binary: c.config.binary,
+      clientMessageId: c.clientMessageId,
+      threadId: null,
+      turn: null,
+      abort: abortNow(c),
+      dispatch: 'not_sent',
+      ...facts,
+    }),
+  );
 }
 
-function finishedFromRecovery(rec: RecoveryV1, binary: string, clientMessageId: string, why: string): RuntimeFinishedData {
-  if (rec.state === 'settled' && rec.finished) return { ...rec.finished, recovery: { state: rec.state, reason: rec.reason } };
+function finishedFromRecovery(
+  rec: RecoveryV1,
+  binary: string,
+  clientMessageId: string,
+  why: string,
+): RuntimeFinishedData {
+  if (rec.state === 'settled' && rec.finished)
+    return { ...rec.finished, recovery: { state: rec.state, reason: rec.reason } };
   return {
     ...finishedData({
       binary,
@@ -85,12 +117,20 @@ function finishedFromRecovery(rec: RecoveryV1, binary: string, clientMessageId: 
 }
 
 /** Read the turn with a fresh app server (read only) and finish from what it finds. */
-async function recoverFinished(c: RunContext, why: string, clientMessageId = c.clientMessageId): Promise<RuntimeFinishedData> {
+async function recoverFinished(
+  c: RunContext,
+  why: string,
+  clientMessageId = c.clientMessageId,
+): Promise<RuntimeFinishedData> {
   const rec = await recoverCodexAppServerOperation(c.rt.journal, c.config, c.io);
   return finishedFromRecovery(rec, c.config.binary, clientMessageId, why);
 }
 
-export async function* runCodexAppServer(config: CodexAppServerSettings, prompt: string, ctx: RuntimeContextV1): AsyncGenerator<RuntimeEventV1> {
+export async function* runCodexAppServer(
+  config: CodexAppServerSettings,
+  prompt: string,
+  ctx: RuntimeContextV1,
+): AsyncGenerator<RuntimeEventV1> {
   const c = await runContext(config, prompt, ctx);
   if (mayHaveDispatched(c.record)) return yield* recoverInsteadOfDispatch(c);
   if (ctx.signal.aborted) return yield notSent(c, {});
@@ -102,7 +142,17 @@ export async function* runCodexAppServer(config: CodexAppServerSettings, prompt:
     if (isStop(baseline)) return yield baseline.stop;
     const turnId = await dispatchTurn(c, client, baseline);
     if (isStop(turnId)) return yield turnId.stop;
-    yield { type: 'runtime.started', data: { thread_id: thread.id, turn_id: turnId, session_id: thread.sessionId ?? thread.id, pid: client.child.pid, client_message_id: c.clientMessageId, thread_origin: thread.origin } };
+    yield {
+      type: 'runtime.started',
+      data: {
+        thread_id: thread.id,
+        turn_id: turnId,
+        session_id: thread.sessionId ?? thread.id,
+        pid: client.child.pid,
+        client_message_id: c.clientMessageId,
+        thread_origin: thread.origin,
+      },
+    };
     const followed = yield* followTurn(c, client, turnId);
     const readback = followed.lostServer === null ? await readBack(c, client, turnId) : null;
     await client.close();
@@ -132,10 +182,27 @@ async function runContext(config: CodexAppServerSettings, prompt: string, rt: Ru
 
 /** recover?: a re-delivered or retried operation; turn/start may already have been sent. Never again. */
 async function* recoverInsteadOfDispatch(c: RunContext): AsyncGenerator<RuntimeEventV1> {
-  yield { type: 'runtime.log', data: { level: 'warn', message: 'turn/start may already have been sent for this operation: recovering, not dispatching' } };
+  yield {
+    type: 'runtime.log',
+    data: {
+      level: 'warn',
+      message: 'turn/start may already have been sent for this operation: recovering, not dispatching',
+    },
+  };
   const rec = await recoverCodexAppServerOperation(c.rt.journal, c.config, c.io);
-  if (rec.thread_id) yield { type: 'runtime.started', data: { thread_id: rec.thread_id, ...(rec.turn_id ? { turn_id: rec.turn_id } : {}), recovered: true } };
-  yield finished(finishedFromRecovery(rec, c.config.binary, c.record.client_message_id ?? c.clientMessageId, 'an earlier attempt may have started the turn'));
+  if (rec.thread_id)
+    yield {
+      type: 'runtime.started',
+      data: { thread_id: rec.thread_id, ...(rec.turn_id ? { turn_id: rec.turn_id } : {}), recovered: true },
+    };
+  yield finished(
+    finishedFromRecovery(
+      rec,
+      c.config.binary,
+      c.record.client_message_id ?? c.clientMessageId,
+      'an earlier attempt may have started the turn',
+    ),
+  );
 }
 
 /** start: spawn and initialize; approval requests are answered by policy and reported. */
@@ -150,7 +217,15 @@ async function startServer(c: RunContext): Promise<AppServerClient | Stop> {
       onRequest: (method, params) => {
         const answer = decideApproval(method, params, rt.workDir, config.approvals);
         if (!answer) throw JsonRpcRemoteError.methodNotFound(method);
-        c.permissions.push({ type: 'runtime.permission', data: { request: { method, params }, answer: answer.result, accepted: answer.accepted, reason: answer.reason } });
+        c.permissions.push({
+          type: 'runtime.permission',
+          data: {
+            request: { method, params },
+            answer: answer.result,
+            accepted: answer.accepted,
+            reason: answer.reason,
+          },
+        });
         return answer.result;
       },
     });
@@ -158,60 +233,123 @@ async function startServer(c: RunContext): Promise<AppServerClient | Stop> {
     if (JsonRpcTransportError.isInstance(error) && error.kind === 'spawn') {
       return { stop: notSent(c, { spawnError: { code: error.details.code ?? 'ENOENT', message: error.message } }) };
     }
-    return { stop: notSent(c, { failure: { raw: 'initialize', message: `codex app-server did not initialize: ${errorMessage(error)}` } }) };
+    return {
+      stop: notSent(c, {
+        failure: { raw: 'initialize', message: `codex app-server did not initialize: ${errorMessage(error)}` },
+      }),
+    };
   }
 }
 
 /** thread: this operation's own (an earlier attempt that never dispatched), else the mission's, else new. */
-async function* openThread(c: RunContext, client: AppServerClient): AsyncGenerator<RuntimeEventV1, Thread & { origin: 'started' | 'resumed' }> {
+async function* openThread(
+  c: RunContext,
+  client: AppServerClient,
+): AsyncGenerator<RuntimeEventV1, Thread & { origin: 'started' | 'resumed' }> {
   const { config, rt } = c;
-  const resumeId = c.record.thread_id ?? (config.mission_thread === 'resume' ? missionThreadOf(client.codexHome, rt.mission.missionId) : null);
-  const threadParams = { cwd: rt.workDir, sandbox: effectiveCodexSandbox(config.sandbox, rt.isolation), approvalPolicy: config.approval_policy, ...(config.model ? { model: config.model } : {}) };
+  const resumeId =
+    c.record.thread_id ??
+    (config.mission_thread === 'resume' ? missionThreadOf(client.codexHome, rt.mission.missionId) : null);
+  const threadParams = {
+    cwd: rt.workDir,
+    sandbox: effectiveCodexSandbox(config.sandbox, rt.isolation),
+    approvalPolicy: config.approval_policy,
+    ...(config.model ? { model: config.model } : {}),
+  };
   let origin: 'started' | 'resumed' = 'started';
   let thread: Thread | null = null;
   if (resumeId) {
     try {
-      thread = (await client.call('thread/resume', { threadId: resumeId, ...threadParams, excludeTurns: true }, ThreadStartResultSchema)).thread;
+      thread = (
+        await client.call(
+          'thread/resume',
+          { threadId: resumeId, ...threadParams, excludeTurns: true },
+          ThreadStartResultSchema,
+        )
+      ).thread;
       origin = 'resumed';
     } catch (error) {
       if (!JsonRpcRemoteError.isInstance(error)) throw error;
-      yield { type: 'runtime.log', data: { level: 'warn', message: `cannot resume thread ${resumeId} (${error.rpcMessage}): starting a new thread` } };
+      yield {
+        type: 'runtime.log',
+        data: {
+          level: 'warn',
+          message: `cannot resume thread ${resumeId} (${error.rpcMessage}): starting a new thread`,
+        },
+      };
     }
   }
-  thread ??= (await client.call('thread/start', { ...threadParams, serviceName: 'uh' }, ThreadStartResultSchema)).thread;
+  thread ??= (await client.call('thread/start', { ...threadParams, serviceName: 'uh' }, ThreadStartResultSchema))
+    .thread;
   c.threadId = thread.id;
   await c.identity.put({ codex_home: client.codexHome, thread_id: thread.id, thread_origin: origin });
   try {
-    rememberMissionThread(client.codexHome, rt.mission.missionId, thread.id, rt.mission.operationId, new Date(rt.now()));
+    rememberMissionThread(
+      client.codexHome,
+      rt.mission.missionId,
+      thread.id,
+      rt.mission.operationId,
+      new Date(rt.now()),
+    );
   } catch (error) {
     // Only follow-ups lose their thread (they start a new one); this run is unaffected.
-    yield { type: 'runtime.log', data: { level: 'warn', message: `cannot record the mission's thread in ${client.codexHome}: ${errorMessage(error)}` } };
+    yield {
+      type: 'runtime.log',
+      data: {
+        level: 'warn',
+        message: `cannot record the mission's thread in ${client.codexHome}: ${errorMessage(error)}`,
+      },
+    };
   }
   return { ...thread, origin };
 }
 
 /** baseline: every turn already in the thread (none in a thread we just started); a busy thread is refused. */
-async function takeBaseline(c: RunContext, client: AppServerClient, thread: Thread & { origin: 'started' | 'resumed' }): Promise<string[] | Stop> {
+async function takeBaseline(
+  c: RunContext,
+  client: AppServerClient,
+  thread: Thread & { origin: 'started' | 'resumed' },
+): Promise<string[] | Stop> {
   const baseline = thread.origin === 'started' ? [] : (await listAllTurns(client, thread.id)).map((t) => t.id);
   await c.identity.put({ baseline_turn_ids: baseline });
   if (thread.status?.type === 'active') {
-    return { stop: notSent(c, { threadId: thread.id, failure: { raw: 'thread_busy', message: `thread ${thread.id} has an active turn; refusing to start another` } }) };
+    return {
+      stop: notSent(c, {
+        threadId: thread.id,
+        failure: { raw: 'thread_busy', message: `thread ${thread.id} has an active turn; refusing to start another` },
+      }),
+    };
   }
   if (c.rt.signal.aborted) return { stop: notSent(c, { threadId: thread.id }) };
   return baseline;
 }
 
 /** dispatch: journal first, then the one turn/start of this operation; returns the bound turn id. */
-async function dispatchTurn(c: RunContext, client: AppServerClient, baseline: readonly string[]): Promise<string | Stop> {
+async function dispatchTurn(
+  c: RunContext,
+  client: AppServerClient,
+  baseline: readonly string[],
+): Promise<string | Stop> {
   const threadId = c.threadId as string;
   await c.identity.put({ client_message_id: c.clientMessageId, dispatch: 'sending' });
   let started: Turn;
   try {
     const input = [{ type: 'text', text: c.prompt, text_elements: [] }];
-    started = (await client.call('turn/start', { threadId, clientUserMessageId: c.clientMessageId, input }, TurnStartResultSchema)).turn;
+    started = (
+      await client.call(
+        'turn/start',
+        { threadId, clientUserMessageId: c.clientMessageId, input },
+        TurnStartResultSchema,
+      )
+    ).turn;
   } catch (error) {
     if (JsonRpcRemoteError.isInstance(error)) {
-      return { stop: notSent(c, { threadId, failure: { raw: `turn/start:${error.code}`, message: `turn/start was refused: ${error.rpcMessage}` } }) };
+      return {
+        stop: notSent(c, {
+          threadId,
+          failure: { raw: `turn/start:${error.code}`, message: `turn/start was refused: ${error.rpcMessage}` },
+        }),
+      };
     }
     // Lost reply: the turn may exist. Read it with a fresh app server; never send again.
     await client.close();
@@ -219,7 +357,19 @@ async function dispatchTurn(c: RunContext, client: AppServerClient, baseline: re
   }
   if (baseline.includes(started.id)) {
     const failure = { raw: 'turn_not_new', message: `turn/start answered an existing turn ${started.id}` };
-    return { stop: finished(finishedData({ binary: c.config.binary, clientMessageId: c.clientMessageId, threadId, turn: null, abort: abortNow(c), dispatch: 'sent', failure })) };
+    return {
+      stop: finished(
+        finishedData({
+          binary: c.config.binary,
+          clientMessageId: c.clientMessageId,
+          threadId,
+          turn: null,
+          abort: abortNow(c),
+          dispatch: 'sent',
+          failure,
+        }),
+      ),
+    };
   }
   c.turnState.turnId = started.id;
   await c.identity.put({ turn_id: started.id, dispatch: 'bound' });
@@ -231,7 +381,11 @@ async function dispatchTurn(c: RunContext, client: AppServerClient, baseline: re
  * interrupt. The server refuses turn/interrupt ("no active turn") until the turn has really
  * started: an abort before `turn/started` is held and sent when it arrives.
  */
-async function* followTurn(c: RunContext, client: AppServerClient, turnId: string): AsyncGenerator<RuntimeEventV1, Followed> {
+async function* followTurn(
+  c: RunContext,
+  client: AppServerClient,
+  turnId: string,
+): AsyncGenerator<RuntimeEventV1, Followed> {
   const { config, rt } = c;
   const aborted = new Promise<'abort'>((resolve) => {
     if (rt.signal.aborted) resolve('abort');
@@ -245,7 +399,10 @@ async function* followTurn(c: RunContext, client: AppServerClient, turnId: strin
     interruptPending = false;
     const answer = await client
       .call('turn/interrupt', { threadId: c.threadId, turnId }, Anything, config.request_timeout_ms)
-      .then(() => 'ok', (e: unknown) => errorMessage(e));
+      .then(
+        () => 'ok',
+        (e: unknown) => errorMessage(e),
+      );
     yield { type: 'runtime.log', data: { level: 'debug', message: `turn/interrupt: ${answer}` } };
     grace = delay(config.interrupt_grace_ms).then(() => 'grace' as const);
   };
@@ -262,7 +419,11 @@ async function* followTurn(c: RunContext, client: AppServerClient, turnId: strin
       else interruptPending = true;
       continue;
     }
-    if (got === 'grace') return { notified: null, lostServer: `turn ${turnId} did not end within ${config.interrupt_grace_ms} ms of turn/interrupt` };
+    if (got === 'grace')
+      return {
+        notified: null,
+        lostServer: `turn ${turnId} did not end within ${config.interrupt_grace_ms} ms of turn/interrupt`,
+      };
     nextInput = client.next();
     if (got.kind === 'closed') return { notified: null, lostServer: `the app server went away: ${got.message}` };
     if (got.method === 'turn/started' || got.method === 'turn/completed') {
@@ -288,23 +449,53 @@ async function readBack(c: RunContext, client: AppServerClient, turnId: string):
 }
 
 /** finished: from the readback (never from the notification alone), or from a fresh server's recovery. */
-async function* settle(c: RunContext, thread: Thread, turnId: string, followed: Followed, readback: Turn | null): AsyncGenerator<RuntimeEventV1, FinishedEvent> {
+async function* settle(
+  c: RunContext,
+  thread: Thread,
+  turnId: string,
+  followed: Followed,
+  readback: Turn | null,
+): AsyncGenerator<RuntimeEventV1, FinishedEvent> {
   const { config } = c;
   const usage = c.turnState.usage;
   if (followed.lostServer !== null) {
-    yield { type: 'runtime.log', data: { level: 'warn', message: `${followed.lostServer}: reading the turn with a fresh app server` } };
+    yield {
+      type: 'runtime.log',
+      data: { level: 'warn', message: `${followed.lostServer}: reading the turn with a fresh app server` },
+    };
     const data = await recoverFinished(c, followed.lostServer);
-    return finished({ ...data, ...(usage ? { usage } : {}), outcome: { ...data.outcome, ...(abortNow(c)?.kind === 'timeout' ? { timed_out: true } : {}) } });
+    return finished({
+      ...data,
+      ...(usage ? { usage } : {}),
+      outcome: { ...data.outcome, ...(abortNow(c)?.kind === 'timeout' ? { timed_out: true } : {}) },
+    });
   }
-  const facts = { binary: config.binary, clientMessageId: c.clientMessageId, threadId: thread.id, sessionId: thread.sessionId ?? thread.id, abort: abortNow(c), usage, readbackBy: 'run' as const };
-  const failed = (raw: string, message: string) => finished({ ...finishedData({ ...facts, turn: null, dispatch: 'bound', failure: { raw, message } }), turn_id: turnId });
+  const facts = {
+    binary: config.binary,
+    clientMessageId: c.clientMessageId,
+    threadId: thread.id,
+    sessionId: thread.sessionId ?? thread.id,
+    abort: abortNow(c),
+    usage,
+    readbackBy: 'run' as const,
+  };
+  const failed = (raw: string, message: string) =>
+    finished({
+      ...finishedData({ ...facts, turn: null, dispatch: 'bound', failure: { raw, message } }),
+      turn_id: turnId,
+    });
   if (!readback || !isTerminalStatus(readback.status)) {
-    const why = readback ? `still ${readback.status} after ${config.readback_timeout_ms} ms` : 'missing from thread/turns/list';
+    const why = readback
+      ? `still ${readback.status} after ${config.readback_timeout_ms} ms`
+      : 'missing from thread/turns/list';
     return failed('readback', `turn ${turnId} is ${why}`);
   }
   const notified = followed.notified;
   if (notified && isTerminalStatus(notified.status) && notified.status !== readback.status) {
-    return failed('readback:mismatch', `turn/completed said ${notified.status} but the readback says ${readback.status}`);
+    return failed(
+      'readback:mismatch',
+      `turn/completed said ${notified.status} but the readback says ${readback.status}`,
+    );
   }
   await c.identity.put({ dispatch: 'terminal', readback_status: readback.status });
   return finished(finishedData({ ...facts, turn: readback, dispatch: 'bound' }));

@@ -47,9 +47,20 @@ export async function checkCodex(
     const version = parseCodexVersion(out);
     if (result.exitCode !== 0 || version === null) {
       const why = result.timedOut ? 'timed out' : `exited ${result.exitCode ?? result.signal}`;
-      return { ok: false, summary: `${binary} --version ${why}`, errors: [out.trim().slice(0, 300) || why], hint: INSTALL_HINT };
+      return {
+        ok: false,
+        summary: `${binary} --version ${why}`,
+        errors: [out.trim().slice(0, 300) || why],
+        hint: INSTALL_HINT,
+      };
     }
-    return { ok: true, summary: `codex ${version} at ${binary}`, version, errors: [], details: { version_output: out.trim() } };
+    return {
+      ok: true,
+      summary: `codex ${version} at ${binary}`,
+      version,
+      errors: [],
+      details: { version_output: out.trim() },
+    };
   } catch (error) {
     return { ok: false, summary: `cannot run ${binary}`, errors: [String(error)], hint: INSTALL_HINT };
   }

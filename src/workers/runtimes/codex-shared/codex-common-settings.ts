@@ -11,7 +11,12 @@ import { SECRET_KEY, secretEnvValues } from '../../../shared/redact.js';
 import { makeDir } from '../../../shared/fs/make-dir.js';
 
 /** A `-c key=value` override value; serialised to TOML by `tomlValue`. */
-const CodexOverrideValue = z.union([z.string(), z.number(), z.boolean(), z.array(z.union([z.string(), z.number(), z.boolean()]))]);
+const CodexOverrideValue = z.union([
+  z.string(),
+  z.number(),
+  z.boolean(),
+  z.array(z.union([z.string(), z.number(), z.boolean()])),
+]);
 
 /** The fields both Codex runtimes' `runtime_config` schemas share (each spreads it into its strict object). */
 export const codexCommonShape = {
@@ -28,7 +33,9 @@ export const codexCommonShape = {
     .record(z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/, 'must be a dotted config key'), CodexOverrideValue)
     .default({}),
   /** Extra environment for the child (provider API keys); values of secret-looking names are secrets. */
-  env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), z.string()).default({}),
+  env: z
+    .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), z.string())
+    .default({}),
   /** After SIGTERM of the child's process group (cancel, timeout), how long before SIGKILL. */
   kill_grace_ms: z.number().int().nonnegative().max(60_000).default(2000),
 };
@@ -59,7 +66,10 @@ export function overrideArgs(config: CodexCommonSettings): string[] {
  * bwrap sandbox execs (`bwrap: execvp codex-linux-sandbox`, every shell call fails on hosts with
  * bubblewrap): the child's TMPDIR then becomes `$CODEX_HOME/tmp`, private to that CODEX_HOME.
  */
-export function codexChildEnv(config: CodexCommonSettings, base: Readonly<Record<string, string | undefined>>): Record<string, string | undefined> {
+export function codexChildEnv(
+  config: CodexCommonSettings,
+  base: Readonly<Record<string, string | undefined>>,
+): Record<string, string | undefined> {
   const env: Record<string, string | undefined> = { ...base, ...config.env };
   if (config.codex_home) env.CODEX_HOME = config.codex_home;
   const home = env.CODEX_HOME; // only an explicit one: the default ~/.codex is left alone
@@ -94,7 +104,11 @@ export function codexHomeOf(config: CodexCommonSettings, env: ChildEnv): string 
 }
 
 /** Under uh's isolation codex needs its CODEX_HOME writable (auth, config, thread rollouts). */
-export function codexIsolation(config: CodexCommonSettings, env: ChildEnv, extra: string[] = []): { writable: string[] } {
+export function codexIsolation(
+  config: CodexCommonSettings,
+  env: ChildEnv,
+  extra: string[] = [],
+): { writable: string[] } {
   const home = codexHomeOf(config, env);
   return { writable: [...(home ? [home] : []), ...extra] };
 }
@@ -107,6 +121,9 @@ export type CodexSandboxMode = 'read-only' | 'workspace-write' | 'danger-full-ac
  * `danger-full-access`: codex's nested bwrap sandbox cannot start there, and ours already is the
  * sandbox. `read-only` is kept as asked.
  */
-export function effectiveCodexSandbox(mode: CodexSandboxMode, isolation: 'bwrap' | 'none' | undefined): CodexSandboxMode {
+export function effectiveCodexSandbox(
+  mode: CodexSandboxMode,
+  isolation: 'bwrap' | 'none' | undefined,
+): CodexSandboxMode {
   return isolation === 'bwrap' && mode === 'workspace-write' ? 'danger-full-access' : mode;
 }

@@ -13,7 +13,12 @@
  *   9. exit 0 with no turn.completed: completed when the -o file has a message, else failed
  */
 import type { Outcome } from '../../../shared/contracts/runtime-result.js';
-import { PROVIDER_ERRORS, parseRetryAfterMs, providerErrorHint, type ProviderErrorKind } from '../../../shared/runtime/provider-errors.js';
+import {
+  PROVIDER_ERRORS,
+  parseRetryAfterMs,
+  providerErrorHint,
+  type ProviderErrorKind,
+} from '../../../shared/runtime/provider-errors.js';
 import { classifyProcessEnd, type ProcessEndFacts } from '../../../shared/runtime/classify-process.js';
 
 export interface CodexRunFacts extends ProcessEndFacts {
@@ -47,12 +52,19 @@ export function classifyCodex(f: CodexRunFacts): Outcome {
   const early = classifyProcessEnd(f, {
     program: f.binary,
     notFound: 'codex binary not found',
-    installHint: 'install codex (scripts/install-real-runtimes.sh or npm i -g @openai/codex) or set runtime_config.binary',
+    installHint:
+      'install codex (scripts/install-real-runtimes.sh or npm i -g @openai/codex) or set runtime_config.binary',
     ...(f.lastError ? { timeoutDetail: ` (last codex error: ${f.lastError})` } : {}),
   });
   if (early) return early;
   if (f.exitCode === 0 && f.turnCompleted && f.turnFailed === null) {
-    return { status: 'completed', raw: 'turn.completed', message: 'codex completed the turn', timed_out: false, ...base };
+    return {
+      status: 'completed',
+      raw: 'turn.completed',
+      message: 'codex completed the turn',
+      timed_out: false,
+      ...base,
+    };
   }
   if (f.gaveUpUnreachable) {
     return {
@@ -81,16 +93,40 @@ export function classifyCodex(f: CodexRunFacts): Outcome {
     };
   }
   if (f.turnFailed !== null) {
-    return { status: 'failed', raw: 'turn.failed', message: `codex turn failed: ${oneLine(f.turnFailed)}`, timed_out: false, ...base };
+    return {
+      status: 'failed',
+      raw: 'turn.failed',
+      message: `codex turn failed: ${oneLine(f.turnFailed)}`,
+      timed_out: false,
+      ...base,
+    };
   }
   if (f.signal !== null) {
-    return { status: 'failed', raw: `signal:${f.signal}`, message: `codex ${f.exitMessage}`, timed_out: false, ...base };
+    return {
+      status: 'failed',
+      raw: `signal:${f.signal}`,
+      message: `codex ${f.exitMessage}`,
+      timed_out: false,
+      ...base,
+    };
   }
   if (f.exitCode !== 0) {
-    return { status: 'failed', raw: `exit:${f.exitCode}`, message: `codex ${f.exitMessage}`, timed_out: false, ...base };
+    return {
+      status: 'failed',
+      raw: `exit:${f.exitCode}`,
+      message: `codex ${f.exitMessage}`,
+      timed_out: false,
+      ...base,
+    };
   }
   if (f.lastMessagePresent) {
-    return { status: 'completed', raw: 'exit:0', message: 'codex exited 0 with a final message', timed_out: false, ...base };
+    return {
+      status: 'completed',
+      raw: 'exit:0',
+      message: 'codex exited 0 with a final message',
+      timed_out: false,
+      ...base,
+    };
   }
   return {
     status: 'failed',

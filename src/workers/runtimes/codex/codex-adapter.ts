@@ -12,7 +12,12 @@ import { extractRuntimeFinalMessageSentinel, resolveFinalMessage } from '../../.
 import { runCliJsonl, type CliJsonlExit } from '../../../shared/transport/cli-jsonl.js';
 import { redactString } from '../../../shared/redact.js';
 import { CodexSettingsSchema, buildCodexArgv, type CodexSettings } from './codex-settings.js';
-import { codexChildEnv, codexIsolation, codexSecrets, effectiveCodexSandbox } from '../codex-shared/codex-common-settings.js';
+import {
+  codexChildEnv,
+  codexIsolation,
+  codexSecrets,
+  effectiveCodexSandbox,
+} from '../codex-shared/codex-common-settings.js';
 import { CodexEventSchema } from './codex-protocol.js';
 import { initialCodexState, translateCodexEvent } from './codex-events.js';
 import { classifyCodex } from './classify-codex.js';
@@ -68,7 +73,12 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
   isolation: (config, { env, logDir }) => codexIsolation(config, env, [join(logDir, LAST_MESSAGE_FILE)]),
 
   async prepare({ config, prompt, workDir }) {
-    const argv = buildCodexArgv(config, workDir, join('<log dir>', LAST_MESSAGE_FILE), `<prompt: ${prompt.length} chars>`);
+    const argv = buildCodexArgv(
+      config,
+      workDir,
+      join('<log dir>', LAST_MESSAGE_FILE),
+      `<prompt: ${prompt.length} chars>`,
+    );
     const secrets = codexAdapter.secretsOf(config);
     return {
       config,
@@ -95,7 +105,12 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
       try {
         for await (const item of runCliJsonl({
           spawn: ctx.spawn,
-          argv: buildCodexArgv({ ...config, sandbox: effectiveCodexSandbox(config.sandbox, ctx.isolation) }, ctx.workDir, lastMessageFile, plan.prompt),
+          argv: buildCodexArgv(
+            { ...config, sandbox: effectiveCodexSandbox(config.sandbox, ctx.isolation) },
+            ctx.workDir,
+            lastMessageFile,
+            plan.prompt,
+          ),
           cwd: ctx.workDir,
           env: codexChildEnv(config, ctx.env),
           schema: CodexEventSchema,
@@ -113,7 +128,10 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
             if (item.value.type === 'thread.started') await ctx.journal.put({ codex_thread_id: item.value.thread_id });
             yield* translateCodexEvent(item.value, state);
           } else if (item.kind === 'malformed') {
-            yield { type: 'runtime.raw', data: { source: 'codex.stdout', reason: item.reason, line: item.line, detail: item.detail } };
+            yield {
+              type: 'runtime.raw',
+              data: { source: 'codex.stdout', reason: item.reason, line: item.line, detail: item.detail },
+            };
           } else exit = item.exit;
         }
       } finally {
@@ -137,7 +155,10 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
         gaveUpUnreachable: watch.gaveUp,
       });
       const native = lastMessage !== null && lastMessage.trim() !== '' ? lastMessage : state.lastAgentMessage;
-      const final = resolveFinalMessage(lastMessage === null ? null : extractRuntimeFinalMessageSentinel(lastMessage), native);
+      const final = resolveFinalMessage(
+        lastMessage === null ? null : extractRuntimeFinalMessageSentinel(lastMessage),
+        native,
+      );
       yield {
         type: 'runtime.finished',
         data: {

@@ -22,12 +22,21 @@ export interface CodexRunState {
 }
 
 export function initialCodexState(pid?: number): CodexRunState {
-  return { threadId: null, usage: null, turnCompleted: false, turnFailed: null, lastError: null, lastAgentMessage: null, pid };
+  return {
+    threadId: null,
+    usage: null,
+    turnCompleted: false,
+    turnFailed: null,
+    lastError: null,
+    lastAgentMessage: null,
+    pid,
+  };
 }
 
 /** Tool output kept in an event (the full output is in the stdout log). */
 const OUTPUT_CAP = 4096;
-const cap = (text: string | undefined) => (text === undefined || text.length <= OUTPUT_CAP ? text : `${text.slice(0, OUTPUT_CAP)}[… truncated by uh]`);
+const cap = (text: string | undefined) =>
+  text === undefined || text.length <= OUTPUT_CAP ? text : `${text.slice(0, OUTPUT_CAP)}[… truncated by uh]`;
 
 /** Codex usage → ours. OpenAI counts cached within input and reasoning within output. */
 export function toUsage(u: CodexUsage): Usage {
@@ -52,7 +61,9 @@ export function translateCodexEvent(event: CodexEvent, state: CodexRunState): Ru
   switch (event.type) {
     case 'thread.started':
       state.threadId = event.thread_id;
-      return [{ type: 'runtime.started', data: { thread_id: event.thread_id, session_id: event.thread_id, pid: state.pid } }];
+      return [
+        { type: 'runtime.started', data: { thread_id: event.thread_id, session_id: event.thread_id, pid: state.pid } },
+      ];
     case 'turn.started':
       return [{ type: 'runtime.log', data: { level: 'debug', message: 'turn started' } }];
     case 'turn.completed': {
@@ -72,11 +83,20 @@ export function translateCodexEvent(event: CodexEvent, state: CodexRunState): Ru
     case 'item.completed':
       return translateItem(event.type, event.item, state);
     case 'unknown':
-      return [{ type: 'runtime.raw', data: { source: 'codex', reason: `unknown event type ${event.event_type}`, event: event.raw } }];
+      return [
+        {
+          type: 'runtime.raw',
+          data: { source: 'codex', reason: `unknown event type ${event.event_type}`, event: event.raw },
+        },
+      ];
   }
 }
 
-function translateItem(phase: 'item.started' | 'item.updated' | 'item.completed', item: CodexItem, state: CodexRunState): RuntimeEventV1[] {
+function translateItem(
+  phase: 'item.started' | 'item.updated' | 'item.completed',
+  item: CodexItem,
+  state: CodexRunState,
+): RuntimeEventV1[] {
   const done = phase === 'item.completed';
   switch (item.type) {
     case 'agent_message':
@@ -104,7 +124,12 @@ function translateItem(phase: 'item.started' | 'item.updated' | 'item.completed'
         },
       ];
     case 'file_change':
-      return [{ type: 'runtime.tool_call', data: { id: item.id, name: 'file_change', status: item.status, changes: item.changes } }];
+      return [
+        {
+          type: 'runtime.tool_call',
+          data: { id: item.id, name: 'file_change', status: item.status, changes: item.changes },
+        },
+      ];
     case 'mcp_tool_call':
       if (phase === 'item.updated') return [];
       return [
@@ -119,11 +144,26 @@ function translateItem(phase: 'item.started' | 'item.updated' | 'item.completed'
         },
       ];
     case 'web_search':
-      return [{ type: 'runtime.tool_call', data: { id: item.id, name: 'web_search', status: done ? 'completed' : 'in_progress', query: item.query } }];
+      return [
+        {
+          type: 'runtime.tool_call',
+          data: { id: item.id, name: 'web_search', status: done ? 'completed' : 'in_progress', query: item.query },
+        },
+      ];
     case 'error':
       // A non-fatal notice: logged, never a failure by itself.
-      return [{ type: 'runtime.log', data: { level: 'warn', message: item.message, source: 'codex.item.error', non_fatal: true } }];
+      return [
+        {
+          type: 'runtime.log',
+          data: { level: 'warn', message: item.message, source: 'codex.item.error', non_fatal: true },
+        },
+      ];
     case 'unknown':
-      return [{ type: 'runtime.raw', data: { source: 'codex', reason: `unknown item type ${item.item_type}`, item: item.raw } }];
+      return [
+        {
+          type: 'runtime.raw',
+          data: { source: 'codex', reason: `unknown item type ${item.item_type}`, item: item.raw },
+        },
+      ];
   }
 }

@@ -72,7 +72,12 @@ const KNOWN_ITEM_TYPES = new Set([
 /** An item type this adapter does not know (newer codex); kept, shown as `runtime.raw`. */
 export const UnknownItem = z
   .looseObject({ ...ItemBase, type: z.string().refine((t) => !KNOWN_ITEM_TYPES.has(t)) })
-  .transform((item) => ({ type: 'unknown' as const, id: item.id, item_type: item.type, raw: item as Record<string, unknown> }));
+  .transform((item) => ({
+    type: 'unknown' as const,
+    id: item.id,
+    item_type: item.type,
+    raw: item as Record<string, unknown>,
+  }));
 
 /**
  * Known items dispatch on `type` (one schema tried, not each in turn: a plain union builds the
@@ -80,7 +85,17 @@ export const UnknownItem = z
  * any other type is an UnknownItem.
  */
 export const CodexItemSchema = z.union([
-  z.discriminatedUnion('type', [AgentMessageItem, ReasoningItem, PlanItem, CommandExecutionItem, FileChangeItem, McpToolCallItem, WebSearchItem, TodoListItem, ErrorItem]),
+  z.discriminatedUnion('type', [
+    AgentMessageItem,
+    ReasoningItem,
+    PlanItem,
+    CommandExecutionItem,
+    FileChangeItem,
+    McpToolCallItem,
+    WebSearchItem,
+    TodoListItem,
+    ErrorItem,
+  ]),
   UnknownItem,
 ]);
 export type CodexItem = z.infer<typeof CodexItemSchema>;
@@ -96,7 +111,10 @@ export type CodexUsage = z.infer<typeof CodexUsageSchema>;
 export const ThreadStarted = z.looseObject({ type: z.literal('thread.started'), thread_id: z.string().min(1) });
 export const TurnStarted = z.looseObject({ type: z.literal('turn.started') });
 export const TurnCompleted = z.looseObject({ type: z.literal('turn.completed'), usage: CodexUsageSchema });
-export const TurnFailed = z.looseObject({ type: z.literal('turn.failed'), error: z.looseObject({ message: z.string() }) });
+export const TurnFailed = z.looseObject({
+  type: z.literal('turn.failed'),
+  error: z.looseObject({ message: z.string() }),
+});
 export const ItemEvent = z.looseObject({
   type: z.enum(['item.started', 'item.updated', 'item.completed']),
   item: CodexItemSchema,
@@ -119,5 +137,8 @@ export const UnknownEvent = z
   .transform((event) => ({ type: 'unknown' as const, event_type: event.type, raw: event as Record<string, unknown> }));
 
 /** One stdout line of `codex exec --json`: known types dispatch on `type`, any other is an UnknownEvent. */
-export const CodexEventSchema = z.union([z.discriminatedUnion('type', [ThreadStarted, TurnStarted, TurnCompleted, TurnFailed, ItemEvent, StreamError]), UnknownEvent]);
+export const CodexEventSchema = z.union([
+  z.discriminatedUnion('type', [ThreadStarted, TurnStarted, TurnCompleted, TurnFailed, ItemEvent, StreamError]),
+  UnknownEvent,
+]);
 export type CodexEvent = z.infer<typeof CodexEventSchema>;

@@ -22,7 +22,12 @@ export type CodexSettings = z.infer<typeof CodexSettingsSchema>;
  * `codex exec --json --output-last-message <file> --cd <dir> --sandbox <mode> --skip-git-repo-check
  * [--ephemeral] [-m model] [-p profile] [-c key=value …] -- <prompt>`.
  */
-export function buildCodexArgv(config: CodexSettings, workDir: string, lastMessageFile: string, prompt: string): string[] {
+export function buildCodexArgv(
+  config: CodexSettings,
+  workDir: string,
+  lastMessageFile: string,
+  prompt: string,
+): string[] {
   const argv = [config.binary, 'exec', '--json', '--output-last-message', lastMessageFile, '--cd', workDir];
   argv.push('--sandbox', config.sandbox, '--skip-git-repo-check');
   if (config.ephemeral) argv.push('--ephemeral');

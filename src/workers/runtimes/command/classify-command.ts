@@ -28,10 +28,22 @@ export function classifyCommand(exit: CommandExit): Outcome {
     };
   }
   if (exit.signal !== null) {
-    return { status: 'failed', raw: `signal:${exit.signal}`, message: `killed by ${exit.signal}`, timed_out: false, ...base };
+    return {
+      status: 'failed',
+      raw: `signal:${exit.signal}`,
+      message: `killed by ${exit.signal}`,
+      timed_out: false,
+      ...base,
+    };
   }
   if (exit.exitCode === 0) {
     return { status: 'completed', raw: 'exit:0', message: 'command exited 0', timed_out: false, ...base };
   }
-  return { status: 'failed', raw: `exit:${exit.exitCode}`, message: `command exited ${exit.exitCode}`, timed_out: false, ...base };
+  return {
+    status: 'failed',
+    raw: `exit:${exit.exitCode}`,
+    message: `command exited ${exit.exitCode}`,
+    timed_out: false,
+    ...base,
+  };
 }

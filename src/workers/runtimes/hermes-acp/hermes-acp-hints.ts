@@ -3,6 +3,7 @@ import type { AcpHints } from '../acp/classify-acp.js';
 
 /** Operator hints for Hermes. */
 export const HERMES_HINTS: AcpHints = {
-  install: 'install Hermes (NousResearch hermes-agent) so "hermes" is on PATH, or set runtime_config.command; check with "uh adapter check hermes-acp"',
+  install:
+    'install Hermes (NousResearch hermes-agent) so "hermes" is on PATH, or set runtime_config.command; check with "uh adapter check hermes-acp"',
   auth: 'run "hermes setup" (or "hermes login") on this worker, or put a provider key in ~/.hermes/.env or runtime_config.env',
 };

@@ -34,12 +34,23 @@ export async function checkHermesProxy(
 ): Promise<AdapterCheckV1> {
   const endpoint = config?.endpoint;
   if (!endpoint) {
-    return { ok: false, summary: 'missing endpoint in runtime_config', errors: ['missing endpoint in runtime_config'], hint: 'set runtime_config.endpoint, e.g. http://127.0.0.1:8645/v1' };
+    return {
+      ok: false,
+      summary: 'missing endpoint in runtime_config',
+      errors: ['missing endpoint in runtime_config'],
+      hint: 'set runtime_config.endpoint, e.g. http://127.0.0.1:8645/v1',
+    };
   }
   const secrets = [config.auth_token, ...Object.values(config.extra_headers ?? {})];
   const fail: CheckRun['fail'] = (summary, hint, details, error) => {
     const clean = redactString(summary, secrets);
-    return { ok: false, summary: clean, errors: [redactString(error ?? summary, secrets)], ...(hint ? { hint } : {}), ...(details ? { details } : {}) };
+    return {
+      ok: false,
+      summary: clean,
+      errors: [redactString(error ?? summary, secrets)],
+      ...(hint ? { hint } : {}),
+      ...(details ? { details } : {}),
+    };
   };
   const run: CheckRun = { config, endpoint, provider: config.provider ?? 'nous', budgetMs, fail };
   const controller = new AbortController();
@@ -51,7 +62,12 @@ export async function checkHermesProxy(
   const onAbort = () => controller.abort();
   ctx.signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    const res = await (ctx.fetch ?? runtimeFetch)(`${endpoint}/models`, { method: 'GET', headers: requestHeaders(config, 'application/json'), signal: controller.signal, redirect: 'manual' });
+    const res = await (ctx.fetch ?? runtimeFetch)(`${endpoint}/models`, {
+      method: 'GET',
+      headers: requestHeaders(config, 'application/json'),
+      signal: controller.signal,
+      redirect: 'manual',
+    });
     const text = await bodyText((res.body ?? []) as AsyncIterable<Uint8Array>, 4 * 1024 * 1024);
     return readAnswer(run, res.status, text);
   } catch (error) {
@@ -66,7 +82,9 @@ export async function checkHermesProxy(
 function readAnswer(run: CheckRun, status: number, text: string): AdapterCheckV1 {
   const { endpoint, fail } = run;
   const envelope = parseErrorEnvelope(text);
-  const verbatim = envelope ? `${envelope.type ?? 'error'}: ${envelope.message}` : text.trim().slice(0, 500) || '(empty body)';
+  const verbatim = envelope
+    ? `${envelope.type ?? 'error'}: ${envelope.message}`
+    : text.trim().slice(0, 500) || '(empty body)';
   if (status === 200) return readModels(run, text);
   if (status === 401 || status === 403) {
     const locked = envelope?.type === 'upstream_auth_failed';
@@ -80,7 +98,11 @@ function readAnswer(run: CheckRun, status: number, text: string): AdapterCheckV1
     );
   }
   if (status === 404) {
-    return fail(`proxy version may not forward /models (HTTP 404: ${verbatim})`, 'check that runtime_config.endpoint includes /v1 and that Hermes is ≥ 0.14', { http_status: status });
+    return fail(
+      `proxy version may not forward /models (HTTP 404: ${verbatim})`,
+      'check that runtime_config.endpoint includes /v1 and that Hermes is ≥ 0.14',
+      { http_status: status },
+    );
   }
   return fail(`proxy at ${endpoint} answered HTTP ${status}: ${verbatim}`, undefined, { http_status: status });
 }
@@ -93,14 +115,19 @@ function readModels(run: CheckRun, text: string): AdapterCheckV1 {
     // reported below
   }
   const list = ModelListSchema.safeParse(json);
-  if (!list.success) return run.fail(`proxy at ${run.endpoint} answered /models with an unexpected body: ${text.slice(0, 200)}`);
+  if (!list.success)
+    return run.fail(`proxy at ${run.endpoint} answered /models with an unexpected body: ${text.slice(0, 200)}`);
   const models = list.data.data.map((m) => m.id);
   const listed = models.includes(run.config.model);
   return {
     ok: true,
     summary: `proxy reachable at ${run.endpoint} (${models.length} models available)`,
     errors: [],
-    ...(listed ? {} : { hint: `model "${run.config.model}" is not in the proxy's list; pick one of: ${models.slice(0, 10).join(', ')}` }),
+    ...(listed
+      ? {}
+      : {
+          hint: `model "${run.config.model}" is not in the proxy's list; pick one of: ${models.slice(0, 10).join(', ')}`,
+        }),
     details: { models, model_listed: listed, state: 'ready' },
   };
 }
@@ -108,7 +135,11 @@ function readModels(run: CheckRun, text: string): AdapterCheckV1 {
 /** No answer: the budget, a cancel, or the network. */
 function readFailure(run: CheckRun, error: unknown, timedOut: boolean, aborted: boolean): AdapterCheckV1 {
   const { endpoint, fail } = run;
-  if (timedOut) return fail(`adapter check timed out after ${run.budgetMs} ms`, `is ${endpoint} the proxy? "hermes proxy status" shows its upstreams`);
+  if (timedOut)
+    return fail(
+      `adapter check timed out after ${run.budgetMs} ms`,
+      `is ${endpoint} the proxy? "hermes proxy status" shows its upstreams`,
+    );
   if (aborted) return fail('adapter check cancelled');
   const unreachable = `endpoint unreachable: ${endpoint} (is "hermes proxy start" running?)`;
   const net = networkErrorOf(error);

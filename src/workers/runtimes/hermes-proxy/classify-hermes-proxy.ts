@@ -53,7 +53,11 @@ interface Facts {
   what: string;
 }
 
-type Row = readonly [name: string, when: (f: Facts) => boolean, outcome: (f: Facts) => Omit<Outcome, 'timed_out' | 'exit_code' | 'signal'> & { timed_out?: boolean }];
+type Row = readonly [
+  name: string,
+  when: (f: Facts) => boolean,
+  outcome: (f: Facts) => Omit<Outcome, 'timed_out' | 'exit_code' | 'signal'> & { timed_out?: boolean },
+];
 
 const envField = (f: Facts, value: string) => f.x.errorEnvelope?.type === value || f.x.errorEnvelope?.code === value;
 
@@ -63,80 +67,172 @@ const envField = (f: Facts, value: string) => f.x.errorEnvelope?.type === value 
  * the spec's status table and the spike's error table; the first row that matches wins.
  */
 const HERMES_PROXY_ROWS: readonly Row[] = [
-  ['timeout', (f) => f.x.abort?.kind === 'timeout', (f) => ({ status: 'failed', raw: 'timeout', message: f.x.abort!.message, timed_out: true })],
-  ['cancel', (f) => f.x.abort?.kind === 'cancel', (f) => ({ status: 'cancelled', raw: 'cancel', message: f.x.abort!.message })],
-  ['request timeout', (f) => f.x.requestTimedOut, (f) => ({
-    status: 'failed',
-    raw: 'request_timeout',
-    message: `request timed out after ${f.x.requestTimeoutMs} ms`,
-    hint: 'raise runtime_config.request_timeout_ms, or check the upstream with "hermes proxy status"',
-    timed_out: true,
-  })],
-  ['proxy not running', (f) => f.x.networkError?.code === 'ECONNREFUSED', (f) => ({
-    status: 'blocked',
-    raw: 'network:ECONNREFUSED',
-    message: `endpoint unreachable: ${f.x.endpoint} (is "hermes proxy start" running?)`,
-    hint: `start the proxy with "hermes proxy start --provider ${f.provider}" or fix runtime_config.endpoint`,
-  })],
-  ['unreachable', (f) => UNREACHABLE_CODES.has(f.x.networkError?.code ?? ''), (f) => ({
-    status: 'blocked', raw: `network:${f.x.networkError!.code}`, message: f.x.networkError!.message, hint: `check that ${f.x.endpoint} is reachable from this worker`,
-  })],
-  ['network error', (f) => f.x.networkError !== null, (f) => ({ status: 'failed', raw: `network:${f.x.networkError!.code ?? 'error'}`, message: f.x.networkError!.message })],
-  ['upstream auth', (f) => {
-    const env = f.x.errorEnvelope;
-    return f.httpError && env !== null && (env.type === 'upstream_auth_failed' || AUTH_MESSAGE.test(env.message) || AUTH_MESSAGE.test(String(env.code ?? '')));
-  }, (f) => ({ status: 'blocked', raw: f.httpRaw, message: `upstream auth failed: ${f.x.errorEnvelope!.message}`, hint: f.reauth })],
-  ['proxy refused', (f) => f.httpError && (f.x.httpStatus === 401 || f.x.httpStatus === 403), (f) => ({
-    status: 'blocked', raw: f.httpRaw, message: `proxy refused the request (${f.what}): ${f.verbatim}`, hint: f.reauth,
-  })],
-  ['rate limited', (f) => f.httpError && (f.x.httpStatus === 429 || envField(f, 'rate_limit_exceeded')), (f) => {
-    const after = f.x.retryAfterMs;
-    return {
+  [
+    'timeout',
+    (f) => f.x.abort?.kind === 'timeout',
+    (f) => ({ status: 'failed', raw: 'timeout', message: f.x.abort!.message, timed_out: true }),
+  ],
+  [
+    'cancel',
+    (f) => f.x.abort?.kind === 'cancel',
+    (f) => ({ status: 'cancelled', raw: 'cancel', message: f.x.abort!.message }),
+  ],
+  [
+    'request timeout',
+    (f) => f.x.requestTimedOut,
+    (f) => ({
+      status: 'failed',
+      raw: 'request_timeout',
+      message: `request timed out after ${f.x.requestTimeoutMs} ms`,
+      hint: 'raise runtime_config.request_timeout_ms, or check the upstream with "hermes proxy status"',
+      timed_out: true,
+    }),
+  ],
+  [
+    'proxy not running',
+    (f) => f.x.networkError?.code === 'ECONNREFUSED',
+    (f) => ({
+      status: 'blocked',
+      raw: 'network:ECONNREFUSED',
+      message: `endpoint unreachable: ${f.x.endpoint} (is "hermes proxy start" running?)`,
+      hint: `start the proxy with "hermes proxy start --provider ${f.provider}" or fix runtime_config.endpoint`,
+    }),
+  ],
+  [
+    'unreachable',
+    (f) => UNREACHABLE_CODES.has(f.x.networkError?.code ?? ''),
+    (f) => ({
+      status: 'blocked',
+      raw: `network:${f.x.networkError!.code}`,
+      message: f.x.networkError!.message,
+      hint: `check that ${f.x.endpoint} is reachable from this worker`,
+    }),
+  ],
+  [
+    'network error',
+    (f) => f.x.networkError !== null,
+    (f) => ({
+      status: 'failed',
+      raw: `network:${f.x.networkError!.code ?? 'error'}`,
+      message: f.x.networkError!.message,
+    }),
+  ],
+  [
+    'upstream auth',
+    (f) => {
+      const env = f.x.errorEnvelope;
+      return (
+        f.httpError &&
+        env !== null &&
+        (env.type === 'upstream_auth_failed' ||
+          AUTH_MESSAGE.test(env.message) ||
+          AUTH_MESSAGE.test(String(env.code ?? '')))
+      );
+    },
+    (f) => ({
       status: 'blocked',
       raw: f.httpRaw,
-      message: `rate limited by the upstream${after !== null ? ` (retry after ${Math.ceil(after / 1000)} s)` : ''}: ${f.verbatim}`,
-      hint: 're-run later; the queue retries after Retry-After when it is known',
-      ...(after !== null ? { retry_after_ms: after } : {}),
-    };
-  }],
-  ['path not forwarded', (f) => f.httpError && envField(f, 'path_not_allowed'), (f) => ({
-    status: 'failed',
-    raw: f.httpRaw,
-    message: `proxy does not forward this path (${f.what}): ${f.x.errorEnvelope!.message}`,
-    hint: `runtime_config.endpoint must be the proxy base including /v1 (e.g. http://127.0.0.1:8645/v1); got ${f.x.endpoint}`,
-  })],
-  ['model not available', (f) => {
-    const env = f.x.errorEnvelope;
-    return f.httpError && f.x.httpStatus === 404 && env !== null && /model/i.test(`${env.message} ${env.type ?? ''} ${env.code ?? ''}`);
-  }, (f) => ({
-    status: 'blocked',
-    raw: f.httpRaw,
-    message: `model "${f.x.model}" not available on this proxy`,
-    hint: 'list the models with "uh adapter check hermes-proxy" and fix runtime_config.model',
-  })],
-  ['other HTTP error', (f) => f.httpError, (f) => ({ status: 'failed', raw: f.httpRaw, message: `${f.what}: ${f.verbatim}` })],
-  ['broken body', (f) => f.x.bodyError !== null, (f) => ({
-    status: 'failed',
-    raw: 'stream_error',
-    message: `the reply broke after ${f.x.contentChars} chars: ${f.x.bodyError}`,
-    ...(f.x.contentChars === 0 ? { hint: 'empty assistant message; check "hermes proxy status" and the upstream' } : {}),
-  })],
-  ['truncated', (f) => !f.x.complete, (f) => ({
-    status: 'failed',
-    raw: 'stream_truncated',
-    message: `the stream ended before [DONE] or a finish_reason, after ${f.x.contentChars} chars`,
-    hint: 'the proxy or upstream closed the stream early; re-run, and check "hermes proxy status"',
-  })],
-  ['empty', (f) => f.x.contentChars === 0, (f) => ({
-    status: 'failed',
-    raw: `empty:${f.x.finishReason ?? 'none'}`,
-    message: `empty assistant message${f.x.finishReason ? ` (finish_reason ${f.x.finishReason})` : ''}`,
-  })],
-  ['completed', () => true, (f) => ({
-    status: 'completed',
-    raw: `http:${f.x.httpStatus ?? 200}`,
-    message: `assistant replied with ${f.x.contentChars} chars${f.x.finishReason ? ` (finish_reason ${f.x.finishReason})` : ''}`,
-  })],
+      message: `upstream auth failed: ${f.x.errorEnvelope!.message}`,
+      hint: f.reauth,
+    }),
+  ],
+  [
+    'proxy refused',
+    (f) => f.httpError && (f.x.httpStatus === 401 || f.x.httpStatus === 403),
+    (f) => ({
+      status: 'blocked',
+      raw: f.httpRaw,
+      message: `proxy refused the request (${f.what}): ${f.verbatim}`,
+      hint: f.reauth,
+    }),
+  ],
+  [
+    'rate limited',
+    (f) => f.httpError && (f.x.httpStatus === 429 || envField(f, 'rate_limit_exceeded')),
+    (f) => {
+      const after = f.x.retryAfterMs;
+      return {
+        status: 'blocked',
+        raw: f.httpRaw,
+        message: `rate limited by the upstream${after !== null ? ` (retry after ${Math.ceil(after / 1000)} s)` : ''}: ${f.verbatim}`,
+        hint: 're-run later; the queue retries after Retry-After when it is known',
+        ...(after !== null ? { retry_after_ms: after } : {}),
+      };
+    },
+  ],
+  [
+    'path not forwarded',
+    (f) => f.httpError && envField(f, 'path_not_allowed'),
+    (f) => ({
+      status: 'failed',
+      raw: f.httpRaw,
+      message: `proxy does not forward this path (${f.what}): ${f.x.errorEnvelope!.message}`,
+      hint: `runtime_config.endpoint must be the proxy base including /v1 (e.g. http://127.0.0.1:8645/v1); got ${f.x.endpoint}`,
+    }),
+  ],
+  [
+    'model not available',
+    (f) => {
+      const env = f.x.errorEnvelope;
+      return (
+        f.httpError &&
+        f.x.httpStatus === 404 &&
+        env !== null &&
+        /model/i.test(`${env.message} ${env.type ?? ''} ${env.code ?? ''}`)
+      );
+    },
+    (f) => ({
+      status: 'blocked',
+      raw: f.httpRaw,
+      message: `model "${f.x.model}" not available on this proxy`,
+      hint: 'list the models with "uh adapter check hermes-proxy" and fix runtime_config.model',
+    }),
+  ],
+  [
+    'other HTTP error',
+    (f) => f.httpError,
+    (f) => ({ status: 'failed', raw: f.httpRaw, message: `${f.what}: ${f.verbatim}` }),
+  ],
+  [
+    'broken body',
+    (f) => f.x.bodyError !== null,
+    (f) => ({
+      status: 'failed',
+      raw: 'stream_error',
+      message: `the reply broke after ${f.x.contentChars} chars: ${f.x.bodyError}`,
+      ...(f.x.contentChars === 0
+        ? { hint: 'empty assistant message; check "hermes proxy status" and the upstream' }
+        : {}),
+    }),
+  ],
+  [
+    'truncated',
+    (f) => !f.x.complete,
+    (f) => ({
+      status: 'failed',
+      raw: 'stream_truncated',
+      message: `the stream ended before [DONE] or a finish_reason, after ${f.x.contentChars} chars`,
+      hint: 'the proxy or upstream closed the stream early; re-run, and check "hermes proxy status"',
+    }),
+  ],
+  [
+    'empty',
+    (f) => f.x.contentChars === 0,
+    (f) => ({
+      status: 'failed',
+      raw: `empty:${f.x.finishReason ?? 'none'}`,
+      message: `empty assistant message${f.x.finishReason ? ` (finish_reason ${f.x.finishReason})` : ''}`,
+    }),
+  ],
+  [
+    'completed',
+    () => true,
+    (f) => ({
+      status: 'completed',
+      raw: `http:${f.x.httpStatus ?? 200}`,
+      message: `assistant replied with ${f.x.contentChars} chars${f.x.finishReason ? ` (finish_reason ${f.x.finishReason})` : ''}`,
+    }),
+  ],
 ];
 
 function factsOf(x: HermesProxyExchange): Facts {

@@ -51,7 +51,10 @@ export const hermesProxyAdapter: RuntimeAdapterV1<HermesProxySettings> = {
     const body = buildRequestBody(config, prompt);
     const url = `${config.endpoint}/chat/completions`;
     const headers = Object.fromEntries(
-      Object.entries(requestHeaders(config)).map(([k, v]) => [k, k === 'authorization' ? `Bearer ${REDACTED}` : k in config.extra_headers ? REDACTED : v]),
+      Object.entries(requestHeaders(config)).map(([k, v]) => [
+        k,
+        k === 'authorization' ? `Bearer ${REDACTED}` : k in config.extra_headers ? REDACTED : v,
+      ]),
     );
     return {
       config,
@@ -65,7 +68,12 @@ export const hermesProxyAdapter: RuntimeAdapterV1<HermesProxySettings> = {
     async function* run(): AsyncGenerator<RuntimeEventV1> {
       yield {
         type: 'runtime.started',
-        data: { endpoint: config.endpoint, url: `${config.endpoint}/chat/completions`, model: config.model, stream: config.stream },
+        data: {
+          endpoint: config.endpoint,
+          url: `${config.endpoint}/chat/completions`,
+          model: config.model,
+          stream: config.stream,
+        },
       };
       const result = yield* runHermesProxyExchange({
         config,
@@ -80,7 +88,14 @@ export const hermesProxyAdapter: RuntimeAdapterV1<HermesProxySettings> = {
       if (result.usage) yield usageEvent(result.usage);
       const completedWithoutSentinel = outcome.status === 'completed' && result.sentinel === null;
       if (completedWithoutSentinel) {
-        yield { type: 'runtime.log', data: { level: 'warn', message: 'no uh-runtime-final-message block in the reply; the final message is empty (full text in runtime.stdout.log)' } };
+        yield {
+          type: 'runtime.log',
+          data: {
+            level: 'warn',
+            message:
+              'no uh-runtime-final-message block in the reply; the final message is empty (full text in runtime.stdout.log)',
+          },
+        };
       }
       yield {
         type: 'runtime.finished',

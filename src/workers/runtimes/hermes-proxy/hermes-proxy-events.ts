@@ -22,7 +22,12 @@ export function buildRequestBody(config: HermesProxySettings, prompt: string): C
   const messages: ChatCompletionRequest['messages'] = [];
   if (config.system_prompt !== undefined) messages.push({ role: 'system', content: config.system_prompt });
   messages.push({ role: 'user', content: prompt });
-  const body: ChatCompletionRequest = { model: config.model, messages, stream: config.stream, temperature: config.temperature };
+  const body: ChatCompletionRequest = {
+    model: config.model,
+    messages,
+    stream: config.stream,
+    temperature: config.temperature,
+  };
   if (config.max_tokens !== undefined) body.max_tokens = config.max_tokens;
   // Without this OpenAI-compatible servers send no usage on a streamed reply.
   if (config.stream) body.stream_options = { include_usage: true };
@@ -84,7 +89,8 @@ export function usageEvent(usage: Usage): RuntimeEventV1 {
 }
 
 /** What one `data:` frame (or a whole JSON body) is. */
-export type Frame = { kind: 'chunk'; facts: ChunkFacts } | { kind: 'error'; envelope: ErrorEnvelope } | { kind: 'bad'; reason: string };
+export type Frame =
+  { kind: 'chunk'; facts: ChunkFacts } | { kind: 'error'; envelope: ErrorEnvelope } | { kind: 'bad'; reason: string };
 
 /**
  * One SSE data frame (or, with `whole`, a JSON body) → chunk facts, an error envelope, or why it
@@ -103,10 +109,14 @@ export function parseFrame(data: string, whole = false): Frame {
   }
   if (whole) {
     const completion = ChatCompletionSchema.safeParse(json);
-    return completion.success ? { kind: 'chunk', facts: factsOfCompletion(completion.data) } : { kind: 'bad', reason: 'unexpected_shape' };
+    return completion.success
+      ? { kind: 'chunk', facts: factsOfCompletion(completion.data) }
+      : { kind: 'bad', reason: 'unexpected_shape' };
   }
   const fast = fastChunk(json);
   if (fast) return { kind: 'chunk', facts: factsOfChunk(fast) };
   const chunk = ChatCompletionChunkSchema.safeParse(json);
-  return chunk.success ? { kind: 'chunk', facts: factsOfChunk(chunk.data) } : { kind: 'bad', reason: 'unexpected_shape' };
+  return chunk.success
+    ? { kind: 'chunk', facts: factsOfChunk(chunk.data) }
+    : { kind: 'bad', reason: 'unexpected_shape' };
 }

@@ -2,7 +2,10 @@
 import type { HermesProxySettings } from './hermes-proxy-settings.js';
 
 /** Request headers: extra headers first, then the adapter's own (which they cannot override). */
-export function requestHeaders(config: HermesProxySettings, accept = config.stream ? 'text/event-stream, application/json' : 'application/json'): Record<string, string> {
+export function requestHeaders(
+  config: HermesProxySettings,
+  accept = config.stream ? 'text/event-stream, application/json' : 'application/json',
+): Record<string, string> {
   return {
     ...config.extra_headers,
     authorization: `Bearer ${config.auth_token}`,
@@ -24,7 +27,8 @@ export function networkErrorOf(error: unknown): { code: string | null; message: 
     seen.add(e);
     const rec = e as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
     if (code === null && typeof rec.code === 'string') code = rec.code;
-    if (message === '' && typeof rec.message === 'string' && rec.message !== '' && rec.message !== 'fetch failed') message = rec.message;
+    if (message === '' && typeof rec.message === 'string' && rec.message !== '' && rec.message !== 'fetch failed')
+      message = rec.message;
     visit(rec.cause, depth + 1);
     if (Array.isArray(rec.errors)) for (const inner of rec.errors) visit(inner, depth + 1);
   };
@@ -74,7 +78,10 @@ export async function sniffSse(
   return { sse: !(head.startsWith('{') || head.startsWith('[')), body: prepend(first, iterator) };
 }
 
-async function* prepend(first: IteratorResult<Uint8Array>, iterator: AsyncIterator<Uint8Array>): AsyncGenerator<Uint8Array> {
+async function* prepend(
+  first: IteratorResult<Uint8Array>,
+  iterator: AsyncIterator<Uint8Array>,
+): AsyncGenerator<Uint8Array> {
   try {
     if (first.done) return;
     yield first.value;

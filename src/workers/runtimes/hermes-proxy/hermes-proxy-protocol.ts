@@ -62,7 +62,11 @@ export function fastChunk(json: unknown): ChatCompletionChunk | null {
   if (typeof json !== 'object' || json === null) return null;
   const frame = json as Record<string, unknown>;
   if (frame.usage !== undefined && frame.usage !== null) return null;
-  if ((frame.id !== undefined && typeof frame.id !== 'string') || (frame.model !== undefined && typeof frame.model !== 'string')) return null;
+  if (
+    (frame.id !== undefined && typeof frame.id !== 'string') ||
+    (frame.model !== undefined && typeof frame.model !== 'string')
+  )
+    return null;
   const choices = frame.choices;
   if (!Array.isArray(choices) || choices.length !== 1) return null;
   const choice = choices[0] as Record<string, unknown> | null;

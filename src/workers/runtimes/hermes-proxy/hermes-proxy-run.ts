@@ -65,7 +65,9 @@ interface ExchangeContext {
 }
 
 /** Run the exchange, yielding `runtime.message`/`runtime.raw`/`runtime.log` events; returns the facts. */
-export async function* runHermesProxyExchange(input: HermesProxyRunInput): AsyncGenerator<RuntimeEventV1, HermesProxyRunResult> {
+export async function* runHermesProxyExchange(
+  input: HermesProxyRunInput,
+): AsyncGenerator<RuntimeEventV1, HermesProxyRunResult> {
   const c = exchangeContext(input);
   const disarm = armAborts(c);
   try {
@@ -94,10 +96,21 @@ function exchangeContext(input: HermesProxyRunInput): ExchangeContext {
   return {
     input,
     x: {
-      endpoint: config.endpoint, model: config.model, provider: config.provider,
-      abort: null, requestTimedOut: false, requestTimeoutMs: config.request_timeout_ms,
-      networkError: null, httpStatus: null, errorEnvelope: null, errorBody: null, retryAfterMs: null,
-      bodyError: null, contentChars: 0, complete: false, finishReason: null,
+      endpoint: config.endpoint,
+      model: config.model,
+      provider: config.provider,
+      abort: null,
+      requestTimedOut: false,
+      requestTimeoutMs: config.request_timeout_ms,
+      networkError: null,
+      httpStatus: null,
+      errorEnvelope: null,
+      errorBody: null,
+      retryAfterMs: null,
+      bodyError: null,
+      contentChars: 0,
+      complete: false,
+      finishReason: null,
     },
     scrub: (text: string) => redactString(text, secrets),
     out: new TextLog(join(input.logDir, 'runtime.stdout.log')),
@@ -153,7 +166,10 @@ async function sendRequest(c: ExchangeContext): Promise<Response | null> {
 async function responseStarted(c: ExchangeContext, response: Response, contentType: string): Promise<RuntimeEventV1> {
   c.x.httpStatus = response.status;
   await c.diag.write(`HTTP ${response.status} ${contentType}\n`);
-  return { type: 'runtime.log', data: { level: 'info', message: `HTTP ${response.status} ${contentType}`.trim(), http_status: response.status } };
+  return {
+    type: 'runtime.log',
+    data: { level: 'info', message: `HTTP ${response.status} ${contentType}`.trim(), http_status: response.status },
+  };
 }
 
 /** reading an error body: the envelope when there is one, else the capped text. */
@@ -167,7 +183,11 @@ async function readErrorBody(c: ExchangeContext, response: Response): Promise<vo
 }
 
 /** reading SSE: chunks to text events per network read; an error frame ends the read. */
-async function* readSse(c: ExchangeContext, body: AsyncIterable<Uint8Array>, contentType: string): AsyncGenerator<RuntimeEventV1> {
+async function* readSse(
+  c: ExchangeContext,
+  body: AsyncIterable<Uint8Array>,
+  contentType: string,
+): AsyncGenerator<RuntimeEventV1> {
   const { x } = c;
   let rawReports = 0;
   let unparsed = 0;
@@ -188,7 +208,11 @@ async function* readSse(c: ExchangeContext, body: AsyncIterable<Uint8Array>, con
           x.errorEnvelope = { ...frame.envelope, message: c.scrub(frame.envelope.message) };
         } else {
           unparsed += 1;
-          if (rawReports++ < MAX_RAW_REPORTS) yield { type: 'runtime.raw', data: { source: 'sse', line: c.scrub(item.data.slice(0, 500)), reason: frame.reason } };
+          if (rawReports++ < MAX_RAW_REPORTS)
+            yield {
+              type: 'runtime.raw',
+              data: { source: 'sse', line: c.scrub(item.data.slice(0, 500)), reason: frame.reason },
+            };
         }
       }
     }
@@ -201,7 +225,14 @@ async function* readSse(c: ExchangeContext, body: AsyncIterable<Uint8Array>, con
   if (frames === 0 && x.bodyError === null && !/event-stream/i.test(contentType)) {
     x.bodyError = `the reply is neither SSE nor JSON (content-type ${contentType || 'none'})`;
   }
-  if (unparsed > MAX_RAW_REPORTS) yield { type: 'runtime.log', data: { level: 'warn', message: `${unparsed} SSE frames were not completion chunks (first ${MAX_RAW_REPORTS} reported)` } };
+  if (unparsed > MAX_RAW_REPORTS)
+    yield {
+      type: 'runtime.log',
+      data: {
+        level: 'warn',
+        message: `${unparsed} SSE frames were not completion chunks (first ${MAX_RAW_REPORTS} reported)`,
+      },
+    };
 }
 
 /** reading JSON: one whole completion (or an error envelope), capped. */
@@ -243,7 +274,13 @@ function finish(c: ExchangeContext): HermesProxyRunResult {
   c.settled = true;
   const sentinel = c.scanner.result();
   // Scrubbed again whole: a secret split across two network reads escapes the per-chunk scrub.
-  return { exchange: c.x, sentinel: sentinel === null ? null : c.scrub(sentinel), usage: c.usage, responseId: c.responseId, logs: [c.out.path, c.diag.path] };
+  return {
+    exchange: c.x,
+    sentinel: sentinel === null ? null : c.scrub(sentinel),
+    usage: c.usage,
+    responseId: c.responseId,
+    logs: [c.out.path, c.diag.path],
+  };
 }
 
 /** A fetch body as bytes; no body reads as empty. */

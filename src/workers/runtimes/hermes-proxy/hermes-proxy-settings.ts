@@ -10,7 +10,15 @@ export const HERMES_PROXY_DEFAULT_ENDPOINT = 'http://127.0.0.1:8645/v1';
 export const HERMES_PROXY_PLACEHOLDER_TOKEN = 'hermes-proxy-placeholder';
 
 /** Headers the adapter owns; `extra_headers` may not set them. */
-const RESERVED_HEADERS = new Set(['authorization', 'content-type', 'content-length', 'host', 'accept', 'connection', 'transfer-encoding']);
+const RESERVED_HEADERS = new Set([
+  'authorization',
+  'content-type',
+  'content-length',
+  'host',
+  'accept',
+  'connection',
+  'transfer-encoding',
+]);
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /**
@@ -37,7 +45,12 @@ export const HermesProxySettingsSchema = z.strictObject({
   temperature: z.number().min(0).max(2).default(0),
   max_tokens: z.number().int().positive().optional(),
   /** Budget for the whole exchange (headers and body); past it the run fails as timed out. */
-  request_timeout_ms: z.number().int().positive().max(24 * 3_600_000).default(300_000),
+  request_timeout_ms: z
+    .number()
+    .int()
+    .positive()
+    .max(24 * 3_600_000)
+    .default(300_000),
   /** Ask for SSE. The reply is sniffed either way: a failing streamed request answers with JSON. */
   stream: z.boolean().default(true),
   /** Extra request headers; their values are treated as secrets. Cannot override the adapter's own. */

@@ -11,13 +11,21 @@ import { HERMES_MIN_VERSION, type HermesSettings } from './hermes-settings.js';
 export async function checkHermes(config: HermesSettings, ctx: CheckContextV1): Promise<AdapterCheckV1> {
   const env = { ...ctx.env, ...config.env };
   const found = whichProgram(config.binary, env);
-  if (found === null) return programNotFound(config.binary, `install Hermes Agent >= ${HERMES_MIN_VERSION} or set runtime_config.binary`);
+  if (found === null)
+    return programNotFound(config.binary, `install Hermes Agent >= ${HERMES_MIN_VERSION} or set runtime_config.binary`);
   const opts = { env, timeoutMs: 20_000, ...(ctx.signal ? { signal: ctx.signal } : {}) };
   const version = await captureOutput(ctx.spawn, { argv: [found, '--version'], ...opts });
   const v = parseSemver(`${version.stdout}\n${version.stderr}`);
   if (version.exitCode !== 0 || v === null) {
-    const why = version.spawnError?.message ?? (version.timedOut ? 'timed out' : `exited ${version.exitCode}, no version in its output`);
-    return { ok: false, summary: `${found} --version failed`, errors: [why], hint: `run "${found} --version" by hand to see what is wrong` };
+    const why =
+      version.spawnError?.message ??
+      (version.timedOut ? 'timed out' : `exited ${version.exitCode}, no version in its output`);
+    return {
+      ok: false,
+      summary: `${found} --version failed`,
+      errors: [why],
+      hint: `run "${found} --version" by hand to see what is wrong`,
+    };
   }
   if (compareSemver(v, HERMES_MIN_VERSION) < 0) {
     return {
@@ -31,7 +39,10 @@ export async function checkHermes(config: HermesSettings, ctx: CheckContextV1): 
   const help = await captureOutput(ctx.spawn, { argv: [found, 'chat', '--help'], ...opts });
   const features = parseHermesHelp(`${help.stdout}\n${help.stderr}`);
   const format = config.format === 'auto' ? (features.streamJson ? 'stream-json' : 'text') : config.format;
-  const errors = config.format === 'stream-json' && !features.streamJson ? ['runtime_config.format is stream-json but this hermes has no --format stream-json'] : [];
+  const errors =
+    config.format === 'stream-json' && !features.streamJson
+      ? ['runtime_config.format is stream-json but this hermes has no --format stream-json']
+      : [];
   return {
     ok: errors.length === 0,
     summary: `hermes ${v} at ${found} (${format} output)`,

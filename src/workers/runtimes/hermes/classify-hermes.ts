@@ -24,7 +24,8 @@ export function classifyHermes(f: HermesExitFacts): Outcome {
   const early = classifyProcessEnd(f, {
     program: f.binary,
     notFound: 'hermes binary not found',
-    installHint: 'install Hermes Agent >= 0.14.0 (pip install hermes-agent) or set runtime_config.binary (uh adapter check hermes)',
+    installHint:
+      'install Hermes Agent >= 0.14.0 (pip install hermes-agent) or set runtime_config.binary (uh adapter check hermes)',
   });
   if (early) return early;
   const resultFailed = f.result !== null && (f.result.exit_code !== 0 || f.result.failed === true);
@@ -45,21 +46,55 @@ export function classifyHermes(f: HermesExitFacts): Outcome {
     }
   }
   if (f.signal !== null) {
-    return { status: 'failed', raw: `signal:${f.signal}`, message: `hermes was killed by ${f.signal}`, timed_out: false, ...base };
+    return {
+      status: 'failed',
+      raw: `signal:${f.signal}`,
+      message: `hermes was killed by ${f.signal}`,
+      timed_out: false,
+      ...base,
+    };
   }
   if (f.exitCode === 127) {
-    return { status: 'blocked', raw: 'exit:127', message: 'hermes: a program it needs is missing (exit 127)', hint: `is python on PATH for ${f.binary}?`, timed_out: false, ...base };
+    return {
+      status: 'blocked',
+      raw: 'exit:127',
+      message: 'hermes: a program it needs is missing (exit 127)',
+      hint: `is python on PATH for ${f.binary}?`,
+      timed_out: false,
+      ...base,
+    };
   }
   if (f.result !== null && resultFailed) {
-    const why = f.result.error ?? f.result.failure_reason ?? (f.result.interrupted ? 'interrupted' : `exit code ${f.result.exit_code}`);
-    return { status: 'failed', raw: `result:exit_code:${f.result.exit_code}`, message: `hermes: ${firstLine(why)}`, timed_out: false, ...base };
+    const why =
+      f.result.error ??
+      f.result.failure_reason ??
+      (f.result.interrupted ? 'interrupted' : `exit code ${f.result.exit_code}`);
+    return {
+      status: 'failed',
+      raw: `result:exit_code:${f.result.exit_code}`,
+      message: `hermes: ${firstLine(why)}`,
+      timed_out: false,
+      ...base,
+    };
   }
   if (f.exitCode !== 0) {
     const detail = f.stderrTail ? `: ${firstLine(f.stderrTail.split('\n').slice(-3).join('\n'))}` : '';
-    return { status: 'failed', raw: `exit:${f.exitCode}`, message: `hermes exited ${f.exitCode}${detail}`, timed_out: false, ...base };
+    return {
+      status: 'failed',
+      raw: `exit:${f.exitCode}`,
+      message: `hermes exited ${f.exitCode}${detail}`,
+      timed_out: false,
+      ...base,
+    };
   }
   if (f.mode === 'stream-json' && f.result === null) {
-    return { status: 'failed', raw: 'stream-json:no_result', message: 'hermes exited 0 without its terminal result record', timed_out: false, ...base };
+    return {
+      status: 'failed',
+      raw: 'stream-json:no_result',
+      message: 'hermes exited 0 without its terminal result record',
+      timed_out: false,
+      ...base,
+    };
   }
   return { status: 'completed', raw: 'exit:0', message: 'hermes finished', timed_out: false, ...base };
 }

@@ -32,24 +32,58 @@ interface RunEnd {
 }
 
 /** stream-json mode: JSONL through the shared transport. */
-async function* runStreamJson(config: HermesSettings, argv: string[], env: Record<string, string | undefined>, stdin: 'ignore' | { text: string }, ctx: RuntimeContextV1, scanner: SentinelScanner, end: RunEnd): AsyncGenerator<RuntimeEventV1> {
+async function* runStreamJson(
+  config: HermesSettings,
+  argv: string[],
+  env: Record<string, string | undefined>,
+  stdin: 'ignore' | { text: string },
+  ctx: RuntimeContextV1,
+  scanner: SentinelScanner,
+  end: RunEnd,
+): AsyncGenerator<RuntimeEventV1> {
   const state = newHermesRunState();
   let pid: number | undefined;
-  const items = runCliJsonl({ spawn: ctx.spawn, argv, cwd: ctx.workDir, env, schema: HermesLineSchema, logDir: ctx.logDir, logName: 'hermes', stdin, signal: ctx.signal, killGraceMs: config.kill_grace_ms });
+  const items = runCliJsonl({
+    spawn: ctx.spawn,
+    argv,
+    cwd: ctx.workDir,
+    env,
+    schema: HermesLineSchema,
+    logDir: ctx.logDir,
+    logName: 'hermes',
+    stdin,
+    signal: ctx.signal,
+    killGraceMs: config.kill_grace_ms,
+  });
   for await (const item of items) {
     if (item.kind === 'spawned') pid = item.pid;
-    else if (item.kind === 'malformed') yield { type: 'runtime.raw', data: { source: 'stdout', reason: item.reason, line: item.line, detail: item.detail } };
+    else if (item.kind === 'malformed')
+      yield {
+        type: 'runtime.raw',
+        data: { source: 'stdout', reason: item.reason, line: item.line, detail: item.detail },
+      };
     else if (item.kind === 'message') {
       if (item.value.type === 'text') scanner.push(item.value.text);
       for (const event of translateHermesEvent(state, item.value, pid)) {
         // Durable before anyone sees it: a crash of uh still leaves the session id behind.
-        if (event.type === 'runtime.started' && state.sessionId) await ctx.journal.put({ session_id: state.sessionId, pid });
+        if (event.type === 'runtime.started' && state.sessionId)
+          await ctx.journal.put({ session_id: state.sessionId, pid });
         yield event;
       }
     } else {
       yield* flushHermesText(state);
       const exit = item.exit;
-      end.facts = { binary: config.binary, mode: 'stream-json', exitCode: exit.exitCode, signal: exit.signal, timedOut: exit.timedOut, stderrTail: exit.stderrTail, stdoutTail: '', result: state.result, ...(exit.spawnError ? { spawnError: exit.spawnError } : {}) };
+      end.facts = {
+        binary: config.binary,
+        mode: 'stream-json',
+        exitCode: exit.exitCode,
+        signal: exit.signal,
+        timedOut: exit.timedOut,
+        stderrTail: exit.stderrTail,
+        stdoutTail: '',
+        result: state.result,
+        ...(exit.spawnError ? { spawnError: exit.spawnError } : {}),
+      };
       end.sessionId = state.sessionId ?? sessionIdFromStderr(exit.stderrTail);
       end.usage = hermesUsage(state.result?.tokens);
       // The result repeats the final response: it matters when no text deltas were streamed.
@@ -60,7 +94,15 @@ async function* runStreamJson(config: HermesSettings, argv: string[], env: Recor
 }
 
 /** Quiet text mode (`-Q`, no `--format`): stdout is the answer, `session_id: …` is on stderr. */
-async function* runText(config: HermesSettings, argv: string[], env: Record<string, string | undefined>, stdin: 'ignore' | { text: string }, ctx: RuntimeContextV1, scanner: SentinelScanner, end: RunEnd): AsyncGenerator<RuntimeEventV1> {
+async function* runText(
+  config: HermesSettings,
+  argv: string[],
+  env: Record<string, string | undefined>,
+  stdin: 'ignore' | { text: string },
+  ctx: RuntimeContextV1,
+  scanner: SentinelScanner,
+  end: RunEnd,
+): AsyncGenerator<RuntimeEventV1> {
   const stdoutLog = join(ctx.logDir, 'hermes.stdout.log');
   const stderrLog = join(ctx.logDir, 'hermes.stderr.log');
   const stdoutTail = new TailBuffer(4096);
@@ -71,7 +113,13 @@ async function* runText(config: HermesSettings, argv: string[], env: Record<stri
     cwd: ctx.workDir,
     env,
     stdin,
-    stdout: { file: stdoutLog, tap: (chunk) => { stdoutTail.push(chunk); scanner.push(decoder.decode(chunk, { stream: true })); } },
+    stdout: {
+      file: stdoutLog,
+      tap: (chunk) => {
+        stdoutTail.push(chunk);
+        scanner.push(decoder.decode(chunk, { stream: true }));
+      },
+    },
     stderr: { file: stderrLog, tap: (chunk) => stderrTail.push(chunk) },
     signal: ctx.signal,
     killGraceMs: config.kill_grace_ms,
@@ -80,7 +128,17 @@ async function* runText(config: HermesSettings, argv: string[], env: Record<stri
   const exit = await child.result;
   scanner.push(decoder.decode());
   const errText = stderrTail.text();
-  end.facts = { binary: config.binary, mode: 'text', exitCode: exit.exitCode, signal: exit.signal, timedOut: exit.timedOut, stderrTail: errText, stdoutTail: stdoutTail.text(), result: null, ...(exit.spawnError ? { spawnError: exit.spawnError } : {}) };
+  end.facts = {
+    binary: config.binary,
+    mode: 'text',
+    exitCode: exit.exitCode,
+    signal: exit.signal,
+    timedOut: exit.timedOut,
+    stderrTail: errText,
+    stdoutTail: stdoutTail.text(),
+    result: null,
+    ...(exit.spawnError ? { spawnError: exit.spawnError } : {}),
+  };
   end.sessionId = sessionIdFromStderr(errText);
   end.logs = [stdoutLog, stderrLog];
 }
@@ -93,7 +151,16 @@ export const hermesAdapter: RuntimeAdapterV1<HermesSettings> = {
   specificationVersion: 'v1',
   id: 'hermes',
   displayName: 'Hermes Agent (hermes chat -q)',
-  capabilities: ['non_interactive_run', 'structured_events', 'json_output', 'file_tools', 'terminal', 'skills', 'subagents', 'browser'],
+  capabilities: [
+    'non_interactive_run',
+    'structured_events',
+    'json_output',
+    'file_tools',
+    'terminal',
+    'skills',
+    'subagents',
+    'browser',
+  ],
   defaultConfig: {},
   configSchema: HermesSettingsSchema,
   secretsOf: (config) => secretEnvValues(config.env),
@@ -105,20 +172,50 @@ export const hermesAdapter: RuntimeAdapterV1<HermesSettings> = {
   async prepare({ config, prompt }) {
     // The format is known only at launch (`auto` reads `hermes chat --help`); show the preferred one.
     const mode: HermesLaunchMode = { format: config.format === 'text' ? 'text' : 'stream-json', promptViaStdin: false };
-    return { config, prompt, describe: { argv: describeArgv(buildHermesArgv(config, prompt, mode), prompt), format: config.format, prompt_via: config.prompt_via, env: Object.keys(config.env) } };
+    return {
+      config,
+      prompt,
+      describe: {
+        argv: describeArgv(buildHermesArgv(config, prompt, mode), prompt),
+        format: config.format,
+        prompt_via: config.prompt_via,
+        env: Object.keys(config.env),
+      },
+    };
   },
 
   launch(plan, ctx) {
     const config = plan.config;
     async function* run(): AsyncGenerator<RuntimeEventV1> {
-      const env = { ...ctx.env, ...config.env, UH_OPERATION_ID: ctx.mission.operationId, UH_MISSION_ID: ctx.mission.missionId };
+      const env = {
+        ...ctx.env,
+        ...config.env,
+        UH_OPERATION_ID: ctx.mission.operationId,
+        UH_MISSION_ID: ctx.mission.missionId,
+      };
       const needsHelp = config.format === 'auto' || config.prompt_via === 'auto';
-      const features = needsHelp ? await detectHermesFeatures(ctx.spawn, config.binary, env, ctx.signal) : { streamJson: false, queryFile: false };
+      const features = needsHelp
+        ? await detectHermesFeatures(ctx.spawn, config.binary, env, ctx.signal)
+        : { streamJson: false, queryFile: false };
       const mode = hermesLaunchMode(config, features);
       const argv = buildHermesArgv(config, plan.prompt, mode);
       const stdin = mode.promptViaStdin ? { text: plan.prompt } : ('ignore' as const);
       const scanner = new SentinelScanner();
-      const end: RunEnd = { facts: { binary: config.binary, mode: mode.format, exitCode: null, signal: null, timedOut: false, stderrTail: '', stdoutTail: '', result: null }, sessionId: null, usage: {}, logs: [] };
+      const end: RunEnd = {
+        facts: {
+          binary: config.binary,
+          mode: mode.format,
+          exitCode: null,
+          signal: null,
+          timedOut: false,
+          stderrTail: '',
+          stdoutTail: '',
+          result: null,
+        },
+        sessionId: null,
+        usage: {},
+        logs: [],
+      };
       if (mode.format === 'stream-json') yield* runStreamJson(config, argv, env, stdin, ctx, scanner, end);
       else yield* runText(config, argv, env, stdin, ctx, scanner, end);
       const outcome = classifyHermes({ ...end.facts, abort: ctx.signal.aborted ? abortReasonOf(ctx.signal) : null });

@@ -26,7 +26,15 @@ export interface HermesRunState {
 }
 
 export function newHermesRunState(): HermesRunState {
-  return { sessionId: null, model: null, pendingText: '', result: null, toolCalls: 0, openTools: new Map(), unknownTypes: new Set() };
+  return {
+    sessionId: null,
+    model: null,
+    pendingText: '',
+    result: null,
+    toolCalls: 0,
+    openTools: new Map(),
+    unknownTypes: new Set(),
+  };
 }
 
 /** Hermes' result tokens → our usage (cumulative for the run). */
@@ -37,7 +45,8 @@ export function hermesUsage(tokens: HermesResult['tokens']): Usage {
   if (tokens.output !== undefined) out.output_tokens = Math.round(tokens.output);
   if (tokens.cache_read) out.cached_input_tokens = Math.round(tokens.cache_read);
   if (tokens.total) out.total_tokens = Math.round(tokens.total);
-  else if (tokens.input !== undefined || tokens.output !== undefined) out.total_tokens = (out.input_tokens ?? 0) + (out.output_tokens ?? 0);
+  else if (tokens.input !== undefined || tokens.output !== undefined)
+    out.total_tokens = (out.input_tokens ?? 0) + (out.output_tokens ?? 0);
   return out;
 }
 
@@ -71,16 +80,34 @@ export function translateHermesEvent(state: HermesRunState, line: HermesLine, pi
       if (line.subtype !== 'init') return [];
       if (line.session_id) state.sessionId = line.session_id;
       if (line.model) state.model = line.model;
-      return [{ type: 'runtime.started', data: { ...(line.session_id ? { session_id: line.session_id } : {}), ...(line.model ? { model: line.model } : {}), ...(pid !== undefined ? { pid } : {}) } }];
+      return [
+        {
+          type: 'runtime.started',
+          data: {
+            ...(line.session_id ? { session_id: line.session_id } : {}),
+            ...(line.model ? { model: line.model } : {}),
+            ...(pid !== undefined ? { pid } : {}),
+          },
+        },
+      ];
     }
     case 'text':
-      if (state.pendingText.length < MESSAGE_CAP) state.pendingText = (state.pendingText + line.text).slice(0, MESSAGE_CAP);
+      if (state.pendingText.length < MESSAGE_CAP)
+        state.pendingText = (state.pendingText + line.text).slice(0, MESSAGE_CAP);
       return [];
     case 'tool_use': {
       const events = flushHermesText(state);
       state.toolCalls += 1;
       const id = toolId(state, line.name, line.tool_call_id, true);
-      events.push({ type: 'runtime.tool_call', data: { id, name: line.name, status: 'started', ...(line.input !== undefined ? { args: preview(line.input) } : {}) } });
+      events.push({
+        type: 'runtime.tool_call',
+        data: {
+          id,
+          name: line.name,
+          status: 'started',
+          ...(line.input !== undefined ? { args: preview(line.input) } : {}),
+        },
+      });
       return events;
     }
     case 'tool_result': {
@@ -88,7 +115,13 @@ export function translateHermesEvent(state: HermesRunState, line: HermesLine, pi
       const id = toolId(state, line.name, line.tool_call_id, false);
       events.push({
         type: 'runtime.tool_call',
-        data: { id, name: line.name, status: line.is_error ? 'failed' : 'completed', result: preview(line.output ?? ''), ...(line.duration_ms !== undefined ? { duration_ms: line.duration_ms } : {}) },
+        data: {
+          id,
+          name: line.name,
+          status: line.is_error ? 'failed' : 'completed',
+          result: preview(line.output ?? ''),
+          ...(line.duration_ms !== undefined ? { duration_ms: line.duration_ms } : {}),
+        },
       });
       return events;
     }
@@ -104,6 +137,16 @@ export function translateHermesEvent(state: HermesRunState, line: HermesLine, pi
     case 'unknown':
       if (state.unknownTypes.has(line.raw_type)) return [];
       state.unknownTypes.add(line.raw_type);
-      return [{ type: 'runtime.raw', data: { source: 'stdout', reason: 'unknown_event_type', event_type: line.raw_type, note: 'reported once per type' } }];
+      return [
+        {
+          type: 'runtime.raw',
+          data: {
+            source: 'stdout',
+            reason: 'unknown_event_type',
+            event_type: line.raw_type,
+            note: 'reported once per type',
+          },
+        },
+      ];
   }
 }

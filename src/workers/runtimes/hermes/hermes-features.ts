@@ -28,7 +28,12 @@ export async function detectHermesFeatures(
   }
   const hit = cache.get(key);
   if (hit) return hit;
-  const help = await captureOutput(spawn, { argv: [path, 'chat', '--help'], env, timeoutMs: 20_000, ...(signal ? { signal } : {}) });
+  const help = await captureOutput(spawn, {
+    argv: [path, 'chat', '--help'],
+    env,
+    timeoutMs: 20_000,
+    ...(signal ? { signal } : {}),
+  });
   if (help.exitCode !== 0) return NONE;
   const features = parseHermesHelp(`${help.stdout}\n${help.stderr}`);
   cache.set(key, features);

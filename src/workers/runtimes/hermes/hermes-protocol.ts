@@ -17,9 +17,19 @@
 import { z } from 'zod';
 
 const KNOWN = {
-  system: z.looseObject({ type: z.literal('system'), subtype: z.string().optional(), model: z.string().optional(), session_id: z.string().optional() }),
+  system: z.looseObject({
+    type: z.literal('system'),
+    subtype: z.string().optional(),
+    model: z.string().optional(),
+    session_id: z.string().optional(),
+  }),
   text: z.looseObject({ type: z.literal('text'), text: z.string() }),
-  tool_use: z.looseObject({ type: z.literal('tool_use'), name: z.string(), tool_call_id: z.string().optional(), input: z.unknown().optional() }),
+  tool_use: z.looseObject({
+    type: z.literal('tool_use'),
+    name: z.string(),
+    tool_call_id: z.string().optional(),
+    input: z.unknown().optional(),
+  }),
   tool_result: z.looseObject({
     type: z.literal('tool_result'),
     name: z.string(),
@@ -52,7 +62,13 @@ const KNOWN = {
 
 const KNOWN_TYPES = new Set<string>(Object.keys(KNOWN));
 
-export const HermesEventSchema = z.discriminatedUnion('type', [KNOWN.system, KNOWN.text, KNOWN.tool_use, KNOWN.tool_result, KNOWN.result]);
+export const HermesEventSchema = z.discriminatedUnion('type', [
+  KNOWN.system,
+  KNOWN.text,
+  KNOWN.tool_use,
+  KNOWN.tool_result,
+  KNOWN.result,
+]);
 export type HermesResult = z.infer<typeof KNOWN.result>;
 
 const UnknownEventSchema = z

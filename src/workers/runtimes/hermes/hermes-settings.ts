@@ -14,9 +14,15 @@ export const HermesSettingsSchema = z.strictObject({
   /** `--provider <name>` (built-in or from `providers:` in config.yaml). */
   provider: z.string().min(1).optional(),
   /** `-t a,b`: toolsets to enable; absent means the user's configured toolsets. */
-  toolsets: z.array(z.string().regex(/^[A-Za-z0-9_.:-]+$/, 'must be a toolset name')).min(1).optional(),
+  toolsets: z
+    .array(z.string().regex(/^[A-Za-z0-9_.:-]+$/, 'must be a toolset name'))
+    .min(1)
+    .optional(),
   /** `--source <tag>`: `tool` keeps these sessions out of the user's own session lists. */
-  source: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'must be a short tag').default('tool'),
+  source: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]+$/, 'must be a short tag')
+    .default('tool'),
   /**
    * `auto` uses `--format stream-json` when `hermes chat --help` offers it, else quiet text
    * (`-Q`); `text` and `stream-json` force one.

@@ -14,12 +14,20 @@ export async function checkPi(
 ): Promise<AdapterCheckV1> {
   const env = { ...ctx.env, ...config.env, ...(config.offline ? { PI_OFFLINE: '1' } : {}) };
   const found = whichProgram(config.binary, env);
-  if (found === null) return programNotFound(config.binary, `install it (${variant.install}) or set runtime_config.binary`);
+  if (found === null)
+    return programNotFound(config.binary, `install it (${variant.install}) or set runtime_config.binary`);
   const opts = { env, ...(ctx.signal ? { signal: ctx.signal } : {}) };
   const version = await captureOutput(ctx.spawn, { argv: [found, '--version'], ...opts });
   if (version.exitCode !== 0) {
-    const why = version.spawnError?.message ?? (version.timedOut ? 'timed out' : `exited ${version.exitCode}: ${version.stderr.trim().slice(0, 300)}`);
-    return { ok: false, summary: `${found} --version failed`, errors: [why], hint: `run "${found} --version" by hand to see what is wrong` };
+    const why =
+      version.spawnError?.message ??
+      (version.timedOut ? 'timed out' : `exited ${version.exitCode}: ${version.stderr.trim().slice(0, 300)}`);
+    return {
+      ok: false,
+      summary: `${found} --version failed`,
+      errors: [why],
+      hint: `run "${found} --version" by hand to see what is wrong`,
+    };
   }
   const v = parseSemver(`${version.stdout}\n${version.stderr}`);
   const help = await captureOutput(ctx.spawn, { argv: [found, '--help'], ...opts });

@@ -46,7 +46,13 @@ export function classifyPi(f: PiExitFacts): Outcome {
     };
   }
   if (f.signal !== null) {
-    return { status: 'failed', raw: `signal:${f.signal}`, message: `${f.runtime} was killed by ${f.signal}`, timed_out: false, ...base };
+    return {
+      status: 'failed',
+      raw: `signal:${f.signal}`,
+      message: `${f.runtime} was killed by ${f.signal}`,
+      timed_out: false,
+      ...base,
+    };
   }
   if (stoppedOnError) {
     return {
@@ -58,14 +64,33 @@ export function classifyPi(f: PiExitFacts): Outcome {
     };
   }
   if (f.exitCode === 127) {
-    return { status: 'blocked', raw: 'exit:127', message: `${f.runtime}: a program it needs is missing (exit 127)`, hint: `is node on PATH for ${f.binary}?`, timed_out: false, ...base };
+    return {
+      status: 'blocked',
+      raw: 'exit:127',
+      message: `${f.runtime}: a program it needs is missing (exit 127)`,
+      hint: `is node on PATH for ${f.binary}?`,
+      timed_out: false,
+      ...base,
+    };
   }
   if (f.exitCode !== 0) {
     const detail = f.stderrTail ? `: ${firstLine(f.stderrTail)}` : '';
-    return { status: 'failed', raw: `exit:${f.exitCode}`, message: `${f.runtime} exited ${f.exitCode}${detail}`, timed_out: false, ...base };
+    return {
+      status: 'failed',
+      raw: `exit:${f.exitCode}`,
+      message: `${f.runtime} exited ${f.exitCode}${detail}`,
+      timed_out: false,
+      ...base,
+    };
   }
   if (f.finalText === null || f.finalText.trim() === '') {
-    return { status: 'failed', raw: 'no_final_message', message: `${f.runtime} exited 0 without a final assistant message`, timed_out: false, ...base };
+    return {
+      status: 'failed',
+      raw: 'no_final_message',
+      message: `${f.runtime} exited 0 without a final assistant message`,
+      timed_out: false,
+      ...base,
+    };
   }
   return { status: 'completed', raw: 'exit:0', message: `${f.runtime} finished`, timed_out: false, ...base };
 }

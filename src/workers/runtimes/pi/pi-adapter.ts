@@ -62,7 +62,9 @@ export function createPiAdapter(variant: PiVariant): RuntimeAdapterV1<PiSettings
     },
 
     async prepare({ config, prompt }) {
-      const argv = buildPiArgv(config, prompt).map((a) => (a === prompt || a === `\n${prompt}` ? `<prompt: ${prompt.length} chars>` : a));
+      const argv = buildPiArgv(config, prompt).map((a) =>
+        a === prompt || a === `\n${prompt}` ? `<prompt: ${prompt.length} chars>` : a,
+      );
       const describe = { argv, prompt_via: config.prompt_via, env: Object.keys(config.env), offline: config.offline };
       return { config, prompt, describe: redact(describe, secretsOf(config)) };
     },
@@ -73,7 +75,10 @@ export function createPiAdapter(variant: PiVariant): RuntimeAdapterV1<PiSettings
 
 /** The env values, and an `--api-key <key>` passed through extra_args: secrets too. */
 function piSecrets(config: PiSettings): string[] {
-  return [...secretEnvValues(config.env), ...config.extra_args.filter((_, i) => config.extra_args[i - 1] === '--api-key')];
+  return [
+    ...secretEnvValues(config.env),
+    ...config.extra_args.filter((_, i) => config.extra_args[i - 1] === '--api-key'),
+  ];
 }
 
 /** What the translation of one run accumulates, read by the terminal event. */
@@ -87,8 +92,18 @@ interface PiRun {
 }
 
 /** spawn → translate each JSONL line → one runtime.finished from the exit item. */
-async function* runPi(variant: PiVariant, config: PiSettings, prompt: string, ctx: RuntimeContextV1): AsyncGenerator<RuntimeEventV1> {
-  const env: Record<string, string | undefined> = { ...ctx.env, ...config.env, UH_OPERATION_ID: ctx.mission.operationId, UH_MISSION_ID: ctx.mission.missionId };
+async function* runPi(
+  variant: PiVariant,
+  config: PiSettings,
+  prompt: string,
+  ctx: RuntimeContextV1,
+): AsyncGenerator<RuntimeEventV1> {
+  const env: Record<string, string | undefined> = {
+    ...ctx.env,
+    ...config.env,
+    UH_OPERATION_ID: ctx.mission.operationId,
+    UH_MISSION_ID: ctx.mission.missionId,
+  };
   if (config.offline) env.PI_OFFLINE = '1';
   const run: PiRun = { variant, config, ctx, state: newPiRunState(), scanner: new SentinelScanner(), pid: undefined };
   const items = runCliJsonl({
@@ -106,7 +121,11 @@ async function* runPi(variant: PiVariant, config: PiSettings, prompt: string, ct
   for await (const item of items) {
     if (item.kind === 'spawned') run.pid = item.pid;
     else if (item.kind === 'message') yield* translateLine(run, item.value);
-    else if (item.kind === 'malformed') yield { type: 'runtime.raw', data: { source: 'stdout', reason: item.reason, line: item.line, detail: item.detail } };
+    else if (item.kind === 'malformed')
+      yield {
+        type: 'runtime.raw',
+        data: { source: 'stdout', reason: item.reason, line: item.line, detail: item.detail },
+      };
     else return yield finishedEvent(run, item.exit);
   }
 }
@@ -115,7 +134,8 @@ async function* translateLine(run: PiRun, line: PiLine): AsyncGenerator<RuntimeE
   for (const event of translatePiEvent(run.state, line, run.pid)) {
     if (event.type === 'runtime.message') run.scanner.push(`${event.data.text}\n`);
     // Durable before anyone sees it: a crash of uh still leaves the session id behind.
-    if (event.type === 'runtime.started') await run.ctx.journal.put({ session_id: event.data.session_id, pid: run.pid });
+    if (event.type === 'runtime.started')
+      await run.ctx.journal.put({ session_id: event.data.session_id, pid: run.pid });
     yield event;
   }
 }

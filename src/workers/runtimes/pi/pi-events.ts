@@ -56,7 +56,8 @@ export function toUsage(u: PiUsage): Usage {
   if (u.output !== undefined) out.output_tokens = Math.round(u.output);
   if (u.cacheRead !== undefined && u.cacheRead > 0) out.cached_input_tokens = Math.round(u.cacheRead);
   if (u.totalTokens !== undefined) out.total_tokens = Math.round(u.totalTokens);
-  else if (u.input !== undefined || u.output !== undefined) out.total_tokens = Math.round((u.input ?? 0) + (u.output ?? 0));
+  else if (u.input !== undefined || u.output !== undefined)
+    out.total_tokens = Math.round((u.input ?? 0) + (u.output ?? 0));
   if (u.cost?.total !== undefined && u.cost.total > 0) out.cost_usd = u.cost.total;
   return out;
 }
@@ -66,17 +67,32 @@ export function translatePiEvent(state: PiRunState, line: PiLine, pid?: number):
   switch (line.type) {
     case 'session':
       state.sessionId = line.id;
-      return [{ type: 'runtime.started', data: { session_id: line.id, ...(pid !== undefined ? { pid } : {}), ...(line.cwd ? { cwd: line.cwd } : {}) } }];
+      return [
+        {
+          type: 'runtime.started',
+          data: { session_id: line.id, ...(pid !== undefined ? { pid } : {}), ...(line.cwd ? { cwd: line.cwd } : {}) },
+        },
+      ];
     case 'message_end':
       return messageEnd(state, line.message);
     case 'tool_execution_start':
       state.toolCalls += 1;
-      return [{ type: 'runtime.tool_call', data: { id: line.toolCallId, name: line.toolName, status: 'started', args: preview(line.args) } }];
+      return [
+        {
+          type: 'runtime.tool_call',
+          data: { id: line.toolCallId, name: line.toolName, status: 'started', args: preview(line.args) },
+        },
+      ];
     case 'tool_execution_end':
       return [
         {
           type: 'runtime.tool_call',
-          data: { id: line.toolCallId, name: line.toolName, status: line.isError ? 'failed' : 'completed', result: preview(line.result) },
+          data: {
+            id: line.toolCallId,
+            name: line.toolName,
+            status: line.isError ? 'failed' : 'completed',
+            result: preview(line.result),
+          },
         },
       ];
     case 'agent_end': {
@@ -93,17 +109,49 @@ export function translatePiEvent(state: PiRunState, line: PiLine, pid?: number):
       return [];
     }
     case 'auto_retry_start':
-      return [{ type: 'runtime.log', data: { level: 'warn', message: `pi retries (attempt ${line.attempt ?? '?'} of ${line.maxAttempts ?? '?'}): ${line.errorMessage ?? 'provider error'}` } }];
+      return [
+        {
+          type: 'runtime.log',
+          data: {
+            level: 'warn',
+            message: `pi retries (attempt ${line.attempt ?? '?'} of ${line.maxAttempts ?? '?'}): ${line.errorMessage ?? 'provider error'}`,
+          },
+        },
+      ];
     case 'auto_retry_end':
-      return line.success ? [] : [{ type: 'runtime.log', data: { level: 'warn', message: `pi gave up retrying: ${line.finalError ?? 'unknown error'}` } }];
+      return line.success
+        ? []
+        : [
+            {
+              type: 'runtime.log',
+              data: { level: 'warn', message: `pi gave up retrying: ${line.finalError ?? 'unknown error'}` },
+            },
+          ];
     case 'compaction_start':
-      return [{ type: 'runtime.log', data: { level: 'info', message: `pi compacts its context (${line.reason ?? 'unknown reason'})` } }];
+      return [
+        {
+          type: 'runtime.log',
+          data: { level: 'info', message: `pi compacts its context (${line.reason ?? 'unknown reason'})` },
+        },
+      ];
     case 'compaction_end':
-      return line.errorMessage ? [{ type: 'runtime.log', data: { level: 'warn', message: `pi compaction failed: ${line.errorMessage}` } }] : [];
+      return line.errorMessage
+        ? [{ type: 'runtime.log', data: { level: 'warn', message: `pi compaction failed: ${line.errorMessage}` } }]
+        : [];
     case 'unknown':
       if (state.unknownTypes.has(line.raw_type)) return [];
       state.unknownTypes.add(line.raw_type);
-      return [{ type: 'runtime.raw', data: { source: 'stdout', reason: 'unknown_event_type', event_type: line.raw_type, note: 'reported once per type' } }];
+      return [
+        {
+          type: 'runtime.raw',
+          data: {
+            source: 'stdout',
+            reason: 'unknown_event_type',
+            event_type: line.raw_type,
+            note: 'reported once per type',
+          },
+        },
+      ];
     default:
       // agent_start, turn_*, message_start, message_update, tool_execution_update, queue_update:
       // nothing a receipt needs (deltas are summed up by the message_end that follows).
@@ -118,7 +166,8 @@ function messageEnd(state: PiRunState, message: PiMessage): RuntimeEventV1[] {
   state.lastErrorMessage = message.errorMessage ?? null;
   if (Array.isArray(message.content)) {
     for (const block of message.content) {
-      if (block.type === 'thinking' && block.thinking) events.push({ type: 'runtime.thought', data: { text: block.thinking } });
+      if (block.type === 'thinking' && block.thinking)
+        events.push({ type: 'runtime.thought', data: { text: block.thinking } });
     }
   }
   const text = assistantText(message);
@@ -134,7 +183,10 @@ function messageEnd(state: PiRunState, message: PiMessage): RuntimeEventV1[] {
     }
   }
   if (message.stopReason === 'error' || message.stopReason === 'aborted') {
-    events.push({ type: 'runtime.log', data: { level: 'error', message: `pi: ${message.errorMessage ?? `request ${message.stopReason}`}` } });
+    events.push({
+      type: 'runtime.log',
+      data: { level: 'error', message: `pi: ${message.errorMessage ?? `request ${message.stopReason}`}` },
+    });
   }
   return events;
 }

@@ -58,7 +58,12 @@ export const PiMessageSchema = z.looseObject({
 export type PiMessage = z.infer<typeof PiMessageSchema>;
 
 const KNOWN = {
-  session: z.looseObject({ type: z.literal('session'), id: z.string(), version: z.number().optional(), cwd: z.string().optional() }),
+  session: z.looseObject({
+    type: z.literal('session'),
+    id: z.string(),
+    version: z.number().optional(),
+    cwd: z.string().optional(),
+  }),
   agent_start: z.looseObject({ type: z.literal('agent_start') }),
   agent_end: z.looseObject({ type: z.literal('agent_end'), messages: z.array(PiMessageSchema) }),
   turn_start: z.looseObject({ type: z.literal('turn_start') }),
@@ -67,7 +72,12 @@ const KNOWN = {
   // The partial message is repeated on every delta: it is not validated nor kept.
   message_update: z.looseObject({ type: z.literal('message_update') }),
   message_end: z.looseObject({ type: z.literal('message_end'), message: PiMessageSchema }),
-  tool_execution_start: z.looseObject({ type: z.literal('tool_execution_start'), toolCallId: z.string(), toolName: z.string(), args: z.unknown().optional() }),
+  tool_execution_start: z.looseObject({
+    type: z.literal('tool_execution_start'),
+    toolCallId: z.string(),
+    toolName: z.string(),
+    args: z.unknown().optional(),
+  }),
   tool_execution_update: z.looseObject({ type: z.literal('tool_execution_update') }),
   tool_execution_end: z.looseObject({
     type: z.literal('tool_execution_end'),
@@ -76,10 +86,26 @@ const KNOWN = {
     result: z.unknown().optional(),
     isError: z.boolean().optional(),
   }),
-  auto_retry_start: z.looseObject({ type: z.literal('auto_retry_start'), attempt: z.number().optional(), maxAttempts: z.number().optional(), delayMs: z.number().optional(), errorMessage: z.string().optional() }),
-  auto_retry_end: z.looseObject({ type: z.literal('auto_retry_end'), success: z.boolean().optional(), attempt: z.number().optional(), finalError: z.string().optional() }),
+  auto_retry_start: z.looseObject({
+    type: z.literal('auto_retry_start'),
+    attempt: z.number().optional(),
+    maxAttempts: z.number().optional(),
+    delayMs: z.number().optional(),
+    errorMessage: z.string().optional(),
+  }),
+  auto_retry_end: z.looseObject({
+    type: z.literal('auto_retry_end'),
+    success: z.boolean().optional(),
+    attempt: z.number().optional(),
+    finalError: z.string().optional(),
+  }),
   compaction_start: z.looseObject({ type: z.literal('compaction_start'), reason: z.string().optional() }),
-  compaction_end: z.looseObject({ type: z.literal('compaction_end'), reason: z.string().optional(), aborted: z.boolean().optional(), errorMessage: z.string().optional() }),
+  compaction_end: z.looseObject({
+    type: z.literal('compaction_end'),
+    reason: z.string().optional(),
+    aborted: z.boolean().optional(),
+    errorMessage: z.string().optional(),
+  }),
   queue_update: z.looseObject({ type: z.literal('queue_update') }),
 } as const;
 

@@ -9,7 +9,11 @@ import { assistantText, fakeCommand, newJournal, ofType, readJournal, requestsOf
 
 const run = (scenario: string, extra: Record<string, unknown> = {}, options: Parameters<typeof runAdapter>[2] = {}) => {
   const journal = newJournal();
-  return runAdapter(acpAdapter, { command: fakeCommand(scenario), env: { FAKE_ACP_JOURNAL: journal }, ...extra }, options).then((r) => ({
+  return runAdapter(
+    acpAdapter,
+    { command: fakeCommand(scenario), env: { FAKE_ACP_JOURNAL: journal }, ...extra },
+    options,
+  ).then((r) => ({
     ...r,
     journal: readJournal(journal),
     terminal: terminalOf(r.events),
@@ -21,7 +25,10 @@ describe('acp runtime against the scripted fake agent', () => {
     const r = await run('ok');
     const [init] = requestsOf(r.journal, 'initialize');
     expect(init?.jsonrpc).toBe('2.0');
-    expect(init?.params).toMatchObject({ protocolVersion: 1, clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false } });
+    expect(init?.params).toMatchObject({
+      protocolVersion: 1,
+      clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+    });
     expect(requestsOf(r.journal, 'session/new')[0]?.params).toEqual({ cwd: r.workDir, mcpServers: [] });
     const [prompt] = requestsOf(r.journal, 'session/prompt');
     expect(prompt?.params.prompt).toEqual([{ type: 'text', text: 'Say hello.' }]);
@@ -29,9 +36,16 @@ describe('acp runtime against the scripted fake agent', () => {
     expect(requestsOf(r.journal, 'authenticate')).toEqual([]);
     expect(r.terminal.outcome).toMatchObject({ status: 'completed', raw: 'stop:end_turn' });
     expect(r.terminal.session_id).toBe(prompt?.params.sessionId);
-    expect(ofType(r.events, 'runtime.started')[0]?.data).toMatchObject({ session_id: prompt?.params.sessionId, protocol_version: 1, load_session: true });
+    expect(ofType(r.events, 'runtime.started')[0]?.data).toMatchObject({
+      session_id: prompt?.params.sessionId,
+      protocol_version: 1,
+      load_session: true,
+    });
     // The agent session id is in the operation's durable journal before the prompt is sent.
-    expect(JSON.parse(readFileSync(join(r.logDir, 'runtime-journal.json'), 'utf8'))).toMatchObject({ acp_session_id: prompt?.params.sessionId, acp_agent: 'hermes-agent' });
+    expect(JSON.parse(readFileSync(join(r.logDir, 'runtime-journal.json'), 'utf8'))).toMatchObject({
+      acp_session_id: prompt?.params.sessionId,
+      acp_agent: 'hermes-agent',
+    });
   });
 
   it('edits a file in its work dir after the sandbox policy allows it, and reports chunks, thoughts, tools, plan and usage', async () => {
@@ -53,13 +67,21 @@ describe('acp runtime against the scripted fake agent', () => {
     expect(folded.tool_calls).toBe(2);
     expect(folded.usage.total_tokens).toBe(120);
     // Commands and usage_update sent right after the session/new reply are not lost.
-    expect(ofType(r.events, 'runtime.raw').map((e) => e.data.kind)).toEqual(['available_commands_update', 'usage_update', 'usage_update']);
+    expect(ofType(r.events, 'runtime.raw').map((e) => e.data.kind)).toEqual([
+      'available_commands_update',
+      'usage_update',
+      'usage_update',
+    ]);
   });
 
   it('answers a permission with exactly {outcome:{outcome:"selected", optionId:"allow_once"}} and audits it', async () => {
     const r = await run('ok');
     const answer = r.journal.find((m) => m.id === 'srv-1' && !('method' in m));
-    expect(answer).toEqual({ jsonrpc: '2.0', id: 'srv-1', result: { outcome: { outcome: 'selected', optionId: 'allow_once' } } });
+    expect(answer).toEqual({
+      jsonrpc: '2.0',
+      id: 'srv-1',
+      result: { outcome: { outcome: 'selected', optionId: 'allow_once' } },
+    });
     expect(r.journal.find((m) => m.permission_result)).toMatchObject({ permission_result: 'once' });
     const [audit] = ofType(r.events, 'runtime.permission');
     expect(audit?.data).toMatchObject({
@@ -75,8 +97,14 @@ describe('acp runtime against the scripted fake agent', () => {
     ['a dangerous command', 'execute'],
   ])('denies %s under the sandbox policy by selecting the reject option', async (_name, scenario) => {
     const r = await run(scenario);
-    expect(r.journal.find((m) => m.permission_result)).toMatchObject({ permission_result: 'deny', why: 'selected deny' });
-    expect(ofType(r.events, 'runtime.permission')[0]?.data).toMatchObject({ allowed: false, answer: { outcome: { outcome: 'selected', optionId: 'deny' } } });
+    expect(r.journal.find((m) => m.permission_result)).toMatchObject({
+      permission_result: 'deny',
+      why: 'selected deny',
+    });
+    expect(ofType(r.events, 'runtime.permission')[0]?.data).toMatchObject({
+      allowed: false,
+      answer: { outcome: { outcome: 'selected', optionId: 'deny' } },
+    });
     expect(r.terminal.final_message).toBe('permission was denied');
     expect(existsSync(join(r.workDir, '..', 'outside.txt'))).toBe(false);
   });
@@ -90,14 +118,21 @@ describe('acp runtime against the scripted fake agent', () => {
 
   it('asks through send under the ask policy: a pending audit event, then the answer', async () => {
     let session: RuntimeSessionV1 | undefined;
-    const r = await run('ok', { permission_policy: 'ask' }, {
-      onSession: (s) => (session = s),
-      onEvent: (event) => {
-        if (event.type === 'runtime.permission' && event.data.pending) void session?.send?.('allow');
+    const r = await run(
+      'ok',
+      { permission_policy: 'ask' },
+      {
+        onSession: (s) => (session = s),
+        onEvent: (event) => {
+          if (event.type === 'runtime.permission' && event.data.pending) void session?.send?.('allow');
+        },
       },
-    });
+    );
     const audits = ofType(r.events, 'runtime.permission');
-    expect(audits.map((a) => a.data.answer)).toEqual([null, { outcome: { outcome: 'selected', optionId: 'allow_once' } }]);
+    expect(audits.map((a) => a.data.answer)).toEqual([
+      null,
+      { outcome: { outcome: 'selected', optionId: 'allow_once' } },
+    ]);
     expect(audits[1]?.data.decided_by).toBe('send');
     expect(ofType(r.events, 'runtime.steering').map((e) => e.data.message)).toEqual(['allow']);
     expect(readFileSync(join(r.workDir, 'hello.txt'), 'utf8')).toBe('hi from hermes\n');
@@ -113,7 +148,11 @@ describe('acp runtime against the scripted fake agent', () => {
   it('answers vendor extension and fs/* requests with -32601 and keeps going', async () => {
     const r = await run('vendor');
     expect(assistantText(r.events)).toContain('vendor answered -32601; fs answered -32601.');
-    expect(ofType(r.events, 'runtime.raw').filter((e) => e.data.source === 'acp.request').map((e) => e.data.method)).toEqual(['_hermes/ping', 'fs/read_text_file']);
+    expect(
+      ofType(r.events, 'runtime.raw')
+        .filter((e) => e.data.source === 'acp.request')
+        .map((e) => e.data.method),
+    ).toEqual(['_hermes/ping', 'fs/read_text_file']);
     expect(r.terminal.outcome.status).toBe('completed');
   });
 

@@ -9,9 +9,18 @@ const cancel = { kind: 'cancel', message: 'cancelled by test' };
 const timeout = { kind: 'timeout', message: 'mission timed out after 1 s', timeoutMs: 1000 };
 const firstChunk = (e: { type: string }) => e.type === 'runtime.message';
 
-async function run(scenario: string, extra: Record<string, unknown> = {}, options: Parameters<typeof runAdapter>[2] = {}, adapter: AnyRuntimeAdapter = acpAdapter) {
+async function run(
+  scenario: string,
+  extra: Record<string, unknown> = {},
+  options: Parameters<typeof runAdapter>[2] = {},
+  adapter: AnyRuntimeAdapter = acpAdapter,
+) {
   const journal = newJournal();
-  const r = await runAdapter(adapter, { command: fakeCommand(scenario), env: { FAKE_ACP_JOURNAL: journal }, ...extra }, options);
+  const r = await runAdapter(
+    adapter,
+    { command: fakeCommand(scenario), env: { FAKE_ACP_JOURNAL: journal }, ...extra },
+    options,
+  );
   return { ...r, journal: readJournal(journal), terminal: terminalOf(r.events) };
 }
 
@@ -39,12 +48,20 @@ describe('acp runtime: failures, cancel and auth against the fake agent', () => 
     const r = await run('hang', {}, abortWhen(firstChunk, cancel));
     expect(r.terminal.outcome).toMatchObject({ status: 'cancelled', raw: 'cancel' });
     const [cancelMsg] = requestsOf(r.journal, 'session/cancel');
-    expect(cancelMsg).toEqual({ jsonrpc: '2.0', method: 'session/cancel', params: { sessionId: r.terminal.session_id } });
+    expect(cancelMsg).toEqual({
+      jsonrpc: '2.0',
+      method: 'session/cancel',
+      params: { sessionId: r.terminal.session_id },
+    });
     expect(r.terminal.stop_reason).toBe('cancelled');
   });
 
   it('answers a pending permission request {outcome:{outcome:"cancelled"}} on cancel', async () => {
-    const r = await run('hang-permission', { permission_policy: 'ask' }, abortWhen((e) => e.type === 'runtime.permission', cancel));
+    const r = await run(
+      'hang-permission',
+      { permission_policy: 'ask' },
+      abortWhen((e) => e.type === 'runtime.permission', cancel),
+    );
     const answer = r.journal.find((m) => m.id === 'srv-1' && !('method' in m));
     expect(answer?.result).toEqual({ outcome: { outcome: 'cancelled' } });
     expect(r.journal.find((m) => m.permission_result)).toMatchObject({ permission_result: 'deny', why: 'cancelled' });
@@ -57,7 +74,9 @@ describe('acp runtime: failures, cancel and auth against the fake agent', () => 
     const r = await run('hang-hard', { cancel_grace_ms: 300, kill_grace_ms: 300 }, abortWhen(firstChunk, cancel));
     expect(r.terminal.outcome.status).toBe('cancelled');
     expect(Date.now() - started).toBeLessThan(10_000);
-    expect(ofType(r.events, 'runtime.log').some((e) => e.data.message.includes('did not answer session/cancel'))).toBe(true);
+    expect(ofType(r.events, 'runtime.log').some((e) => e.data.message.includes('did not answer session/cancel'))).toBe(
+      true,
+    );
   });
 
   it('ends failed with timed_out when the mission timeout aborts the turn', async () => {
@@ -88,7 +107,9 @@ describe('acp runtime: failures, cancel and auth against the fake agent', () => 
   it('accepts a null authenticate result, then is blocked when the agent still wants auth', async () => {
     const r = await run('auth-null');
     expect(requestsOf(r.journal, 'authenticate')).toHaveLength(1);
-    expect(ofType(r.events, 'runtime.log').some((e) => e.data.message.includes('not accepted (null result)'))).toBe(true);
+    expect(ofType(r.events, 'runtime.log').some((e) => e.data.message.includes('not accepted (null result)'))).toBe(
+      true,
+    );
     expect(r.terminal.outcome).toMatchObject({ status: 'blocked', raw: 'auth_required' });
   });
 

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { answerAllows, answerFromReply, decidePermission, permissionAnswer, pickOption } from '../../../../src/workers/runtimes/acp/acp-permissions.js';
+import {
+  answerAllows,
+  answerFromReply,
+  decidePermission,
+  permissionAnswer,
+  pickOption,
+} from '../../../../src/workers/runtimes/acp/acp-permissions.js';
 import { RequestPermissionResponseSchema } from '../../../../src/workers/runtimes/acp/acp-protocol.js';
 import { HERMES_PERMISSION_OPTIONS } from '../../../../src/workers/runtimes/hermes-acp/hermes-acp-protocol.js';
 
@@ -10,20 +16,38 @@ const sdkExample = [
   { kind: 'reject_once', name: 'Skip this change', optionId: 'reject' },
 ];
 const kindless = [{ optionId: 'proceed_always' }, { optionId: 'yes' }, { optionId: 'no' }];
-const allowOnlyAlways = [{ optionId: 'a', kind: 'allow_always' }, { optionId: 'r', kind: 'reject_always' }];
+const allowOnlyAlways = [
+  { optionId: 'a', kind: 'allow_always' },
+  { optionId: 'r', kind: 'reject_always' },
+];
 const noReject = [{ optionId: 'allow_once', kind: 'allow_once' }];
 
 describe('decidePermission', () => {
   const call = (kind: string | undefined, extra: object = {}) => ({ toolCallId: 't', kind, ...extra });
   it.each<[string, 'sandbox' | 'deny', object, boolean]>([
-    ['edit of a file inside the work dir', 'sandbox', call('edit', { locations: [{ path: `${WORK}/src/a.ts` }] }), true],
+    [
+      'edit of a file inside the work dir',
+      'sandbox',
+      call('edit', { locations: [{ path: `${WORK}/src/a.ts` }] }),
+      true,
+    ],
     ['edit with a relative rawInput path', 'sandbox', call('edit', { rawInput: { path: 'src/a.ts' } }), true],
     ['read inside', 'sandbox', call('read', { locations: [{ path: `${WORK}/README.md` }] }), true],
     ['search naming no path', 'sandbox', call('search'), true],
     ['edit outside the work dir', 'sandbox', call('edit', { locations: [{ path: '/etc/hosts' }] }), false],
     ['edit climbing out with ..', 'sandbox', call('edit', { rawInput: { file_path: '../other/x' } }), false],
-    ['a sibling dir sharing the prefix', 'sandbox', call('edit', { locations: [{ path: '/w/sandbox-evil/x' }] }), false],
-    ['one path inside, one outside', 'sandbox', call('move', { rawInput: { source: 'a', destination: '/tmp/b' } }), false],
+    [
+      'a sibling dir sharing the prefix',
+      'sandbox',
+      call('edit', { locations: [{ path: '/w/sandbox-evil/x' }] }),
+      false,
+    ],
+    [
+      'one path inside, one outside',
+      'sandbox',
+      call('move', { rawInput: { source: 'a', destination: '/tmp/b' } }),
+      false,
+    ],
     ['a home-relative path', 'sandbox', call('read', { rawInput: { path: '~/.ssh/id_rsa' } }), false],
     ['an edit naming no path', 'sandbox', call('edit'), false],
     ['a shell command (execute)', 'sandbox', call('execute', { rawInput: { command: 'rm -rf build' } }), false],
@@ -81,7 +105,9 @@ describe('answers from send (policy ask)', () => {
     ['please go ahead', null],
   ])('%s', (reply, optionId) => {
     const answer = answerFromReply(reply, request as never);
-    expect(answer === null ? null : answer.outcome.outcome === 'selected' ? answer.outcome.optionId : 'cancelled').toBe(optionId);
+    expect(answer === null ? null : answer.outcome.outcome === 'selected' ? answer.outcome.optionId : 'cancelled').toBe(
+      optionId,
+    );
   });
 
   it('knows which answers allow', () => {

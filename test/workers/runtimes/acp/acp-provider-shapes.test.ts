@@ -12,7 +12,11 @@ import { fakeCommand, newJournal, ofType, readJournal } from './fake-acp.js';
 
 async function run(scenario: string, extra: Record<string, unknown> = {}) {
   const journal = newJournal();
-  const r = await runAdapter(acpAdapter, { command: fakeCommand(scenario), env: { FAKE_ACP_JOURNAL: journal }, ...extra });
+  const r = await runAdapter(acpAdapter, {
+    command: fakeCommand(scenario),
+    env: { FAKE_ACP_JOURNAL: journal },
+    ...extra,
+  });
   return { ...r, journal: readJournal(journal), terminal: terminalOf(r.events) };
 }
 
@@ -44,7 +48,10 @@ describe('acp runtime: a permission request without the kind its tool_call gave'
     expect(r.terminal.outcome.status).toBe('completed');
     expect(readFileSync(join(r.workDir, 'hello.txt'), 'utf8')).toBe('hi from a partial agent\n');
     const decided = ofType(r.events, 'runtime.permission').find((e) => e.data.answer !== null);
-    expect(decided?.data).toMatchObject({ allowed: true, request: { tool_call_id: 'call_p', kind: 'edit', paths: [join(r.workDir, 'hello.txt')] } });
+    expect(decided?.data).toMatchObject({
+      allowed: true,
+      request: { tool_call_id: 'call_p', kind: 'edit', paths: [join(r.workDir, 'hello.txt')] },
+    });
     expect(r.journal.find((m) => m.permission_result)).toMatchObject({ permission_result: 'once' });
   });
 

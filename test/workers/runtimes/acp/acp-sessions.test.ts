@@ -23,9 +23,18 @@ const acp = createAcpAdapter<AcpSettings>({
 });
 afterAll(() => acp.pool.closeAll());
 
-async function run(adapter: AnyRuntimeAdapter, scenario: string, extra: Record<string, unknown> = {}, options: Parameters<typeof runAdapter>[2] = {}) {
+async function run(
+  adapter: AnyRuntimeAdapter,
+  scenario: string,
+  extra: Record<string, unknown> = {},
+  options: Parameters<typeof runAdapter>[2] = {},
+) {
   const journal = newJournal();
-  const r = await runAdapter(adapter, { command: fakeCommand(scenario), env: { FAKE_ACP_JOURNAL: journal }, ...extra }, options);
+  const r = await runAdapter(
+    adapter,
+    { command: fakeCommand(scenario), env: { FAKE_ACP_JOURNAL: journal }, ...extra },
+    options,
+  );
   return { ...r, journal: readJournal(journal), terminal: terminalOf(r.events) };
 }
 
@@ -35,13 +44,19 @@ describe('acp sessions: load and replay', () => {
     ['replay after the load reply (older Hermes), within load_settle_ms', 'replay-after-load', 500],
   ])('continues a session with session/load; %s is not new output', async (_name, scenario, settle) => {
     const r = await run(acp, scenario, { session_id: 'hist-42', load_settle_ms: settle });
-    expect(requestsOf(r.journal, 'session/load')[0]?.params).toEqual({ sessionId: 'hist-42', cwd: r.workDir, mcpServers: [] });
+    expect(requestsOf(r.journal, 'session/load')[0]?.params).toEqual({
+      sessionId: 'hist-42',
+      cwd: r.workDir,
+      mcpServers: [],
+    });
     expect(requestsOf(r.journal, 'session/new')).toEqual([]);
     expect(ofType(r.events, 'runtime.started')[0]?.data).toMatchObject({ session_id: 'hist-42', resumed: true });
     expect(assistantText(r.events)).not.toContain('REPLAYED');
     expect(ofType(r.events, 'runtime.message').some((e) => e.data.role === 'user')).toBe(false);
     expect(ofType(r.events, 'runtime.tool_call').map((e) => e.data.id)).not.toContain('call_hist_1');
-    expect(ofType(r.events, 'runtime.log').some((e) => e.data.message.includes('replayed 4 history update(s)'))).toBe(true);
+    expect(ofType(r.events, 'runtime.log').some((e) => e.data.message.includes('replayed 4 history update(s)'))).toBe(
+      true,
+    );
     expect(r.terminal.final_message).toBe('Wrote hello.txt with a greeting.');
     expect(r.terminal.outcome.status).toBe('completed');
   });
@@ -57,20 +72,32 @@ describe('acp sessions: load and replay', () => {
     expect(requestsOf(r.journal, 'session/load')).toHaveLength(1);
     expect(requestsOf(r.journal, 'session/new')).toHaveLength(1);
     expect(ofType(r.events, 'runtime.started')[0]?.data).toMatchObject({ resumed: false });
-    expect(ofType(r.events, 'runtime.log').some((e) => e.data.level === 'warn' && e.data.message.includes('does not know session gone-1'))).toBe(true);
+    expect(
+      ofType(r.events, 'runtime.log').some(
+        (e) => e.data.level === 'warn' && e.data.message.includes('does not know session gone-1'),
+      ),
+    ).toBe(true);
   });
 });
 
 describe('acp prompts and follow-ups', () => {
   it('sends a follow-up from send() as the next prompt, after the first turn ends', async () => {
     let session: RuntimeSessionV1 | undefined;
-    const r = await run(acp, 'reasoning', {}, {
-      onSession: (s) => (session = s),
-      onEvent: (e) => {
-        if (e.type === 'runtime.started') void session?.send?.('And now the tests.');
+    const r = await run(
+      acp,
+      'reasoning',
+      {},
+      {
+        onSession: (s) => (session = s),
+        onEvent: (e) => {
+          if (e.type === 'runtime.started') void session?.send?.('And now the tests.');
+        },
       },
-    });
-    expect(requestsOf(r.journal, 'session/prompt').map((m) => m.params.prompt[0].text)).toEqual(['Say hello.', 'And now the tests.']);
+    );
+    expect(requestsOf(r.journal, 'session/prompt').map((m) => m.params.prompt[0].text)).toEqual([
+      'Say hello.',
+      'And now the tests.',
+    ]);
     expect(assistantText(r.events)).toBe('RECEIVED[Say hello.]RECEIVED[And now the tests.]');
     expect(r.terminal.usage?.total_tokens).toBe(240);
     await expect(session?.send?.('too late')).rejects.toThrow(/finished/);
@@ -83,12 +110,21 @@ describe('acp prompts and follow-ups', () => {
 
   it('hermes-acp sends /reasoning <level> as its own turn when asked, never swallowing the prompt', async () => {
     const r = await run(hermesAcpAdapter, 'reasoning', { reasoning_level: 'high' });
-    expect(requestsOf(r.journal, 'session/prompt').map((m) => m.params.prompt[0].text)).toEqual(['/reasoning high', 'Say hello.']);
+    expect(requestsOf(r.journal, 'session/prompt').map((m) => m.params.prompt[0].text)).toEqual([
+      '/reasoning high',
+      'Say hello.',
+    ]);
     expect(r.terminal.final_message).toBe('RECEIVED[Say hello.]');
   });
 
   it('answers one prompt at a time per session, and refusal for an unknown session (client level)', async () => {
-    const client = new AcpClient({ spawn: spawnGroup, argv: fakeCommand('reasoning'), cwd: tempDir('uh-acp-client-'), env: process.env, killGraceMs: 500 });
+    const client = new AcpClient({
+      spawn: spawnGroup,
+      argv: fakeCommand('reasoning'),
+      cwd: tempDir('uh-acp-client-'),
+      env: process.env,
+      killGraceMs: 500,
+    });
     try {
       await client.initialize(10_000);
       const sessionId = await client.newSession(client.options.cwd, 10_000);
@@ -110,7 +146,8 @@ describe('acp prompts and follow-ups', () => {
 
 describe('one agent child per work dir', () => {
   beforeEach(() => acp.pool.closeAll());
-  const pidOf = (events: { type: string; data: any }[]) => events.find((e) => e.type === 'runtime.started')?.data.pid as number;
+  const pidOf = (events: { type: string; data: any }[]) =>
+    events.find((e) => e.type === 'runtime.started')?.data.pid as number;
   // Same command and env for every run, so runs in one dir share a pool entry; the scenario comes from env.
   const command = [process.execPath, fakeCommand('x')[1]!, 'acp'];
   const runIn = (workDir: string, scenario: string) =>
@@ -152,7 +189,11 @@ describe('a permission answered in the wrong shape', () => {
   it.each([
     ['flat {outcome:"selected"}', { outcome: 'selected', optionId: 'allow_once' }, 'malformed answer'],
     ['allowed instead of selected', { outcome: { outcome: 'allowed', optionId: 'allow_once' } }, 'malformed answer'],
-    ['an option that was not offered', { outcome: { outcome: 'selected', optionId: 'yes_please' } }, 'unknown option yes_please'],
+    [
+      'an option that was not offered',
+      { outcome: { outcome: 'selected', optionId: 'yes_please' } },
+      'unknown option yes_please',
+    ],
   ])('is a deny for a Hermes-like agent: %s', async (_name, answer, why) => {
     const journal = newJournal();
     const child = startJsonRpcChild({
@@ -165,9 +206,15 @@ describe('a permission answered in the wrong shape', () => {
     });
     try {
       await child.connection.request('initialize', { protocolVersion: 1 });
-      const { sessionId } = (await child.connection.request('session/new', { cwd: tempDir('uh-acp-shape-'), mcpServers: [] })) as { sessionId: string };
+      const { sessionId } = (await child.connection.request('session/new', {
+        cwd: tempDir('uh-acp-shape-'),
+        mcpServers: [],
+      })) as { sessionId: string };
       await child.connection.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'go' }] });
-      expect(readJournal(journal).find((m) => m.permission_result)).toMatchObject({ permission_result: 'deny', why: expect.stringContaining(why) });
+      expect(readJournal(journal).find((m) => m.permission_result)).toMatchObject({
+        permission_result: 'deny',
+        why: expect.stringContaining(why),
+      });
     } finally {
       await child.close();
     }
@@ -176,11 +223,20 @@ describe('a permission answered in the wrong shape', () => {
   it('is never sent by our client: a handler returning a wrong shape becomes an error answer (a deny), not a silent one', async () => {
     const journal = newJournal();
     const cwd = tempDir('uh-acp-shape-');
-    const client = new AcpClient({ spawn: spawnGroup, argv: fakeCommand('ok'), cwd, env: { ...process.env, FAKE_ACP_JOURNAL: journal }, killGraceMs: 500 });
+    const client = new AcpClient({
+      spawn: spawnGroup,
+      argv: fakeCommand('ok'),
+      cwd,
+      env: { ...process.env, FAKE_ACP_JOURNAL: journal },
+      killGraceMs: 500,
+    });
     try {
       await client.initialize(10_000);
       const sessionId = await client.newSession(cwd, 10_000);
-      client.attach(sessionId, { onUpdate: () => {}, onPermission: async () => ({ outcome: 'selected', optionId: 'allow_once' }) as never });
+      client.attach(sessionId, {
+        onUpdate: () => {},
+        onPermission: async () => ({ outcome: 'selected', optionId: 'allow_once' }) as never,
+      });
       await client.prompt(sessionId, 'go');
       const answer = readJournal(journal).find((m) => m.id === 'srv-1' && !('method' in m));
       expect(answer?.error?.code).toBe(-32603);

@@ -21,8 +21,18 @@ describe('ACP runtime settings', () => {
   it('acp needs a command; hermes-acp defaults to `hermes acp` with its own defaults', () => {
     expect(acpAdapter.configSchema.safeParse({}).success).toBe(false);
     const hermes = hermesAcpAdapter.configSchema.parse({});
-    expect(hermes).toMatchObject({ command: ['hermes', 'acp'], auth_mode: 'upfront', load_settle_ms: 500, reasoning_level: null, permission_policy: 'sandbox' });
-    expect(acpAdapter.configSchema.parse({ command: ['qwen', '--acp'] })).toMatchObject({ auth_mode: 'on_demand', load_settle_ms: 0, idle_ms: 0 });
+    expect(hermes).toMatchObject({
+      command: ['hermes', 'acp'],
+      auth_mode: 'upfront',
+      load_settle_ms: 500,
+      reasoning_level: null,
+      permission_policy: 'sandbox',
+    });
+    expect(acpAdapter.configSchema.parse({ command: ['qwen', '--acp'] })).toMatchObject({
+      auth_mode: 'on_demand',
+      load_settle_ms: 0,
+      idle_ms: 0,
+    });
   });
 
   it.each([
@@ -49,16 +59,34 @@ describe('ACP runtime settings', () => {
   });
 
   it('redacts secret env values and describes a dry run without them', async () => {
-    const config = acpAdapter.configSchema.parse({ command: ['qwen', '--acp'], env: { OPENAI_API_KEY: 'sk-abcdef123', OPENAI_MODEL: 'm' } });
+    const config = acpAdapter.configSchema.parse({
+      command: ['qwen', '--acp'],
+      env: { OPENAI_API_KEY: 'sk-abcdef123', OPENAI_MODEL: 'm' },
+    });
     expect(acpAdapter.secretsOf(config)).toEqual(['sk-abcdef123']);
-    const plan = await acpAdapter.prepare({ config, prompt: 'p', workDir: '/w', mission: { missionId: 'm', operationId: 'o' } });
+    const plan = await acpAdapter.prepare({
+      config,
+      prompt: 'p',
+      workDir: '/w',
+      mission: { missionId: 'm', operationId: 'o' },
+    });
     expect(JSON.stringify(plan.describe)).not.toContain('sk-abcdef123');
     expect(plan.describe).toMatchObject({ argv: ['qwen', '--acp'], env: ['OPENAI_API_KEY', 'OPENAI_MODEL'] });
   });
 
   it('check() says how to install a missing agent, never throwing', async () => {
-    const ctx = { spawn: (() => { throw new Error('unused'); }) as never, fetch: globalThis.fetch, now: Date.now, env: process.env };
-    const missing = await hermesAcpAdapter.check(hermesAcpAdapter.configSchema.parse({ command: ['uh-no-such-hermes'] }), ctx);
+    const ctx = {
+      spawn: (() => {
+        throw new Error('unused');
+      }) as never,
+      fetch: globalThis.fetch,
+      now: Date.now,
+      env: process.env,
+    };
+    const missing = await hermesAcpAdapter.check(
+      hermesAcpAdapter.configSchema.parse({ command: ['uh-no-such-hermes'] }),
+      ctx,
+    );
     expect(missing).toMatchObject({ ok: false, summary: 'program not found: uh-no-such-hermes' });
     expect(missing.hint).toContain('install Hermes');
   });

@@ -24,9 +24,13 @@ export function readJournal(path: string): Record<string, any>[] {
     .map((line) => JSON.parse(line) as Record<string, any>);
 }
 
-export const requestsOf = (journal: Record<string, any>[], method: string) => journal.filter((m) => m.method === method);
+export const requestsOf = (journal: Record<string, any>[], method: string) =>
+  journal.filter((m) => m.method === method);
 
-export function ofType<T extends RuntimeEventV1['type']>(events: RuntimeEventV1[], type: T): Extract<RuntimeEventV1, { type: T }>[] {
+export function ofType<T extends RuntimeEventV1['type']>(
+  events: RuntimeEventV1[],
+  type: T,
+): Extract<RuntimeEventV1, { type: T }>[] {
   return events.filter((e): e is Extract<RuntimeEventV1, { type: T }> => e.type === type);
 }
 

@@ -3,8 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { codexAppServerAdapter } from '../../../../src/workers/runtimes/codex-app-server/codex-app-server-adapter.js';
-import { buildAppServerArgv, CodexAppServerSettingsSchema } from '../../../../src/workers/runtimes/codex-app-server/codex-app-server-settings.js';
-import { missionThreadOf, rememberMissionThread, MISSION_THREADS_FILE } from '../../../../src/workers/runtimes/codex-app-server/codex-app-server-mission-threads.js';
+import {
+  buildAppServerArgv,
+  CodexAppServerSettingsSchema,
+} from '../../../../src/workers/runtimes/codex-app-server/codex-app-server-settings.js';
+import {
+  missionThreadOf,
+  rememberMissionThread,
+  MISSION_THREADS_FILE,
+} from '../../../../src/workers/runtimes/codex-app-server/codex-app-server-mission-threads.js';
 import { IdentityJournal } from '../../../../src/workers/runtimes/codex-app-server/codex-app-server-identity.js';
 
 describe('codex-app-server settings and prepare', () => {
@@ -14,17 +21,37 @@ describe('codex-app-server settings and prepare', () => {
   });
 
   it('builds `codex app-server` with -c overrides as TOML', () => {
-    const config = CodexAppServerSettingsSchema.parse({ config_overrides: { model_reasoning_effort: 'low', 'a.b': 3 } });
-    expect(buildAppServerArgv(config)).toEqual(['codex', 'app-server', '-c', 'model_reasoning_effort="low"', '-c', 'a.b=3']);
+    const config = CodexAppServerSettingsSchema.parse({
+      config_overrides: { model_reasoning_effort: 'low', 'a.b': 3 },
+    });
+    expect(buildAppServerArgv(config)).toEqual([
+      'codex',
+      'app-server',
+      '-c',
+      'model_reasoning_effort="low"',
+      '-c',
+      'a.b=3',
+    ]);
   });
 
   it('describes the dry run with the client message id and without secrets', async () => {
-    const config = CodexAppServerSettingsSchema.parse({ env: { OPENAI_API_KEY: 'sk-dry-run-secret-1234' }, config_overrides: { 'providers.x.api_key': 'sk-in-override-5678' } });
-    const plan = await codexAppServerAdapter.prepare({ config, prompt: 'do it', workDir: '/w', mission: { missionId: 'm1', operationId: 'op-9' } });
+    const config = CodexAppServerSettingsSchema.parse({
+      env: { OPENAI_API_KEY: 'sk-dry-run-secret-1234' },
+      config_overrides: { 'providers.x.api_key': 'sk-in-override-5678' },
+    });
+    const plan = await codexAppServerAdapter.prepare({
+      config,
+      prompt: 'do it',
+      workDir: '/w',
+      mission: { missionId: 'm1', operationId: 'op-9' },
+    });
     const text = JSON.stringify(plan.describe);
     expect(text).not.toContain('sk-dry-run-secret-1234');
     expect(text).not.toContain('sk-in-override-5678');
-    expect(plan.describe).toMatchObject({ turn_start: { clientUserMessageId: 'uh-op:op-9' }, thread_params: { cwd: '/w', sandbox: 'workspace-write', approvalPolicy: 'never' } });
+    expect(plan.describe).toMatchObject({
+      turn_start: { clientUserMessageId: 'uh-op:op-9' },
+      thread_params: { cwd: '/w', sandbox: 'workspace-write', approvalPolicy: 'never' },
+    });
   });
 });
 
@@ -44,7 +71,10 @@ describe('mission → thread map in CODEX_HOME', () => {
 describe('IdentityJournal', () => {
   it('keeps the record under one key and reads a corrupt record as possibly dispatched (fail closed)', async () => {
     let stored: Record<string, unknown> = { other: 1 };
-    const journal = { get: async () => stored, put: async (patch: Record<string, unknown>) => void (stored = { ...stored, ...patch }) };
+    const journal = {
+      get: async () => stored,
+      put: async (patch: Record<string, unknown>) => void (stored = { ...stored, ...patch }),
+    };
     const identity = new IdentityJournal(journal);
     await identity.load();
     await identity.put({ thread_id: 't1' });

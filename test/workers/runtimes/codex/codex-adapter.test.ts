@@ -13,7 +13,11 @@ import { tempDir } from '../../../support/temp.js';
 const FAKE = fileURLToPath(new URL('../../../fixtures/bin/fake-codex', import.meta.url));
 
 function run(scenario: string, config: Record<string, unknown> = {}, env: Record<string, string> = {}) {
-  return runAdapter(codexAdapter, { binary: FAKE, ...config }, { env: { ...process.env, FAKE_CODEX_SCENARIO: scenario, ...env }, prompt: 'Create hello.txt.' });
+  return runAdapter(
+    codexAdapter,
+    { binary: FAKE, ...config },
+    { env: { ...process.env, FAKE_CODEX_SCENARIO: scenario, ...env }, prompt: 'Create hello.txt.' },
+  );
 }
 
 const ofType = <T extends RuntimeEventV1['type']>(events: RuntimeEventV1[], type: T) =>
@@ -25,15 +29,37 @@ describe('codex adapter (fake codex)', () => {
     const codexHome = tempDir('uh-codex-home-');
     const result = await run(
       'success',
-      { model: 'gpt-test', profile: 'ci', codex_home: codexHome, config_overrides: { model_reasoning_effort: 'low', 'sandbox_workspace_write.network_access': false } },
+      {
+        model: 'gpt-test',
+        profile: 'ci',
+        codex_home: codexHome,
+        config_overrides: { model_reasoning_effort: 'low', 'sandbox_workspace_write.network_access': false },
+      },
       { FAKE_CODEX_ARGV_FILE: argvFile },
     );
     const seen = JSON.parse(readFileSync(argvFile, 'utf8'));
     const lastMessageFile = join(result.logDir, 'codex-last-message.txt');
     expect(seen.argv).toEqual([
-      'exec', '--json', '--output-last-message', lastMessageFile, '--cd', result.workDir,
-      '--sandbox', 'workspace-write', '--skip-git-repo-check', '--ephemeral', '-m', 'gpt-test', '-p', 'ci',
-      '-c', 'model_reasoning_effort="low"', '-c', 'sandbox_workspace_write.network_access=false', '--', 'Create hello.txt.',
+      'exec',
+      '--json',
+      '--output-last-message',
+      lastMessageFile,
+      '--cd',
+      result.workDir,
+      '--sandbox',
+      'workspace-write',
+      '--skip-git-repo-check',
+      '--ephemeral',
+      '-m',
+      'gpt-test',
+      '-p',
+      'ci',
+      '-c',
+      'model_reasoning_effort="low"',
+      '-c',
+      'sandbox_workspace_write.network_access=false',
+      '--',
+      'Create hello.txt.',
     ]);
     expect(seen.stdin).toBe('');
     expect(seen.env_codex_home).toBe(codexHome);
@@ -48,17 +74,34 @@ describe('codex adapter (fake codex)', () => {
     const folded = foldRuntimeEvents(result.events);
     expect(folded.thread_id).toBe('0199fake-c0de-7000-8000-000000000001');
     expect(folded.session_id).toBe('0199fake-c0de-7000-8000-000000000001');
-    expect(folded.usage).toEqual({ input_tokens: 1200, cached_input_tokens: 200, output_tokens: 300, reasoning_tokens: 50, total_tokens: 1500 });
-    expect(ofType(result.events, 'runtime.started')[0]?.data).toMatchObject({ thread_id: folded.thread_id, pid: expect.any(Number) });
-    expect(ofType(result.events, 'runtime.tool_call').map((e) => e.data.name)).toEqual(['command_execution', 'command_execution', 'file_change']);
+    expect(folded.usage).toEqual({
+      input_tokens: 1200,
+      cached_input_tokens: 200,
+      output_tokens: 300,
+      reasoning_tokens: 50,
+      total_tokens: 1500,
+    });
+    expect(ofType(result.events, 'runtime.started')[0]?.data).toMatchObject({
+      thread_id: folded.thread_id,
+      pid: expect.any(Number),
+    });
+    expect(ofType(result.events, 'runtime.tool_call').map((e) => e.data.name)).toEqual([
+      'command_execution',
+      'command_execution',
+      'file_change',
+    ]);
     expect(folded.tool_calls).toBe(2);
     expect(ofType(result.events, 'runtime.thought')).toHaveLength(1);
     expect(ofType(result.events, 'runtime.plan')).toHaveLength(2);
     // The non-fatal error item is a warning, not a failure.
-    expect(ofType(result.events, 'runtime.log').some((e) => e.data.non_fatal === true && e.data.level === 'warn')).toBe(true);
+    expect(ofType(result.events, 'runtime.log').some((e) => e.data.non_fatal === true && e.data.level === 'warn')).toBe(
+      true,
+    );
     expect(statSync(join(result.logDir, 'codex.stdout.jsonl')).size).toBeGreaterThan(0);
     // The thread id is in the durable journal too.
-    expect(JSON.parse(readFileSync(join(result.logDir, 'runtime-journal.json'), 'utf8'))).toMatchObject({ codex_thread_id: folded.thread_id });
+    expect(JSON.parse(readFileSync(join(result.logDir, 'runtime-journal.json'), 'utf8'))).toMatchObject({
+      codex_thread_id: folded.thread_id,
+    });
   });
 
   it('falls back to the raw -o file content when the sentinel is missing', async () => {
@@ -106,7 +149,14 @@ describe('codex adapter (fake codex)', () => {
   it('records garbage, schema-invalid and unknown lines as raw events and still completes', async () => {
     const result = await run('garbage');
     const raws = ofType(result.events, 'runtime.raw').map((e) => e.data.reason);
-    expect(raws).toEqual(['not_json', 'schema', 'schema', 'unknown event type session.configured', 'unknown item type collab_tool_call', 'not_json']);
+    expect(raws).toEqual([
+      'not_json',
+      'schema',
+      'schema',
+      'unknown event type session.configured',
+      'unknown item type collab_tool_call',
+      'not_json',
+    ]);
     expect(terminalOf(result.events)).toMatchObject({ outcome: { status: 'completed' }, malformed_lines: 4 });
   });
 
@@ -120,8 +170,16 @@ describe('codex adapter (fake codex)', () => {
   });
 
   it('describes the run for --dry-run without the prompt or secrets', async () => {
-    const config = codexAdapter.configSchema.parse({ binary: FAKE, config_overrides: { 'model_providers.x.experimental_bearer_token': 'sk-dry-run-secret-1234' } });
-    const plan = await codexAdapter.prepare({ config, prompt: 'a secret plan', workDir: '/w', mission: { missionId: 'm', operationId: 'o' } });
+    const config = codexAdapter.configSchema.parse({
+      binary: FAKE,
+      config_overrides: { 'model_providers.x.experimental_bearer_token': 'sk-dry-run-secret-1234' },
+    });
+    const plan = await codexAdapter.prepare({
+      config,
+      prompt: 'a secret plan',
+      workDir: '/w',
+      mission: { missionId: 'm', operationId: 'o' },
+    });
     const text = JSON.stringify(plan.describe);
     expect(text).not.toContain('sk-dry-run-secret-1234');
     expect(text).not.toContain('a secret plan');

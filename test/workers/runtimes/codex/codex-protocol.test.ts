@@ -7,7 +7,18 @@ import { z } from 'zod';
 import * as P from '../../../../src/workers/runtimes/codex/codex-protocol.js';
 
 const item = (phase: string, body: Record<string, unknown>) => ({ type: phase, item: { id: 'item_1', ...body } });
-const PlainItem = z.union([P.AgentMessageItem, P.ReasoningItem, P.PlanItem, P.CommandExecutionItem, P.FileChangeItem, P.McpToolCallItem, P.WebSearchItem, P.TodoListItem, P.ErrorItem, P.UnknownItem]);
+const PlainItem = z.union([
+  P.AgentMessageItem,
+  P.ReasoningItem,
+  P.PlanItem,
+  P.CommandExecutionItem,
+  P.FileChangeItem,
+  P.McpToolCallItem,
+  P.WebSearchItem,
+  P.TodoListItem,
+  P.ErrorItem,
+  P.UnknownItem,
+]);
 const PlainEvent = z.union([
   P.ThreadStarted,
   P.TurnStarted,
@@ -36,10 +47,23 @@ const lines: unknown[] = [
   'text',
   item('item.completed', { type: 'agent_message', text: 'hi' }),
   item('item.updated', { type: 'agent_message' }),
-  item('item.started', { type: 'command_execution', command: 'ls', aggregated_output: '', exit_code: null, status: 'in_progress' }),
+  item('item.started', {
+    type: 'command_execution',
+    command: 'ls',
+    aggregated_output: '',
+    exit_code: null,
+    status: 'in_progress',
+  }),
   item('item.completed', { type: 'file_change', changes: [{ path: 'a', kind: 'add' }], status: 'completed' }),
   item('item.completed', { type: 'file_change', changes: 'a' }),
-  item('item.completed', { type: 'mcp_tool_call', server: 's', tool: 't', arguments: {}, status: 'failed', error: { message: 'x' } }),
+  item('item.completed', {
+    type: 'mcp_tool_call',
+    server: 's',
+    tool: 't',
+    arguments: {},
+    status: 'failed',
+    error: { message: 'x' },
+  }),
   item('item.completed', { type: 'web_search', query: 'q' }),
   item('item.updated', { type: 'todo_list', items: [{ text: 'a', completed: false }] }),
   item('item.completed', { type: 'plan', text: 'p' }),

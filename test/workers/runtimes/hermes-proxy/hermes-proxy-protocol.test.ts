@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ChatCompletionChunkSchema, fastChunk, parseErrorEnvelope } from '../../../../src/workers/runtimes/hermes-proxy/hermes-proxy-protocol.js';
+import {
+  ChatCompletionChunkSchema,
+  fastChunk,
+  parseErrorEnvelope,
+} from '../../../../src/workers/runtimes/hermes-proxy/hermes-proxy-protocol.js';
 
 const choice = (c: Record<string, unknown>) => ({ id: 'c1', choices: [c] });
 
@@ -10,7 +14,10 @@ describe('fastChunk agrees with ChatCompletionChunkSchema', () => {
     ['finish frame', choice({ index: 0, delta: {}, finish_reason: 'stop' })],
     ['null content', choice({ index: 0, delta: { content: null } })],
     ['no delta', choice({ index: 0, finish_reason: 'length' })],
-    ['extra vendor keys', { ...choice({ index: 0, delta: { content: 'x', reasoning: 'r' }, logprobs: null }), system_fingerprint: 'fp' }],
+    [
+      'extra vendor keys',
+      { ...choice({ index: 0, delta: { content: 'x', reasoning: 'r' }, logprobs: null }), system_fingerprint: 'fp' },
+    ],
     ['numeric content', choice({ index: 0, delta: { content: 5 } })],
     ['array delta', choice({ index: 0, delta: ['x'] })],
     ['string index', choice({ index: '0', delta: { content: 'x' } })],
@@ -26,7 +33,8 @@ describe('fastChunk agrees with ChatCompletionChunkSchema', () => {
     const slow = ChatCompletionChunkSchema.safeParse(frame);
     if (fast !== null) {
       expect(slow.success).toBe(true);
-      const pick = (c: unknown) => JSON.parse(JSON.stringify(c, ['id', 'model', 'choices', 'index', 'delta', 'content', 'role', 'finish_reason']));
+      const pick = (c: unknown) =>
+        JSON.parse(JSON.stringify(c, ['id', 'model', 'choices', 'index', 'delta', 'content', 'role', 'finish_reason']));
       expect(pick(fast)).toEqual(pick(slow.data));
     }
   });

@@ -29,7 +29,13 @@ beforeAll(async () => {
 afterAll(async () => fake?.close());
 
 function config(patch: Record<string, unknown> = {}): Record<string, unknown> {
-  return { endpoint: fake.url, model: 'sse-success', auth_token: BEARER, extra_headers: { 'x-team-key': TEAM_KEY }, ...patch };
+  return {
+    endpoint: fake.url,
+    model: 'sse-success',
+    auth_token: BEARER,
+    extra_headers: { 'x-team-key': TEAM_KEY },
+    ...patch,
+  };
 }
 
 /** Everything a run left behind that a person or the pipeline could read: events and log files. */
@@ -59,45 +65,153 @@ type Row = [string, () => Record<string, unknown>, Expect];
 
 const ROWS: Row[] = [
   // spec: Status classification
-  ['ECONNREFUSED → blocked with the "hermes proxy start" hint', () => config({ endpoint: closedPortUrl }),
-    { status: 'blocked', raw: 'network:ECONNREFUSED', messageHas: '(is "hermes proxy start" running?)', hintHas: 'hermes proxy start' }],
-  ['other network error (connection reset before a reply) → failed', () => config({ model: 'reset' }), { status: 'failed', raw: /^network:/ }],
-  ['request timeout before headers → failed, timed_out', () => config({ model: 'hang-headers', request_timeout_ms: 400 }),
-    { status: 'failed', raw: 'request_timeout', timed_out: true, messageHas: 'request timed out after 400 ms' }],
-  ['request timeout mid-stream (hung stream) → failed, timed_out', () => config({ model: 'hung', request_timeout_ms: 400 }),
-    { status: 'failed', raw: 'request_timeout', timed_out: true }],
-  ['401 upstream_auth_failed → blocked with "hermes auth status <provider>"', () => config({ model: 'auth-failed' }),
-    { status: 'blocked', raw: 'http:401:upstream_auth_failed', messageHas: 'upstream auth failed: Failed to refresh Nous Portal credentials', hintHas: 'hermes auth status nous' }],
-  ['auth-looking message (invalid_api_key) → blocked', () => config({ model: 'auth-message', provider: 'chatgpt' }),
-    { status: 'blocked', hintHas: 'hermes auth status chatgpt' }],
-  ['missing bearer → 401 → blocked with re-auth hint', () => config({ model: 'no-bearer' }), { status: 'blocked', raw: /^http:401/, hintHas: 'hermes auth status' }],
-  ['403 → blocked with re-auth hint', () => config({ model: 'forbidden' }), { status: 'blocked', raw: 'http:403:permission_denied', hintHas: 'hermes auth status nous' }],
-  ['404 naming the model → blocked', () => config({ model: 'model-not-found' }),
-    { status: 'blocked', messageHas: 'model "model-not-found" not available on this proxy', hintHas: 'uh adapter check' }],
-  ['404 path_not_allowed (endpoint without /v1) → failed, configuration', () => config({ endpoint: fake.origin }),
-    { status: 'failed', raw: 'http:404:path_not_allowed', hintHas: 'including /v1' }],
-  ['429 → blocked with retry_after_ms from Retry-After', () => config({ model: 'rate-limited' }),
-    { status: 'blocked', raw: 'http:429:rate_limit_exceeded', retry_after_ms: 7000, messageHas: 'retry after 7 s' }],
-  ['other 4xx → failed, envelope verbatim', () => config({ model: 'bad-request' }),
-    { status: 'failed', raw: 'http:400:invalid_request_error', messageHas: "HTTP 400: invalid_request_error: 'messages' must not be empty" }],
-  ['500 → failed, envelope verbatim', () => config({ model: 'server-error' }),
-    { status: 'failed', raw: 'http:500:server_error', messageHas: 'HTTP 500: server_error: The upstream had an internal error' }],
-  ['502 with a non-JSON body → failed, body verbatim', () => config({ model: 'bad-gateway-html' }),
-    { status: 'failed', raw: 'http:502', messageHas: '<h1>502 Bad Gateway</h1>' }],
-  ['error frame inside a 200 SSE stream → failed, verbatim', () => config({ model: 'sse-error-frame' }),
-    { status: 'failed', raw: 'http:200:server_error', messageHas: 'upstream overloaded' }],
-  ['stream cut mid-frame (socket dropped) → failed', () => config({ model: 'cut-mid-frame' }), { status: 'failed', raw: 'stream_error', messageHas: 'after 11 chars' }],
-  ['stream ended mid-frame without [DONE] → failed, truncated', () => config({ model: 'eof-no-done' }), { status: 'failed', raw: 'stream_truncated' }],
-  ['200 that is neither SSE nor JSON → failed, saying so', () => config({ model: 'text-plain' }),
-    { status: 'failed', raw: 'stream_error', messageHas: 'neither SSE nor JSON (content-type text/plain)' }],
-  ['200 SSE with empty content → failed', () => config({ model: 'sse-empty' }), { status: 'failed', messageHas: 'empty assistant message' }],
-  ['200 JSON with empty content → failed', () => config({ model: 'json-empty' }), { status: 'failed', messageHas: 'empty assistant message' }],
-  ['200 SSE + content with sentinel → completed, sentinel is the final message', () => config(),
-    { status: 'completed', raw: 'http:200', final: 'Did the thing: café ✓ 🙂' }],
-  ['200 JSON (stream asked, proxy answered JSON) → completed', () => config({ model: 'json-success' }), { status: 'completed', final: 'Did the thing: café ✓ 🙂' }],
-  ['stream: false → JSON request and reply → completed', () => config({ stream: false }), { status: 'completed', final: 'Did the thing: café ✓ 🙂' }],
-  ['200 + content without sentinel → completed, final message ""', () => config({ model: 'sse-no-sentinel' }), { status: 'completed', final: '' }],
-  ['garbage frames are skipped; the good ones still make the reply', () => config({ model: 'garbage' }), { status: 'completed', final: 'survived garbage' }],
+  [
+    'ECONNREFUSED → blocked with the "hermes proxy start" hint',
+    () => config({ endpoint: closedPortUrl }),
+    {
+      status: 'blocked',
+      raw: 'network:ECONNREFUSED',
+      messageHas: '(is "hermes proxy start" running?)',
+      hintHas: 'hermes proxy start',
+    },
+  ],
+  [
+    'other network error (connection reset before a reply) → failed',
+    () => config({ model: 'reset' }),
+    { status: 'failed', raw: /^network:/ },
+  ],
+  [
+    'request timeout before headers → failed, timed_out',
+    () => config({ model: 'hang-headers', request_timeout_ms: 400 }),
+    { status: 'failed', raw: 'request_timeout', timed_out: true, messageHas: 'request timed out after 400 ms' },
+  ],
+  [
+    'request timeout mid-stream (hung stream) → failed, timed_out',
+    () => config({ model: 'hung', request_timeout_ms: 400 }),
+    { status: 'failed', raw: 'request_timeout', timed_out: true },
+  ],
+  [
+    '401 upstream_auth_failed → blocked with "hermes auth status <provider>"',
+    () => config({ model: 'auth-failed' }),
+    {
+      status: 'blocked',
+      raw: 'http:401:upstream_auth_failed',
+      messageHas: 'upstream auth failed: Failed to refresh Nous Portal credentials',
+      hintHas: 'hermes auth status nous',
+    },
+  ],
+  [
+    'auth-looking message (invalid_api_key) → blocked',
+    () => config({ model: 'auth-message', provider: 'chatgpt' }),
+    { status: 'blocked', hintHas: 'hermes auth status chatgpt' },
+  ],
+  [
+    'missing bearer → 401 → blocked with re-auth hint',
+    () => config({ model: 'no-bearer' }),
+    { status: 'blocked', raw: /^http:401/, hintHas: 'hermes auth status' },
+  ],
+  [
+    '403 → blocked with re-auth hint',
+    () => config({ model: 'forbidden' }),
+    { status: 'blocked', raw: 'http:403:permission_denied', hintHas: 'hermes auth status nous' },
+  ],
+  [
+    '404 naming the model → blocked',
+    () => config({ model: 'model-not-found' }),
+    {
+      status: 'blocked',
+      messageHas: 'model "model-not-found" not available on this proxy',
+      hintHas: 'uh adapter check',
+    },
+  ],
+  [
+    '404 path_not_allowed (endpoint without /v1) → failed, configuration',
+    () => config({ endpoint: fake.origin }),
+    { status: 'failed', raw: 'http:404:path_not_allowed', hintHas: 'including /v1' },
+  ],
+  [
+    '429 → blocked with retry_after_ms from Retry-After',
+    () => config({ model: 'rate-limited' }),
+    { status: 'blocked', raw: 'http:429:rate_limit_exceeded', retry_after_ms: 7000, messageHas: 'retry after 7 s' },
+  ],
+  [
+    'other 4xx → failed, envelope verbatim',
+    () => config({ model: 'bad-request' }),
+    {
+      status: 'failed',
+      raw: 'http:400:invalid_request_error',
+      messageHas: "HTTP 400: invalid_request_error: 'messages' must not be empty",
+    },
+  ],
+  [
+    '500 → failed, envelope verbatim',
+    () => config({ model: 'server-error' }),
+    {
+      status: 'failed',
+      raw: 'http:500:server_error',
+      messageHas: 'HTTP 500: server_error: The upstream had an internal error',
+    },
+  ],
+  [
+    '502 with a non-JSON body → failed, body verbatim',
+    () => config({ model: 'bad-gateway-html' }),
+    { status: 'failed', raw: 'http:502', messageHas: '<h1>502 Bad Gateway</h1>' },
+  ],
+  [
+    'error frame inside a 200 SSE stream → failed, verbatim',
+    () => config({ model: 'sse-error-frame' }),
+    { status: 'failed', raw: 'http:200:server_error', messageHas: 'upstream overloaded' },
+  ],
+  [
+    'stream cut mid-frame (socket dropped) → failed',
+    () => config({ model: 'cut-mid-frame' }),
+    { status: 'failed', raw: 'stream_error', messageHas: 'after 11 chars' },
+  ],
+  [
+    'stream ended mid-frame without [DONE] → failed, truncated',
+    () => config({ model: 'eof-no-done' }),
+    { status: 'failed', raw: 'stream_truncated' },
+  ],
+  [
+    '200 that is neither SSE nor JSON → failed, saying so',
+    () => config({ model: 'text-plain' }),
+    { status: 'failed', raw: 'stream_error', messageHas: 'neither SSE nor JSON (content-type text/plain)' },
+  ],
+  [
+    '200 SSE with empty content → failed',
+    () => config({ model: 'sse-empty' }),
+    { status: 'failed', messageHas: 'empty assistant message' },
+  ],
+  [
+    '200 JSON with empty content → failed',
+    () => config({ model: 'json-empty' }),
+    { status: 'failed', messageHas: 'empty assistant message' },
+  ],
+  [
+    '200 SSE + content with sentinel → completed, sentinel is the final message',
+    () => config(),
+    { status: 'completed', raw: 'http:200', final: 'Did the thing: café ✓ 🙂' },
+  ],
+  [
+    '200 JSON (stream asked, proxy answered JSON) → completed',
+    () => config({ model: 'json-success' }),
+    { status: 'completed', final: 'Did the thing: café ✓ 🙂' },
+  ],
+  [
+    'stream: false → JSON request and reply → completed',
+    () => config({ stream: false }),
+    { status: 'completed', final: 'Did the thing: café ✓ 🙂' },
+  ],
+  [
+    '200 + content without sentinel → completed, final message ""',
+    () => config({ model: 'sse-no-sentinel' }),
+    { status: 'completed', final: '' },
+  ],
+  [
+    'garbage frames are skipped; the good ones still make the reply',
+    () => config({ model: 'garbage' }),
+    { status: 'completed', final: 'survived garbage' },
+  ],
 ];
 
 describe('hermes-proxy against the fake proxy process', () => {
@@ -118,7 +232,9 @@ describe('hermes-proxy against the fake proxy process', () => {
 
   it('streams assistant text as runtime.message events and to runtime.stdout.log, with usage from the final frame', async () => {
     const run = await runAdapter(hermesProxyAdapter, config());
-    const messages = run.events.filter((e): e is Extract<RuntimeEventV1, { type: 'runtime.message' }> => e.type === 'runtime.message');
+    const messages = run.events.filter(
+      (e): e is Extract<RuntimeEventV1, { type: 'runtime.message' }> => e.type === 'runtime.message',
+    );
     // (How many events depends on how the kernel coalesces the fake's 7-byte writes; the hung
     // stream test below shows text arriving before the stream ends.)
     const text = messages.map((m) => m.data.text).join('');
@@ -133,13 +249,20 @@ describe('hermes-proxy against the fake proxy process', () => {
   });
 
   it('sends the bearer, the extra headers and the OpenAI body to the proxy', async () => {
-    await runAdapter(hermesProxyAdapter, config({ model: 'json-success', system_prompt: 'Be terse.', max_tokens: 99 }), { prompt: 'Do X.' });
+    await runAdapter(
+      hermesProxyAdapter,
+      config({ model: 'json-success', system_prompt: 'Be terse.', max_tokens: 99 }),
+      { prompt: 'Do X.' },
+    );
     const seen = (await fake.requests()).filter((r) => r.path === '/v1/chat/completions').at(-1)!;
     expect(seen.headers.authorization).toBe(`Bearer ${BEARER}`);
     expect(seen.headers['x-team-key']).toBe(TEAM_KEY);
     expect(JSON.parse(seen.body)).toEqual({
       model: 'json-success',
-      messages: [{ role: 'system', content: 'Be terse.' }, { role: 'user', content: 'Do X.' }],
+      messages: [
+        { role: 'system', content: 'Be terse.' },
+        { role: 'user', content: 'Do X.' },
+      ],
       stream: true,
       temperature: 0,
       max_tokens: 99,
@@ -170,7 +293,11 @@ describe('hermes-proxy against the fake proxy process', () => {
       },
     });
     expect(sawTextBeforeCancel).toBe(true);
-    expect(terminalOf(run.events).outcome).toMatchObject({ status: 'cancelled', timed_out: false, message: 'cancelled by test' });
+    expect(terminalOf(run.events).outcome).toMatchObject({
+      status: 'cancelled',
+      timed_out: false,
+      message: 'cancelled by test',
+    });
     expectWellFormed(run);
   });
 
@@ -184,7 +311,12 @@ describe('hermes-proxy against the fake proxy process', () => {
 
   it('describes the request for a dry run with the bearer and header values redacted', async () => {
     const parsed = hermesProxyAdapter.configSchema.parse(config({ endpoint: `${fake.url}/` }));
-    const plan = await hermesProxyAdapter.prepare({ config: parsed, prompt: 'Do X.', workDir: '/tmp', mission: { missionId: 'm', operationId: 'o' } });
+    const plan = await hermesProxyAdapter.prepare({
+      config: parsed,
+      prompt: 'Do X.',
+      workDir: '/tmp',
+      mission: { missionId: 'm', operationId: 'o' },
+    });
     expect(plan.describe.command).toBe(`POST ${fake.url}/chat/completions`);
     expect(plan.describe.body).toBe(JSON.stringify(JSON.parse(plan.describe.body as string), null, 2));
     expect(plan.describe.headers).toMatchObject({ authorization: 'Bearer [redacted]', 'x-team-key': '[redacted]' });

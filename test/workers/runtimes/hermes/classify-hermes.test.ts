@@ -12,28 +12,90 @@ const ok: HermesExitFacts = {
   stdoutTail: '',
   result: { exit_code: 0 },
 };
-const failed = (error: string, exit = 1): Partial<HermesExitFacts> => ({ exitCode: exit, result: { exit_code: exit, failed: true, error } });
+const failed = (error: string, exit = 1): Partial<HermesExitFacts> => ({
+  exitCode: exit,
+  result: { exit_code: exit, failed: true, error },
+});
 const cancel = { kind: 'cancel' as const, message: 'cancelled by user' };
 const timeout = { kind: 'timeout' as const, message: 'mission timed out after 5 s', timeoutMs: 5000 };
 
 describe('classifyHermes', () => {
   // One row per row of the classification table in docs/runtimes/hermes.md.
   it.each<[string, Partial<HermesExitFacts>, string, string, boolean?]>([
-    ['missing binary', { exitCode: null, result: null, spawnError: { code: 'ENOENT', message: 'spawn hermes ENOENT' } }, 'blocked', 'spawn:ENOENT'],
-    ['binary not executable', { exitCode: null, result: null, spawnError: { code: 'EACCES', message: 'EACCES' } }, 'blocked', 'spawn:EACCES'],
+    [
+      'missing binary',
+      { exitCode: null, result: null, spawnError: { code: 'ENOENT', message: 'spawn hermes ENOENT' } },
+      'blocked',
+      'spawn:ENOENT',
+    ],
+    [
+      'binary not executable',
+      { exitCode: null, result: null, spawnError: { code: 'EACCES', message: 'EACCES' } },
+      'blocked',
+      'spawn:EACCES',
+    ],
     ['mission timeout', { exitCode: null, signal: 'SIGTERM', result: null, abort: timeout }, 'failed', 'timeout', true],
-    ['cancel (interrupted result 130)', { exitCode: 130, result: { exit_code: 130, failed: true, interrupted: true }, abort: cancel }, 'cancelled', 'cancel'],
-    ['auth failure in the result', failed("Error code: 401 - {'error': {'message': 'Invalid API key'}}"), 'blocked', 'provider:auth'],
-    ['auth failure on stderr (text mode)', { mode: 'text', result: null, exitCode: 1, stderrTail: 'Error: Error code: 401 - Invalid API key' }, 'blocked', 'provider:auth'],
-    ['not logged in (stdout, text mode)', { mode: 'text', result: null, exitCode: 1, stdoutTail: 'Not logged in. Run `hermes login` first.' }, 'blocked', 'provider:auth'],
+    [
+      'cancel (interrupted result 130)',
+      { exitCode: 130, result: { exit_code: 130, failed: true, interrupted: true }, abort: cancel },
+      'cancelled',
+      'cancel',
+    ],
+    [
+      'auth failure in the result',
+      failed("Error code: 401 - {'error': {'message': 'Invalid API key'}}"),
+      'blocked',
+      'provider:auth',
+    ],
+    [
+      'auth failure on stderr (text mode)',
+      { mode: 'text', result: null, exitCode: 1, stderrTail: 'Error: Error code: 401 - Invalid API key' },
+      'blocked',
+      'provider:auth',
+    ],
+    [
+      'not logged in (stdout, text mode)',
+      { mode: 'text', result: null, exitCode: 1, stdoutTail: 'Not logged in. Run `hermes login` first.' },
+      'blocked',
+      'provider:auth',
+    ],
     ['quota', failed("Error code: 429 - {'error': {'code': 'insufficient_quota'}}"), 'blocked', 'provider:quota'],
-    ['rate limit', failed('Error code: 429 - Rate limit exceeded. Please try again in 7s.'), 'blocked', 'provider:rate_limit'],
+    [
+      'rate limit',
+      failed('Error code: 429 - Rate limit exceeded. Please try again in 7s.'),
+      'blocked',
+      'provider:rate_limit',
+    ],
     ['unknown model', failed("Error code: 404 - model 'x/y' not found"), 'blocked', 'provider:model'],
     ['killed by a signal', { exitCode: null, signal: 'SIGKILL', result: null }, 'failed', 'signal:SIGKILL'],
-    ['python missing (exit 127)', { exitCode: 127, result: null, stderrTail: 'env: python3: No such file or directory' }, 'blocked', 'exit:127'],
-    ['failed result (not an operator problem)', failed('Agent loop stopped: empty responses'), 'failed', 'result:exit_code:1'],
-    ['failed result but exit 0', { exitCode: 0, result: { exit_code: 0, failed: true, failure_reason: 'schema' } }, 'failed', 'result:exit_code:0'],
-    ['crash with a traceback (no result)', { exitCode: 1, result: null, stderrTail: 'Traceback (most recent call last):\n  File "run_agent.py", line 401, in run\nRuntimeError: boom' }, 'failed', 'exit:1'],
+    [
+      'python missing (exit 127)',
+      { exitCode: 127, result: null, stderrTail: 'env: python3: No such file or directory' },
+      'blocked',
+      'exit:127',
+    ],
+    [
+      'failed result (not an operator problem)',
+      failed('Agent loop stopped: empty responses'),
+      'failed',
+      'result:exit_code:1',
+    ],
+    [
+      'failed result but exit 0',
+      { exitCode: 0, result: { exit_code: 0, failed: true, failure_reason: 'schema' } },
+      'failed',
+      'result:exit_code:0',
+    ],
+    [
+      'crash with a traceback (no result)',
+      {
+        exitCode: 1,
+        result: null,
+        stderrTail: 'Traceback (most recent call last):\n  File "run_agent.py", line 401, in run\nRuntimeError: boom',
+      },
+      'failed',
+      'exit:1',
+    ],
     ['stream-json without a result, exit 0', { result: null }, 'failed', 'stream-json:no_result'],
     ['text mode, exit 0', { mode: 'text', result: null }, 'completed', 'exit:0'],
     ['stream-json result exit_code 0', {}, 'completed', 'exit:0'],
@@ -45,9 +107,14 @@ describe('classifyHermes', () => {
   });
 
   it('gives the retry delay of a rate limit and a hint for every blocked outcome', () => {
-    const outcome = classifyHermes({ ...ok, ...failed('Error code: 429 - Rate limit exceeded. Please try again in 7s.') });
+    const outcome = classifyHermes({
+      ...ok,
+      ...failed('Error code: 429 - Rate limit exceeded. Please try again in 7s.'),
+    });
     expect(outcome.retry_after_ms).toBe(7000);
     expect(outcome.hint).toBeTruthy();
-    expect(classifyHermes({ ...ok, exitCode: null, result: null, spawnError: { code: 'ENOENT', message: 'x' } }).hint).toContain('0.14.0');
+    expect(
+      classifyHermes({ ...ok, exitCode: null, result: null, spawnError: { code: 'ENOENT', message: 'x' } }).hint,
+    ).toContain('0.14.0');
   });
 });

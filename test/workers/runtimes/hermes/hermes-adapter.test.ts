@@ -25,7 +25,11 @@ const OLD_ENV = { FAKE_HERMES_FEATURES: '' };
 
 async function hermes(scenario: string, env: Record<string, string> = {}, extra: Record<string, unknown> = {}) {
   const binary = env.FAKE_HERMES_FEATURES === '' || scenario === 'version-old' ? OLD : FAKE;
-  const run = await runAdapter(hermesAdapter, { binary, env: { UH_FAKE_SCENARIO: scenario, OPENROUTER_API_KEY: SECRET, ...env }, ...extra }, { prompt: PROMPT });
+  const run = await runAdapter(
+    hermesAdapter,
+    { binary, env: { UH_FAKE_SCENARIO: scenario, OPENROUTER_API_KEY: SECRET, ...env }, ...extra },
+    { prompt: PROMPT },
+  );
   dirs.push(run.root);
   return run;
 }
@@ -34,7 +38,11 @@ describe('hermes adapter (fake hermes)', () => {
   it('stream-json: completes an edit with session id, usage, tool calls and the sentinel final message', async () => {
     const argvDir = tempDir('uh-hermes-argv-');
     dirs.push(argvDir);
-    const run = await hermes('success', { FAKE_HERMES_ARGV_FILE: join(argvDir, 'argv.json') }, { model: 'anthropic/claude-sonnet-4', toolsets: ['file', 'terminal'] });
+    const run = await hermes(
+      'success',
+      { FAKE_HERMES_ARGV_FILE: join(argvDir, 'argv.json') },
+      { model: 'anthropic/claude-sonnet-4', toolsets: ['file', 'terminal'] },
+    );
     const end = terminalOf(run.events);
     expect(end.outcome).toMatchObject({ status: 'completed', raw: 'exit:0' });
     expect(end.format).toBe('stream-json');
@@ -43,13 +51,33 @@ describe('hermes adapter (fake hermes)', () => {
     expect(readFileSync(join(run.workDir, 'hello.txt'), 'utf8')).toBe('hello from fake hermes\n');
     const folded = foldRuntimeEvents(run.events);
     expect(folded.session_id).toBe('20261130_101500_fa4e01');
-    expect(JSON.parse(readFileSync(join(run.logDir, 'runtime-journal.json'), 'utf8'))).toMatchObject({ session_id: folded.session_id });
-    expect(folded.usage).toEqual({ input_tokens: 5000, output_tokens: 200, total_tokens: 5200, cached_input_tokens: 1200 });
+    expect(JSON.parse(readFileSync(join(run.logDir, 'runtime-journal.json'), 'utf8'))).toMatchObject({
+      session_id: folded.session_id,
+    });
+    expect(folded.usage).toEqual({
+      input_tokens: 5000,
+      output_tokens: 200,
+      total_tokens: 5200,
+      cached_input_tokens: 1200,
+    });
     expect(folded.tool_calls).toBe(1);
     const seen = JSON.parse(readFileSync(join(argvDir, 'argv.json'), 'utf8'));
     // The prompt goes through stdin (--query-file -), verbatim, never into argv.
     expect(seen.prompt).toBe(PROMPT);
-    expect(seen.argv).toEqual(['chat', '--query-file', '-', '-Q', '--format', 'stream-json', '--source', 'tool', '-m', 'anthropic/claude-sonnet-4', '-t', 'file,terminal']);
+    expect(seen.argv).toEqual([
+      'chat',
+      '--query-file',
+      '-',
+      '-Q',
+      '--format',
+      'stream-json',
+      '--source',
+      'tool',
+      '-m',
+      'anthropic/claude-sonnet-4',
+      '-t',
+      'file,terminal',
+    ]);
     expect(JSON.stringify(run.events)).not.toContain(SECRET);
   });
 
@@ -58,7 +86,12 @@ describe('hermes adapter (fake hermes)', () => {
     dirs.push(argvDir);
     const run = await hermes('success', { ...OLD_ENV, FAKE_HERMES_ARGV_FILE: join(argvDir, 'argv.json') });
     const end = terminalOf(run.events);
-    expect(end).toMatchObject({ outcome: { status: 'completed' }, format: 'text', session_id: '20261130_101500_fa4e01', final_message: 'Created hello.txt with a greeting from Hermes.' });
+    expect(end).toMatchObject({
+      outcome: { status: 'completed' },
+      format: 'text',
+      session_id: '20261130_101500_fa4e01',
+      final_message: 'Created hello.txt with a greeting from Hermes.',
+    });
     const seen = JSON.parse(readFileSync(join(argvDir, 'argv.json'), 'utf8'));
     expect(seen.argv.slice(0, 4)).toEqual(['chat', '-q', PROMPT, '-Q']);
     expect(statSync(join(run.logDir, 'hermes.stdout.log')).size).toBeGreaterThan(0);
@@ -66,7 +99,11 @@ describe('hermes adapter (fake hermes)', () => {
 
   it('a missing sentinel leaves the final message empty (Hermes has no native summary)', async () => {
     const run = await hermes('no-sentinel');
-    expect(terminalOf(run.events)).toMatchObject({ outcome: { status: 'completed' }, final_message: '', final_message_source: 'none' });
+    expect(terminalOf(run.events)).toMatchObject({
+      outcome: { status: 'completed' },
+      final_message: '',
+      final_message_source: 'none',
+    });
   });
 
   it.each([
@@ -85,7 +122,12 @@ describe('hermes adapter (fake hermes)', () => {
   it('records malformed lines as runtime.raw and still completes', async () => {
     const run = await hermes('garbage');
     expect(terminalOf(run.events).outcome.status).toBe('completed');
-    expect(run.events.filter((e) => e.type === 'runtime.raw').map((e) => e.data.reason)).toEqual(['not_json', 'schema', 'unknown_event_type', 'not_json']);
+    expect(run.events.filter((e) => e.type === 'runtime.raw').map((e) => e.data.reason)).toEqual([
+      'not_json',
+      'schema',
+      'unknown_event_type',
+      'not_json',
+    ]);
   });
 
   it('streams huge output to disk with small events', async () => {
@@ -104,14 +146,22 @@ describe('hermes adapter (fake hermes)', () => {
   });
 
   it('check() gates on version 0.14.0 and reports the output format', async () => {
-    const ctx = (scenario: string) => ({ spawn: spawnGroup, fetch: globalThis.fetch, now: Date.now, env: { ...process.env, UH_FAKE_SCENARIO: scenario } });
+    const ctx = (scenario: string) => ({
+      spawn: spawnGroup,
+      fetch: globalThis.fetch,
+      now: Date.now,
+      env: { ...process.env, UH_FAKE_SCENARIO: scenario },
+    });
     const config = hermesAdapter.configSchema.parse({ binary: FAKE });
     const good = await hermesAdapter.check(config, ctx('success'));
     expect(good).toMatchObject({ ok: true, version: '0.14.2', details: { stream_json: true, format: 'stream-json' } });
     const old = await hermesAdapter.check(config, ctx('version-old'));
     expect(old).toMatchObject({ ok: false, version: '0.12.0' });
     expect(old.summary).toContain('older than 0.14.0');
-    const missing = await hermesAdapter.check(hermesAdapter.configSchema.parse({ binary: 'no-such-hermes' }), ctx('success'));
+    const missing = await hermesAdapter.check(
+      hermesAdapter.configSchema.parse({ binary: 'no-such-hermes' }),
+      ctx('success'),
+    );
     expect(missing.ok).toBe(false);
   });
 

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { HermesLineSchema, sessionIdFromStderr } from '../../../../src/workers/runtimes/hermes/hermes-protocol.js';
-import { flushHermesText, newHermesRunState, translateHermesEvent } from '../../../../src/workers/runtimes/hermes/hermes-events.js';
+import {
+  flushHermesText,
+  newHermesRunState,
+  translateHermesEvent,
+} from '../../../../src/workers/runtimes/hermes/hermes-events.js';
 import { parseHermesHelp } from '../../../../src/workers/runtimes/hermes/hermes-argv.js';
 import type { RuntimeEventV1 } from '../../../../src/shared/runtime/v1/index.js';
 
@@ -23,7 +27,13 @@ describe('hermes stream-json translation', () => {
       { type: 'tool_result', name: 'read_file', output: 'A', is_error: false },
       { type: 'tool_result', name: 'read_file', output: 'B', is_error: true },
       { type: 'text', text: 'Done.' },
-      { type: 'result', session_id: 's1', exit_code: 0, text: 'Done.', tokens: { input: 10, output: 5, total: 15, cache_read: 3 } },
+      {
+        type: 'result',
+        session_id: 's1',
+        exit_code: 0,
+        text: 'Done.',
+        tokens: { input: 10, output: 5, total: 15, cache_read: 3 },
+      },
     ]);
     expect(events.map((e) => e.type)).toEqual([
       'runtime.started',
@@ -45,7 +55,10 @@ describe('hermes stream-json translation', () => {
       ['hermes-tool-1', 'completed'],
       ['hermes-tool-2', 'failed'],
     ]);
-    expect(events.at(-1)).toEqual({ type: 'runtime.usage', data: { input_tokens: 10, output_tokens: 5, total_tokens: 15, cached_input_tokens: 3, cumulative: true } });
+    expect(events.at(-1)).toEqual({
+      type: 'runtime.usage',
+      data: { input_tokens: 10, output_tokens: 5, total_tokens: 15, cached_input_tokens: 3, cumulative: true },
+    });
     expect(state.result?.exit_code).toBe(0);
   });
 
@@ -57,7 +70,10 @@ describe('hermes stream-json translation', () => {
   it('reads the session id Hermes prints on stderr and the features in chat --help', () => {
     expect(sessionIdFromStderr('warming up\n\nsession_id: 20261130_1\n')).toBe('20261130_1');
     expect(sessionIdFromStderr('no id here')).toBeNull();
-    expect(parseHermesHelp('  --format {text,stream-json}\n  --query-file PATH')).toEqual({ streamJson: true, queryFile: true });
+    expect(parseHermesHelp('  --format {text,stream-json}\n  --query-file PATH')).toEqual({
+      streamJson: true,
+      queryFile: true,
+    });
     expect(parseHermesHelp('  -q QUERY')).toEqual({ streamJson: false, queryFile: false });
   });
 });

@@ -16,7 +16,11 @@ const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
 
 const pi = (scenario: string, extra: Record<string, unknown> = {}, env: Record<string, string> = {}) =>
-  runAdapter(piAdapter, { binary: FAKE_PI, env: { UH_FAKE_SCENARIO: scenario, OPENAI_API_KEY: SECRET, ...env }, ...extra }, { prompt: '# Mission m-test\n\nWrite hello.txt.' });
+  runAdapter(
+    piAdapter,
+    { binary: FAKE_PI, env: { UH_FAKE_SCENARIO: scenario, OPENAI_API_KEY: SECRET, ...env }, ...extra },
+    { prompt: '# Mission m-test\n\nWrite hello.txt.' },
+  );
 
 describe('pi adapter (fake pi)', () => {
   it('completes a run that edits a file, with session id, usage, tool calls and the sentinel final message', async () => {
@@ -32,7 +36,9 @@ describe('pi adapter (fake pi)', () => {
     const folded = foldRuntimeEvents(run.events);
     expect(folded.session_id).toBe('01a22bfb-fake-7000-8000-00000000cafe');
     // The session id is journaled (durably) as soon as it is known.
-    expect(JSON.parse(readFileSync(join(run.logDir, 'runtime-journal.json'), 'utf8'))).toMatchObject({ session_id: folded.session_id });
+    expect(JSON.parse(readFileSync(join(run.logDir, 'runtime-journal.json'), 'utf8'))).toMatchObject({
+      session_id: folded.session_id,
+    });
     expect(folded.usage).toMatchObject({ input_tokens: 320, output_tokens: 50, total_tokens: 370 });
     expect(folded.tool_calls).toBe(1);
     const tools = run.events.filter((e) => e.type === 'runtime.tool_call').map((e) => e.data.status);
@@ -56,7 +62,10 @@ describe('pi adapter (fake pi)', () => {
     });
     const agentEnd = await pi('agent-end-only');
     dirs.push(agentEnd.root);
-    expect(terminalOf(agentEnd.events)).toMatchObject({ outcome: { status: 'completed' }, final_message: 'Summary only in agent_end.' });
+    expect(terminalOf(agentEnd.events)).toMatchObject({
+      outcome: { status: 'completed' },
+      final_message: 'Summary only in agent_end.',
+    });
   });
 
   it.each([
@@ -110,9 +119,32 @@ describe('pi adapter (fake pi)', () => {
 
   it('rejects unknown config keys and describes the argv without the prompt', async () => {
     expect(piAdapter.configSchema.safeParse({ binary: 'pi', modle: 'x' }).success).toBe(false);
-    const config = piAdapter.configSchema.parse({ provider: 'uhtest', model: 'm', tools: ['read', 'write'], context_files: false });
-    const plan = await piAdapter.prepare({ config, prompt: 'secret plan', workDir: '/tmp', mission: { missionId: 'm', operationId: 'o' } });
-    expect(plan.describe.argv).toEqual(['pi', '--print', '--mode', 'json', '--no-session', '--provider', 'uhtest', '--model', 'm', '--tools', 'read,write', '--no-context-files']);
+    const config = piAdapter.configSchema.parse({
+      provider: 'uhtest',
+      model: 'm',
+      tools: ['read', 'write'],
+      context_files: false,
+    });
+    const plan = await piAdapter.prepare({
+      config,
+      prompt: 'secret plan',
+      workDir: '/tmp',
+      mission: { missionId: 'm', operationId: 'o' },
+    });
+    expect(plan.describe.argv).toEqual([
+      'pi',
+      '--print',
+      '--mode',
+      'json',
+      '--no-session',
+      '--provider',
+      'uhtest',
+      '--model',
+      'm',
+      '--tools',
+      'read,write',
+      '--no-context-files',
+    ]);
   });
 });
 
@@ -120,7 +152,11 @@ describe('oh-my-pi adapter (fake omp)', () => {
   it('passes the prompt as the last argument and completes', async () => {
     const argvDir = tempDir('uh-omp-argv-');
     dirs.push(argvDir);
-    const run = await runAdapter(ohMyPiAdapter, { binary: FAKE_OMP, env: { FAKE_PI_ARGV_FILE: join(argvDir, 'argv.json') } }, { prompt: '-starts with a dash' });
+    const run = await runAdapter(
+      ohMyPiAdapter,
+      { binary: FAKE_OMP, env: { FAKE_PI_ARGV_FILE: join(argvDir, 'argv.json') } },
+      { prompt: '-starts with a dash' },
+    );
     dirs.push(run.root);
     expect(terminalOf(run.events).outcome.status).toBe('completed');
     const seen = JSON.parse(readFileSync(join(argvDir, 'argv.json'), 'utf8'));
