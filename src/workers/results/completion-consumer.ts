@@ -72,134 +72,116 @@ async function trustedCompletion(options: ConsumerOptions, completion: Completio
   };
 }
 
-export async function runCompletionConsumer(options: ConsumerOptions): Promise<void> {
+type Handler = (entry: Entry) => Promise<void>;
+type ReadGroup = (...args: (string | number)[]) => Promise<GroupReply>;
+
+/** One entry to the dead-letter stream: what it carried, its delivery id and why. */
+async function deadLetter(options: ConsumerOptions, kind: string, raw: string, id: string, error: string) {
+  const { store } = options;
+  await store.redis.xadd(store.keys.outboxDead, '*', kind, raw, 'delivery_id', id, 'error', error);
+}
+
+/** A completion: only on a receipt that verifies does anything act (webhook, promotion, batch). */
+async function handleCompletion(options: ConsumerOptions, id: string, raw: string): Promise<void> {
   const { store, logger, signal } = options;
+  const trusted = await trustedCompletion(options, JSON.parse(raw) as Completion);
+  if (!trusted.ok) {
+    logger.warn(
+      { operation_id: trusted.completion.operation_id, reason: trusted.reason },
+      'completion refused: its receipt does not verify; nothing acts on it',
+    );
+    await deadLetter(options, 'completion', raw, id, `untrusted receipt: ${trusted.reason}`);
+    return void (await store.redis.xack(store.keys.outbox, RESULTS_GROUP, id));
+  }
+  const { completion, receipt } = trusted;
+  let webhook: DeliveryResult | null = null;
+  if (options.webhook) {
+    const body = { type: 'operation.settled', delivery_id: id, completion, receipt };
+    webhook = await deliverWebhook(options.webhook, id, body, signal);
+    if (signal.aborted && !webhook.ok) return; // not acked: delivered again after restart
+    if (!webhook.ok) {
+      logger.warn(
+        { operation_id: completion.operation_id, error: webhook.error },
+        'webhook failed every attempt: moved to the dead-letter stream',
+      );
+      await deadLetter(options, 'completion', raw, id, webhook.error ?? 'unknown');
+    }
+  }
+  options.onCompletion?.(completion, { id, webhook });
+  await options.afterCompletion?.(completion, receipt);
+  await store.redis.xack(store.keys.outbox, RESULTS_GROUP, id);
+}
+
+async function handleBatch(options: ConsumerOptions, id: string, raw: string): Promise<void> {
+  const { store, signal } = options;
+  const event = JSON.parse(raw) as { batch_id: string; exit_code: number };
+  const webhook = options.webhook
+    ? await deliverWebhook(options.webhook, id, { ...event, type: 'batch.settled', delivery_id: id }, signal)
+    : null;
+  if (webhook && signal.aborted && !webhook.ok) return;
+  if (webhook && !webhook.ok) await deadLetter(options, 'batch', raw, id, webhook.error ?? 'unknown');
+  options.onBatchSettled?.(event, { id, webhook });
+  await store.redis.xack(store.keys.outbox, RESULTS_GROUP, id);
+}
+
+function entryHandler(options: ConsumerOptions): Handler {
+  const { store } = options;
+  return async ([id, fields]) => {
+    if (fields[0] === 'batch') return handleBatch(options, id, fields[1] ?? '{}');
+    const raw = fields[fields.indexOf('completion') + 1];
+    if (raw === undefined) return void (await store.redis.xack(store.keys.outbox, RESULTS_GROUP, id));
+    return handleCompletion(options, id, raw);
+  };
+}
+
+/** Our own pending entries first: delivered before a crash, never acked. */
+async function drainPending(options: ConsumerOptions, read: ReadGroup, handle: Handler): Promise<void> {
+  let pending = '0';
+  for (;;) {
+    const args = ['GROUP', RESULTS_GROUP, options.consumer, 'COUNT', 100];
+    const reply = (await read(...args, 'STREAMS', options.store.keys.outbox, pending)) ?? [];
+    const entries = reply[0]?.[1] ?? [];
+    if (entries.length === 0) return;
+    for (const entry of entries) await handle(entry);
+    pending = entries.at(-1)?.[0] ?? pending;
+  }
+}
+
+/** Entries stuck with a dead consumer, claimed for this one. */
+async function claimStuck(options: ConsumerOptions, handle: Handler): Promise<void> {
+  const { store } = options;
+  const idle = options.claimIdleMs ?? 60_000;
+  const claimed = (await store.redis.xautoclaim(
+    store.keys.outbox,
+    RESULTS_GROUP,
+    options.consumer,
+    idle,
+    '0-0',
+    'COUNT',
+    100,
+  )) as [string, Entry[]];
+  for (const entry of claimed[1] ?? []) if (entry) await handle(entry);
+}
+
+export async function runCompletionConsumer(options: ConsumerOptions): Promise<void> {
+  const { store, signal } = options;
   const outbox = store.keys.outbox;
   await ensureResultsGroup(store.redis, outbox);
   const reader = store.redis.duplicate();
   reader.on('error', () => undefined);
-  const handle = async ([id, fields]: Entry) => {
-    if (fields[0] === 'batch') return handleBatch(id, fields[1] ?? '{}');
-    const raw = fields[fields.indexOf('completion') + 1];
-    if (raw === undefined) return void (await store.redis.xack(outbox, RESULTS_GROUP, id));
-    const trusted = await trustedCompletion(options, JSON.parse(raw) as Completion);
-    if (!trusted.ok) {
-      logger.warn(
-        { operation_id: trusted.completion.operation_id, reason: trusted.reason },
-        'completion refused: its receipt does not verify; nothing acts on it',
-      );
-      await store.redis.xadd(
-        store.keys.outboxDead,
-        '*',
-        'completion',
-        raw,
-        'delivery_id',
-        id,
-        'error',
-        `untrusted receipt: ${trusted.reason}`,
-      );
-      return void (await store.redis.xack(outbox, RESULTS_GROUP, id));
-    }
-    const { completion, receipt } = trusted;
-    let webhook: DeliveryResult | null = null;
-    if (options.webhook) {
-      webhook = await deliverWebhook(
-        options.webhook,
-        id,
-        { type: 'operation.settled', delivery_id: id, completion, receipt },
-        signal,
-      );
-      if (signal.aborted && !webhook.ok) return; // not acked: delivered again after restart
-      if (!webhook.ok) {
-        logger.warn(
-          { operation_id: completion.operation_id, error: webhook.error },
-          'webhook failed every attempt: moved to the dead-letter stream',
-        );
-        await store.redis.xadd(
-          store.keys.outboxDead,
-          '*',
-          'completion',
-          raw,
-          'delivery_id',
-          id,
-          'error',
-          webhook.error ?? 'unknown',
-        );
-      }
-    }
-    options.onCompletion?.(completion, { id, webhook });
-    await options.afterCompletion?.(completion, receipt);
-    await store.redis.xack(outbox, RESULTS_GROUP, id);
-  };
-  const handleBatch = async (id: string, raw: string) => {
-    const event = JSON.parse(raw) as { batch_id: string; exit_code: number };
-    const webhook = options.webhook
-      ? await deliverWebhook(options.webhook, id, { ...event, type: 'batch.settled', delivery_id: id }, signal)
-      : null;
-    if (webhook && signal.aborted && !webhook.ok) return;
-    if (webhook && !webhook.ok)
-      await store.redis.xadd(
-        store.keys.outboxDead,
-        '*',
-        'batch',
-        raw,
-        'delivery_id',
-        id,
-        'error',
-        webhook.error ?? 'unknown',
-      );
-    options.onBatchSettled?.(event, { id, webhook });
-    await store.redis.xack(outbox, RESULTS_GROUP, id);
-  };
+  const read = reader.xreadgroup.bind(reader) as unknown as ReadGroup;
+  const handle = entryHandler(options);
   try {
-    // 1. Our own pending entries (delivered before a crash, never acked).
-    let pending = '0';
-    for (;;) {
-      const reply =
-        (await (reader.xreadgroup as (...a: (string | number)[]) => Promise<GroupReply>)(
-          'GROUP',
-          RESULTS_GROUP,
-          options.consumer,
-          'COUNT',
-          100,
-          'STREAMS',
-          outbox,
-          pending,
-        )) ?? [];
-      const entries = reply[0]?.[1] ?? [];
-      if (entries.length === 0) break;
-      for (const entry of entries) await handle(entry);
-      pending = entries.at(-1)?.[0] ?? pending;
-    }
-    // 2. New entries, and now and then entries stuck with a dead consumer.
+    await drainPending(options, read, handle);
+    // New entries, and now and then entries stuck with a dead consumer.
     let lastClaim = 0;
     while (!signal.aborted) {
       if (Date.now() - lastClaim > 10_000) {
         lastClaim = Date.now();
-        const claimed = (await store.redis.xautoclaim(
-          outbox,
-          RESULTS_GROUP,
-          options.consumer,
-          options.claimIdleMs ?? 60_000,
-          '0-0',
-          'COUNT',
-          100,
-        )) as [string, Entry[]];
-        for (const entry of claimed[1] ?? []) if (entry) await handle(entry);
+        await claimStuck(options, handle);
       }
-      const reply =
-        (await (reader.xreadgroup as (...a: (string | number)[]) => Promise<GroupReply>)(
-          'GROUP',
-          RESULTS_GROUP,
-          options.consumer,
-          'COUNT',
-          50,
-          'BLOCK',
-          1000,
-          'STREAMS',
-          outbox,
-          '>',
-        )) ?? [];
+      const args = ['GROUP', RESULTS_GROUP, options.consumer, 'COUNT', 50, 'BLOCK', 1000];
+      const reply = (await read(...args, 'STREAMS', outbox, '>')) ?? [];
       for (const entry of reply[0]?.[1] ?? []) await handle(entry);
     }
   } finally {

@@ -105,6 +105,59 @@ const MAX_ADDED_LISTED = 200;
 const EMPTY_DIGEST = `sha256:${createHash('sha256').digest('hex')}`;
 const TREE = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
+function noPrivateGitDir(workDir: string, gitDir: string): UhError {
+  return new UhError(
+    'sandbox',
+    `sandbox ${workDir} has no private git dir (${gitDir}): it predates this version of uh`,
+    {
+      hint: 'run the mission again in a new sandbox',
+    },
+  );
+}
+
+/** A git runner over uh's private git dir and the worktree, with the given index file. */
+function gitOn(g: DiffGit, indexFile: string): GitRun {
+  return (args, extra = {}) =>
+    git(args, {
+      ...g.call,
+      ...extra,
+      cwd: g.cwd,
+      gitDir: g.gitDir,
+      workTree: g.workTree,
+      env: { ...g.env, GIT_INDEX_FILE: indexFile },
+    });
+}
+
+type Listing = ReturnType<typeof parseListing>;
+interface Staged {
+  changed: ChangedFile[];
+  bytes: number;
+  digest: string;
+  tree: string | null;
+}
+
+/** Stage what the listing names, build the final tree, and write the patch against the base. */
+async function stageAndPatch(
+  g: DiffGit,
+  at: { workDir: string; uhIndex: string; index: string; baseCommit: string; baseTree: string | null },
+  listed: Listing,
+  patchPath: string,
+): Promise<Staged> {
+  const unchanged: Staged = { changed: [], bytes: 0, digest: EMPTY_DIGEST, tree: at.baseTree };
+  if (listed.paths.length === 0) return (writeFileSync(patchPath, ''), unchanged);
+  const where = {
+    workDir: at.workDir,
+    uhIndex: at.uhIndex,
+    index: at.index,
+    gitDir: g.gitDir,
+    baseCommit: at.baseCommit,
+  };
+  const { tree, added } = await stageAndTree(gitOn(g, at.index), where, listed);
+  if (tree === at.baseTree) return (writeFileSync(patchPath, ''), unchanged);
+  const patch = added ? writeAddedPatch(added, patchPath) : await diffAndPatch(g, at.baseCommit, tree, patchPath);
+  return { ...patch, tree };
+}
+
 /** `call` bounds the git calls (timeout, abort signal). */
 export async function captureDiff(
   workDir: string,
@@ -114,92 +167,37 @@ export async function captureDiff(
   options: DiffCallOptions = {},
 ): Promise<DiffCapture> {
   const paths = sandboxPaths(workDir);
-  if (!existsSync(paths.gitDir) || !existsSync(paths.index)) {
-    throw new UhError(
-      'sandbox',
-      `sandbox ${workDir} has no private git dir (${paths.gitDir}): it predates this version of uh`,
-      {
-        hint: 'run the mission again in a new sandbox',
-      },
-    );
-  }
+  if (!existsSync(paths.gitDir) || !existsSync(paths.index)) throw noPrivateGitDir(workDir, paths.gitDir);
   const { baseFactsDir, ...call } = options;
   const index = join(scratchDir, 'diff.index');
   const scratchExcludes = join(scratchDir, 'base-excludes');
-  const g: DiffGit = {
-    call,
-    cwd: workDir,
-    gitDir: paths.gitDir,
-    workTree: workDir,
-    env: { GIT_INDEX_FILE: index, GIT_LITERAL_PATHSPECS: '1' },
-  };
-  const on =
-    (indexFile: string): GitRun =>
-    (args, extra = {}) =>
-      git(args, {
-        ...call,
-        ...extra,
-        cwd: g.cwd,
-        gitDir: g.gitDir,
-        workTree: g.workTree,
-        env: { ...g.env, GIT_INDEX_FILE: indexFile },
-      });
+  const env = { GIT_INDEX_FILE: index, GIT_LITERAL_PATHSPECS: '1' };
+  const g: DiffGit = { call, cwd: workDir, gitDir: paths.gitDir, workTree: workDir, env };
   try {
     const base = await readBaseFacts(paths.gitDir, baseCommit, baseFactsDir ?? null, call);
     const additions = listedInProcess(workDir, paths.index, baseCommit, base.excludes);
+    const headCommit = () => readAgentHead(paths.agentGitDir);
     if (additions?.length === 0) {
       writeFileSync(patchPath, '');
-      return {
-        changed: [],
-        patchPath,
-        bytes: 0,
-        digest: EMPTY_DIGEST,
-        headCommit: readAgentHead(paths.agentGitDir),
-        tree: base.tree,
-        flagged: [],
-      };
+      const empty = { changed: [], patchPath, bytes: 0, digest: EMPTY_DIGEST, flagged: [] };
+      return { ...empty, headCommit: headCommit(), tree: base.tree };
     }
     // ls-files writes no index (and GIT_OPTIONAL_LOCKS=0 forbids a refresh): uh's own serves.
     const listed = additions
       ? { paths: additions, deleted: [], nested: [], onlyAdded: true }
       : parseListing(
-          await listChanges(on(paths.index), base.excludes, baseCommit, baseFactsDir ?? null, scratchExcludes),
+          await listChanges(gitOn(g, paths.index), base.excludes, baseCommit, baseFactsDir ?? null, scratchExcludes),
         );
-    let result: { changed: ChangedFile[]; bytes: number; digest: string; tree: string | null } = {
-      changed: [],
-      bytes: 0,
-      digest: EMPTY_DIGEST,
-      tree: base.tree,
-    };
-    if (listed.paths.length === 0) writeFileSync(patchPath, '');
-    else {
-      const { tree, added } = await stageAndTree(
-        on(index),
-        { workDir, uhIndex: paths.index, index, gitDir: paths.gitDir, baseCommit },
-        listed,
-      );
-      if (tree === base.tree) writeFileSync(patchPath, '');
-      else
-        result = {
-          ...(added ? writeAddedPatch(added, patchPath) : await diffAndPatch(g, baseCommit, tree, patchPath)),
-          tree,
-        };
-    }
-    const changed = [...result.changed, ...listed.nested.map((path): ChangedFile => ({ path, status: 'added' }))].sort(
-      (a, b) => byCodeUnit(a.path, b.path),
-    );
-    return {
-      changed,
-      patchPath,
-      bytes: result.bytes,
-      digest: result.digest,
-      headCommit: readAgentHead(paths.agentGitDir),
-      tree: result.tree,
-      flagged: [
-        ...listed.nested.map((path): ScopeViolation => ({ path, reason: 'nested_repository' })),
-        ...escapingSymlinks(workDir, changed),
-      ],
-    };
+    const at = { workDir, uhIndex: paths.index, index, baseCommit, baseTree: base.tree };
+    const result = await stageAndPatch(g, at, listed, patchPath);
+    const nested = listed.nested.map((path): ChangedFile => ({ path, status: 'added' }));
+    const changed = [...result.changed, ...nested].sort((a, b) => byCodeUnit(a.path, b.path));
+    const flagged = [
+      ...listed.nested.map((path): ScopeViolation => ({ path, reason: 'nested_repository' })),
+      ...escapingSymlinks(workDir, changed),
+    ];
+    const { bytes, digest, tree } = result;
+    return { changed, patchPath, bytes, digest, headCommit: headCommit(), tree, flagged };
   } finally {
     for (const file of [index, scratchExcludes]) rmSync(file, { force: true });
   }
