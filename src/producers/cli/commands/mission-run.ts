@@ -6,15 +6,18 @@ import { createLogger } from '../../../shared/logger.js';
 import { invalidInput } from '../../../shared/errors.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
-import { reportReceipt, reportUnsettled } from '../../ci/ci-report.js';
+import { reportReceipt, reportRefused, reportUnsettled, resetJunit } from '../../ci/ci-report.js';
+import { OVERRIDE_DETAILS, OVERRIDE_OPTIONS, overridesOf } from '../mission-overrides-flags.js';
+import type { Mission } from '../../../shared/contracts/mission.js';
 
 export const MISSION_RUN: CommandSpec = {
   usage:
-    'uh mission run <mission.yaml|json> [--runtime id] [--json] [--junit path] [--state-dir dir] [--dry-run] [--keep-sandbox]',
+    'uh mission run <mission.yaml|json> [--runtime id] [--operation-id id|template] [--ref ref] [--repository url] [--json] [--junit path] [--state-dir dir] [--dry-run] [--keep-sandbox]',
   summary:
     'Run a mission inline, in this process, with no Redis: a git worktree of the repository at the base commit, the runtime inside it, diff, scope check, checks, receipt. The user checkout is never touched.',
   options: {
     ...COMMON_OPTIONS,
+    ...OVERRIDE_OPTIONS,
     runtime: { type: 'string' },
     'dry-run': { type: 'boolean', default: false },
     'keep-sandbox': { type: 'boolean', default: false },
@@ -25,10 +28,12 @@ export const MISSION_RUN: CommandSpec = {
     'Sandboxes and mirrors live in $UH_CACHE_DIR (default ~/.cache/uh). Ctrl-C cancels (exit 4, receipt written).',
     '--json prints the receipt as one JSON document on stdout. --junit writes one test case per check plus the scope check.',
     'Under GitHub Actions: step outputs to $GITHUB_OUTPUT, a summary to $GITHUB_STEP_SUMMARY, ::error annotations (docs/ci.md).',
+    ...OVERRIDE_DETAILS,
   ],
   examples: [
     'uh mission run examples/hello/mission.yaml',
     'uh mission run mission.yaml --runtime codex --json > receipt.json',
+    'uh mission run mission.yaml --ref "$GITHUB_SHA" --operation-id "{mission_id}-{sha:12}-{run_id}-{run_attempt}"',
   ],
 };
 
@@ -40,40 +45,58 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
   }
   if (positionals.length !== 1)
     throw invalidInput('uh mission run needs exactly one mission file', [], 'uh mission run <mission.yaml>');
-  const mission = loadMissionFile(positionals[0] as string, repositoryPolicy(config.core, 'cli'));
+  const junit = values.junit as string | undefined;
+  resetJunit(junit);
+  const source = positionals[0] as string;
+  let mission: Mission | undefined;
+  try {
+    mission = loadMissionFile(source, repositoryPolicy(config.core, 'cli'), overridesOf(values, config));
+    if (values['dry-run']) return await dryRun(mission, values, config);
+    return await runAndReport(mission, values, config);
+  } catch (error) {
+    reportRefused(config.ci, { source, operationId: mission?.operation_id, junit }, error);
+    throw error;
+  }
+}
+
+type Values = ReturnType<typeof parseCommand>['values'];
+
+/** What would run: the prepared operation and the runtime's launch, nothing executed or written. */
+async function dryRun(mission: Mission, values: Values, config: UhConfig): Promise<number> {
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const runtime = values.runtime as string | undefined;
+  const { prepareOperation } = await import('../../../operation/prepare-operation.js');
+  const { OPERATION_PORTS } = await import('../../../workers/operation-ports.js');
+  const prepared = await prepareOperation(
+    mission,
+    { stateDir, cacheDir: config.core.cacheDir, host: hostSettingsOf(config), ...(runtime ? { runtime } : {}) },
+    OPERATION_PORTS,
+  );
+  const plan = await prepared.runtime.adapter.prepare({
+    config: prepared.runtime.config,
+    prompt: prepared.prompt,
+    workDir: '<sandbox>',
+    mission: { missionId: mission.mission_id, operationId: mission.operation_id },
+  });
+  const { redact } = await import('../../../shared/redact.js');
+  const view = {
+    operation_id: mission.operation_id,
+    runtime: prepared.runtime.runtimeId,
+    runtime_kind: prepared.runtime.adapter.id,
+    base_commit: prepared.baseCommit,
+    contract_digest: prepared.contractDigest,
+    prompt_digest: prepared.promptDigest,
+    runtime_config: prepared.runtime.publicConfig,
+    launch: redact(plan.describe, prepared.runtime.secrets),
+  };
+  if (values.json) writeJson(view);
+  else process.stdout.write(`${JSON.stringify(view, null, 2)}\n(dry run: nothing was executed or written)\n`);
+  return EXIT.ok;
+}
 
-  if (values['dry-run']) {
-    const { prepareOperation } = await import('../../../operation/prepare-operation.js');
-    const { OPERATION_PORTS } = await import('../../../workers/operation-ports.js');
-    const prepared = await prepareOperation(
-      mission,
-      { stateDir, cacheDir: config.core.cacheDir, host: hostSettingsOf(config), ...(runtime ? { runtime } : {}) },
-      OPERATION_PORTS,
-    );
-    const plan = await prepared.runtime.adapter.prepare({
-      config: prepared.runtime.config,
-      prompt: prepared.prompt,
-      workDir: '<sandbox>',
-      mission: { missionId: mission.mission_id, operationId: mission.operation_id },
-    });
-    const { redact } = await import('../../../shared/redact.js');
-    const view = {
-      operation_id: mission.operation_id,
-      runtime: prepared.runtime.runtimeId,
-      runtime_kind: prepared.runtime.adapter.id,
-      base_commit: prepared.baseCommit,
-      contract_digest: prepared.contractDigest,
-      prompt_digest: prepared.promptDigest,
-      runtime_config: prepared.runtime.publicConfig,
-      launch: redact(plan.describe, prepared.runtime.secrets),
-    };
-    if (values.json) writeJson(view);
-    else process.stdout.write(`${JSON.stringify(view, null, 2)}\n(dry run: nothing was executed or written)\n`);
-    return EXIT.ok;
-  }
-
+async function runAndReport(mission: Mission, values: Values, config: UhConfig): Promise<number> {
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
+  const runtime = values.runtime as string | undefined;
   const { runInline } = await import('../../../workers/inline/run-inline.js');
   const controller = new AbortController();
   const onSignal = (signal: string) => {
@@ -99,7 +122,7 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
         : `operation ${mission.operation_id} was started but its process is gone: state unknown`;
     if (values.json) writeJson({ operation_id: mission.operation_id, state: outcome.kind, record: outcome.record });
     else process.stderr.write(`uh: ${message}\nhint: uh mission status ${mission.operation_id}\n`);
-    reportUnsettled(config.ci, mission.operation_id, outcome.kind, message);
+    reportUnsettled(config.ci, mission.operation_id, outcome.kind, message, values.junit as string | undefined);
     return EXIT.unknown;
   }
   const promotion = outcome.kind === 'ran' ? outcome.promotion : null;
