@@ -542,8 +542,11 @@ describe('action.yml, the fleet over HTTPS (uh api start; no Redis on the runner
     });
   }, 30_000);
 
-  afterAll(() => {
-    api?.kill('SIGTERM');
+  afterAll(async () => {
+    if (!api || api.exitCode !== null) return;
+    const closed = new Promise((resolve) => api.once('close', resolve));
+    api.kill('SIGTERM');
+    await closed;
   });
 
   const viaApi = (mission: string, run: Parameters<typeof runnerEnv>[0], extra: Record<string, string> = {}) =>
