@@ -12,7 +12,7 @@ import { runAction, type ActionResult } from '../support/action-runner.js';
 import { generateKeyPair } from '../../src/operation/receipt-keys.js';
 import { git, makeRepo } from '../support/git-repo.js';
 import { writeMission } from '../support/mission-file.js';
-import { FAKE_AGENT } from '../support/cli.js';
+import { FAKE_AGENT, runCli } from '../support/cli.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
@@ -606,5 +606,26 @@ describe("action.yml, fleet output names the runner's copies", () => {
     const collected = join(repo, '.harness-test', 'collected', r.outputs.operation_id as string);
     expect(r.log).toContain(`(log: ${join(collected, 'check-unit-tests.log')})`);
     expect(r.outputs.artifacts_dir).toBe(collected);
+  }, 60_000);
+});
+
+describe('action.yml, wait_timed_out (fleet mode, the operation outlives the step)', () => {
+  it('exit 5, an annotation, the summary reason and a fresh JUnit error; the operation keeps running', async () => {
+    const { path } = writeMission(repo, ['hang'], {});
+    const r = await gate('queue', path, { sha: git(repo, 'rev-parse', 'HEAD').trim(), runId: '940' }, { timeout: '1' });
+    try {
+      expect(r.code, r.log).toBe(5);
+      expect(r.outputs.status).toBe('wait_timed_out');
+      expect(r.log).toMatch(/::error title=uh wait_timed_out::operation \S+ is still \w+ after 1 s/);
+      expect(r.summary).toContain('wait_timed_out');
+      expect(readFileSync(r.junit, 'utf8')).not.toContain('stale report');
+      const error = (await junitOf(r.junit)).testsuite?.[0]?.testcase?.[0]?.error?.[0];
+      expect(error?.message).toMatch(/^wait_timed_out: operation/);
+    } finally {
+      await runCli(['mission', 'cancel', r.outputs.operation_id as string], {
+        cwd: repo,
+        env: { ...env(), REDIS_URL: redis.url },
+      });
+    }
   }, 60_000);
 });
