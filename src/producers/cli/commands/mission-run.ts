@@ -9,6 +9,7 @@ import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 import { reportReceipt, reportRefused, reportUnsettled, resetJunit } from '../../ci/ci-report.js';
 import { OVERRIDE_DETAILS, OVERRIDE_OPTIONS, overridesOf } from '../mission-overrides-flags.js';
 import type { Mission } from '../../../shared/contracts/mission.js';
+type RunInline = typeof import('../../../workers/inline/run-inline.js').runInline;
 
 export const MISSION_RUN: CommandSpec = {
   usage:
@@ -65,33 +66,22 @@ type Values = ReturnType<typeof parseCommand>['values'];
 async function dryRun(mission: Mission, values: Values, config: UhConfig): Promise<number> {
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const runtime = values.runtime as string | undefined;
-  const { prepareOperation } = await import('../../../operation/prepare-operation.js');
+  const { dryRunView } = await import('../../../operation/prepare-operation.js');
   const { OPERATION_PORTS } = await import('../../../workers/operation-ports.js');
-  const prepared = await prepareOperation(
-    mission,
-    { stateDir, cacheDir: config.core.cacheDir, host: hostSettingsOf(config), ...(runtime ? { runtime } : {}) },
-    OPERATION_PORTS,
-  );
-  const plan = await prepared.runtime.adapter.prepare({
-    config: prepared.runtime.config,
-    prompt: prepared.prompt,
-    workDir: '<sandbox>',
-    mission: { missionId: mission.mission_id, operationId: mission.operation_id },
-  });
-  const { redact } = await import('../../../shared/redact.js');
-  const view = {
-    operation_id: mission.operation_id,
-    runtime: prepared.runtime.runtimeId,
-    runtime_kind: prepared.runtime.adapter.id,
-    base_commit: prepared.baseCommit,
-    contract_digest: prepared.contractDigest,
-    prompt_digest: prepared.promptDigest,
-    runtime_config: prepared.runtime.publicConfig,
-    launch: redact(plan.describe, prepared.runtime.secrets),
-  };
+  const host = hostSettingsOf(config);
+  const options = { stateDir, cacheDir: config.core.cacheDir, host, ...(runtime ? { runtime } : {}) };
+  const view = await dryRunView(mission, options, OPERATION_PORTS);
   if (values.json) writeJson(view);
   else process.stdout.write(`${JSON.stringify(view, null, 2)}\n(dry run: nothing was executed or written)\n`);
   return EXIT.ok;
+}
+
+type Promotion = NonNullable<Extract<Awaited<ReturnType<RunInline>>, { kind: 'ran' }>['promotion']>;
+
+function promotionLine(p: Promotion): string {
+  if (p.decision !== 'promoted') return `  promotion refused: ${p.reason}\n`;
+  const pushed = p.pushed ? `, pushed to ${p.pushed.remote}` : '';
+  return `  promoted: branch ${p.branch} (commit ${p.commit})${pushed}${p.reason ? ` (${p.reason})` : ''}\n`;
 }
 
 async function runAndReport(mission: Mission, values: Values, config: UhConfig): Promise<number> {
@@ -133,12 +123,6 @@ async function runAndReport(mission: Mission, values: Values, config: UhConfig):
   });
   if (values.json) writeJson({ ...receiptJson(outcome.receipt, outcome.dir), ...(promotion ? { promotion } : {}) });
   else printReceiptSummary(outcome.receipt, outcome.dir, outcome.kind === 'attached');
-  if (promotion && !values.json) {
-    process.stdout.write(
-      promotion.decision === 'promoted'
-        ? `  promoted: branch ${promotion.branch} (commit ${promotion.commit})${promotion.pushed ? `, pushed to ${promotion.pushed.remote}` : ''}${promotion.reason ? ` (${promotion.reason})` : ''}\n`
-        : `  promotion refused: ${promotion.reason}\n`,
-    );
-  }
+  if (promotion && !values.json) process.stdout.write(promotionLine(promotion));
   return outcome.receipt.exit_code;
 }
