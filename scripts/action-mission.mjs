@@ -1,7 +1,9 @@
 // The Action's mission (action.yml): the `mission` file as it is, or, with `prompt` / `prompt-file`,
 // a mission built from the inputs (`runtime`, `checks`, `scope`, `mission-id`); `runtime-config` (a
 // JSON object), `model` and `extra-args` go into runtime_config_overrides.<runtime> of either. Prints the path of the file uh
-// then validates like any mission (a field at fault is named there). A bad input is reported here
+// then validates like any mission (a field at fault is named there), and on a second line whether
+// its repository is a local path (`local`: fleet mode then sends this workflow's repository URL),
+// `remote`, or `unknown` (uh says why it cannot read it). A bad input is reported here
 // (scripts/action-report.mjs) and exits 2. Inputs arrive as UH_MISSION and UH_ACTION_*.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -73,14 +75,32 @@ function missionFromInputs(env) {
   };
 }
 
-async function missionFromFile(path) {
+const isLocal = (url) =>
+  typeof url === 'string' &&
+  (url.startsWith('file://') || (!/^[a-z][a-z0-9+.-]*:\/\//i.test(url) && !/^[^/\s]+@[^/\s]+:/.test(url)));
+
+async function readMission(path) {
   const text = readFileSync(path, 'utf8');
-  const doc = ['.yaml', '.yml'].includes(extname(path)) ? (await import('yaml')).parse(text) : JSON.parse(text);
+  return ['.yaml', '.yml'].includes(extname(path)) ? (await import('yaml')).parse(text) : JSON.parse(text);
+}
+
+async function missionFromFile(path) {
+  const doc = await readMission(path);
   const url = doc?.repository?.url;
   // The copy lives elsewhere: a relative local repository path keeps meaning the file's folder.
-  if (typeof url === 'string' && !/^[a-z][a-z0-9+.-]*:\/\//i.test(url) && !/^[^/\s]+@[^/\s]+:/.test(url))
+  if (isLocal(url) && !url.startsWith('file://'))
     doc.repository.url = isAbsolute(url) ? url : resolve(dirname(path), url);
   return doc;
+}
+
+/** `local`, `remote`, or `unknown` when the file cannot be read here (uh then names the problem). */
+async function repositoryKind(path) {
+  try {
+    const url = (await readMission(path))?.repository?.url;
+    return typeof url !== 'string' ? 'unknown' : isLocal(url) ? 'local' : 'remote';
+  } catch {
+    return 'unknown';
+  }
 }
 
 export async function buildMission(env = process.env) {
@@ -88,7 +108,7 @@ export async function buildMission(env = process.env) {
   if (env.UH_MISSION && prompted) throw new InputError('inputs mission and prompt / prompt-file: give one of them');
   if (!env.UH_MISSION && !prompted) throw new InputError('input mission: give a mission file, or prompt / prompt-file');
   const tuned = Boolean(env.UH_ACTION_MODEL || env.UH_ACTION_EXTRA_ARGS || env.UH_ACTION_RUNTIME_CONFIG);
-  if (env.UH_MISSION && !tuned) return env.UH_MISSION;
+  if (env.UH_MISSION && !tuned) return { path: env.UH_MISSION, kind: await repositoryKind(env.UH_MISSION) };
   const doc = prompted ? missionFromInputs(env) : await missionFromFile(env.UH_MISSION);
   const runtime = env.UH_ACTION_RUNTIME || [doc.runtime].flat()[0];
   const extra = env.UH_ACTION_RUNTIME_CONFIG ? jsonInput('runtime-config', env.UH_ACTION_RUNTIME_CONFIG) : {};
@@ -101,11 +121,12 @@ export async function buildMission(env = process.env) {
     doc.runtime_config_overrides = { ...(doc.runtime_config_overrides ?? {}), [runtime]: overrides };
   const out = join(mkdtempSync(join(env.RUNNER_TEMP || tmpdir(), 'uh-mission-')), 'mission.json');
   writeFileSync(out, `${JSON.stringify(doc, null, 2)}\n`);
-  return out;
+  return { path: out, kind: prompted ? 'local' : await repositoryKind(out) };
 }
 
 try {
-  process.stdout.write(`${await buildMission()}\n`);
+  const { path, kind } = await buildMission();
+  process.stdout.write(`${path}\n${kind}\n`);
 } catch (error) {
   if (!(error instanceof InputError)) throw error;
   process.stderr.write(`uh: ${error.message}\n`);

@@ -20,7 +20,9 @@ report_unreported() {
 }
 
 # The mission: the file, or one built from prompt / prompt-file (model and extra-args applied).
-mission=$(node "$here/scripts/action-mission.mjs") || { code=$?; report_unreported "$code"; exit "$code"; }
+built=$(node "$here/scripts/action-mission.mjs") || { code=$?; report_unreported "$code"; exit "$code"; }
+mission=$(printf '%s\n' "$built" | sed -n 1p)
+repository_kind=$(printf '%s\n' "$built" | sed -n 2p)
 
 # One operation per run: the PR head (else GITHUB_SHA), and an id from the mission, SHA, run and attempt.
 ref="${UH_ACTION_REF:-}"
@@ -34,7 +36,9 @@ export GITHUB_RUN_ATTEMPT="${GITHUB_RUN_ATTEMPT:-1}"
 fleet=""
 [ -n "${UH_ACTION_API_URL:-}${UH_ACTION_REDIS_URL:-}" ] && fleet=1
 repository="${UH_ACTION_REPOSITORY:-}"
-if [ -z "$repository" ] && [ -n "$fleet" ] && [ -n "${GITHUB_SERVER_URL:-}" ] && [ -n "${GITHUB_REPOSITORY:-}" ]; then
+# A local path means nothing on the fleet: send this workflow's repository instead (a remote URL stays).
+if [ -z "$repository" ] && [ -n "$fleet" ] && [ "$repository_kind" = "local" ] \
+  && [ -n "${GITHUB_SERVER_URL:-}" ] && [ -n "${GITHUB_REPOSITORY:-}" ]; then
   repository="$GITHUB_SERVER_URL/$GITHUB_REPOSITORY"
 fi
 

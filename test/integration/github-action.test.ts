@@ -269,8 +269,8 @@ async function gate(
 
 describe.each(MODES)('action.yml, a PR gate on every push (%s)', (mode) => {
   it('two pushes of one mission file both run; a re-run is a new operation; the same run attaches', async () => {
-    // The file's repository is wrong on purpose in fleet mode: the Action sends this workflow's repository.
-    const url = mode === 'queue' ? 'https://example.invalid/not-this.git' : repo;
+    // In fleet mode the file names a local checkout, meaningless on a worker: the Action sends this workflow's repository.
+    const url = mode === 'queue' ? './checkout' : repo;
     const { path } = writeMission(repo, ['edit', 'src/app.js', 'export const answer = 42;\n'], {
       repository: { url, ref: 'main' },
       scope: { allowed_change_globs: ['src/**'] },
@@ -416,6 +416,14 @@ describe('action.yml, a mission from inputs (prompt, runtime-config, checks, sco
       '::error title=uh invalid input::input mission: give a mission file, or prompt / prompt-file',
     );
     expect((await junitOf(r.junit)).testsuite?.[0]?.errors).toBe(1);
+    const missing = await gate(
+      'inline',
+      '',
+      { sha: 'a'.repeat(40), runId: '909' },
+      { 'prompt-file': 'no/such.md', runtime: 'command' },
+    );
+    expect(missing.code, missing.log).toBe(2);
+    expect(missing.log).toContain('::error title=uh invalid input::input prompt-file: cannot read no/such.md (ENOENT)');
   }, 30_000);
 });
 
@@ -554,7 +562,7 @@ describe('action.yml, the fleet over HTTPS (uh api start; no Redis on the runner
 
   it('submits through the API, waits on its events, collects a signed receipt; a forged receipt fails the step', async () => {
     const { path } = writeMission(repo, ['edit', 'src/app.js', 'export const answer = 43;\n'], {
-      repository: { url: 'https://example.invalid/not-this.git', ref: 'main' },
+      repository: { url: '.', ref: 'main' },
       scope: { allowed_change_globs: ['src/**'] },
       verification: [FAILING_CHECK],
     });
