@@ -25,11 +25,14 @@ mission=$(printf '%s\n' "$built" | sed -n 1p)
 repository_kind=$(printf '%s\n' "$built" | sed -n 2p)
 
 # One operation per run: the PR head (else GITHUB_SHA), and an id from the mission, SHA, run and attempt.
+# Only for this workflow's repository (a local path in the file): another repository keeps its ref.
 ref="${UH_ACTION_REF:-}"
-if [ -z "$ref" ] && [ -n "${GITHUB_EVENT_PATH:-}" ] && [ -f "$GITHUB_EVENT_PATH" ]; then
-  ref=$(node -e 'const e=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8"));process.stdout.write(e.pull_request?.head?.sha??"")' "$GITHUB_EVENT_PATH" 2>/dev/null)
+if [ -z "$ref" ] && [ "$repository_kind" != "remote" ]; then
+  if [ -n "${GITHUB_EVENT_PATH:-}" ] && [ -f "$GITHUB_EVENT_PATH" ]; then
+    ref=$(node -e 'const e=JSON.parse(require("fs").readFileSync(process.argv[1],"utf8"));process.stdout.write(e.pull_request?.head?.sha??"")' "$GITHUB_EVENT_PATH" 2>/dev/null)
+  fi
+  [ -z "$ref" ] && ref="${GITHUB_SHA:-}"
 fi
-[ -z "$ref" ] && ref="${GITHUB_SHA:-}"
 opid="${UH_ACTION_OPERATION_ID:-}"
 [ -z "$opid" ] && [ -n "${GITHUB_RUN_ID:-}" ] && opid='{mission_id:80}-{sha:12}-{run_id}-{run_attempt}'
 export GITHUB_RUN_ATTEMPT="${GITHUB_RUN_ATTEMPT:-1}"
