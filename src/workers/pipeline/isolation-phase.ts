@@ -41,7 +41,8 @@ export function phaseSpawn(
     tmpfsBytes: use.tmpfsSize ? run.settings.isolation.tmpfsBytes : null,
     extra: { writable: extra.writable, readable: extra.readable ?? [] },
     path: run.env.PATH,
-    network: status.network === 'on',
+    network: status.network === 'host',
+    egress: run.egress?.bridge ?? null,
     operatorReadable: run.settings.isolation.readable,
     ownSecrets: [run.settings.receiptKey.keyFile],
   };

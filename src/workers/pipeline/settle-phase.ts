@@ -47,7 +47,7 @@ function receiptOf(run: OperationRun, outcome: Outcome, verdict: Verdict, keep: 
     checks: run.checks,
     verdict,
     sandbox: { path: sandbox?.path ?? null, retained: sandbox !== null && keep },
-    isolation: run.isolation.status,
+    isolation: run.egress ? { ...run.isolation.status, egress: run.egress.proxy.summary() } : run.isolation.status,
     secrets: run.secrets,
   });
 }
