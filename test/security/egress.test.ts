@@ -38,7 +38,7 @@ const tcp = (port, host, send) => new Promise((done) => {
   s.on('close', () => done(got ? 'answered: ' + got.split('\r\n')[0] : 'closed'));
 });
 const viaProxy = (line) => tcp(Number(proxy.port), proxy.hostname, line + '\r\nHost: x\r\n\r\n');
-const curl = (url) => { try { return execFileSync('curl', ['-s', '-o', '/dev/null', '-w', '%{http_code}', '--max-time', '10', url]).toString(); } catch (e) { return 'curl failed: ' + e.status; } };
+const curl = (url) => { try { return execFileSync('curl', ['--noproxy', '', '-s', '-o', '/dev/null', '-w', '%{http_code}', '--max-time', '10', url]).toString(); } catch (e) { return 'curl failed: ' + e.status; } };
 (async () => {
   const out = {
     redis_direct: await tcp(redis, '127.0.0.1', 'PING\r\n'),
@@ -147,7 +147,8 @@ describe('egress: the default network of an isolated agent', () => {
       expect(net[key], key).toMatch(/^answered: HTTP\/1\.1 403/);
     expect(hits.api - before.api).toBe(0);
     expect(hits.other - before.other).toBe(0);
-    // The allowed server: curl through HTTP_PROXY, Node 20's fetch through the transparent forwarder.
+    // The allowed server: curl through HTTP_PROXY (--noproxy '' overrides NO_PROXY's loopback), Node 20's
+    // fetch through the transparent forwarder.
     expect(net.model_curl).toBe('200');
     expect(net.model_fetch).toBe('200');
     expect(hits.model - before.model).toBe(2);

@@ -82,7 +82,9 @@ for (const l of listeners) {
 }
 `;
 
-/** The proxy variables of an isolated child in egress mode. */
+const LOOPBACK = 'localhost,127.0.0.1,::1';
+
+/** The proxy variables of an isolated child in egress mode (whatever the mission's env said). */
 export function egressEnv(bridge: EgressBridge): Record<string, string> {
   const url = `http://127.0.0.1:${bridge.proxyPort}`;
   const env: Record<string, string> = {};
@@ -90,7 +92,9 @@ export function egressEnv(bridge: EgressBridge): Record<string, string> {
     env[name] = url;
     env[name.toLowerCase()] = url;
   }
-  return { ...env, NO_PROXY: '', no_proxy: '' };
+  // The namespace's loopback is its own (the host's is unreachable): a runtime's own local service
+  // (opencode's server) stays direct, and an allowed loopback host is the forwarder, still decided by the proxy.
+  return { ...env, NO_PROXY: LOOPBACK, no_proxy: LOOPBACK };
 }
 
 /** The bwrap arguments of egress mode (before `--clearenv`): no network but the bridged socket and hosts file. */
