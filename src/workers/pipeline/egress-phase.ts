@@ -10,7 +10,7 @@ import type { EgressBridge } from '../../shared/process/egress-bridge.js';
 import { egressBridgeFor } from '../sandbox/egress-forwards.js';
 import { startEgressProxy, type EgressProxy } from '../sandbox/egress-proxy.js';
 import type { IsolationDecision } from '../sandbox/isolation.js';
-import type { ExecuteOptions } from './operation-run.js';
+import type { PreparedOperation } from '../../operation/prepare-operation.js';
 
 export interface OperationEgress {
   proxy: EgressProxy;
@@ -18,8 +18,11 @@ export interface OperationEgress {
 }
 
 /** The allowlist in force: what the runtime declares, then the mission's entries, each once. */
-export function egressAllowlist(options: ExecuteOptions, env: Readonly<Record<string, string | undefined>>): string[] {
-  const { mission, runtime } = options.prepared;
+export function egressAllowlist(
+  prepared: PreparedOperation,
+  env: Readonly<Record<string, string | undefined>>,
+): string[] {
+  const { mission, runtime } = prepared;
   let declared: string[] = [];
   try {
     declared = runtime.adapter.egress?.(runtime.config, { env }) ?? [];
@@ -30,12 +33,12 @@ export function egressAllowlist(options: ExecuteOptions, env: Readonly<Record<st
 }
 
 export async function egressFor(
-  options: ExecuteOptions,
+  prepared: PreparedOperation,
   isolation: IsolationDecision,
   env: Readonly<Record<string, string | undefined>>,
 ): Promise<OperationEgress | null> {
   if (!isolation.use || isolation.status.network !== 'egress') return null;
-  const allowed = egressAllowlist(options, env);
+  const allowed = egressAllowlist(prepared, env);
   const proxy = await startEgressProxy(allowed);
   return { proxy, bridge: egressBridgeFor(proxy, egressRules(allowed)) };
 }

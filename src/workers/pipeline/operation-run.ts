@@ -229,7 +229,7 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
     record: newRecord(options, startedAt),
     events,
     isolation,
-    egress: await egressFor(options, isolation, env.runtime),
+    egress: await egressFor(prepared, isolation, env.runtime),
     sandbox: null,
     folded: initialFold({ status: 'failed', raw: 'not_started', message: 'runtime did not start', timed_out: false }),
     diff: null,
