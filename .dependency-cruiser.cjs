@@ -17,9 +17,8 @@ const PRODUCER_ENTRY_POINTS = [
   // `uh mission recover`: the inline and the queued half.
   '^src/workers/recover/recover-inline\\.ts$',
   '^src/workers/recover/recover-queued\\.ts$',
-  // `uh worker start` starts the runtime pool and the results worker.
-  '^src/workers/pools/runtime-pool\\.ts$',
-  '^src/workers/results/results-worker\\.ts$',
+  // `uh worker start` starts one worker process (the runtime pool, the results worker).
+  '^src/workers/worker-process\\.ts$',
   // `uh gc` applies the retention policy.
   '^src/workers/sandbox/gc\\.ts$',
   // The runtime catalog, injected into src/operation (runtime_config schemas, manifests, checks).

@@ -83,93 +83,82 @@ async function* events(http: Http, id: string, signal?: AbortSignal): AsyncGener
   }
 }
 
+const operationPath = (id: string, tail = '') => `/v1/operations/${encodeURIComponent(id)}${tail}`;
+
+async function attachOver(http: Http, id: string): Promise<OperationView> {
+  const { operation: r } = (await (await call(http, 'GET', operationPath(id))).json()) as { operation: RecordJson };
+  const { operation_id, state, status, verdict, exit_code, runtime } = r;
+  return { operationId: operation_id, state, status, verdict, exitCode: exit_code, runtime };
+}
+
+async function receiptOver(http: Http, id: string): Promise<Receipt | null> {
+  const { receipt: r } = (await (await call(http, 'GET', operationPath(id))).json()) as { receipt: unknown };
+  return r ? ReceiptSchema.parse(r) : null;
+}
+
+/** Follow the operation's events until it ends (or the wait times out), then read where it stands. */
+async function waitOver(http: Http, id: string, o: WaitOptions = {}): Promise<Settled> {
+  const controller = new AbortController();
+  const timer = o.timeoutMs === undefined ? undefined : setTimeout(() => controller.abort(), o.timeoutMs);
+  o.signal?.addEventListener('abort', () => controller.abort(), { once: true });
+  try {
+    for await (const e of events(http, id, controller.signal)) if (!('end' in e)) o.onEvent?.(e);
+  } catch (error) {
+    if (!controller.signal.aborted) throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+  const now = await attachOver(http, id);
+  if (now.state === 'finished') {
+    const r = await receiptOver(http, id);
+    return { operationId: id, state: 'finished', receipt: r, exitCode: r?.exit_code ?? now.exitCode ?? EXIT.failed };
+  }
+  const state = now.state === 'unknown' ? 'unknown' : 'wait_timed_out';
+  return { operationId: id, state, receipt: null, exitCode: EXIT.unknown };
+}
+
+const COLLECTED = [
+  ['receipt', 'receipt.json'],
+  ['diff', 'diff.patch'],
+  ['final-message', 'runtime-final.txt'],
+] as const;
+
+async function collectOver(http: Http, id: string, dir: string) {
+  const r = await receiptOver(http, id);
+  if (!r) throw new UhError('not_found', `operation ${id} has no receipt yet`, { hint: 'wait for it first' });
+  makeDir(dir);
+  const files: string[] = [];
+  for (const [path, file] of COLLECTED) {
+    const res = await call(http, 'GET', operationPath(id, `/${path}`)).catch((e: unknown) =>
+      UhError.isInstance(e) && e.kind === 'not_found' ? null : Promise.reject(e),
+    );
+    if (!res) continue;
+    writeFileSync(join(dir, file), await res.text());
+    files.push(join(dir, file));
+  }
+  return { dir, files, receipt: r };
+}
+
 export function httpClient(options: { apiUrl: string; token?: string }): UhClient {
   const http: Http = { base: options.apiUrl.replace(/\/+$/, ''), token: options.token };
-  const attach = async (id: string): Promise<OperationView> => {
-    const { operation: r } = (await (await call(http, 'GET', `/v1/operations/${encodeURIComponent(id)}`)).json()) as {
-      operation: RecordJson;
-    };
-    return {
-      operationId: r.operation_id,
-      state: r.state,
-      status: r.status,
-      verdict: r.verdict,
-      exitCode: r.exit_code,
-      runtime: r.runtime,
-    };
-  };
-  const receipt = async (id: string): Promise<Receipt | null> => {
-    const { receipt: r } = (await (await call(http, 'GET', `/v1/operations/${encodeURIComponent(id)}`)).json()) as {
-      receipt: unknown;
-    };
-    return r ? ReceiptSchema.parse(r) : null;
-  };
-  const wait = async (id: string, o: WaitOptions = {}): Promise<Settled> => {
-    const controller = new AbortController();
-    const timer = o.timeoutMs === undefined ? undefined : setTimeout(() => controller.abort(), o.timeoutMs);
-    o.signal?.addEventListener('abort', () => controller.abort(), { once: true });
-    try {
-      for await (const e of events(http, id, controller.signal)) if (!('end' in e)) o.onEvent?.(e);
-    } catch (error) {
-      if (!controller.signal.aborted) throw error;
-    } finally {
-      clearTimeout(timer);
-    }
-    const now = await attach(id);
-    if (now.state === 'finished') {
-      const r = await receipt(id);
-      return { operationId: id, state: 'finished', receipt: r, exitCode: r?.exit_code ?? now.exitCode ?? EXIT.failed };
-    }
-    return {
-      operationId: id,
-      state: now.state === 'unknown' ? 'unknown' : 'wait_timed_out',
-      receipt: null,
-      exitCode: EXIT.unknown,
-    };
-  };
   return {
     async submit(mission, o = {}) {
-      const res = await call(
-        http,
-        'POST',
-        `/v1/missions${o.runtime ? `?runtime=${encodeURIComponent(o.runtime)}` : ''}`,
-        mission,
-      );
+      const query = o.runtime ? `?runtime=${encodeURIComponent(o.runtime)}` : '';
+      const res = await call(http, 'POST', `/v1/missions${query}`, mission);
       const body = (await res.json()) as { kind: string; operation: RecordJson };
-      return {
-        operationId: body.operation.operation_id,
-        attached: body.kind === 'attached',
-        state: body.operation.state,
-      };
+      const { operation_id, state } = body.operation;
+      return { operationId: operation_id, attached: body.kind === 'attached', state };
     },
-    attach,
-    wait,
+    attach: (id) => attachOver(http, id),
+    wait: (id, o) => waitOver(http, id, o),
     async *watch(id, o = {}) {
       for await (const e of events(http, id, o.signal)) if (!('end' in e)) yield e;
     },
     async cancel(id, reason) {
-      const res = await call(http, 'POST', `/v1/operations/${encodeURIComponent(id)}/cancel`, reason ? { reason } : {});
+      const res = await call(http, 'POST', operationPath(id, '/cancel'), reason ? { reason } : {});
       return ((await res.json()) as { outcome: string }).outcome;
     },
-    async collect(id, dir) {
-      const r = await receipt(id);
-      if (!r) throw new UhError('not_found', `operation ${id} has no receipt yet`, { hint: 'wait for it first' });
-      makeDir(dir);
-      const files: string[] = [];
-      for (const [path, file] of [
-        ['receipt', 'receipt.json'],
-        ['diff', 'diff.patch'],
-        ['final-message', 'runtime-final.txt'],
-      ] as const) {
-        const res = await call(http, 'GET', `/v1/operations/${encodeURIComponent(id)}/${path}`).catch((e: unknown) =>
-          UhError.isInstance(e) && e.kind === 'not_found' ? null : Promise.reject(e),
-        );
-        if (!res) continue;
-        writeFileSync(join(dir, file), await res.text());
-        files.push(join(dir, file));
-      }
-      return { dir, files, receipt: r };
-    },
+    collect: (id, dir) => collectOver(http, id, dir),
     close: async () => undefined,
   };
 }

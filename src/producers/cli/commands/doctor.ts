@@ -157,31 +157,19 @@ function isolationFinding(config: UhConfig): Finding {
       };
 }
 
-export async function doctor(argv: string[], config: UhConfig): Promise<number> {
-  const { values } = parseCommand(DOCTOR, argv);
-  if (values.help) return (void process.stdout.write(`${helpText(DOCTOR)}\n`), EXIT.ok);
+/** Node, git, and the state and cache dirs: what every run needs. */
+function hostFindings(config: UhConfig, stateDir: string): Finding[] {
   const findings: Finding[] = [];
   const node = process.versions.node;
-  findings.push({
-    what: 'node',
-    ok: versionAtLeast(node, [20, 18]),
-    detail: `v${node}`,
-    hint: 'install Node.js 20.18 or newer',
-    core: true,
-  });
+  const nodeHint = 'install Node.js 20.18 or newer';
+  findings.push({ what: 'node', ok: versionAtLeast(node, [20, 18]), detail: `v${node}`, hint: nodeHint, core: true });
   try {
     const git = /(\d+\.\d+(?:\.\d+)?)/.exec(execFileSync('git', ['--version'], { encoding: 'utf8' }))?.[1] ?? '0';
-    findings.push({
-      what: 'git',
-      ok: versionAtLeast(git, [2, 31]),
-      detail: git,
-      hint: 'install git 2.31 or newer (worktrees, rev-parse --path-format)',
-      core: true,
-    });
+    const hint = 'install git 2.31 or newer (worktrees, rev-parse --path-format)';
+    findings.push({ what: 'git', ok: versionAtLeast(git, [2, 31]), detail: git, hint, core: true });
   } catch (error) {
     findings.push({ what: 'git', ok: false, detail: errorMessage(error), hint: 'install git', core: true });
   }
-  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   for (const [what, dir, hint] of [
     ['state dir', stateDir, 'pass --state-dir or set UH_STATE_DIR to a writable folder'],
     ['cache dir', config.core.cacheDir, 'set UH_CACHE_DIR to a writable folder'],
@@ -189,6 +177,42 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
     const problem = writable(dir);
     findings.push({ what, ok: problem === null, detail: problem ?? dir, hint, core: true });
   }
+  return findings;
+}
+
+/** Each registered runtime's own check, on its example config (a finding, never core). */
+async function runtimeFindings(config: UhConfig): Promise<Finding[]> {
+  const findings: Finding[] = [];
+  for (const adapter of await loadAllRuntimeAdapters()) {
+    const what = `runtime ${adapter.id}`;
+    const parsed = adapter.configSchema.safeParse(mergeConfig(adapter.defaultConfig, adapter.exampleConfig ?? {}));
+    if (!parsed.success) {
+      const hint = `uh adapter add ${adapter.id}, then uh adapter check ${adapter.id}`;
+      findings.push({ what, ok: false, detail: 'needs a runtime_config to check', hint, core: false });
+      continue;
+    }
+    const io = { spawn: spawnGroup, fetch: runtimeFetch, now: () => Date.now(), env: config.childEnv };
+    const result = await adapter.check(parsed.data, io);
+    const hint = result.hint ? { hint: result.hint } : {};
+    findings.push({ what, ok: result.ok, detail: result.summary, ...hint, core: false });
+  }
+  return findings;
+}
+
+function printFindings(findings: Finding[], ok: boolean, stalled: boolean): void {
+  for (const f of findings) {
+    process.stdout.write(`${f.ok ? '✔' : f.core ? '✖' : '·'} ${f.what.padEnd(26)} ${f.detail}\n`);
+    if (!f.ok && f.hint) process.stdout.write(`  hint: ${f.hint}\n`);
+  }
+  const why = stalled ? ' (the fleet cannot make progress)' : '';
+  process.stdout.write(ok ? 'ready to run missions\n' : `not ready: fix the ✖ lines above${why}\n`);
+}
+
+export async function doctor(argv: string[], config: UhConfig): Promise<number> {
+  const { values } = parseCommand(DOCTOR, argv);
+  if (values.help) return (void process.stdout.write(`${helpText(DOCTOR)}\n`), EXIT.ok);
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
+  const findings = hostFindings(config, stateDir);
   // Queue mode's Redis: --redis, REDIS_URL, else the default (said on stderr). Only a Redis the
   // operator configured is a core finding: inline runs need none.
   const redis = redisUrlFor(config.queue, values.redis as string | undefined);
@@ -206,44 +230,9 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
   const fleet = problem === null && !redis.defaulted ? await fleetFindings(config, redisUrl, receipts.keyring) : null;
   findings.push(...(fleet?.findings ?? []));
   findings.push(isolationFinding(config));
-  for (const adapter of await loadAllRuntimeAdapters()) {
-    const parsed = adapter.configSchema.safeParse(mergeConfig(adapter.defaultConfig, adapter.exampleConfig ?? {}));
-    if (!parsed.success) {
-      findings.push({
-        what: `runtime ${adapter.id}`,
-        ok: false,
-        detail: 'needs a runtime_config to check',
-        hint: `uh adapter add ${adapter.id}, then uh adapter check ${adapter.id}`,
-        core: false,
-      });
-      continue;
-    }
-    const result = await adapter.check(parsed.data, {
-      spawn: spawnGroup,
-      fetch: runtimeFetch,
-      now: () => Date.now(),
-      env: config.childEnv,
-    });
-    findings.push({
-      what: `runtime ${adapter.id}`,
-      ok: result.ok,
-      detail: result.summary,
-      ...(result.hint ? { hint: result.hint } : {}),
-      core: false,
-    });
-  }
+  findings.push(...(await runtimeFindings(config)));
   const ok = findings.filter((f) => f.core).every((f) => f.ok);
   if (values.json) writeJson({ ok, findings, ...(fleet ? { fleet: fleet.report } : {}) });
-  else {
-    for (const f of findings) {
-      process.stdout.write(`${f.ok ? '✔' : f.core ? '✖' : '·'} ${f.what.padEnd(26)} ${f.detail}\n`);
-      if (!f.ok && f.hint) process.stdout.write(`  hint: ${f.hint}\n`);
-    }
-    process.stdout.write(
-      ok
-        ? 'ready to run missions\n'
-        : `not ready: fix the ✖ lines above${fleet?.report.stalled_runtimes.length ? ' (the fleet cannot make progress)' : ''}\n`,
-    );
-  }
+  else printFindings(findings, ok, (fleet?.report.stalled_runtimes.length ?? 0) > 0);
   return ok ? EXIT.ok : EXIT.blocked;
 }

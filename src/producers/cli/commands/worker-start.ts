@@ -2,6 +2,7 @@ import type { UhConfig } from '../../../shared/config.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput, UhError } from '../../../shared/errors.js';
 import { createLogger } from '../../../shared/logger.js';
+import type { WorkerEvent, WorkerProcess } from '../../../workers/worker-process.js';
 import {
   COMMON_OPTIONS,
   helpText,
@@ -111,6 +112,25 @@ async function readyRuntimes(
   return ready;
 }
 
+/** SIGTERM/SIGINT drains (for `graceMs`); a second signal cancels what still runs. */
+function drainOnSignals(worker: WorkerProcess, graceMs: number, say: WorkerEvent): Promise<void> {
+  let signals = 0;
+  return new Promise<void>((resolve) => {
+    const onSignal = (name: string) => {
+      signals += 1;
+      if (signals > 1) {
+        say('cancelling', { signal: name, active: worker.active() });
+        worker.cancelAll(`worker shutting down (second ${name})`);
+        return;
+      }
+      say('stopping', { signal: name, active: worker.active(), grace_ms: Number.isFinite(graceMs) ? graceMs : 'wait' });
+      void worker.shutdown(name, graceMs).then(() => resolve());
+    };
+    process.on('SIGTERM', () => onSignal('SIGTERM'));
+    process.on('SIGINT', () => onSignal('SIGINT'));
+  });
+}
+
 export async function workerStart(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(WORKER_START, argv);
   if (values.help) return (void process.stdout.write(`${helpText(WORKER_START)}\n`), EXIT.ok);
@@ -146,57 +166,22 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
         );
 
   const metricsServer = await startMetrics(values['metrics-port'] as string | undefined, queueConfig, redisUrl, say);
-  const stop = new AbortController();
-  const tasks: Promise<void>[] = [];
-  let pool: Awaited<ReturnType<typeof import('../../../workers/pools/runtime-pool.js').startRuntimePool>> | null = null;
-  if (runtimes.length > 0) {
-    const { startRuntimePool } = await import('../../../workers/pools/runtime-pool.js');
-    pool = await startRuntimePool({
-      settings,
-      redisUrl,
-      config: queueConfig,
-      runtimes,
-      concurrency,
-      ...(globalConcurrency ? { globalConcurrency } : {}),
-      gc: config.gc,
-    });
-  }
-  if (values.results) {
-    const { startResultsWorker } = await import('../../../workers/results/results-worker.js');
-    const consumer = values.consumer as string | undefined;
-    const results = await startResultsWorker({
-      settings,
-      queue: queueConfig,
-      redisUrl,
-      ...(consumer ? { consumer } : {}),
-      signal: stop.signal,
-      onEvent: say,
-    });
-    tasks.push(results.done);
-  }
-
-  let signals = 0;
-  const done = new Promise<void>((resolve) => {
-    const onSignal = (name: string) => {
-      signals += 1;
-      if (signals > 1) {
-        say('cancelling', { signal: name, active: pool?.active() ?? [] });
-        pool?.cancelAll(`worker shutting down (second ${name})`);
-        return;
-      }
-      say('stopping', {
-        signal: name,
-        active: pool?.active() ?? [],
-        grace_ms: Number.isFinite(graceMs) ? graceMs : 'wait',
-      });
-      stop.abort();
-      void Promise.allSettled([pool?.shutdown(name, graceMs), ...tasks]).then(() => resolve());
-    };
-    process.on('SIGTERM', () => onSignal('SIGTERM'));
-    process.on('SIGINT', () => onSignal('SIGINT'));
+  const { startWorkerProcess } = await import('../../../workers/worker-process.js');
+  const consumer = (values.consumer as string | undefined) ?? null;
+  const worker = await startWorkerProcess({
+    settings,
+    queue: queueConfig,
+    redisUrl,
+    runtimes,
+    concurrency,
+    ...(globalConcurrency ? { globalConcurrency } : {}),
+    gc: config.gc,
+    results: values.results ? { consumer } : false,
+    onEvent: say,
   });
+  const done = drainOnSignals(worker, graceMs, say);
   // "ready" only once the signal handlers are in place: a SIGTERM right after it drains, never kills.
-  if (pool) say('ready', { worker: pool.workerId, runtimes, concurrency, pid: process.pid });
+  if (worker.workerId) say('ready', { worker: worker.workerId, runtimes, concurrency, pid: process.pid });
   await done;
   await metricsServer?.close();
   say('stopped', {});

@@ -36,101 +36,86 @@ export function newTranscriptState(): AcpTranscriptState {
 /** Cap on the assistant text kept for the final message (memory stays bounded). */
 const ASSISTANT_TEXT_CAP = 4 * 1024 * 1024;
 
-/** Translate one update. `replay` marks history being replayed: recorded, never emitted. */
-export function translateSessionUpdate(raw: unknown, state: AcpTranscriptState, replay: boolean): RuntimeEventV1[] {
-  const kind =
-    typeof raw === 'object' && raw !== null ? String((raw as { sessionUpdate?: unknown }).sessionUpdate) : 'unknown';
-  const parsed = SessionUpdateSchema.safeParse(raw);
-  if (replay) {
+type SessionUpdate = Extract<ReturnType<typeof SessionUpdateSchema.safeParse>, { success: true }>['data'];
+type Kinded<K extends SessionUpdate['sessionUpdate']> = Extract<SessionUpdate, { sessionUpdate: K }>;
+
+const raw = (kind: string, data: Record<string, unknown>): RuntimeEventV1[] => [
+  { type: 'runtime.raw', data: { source: 'acp.session_update', kind, ...data } },
+];
+
+function recordReplay(parsed: ReturnType<typeof SessionUpdateSchema.safeParse>, state: AcpTranscriptState) {
+  state.replayed += 1;
+  const update = parsed.success ? parsed.data : null;
+  if (update?.sessionUpdate === 'tool_call' || update?.sessionUpdate === 'tool_call_update') {
+    state.historicalToolIds.add(update.toolCallId);
+  }
+}
+
+function translateChunk(
+  update: Kinded<'agent_message_chunk' | 'agent_thought_chunk' | 'user_message_chunk'>,
+  state: AcpTranscriptState,
+  original: unknown,
+): RuntimeEventV1[] {
+  if (update.content.type !== 'text') {
+    return raw(update.sessionUpdate, { reason: `non-text content (${update.content.type})`, update: original });
+  }
+  const text = update.content.text ?? '';
+  if (update.sessionUpdate === 'agent_thought_chunk') return [{ type: 'runtime.thought', data: { text } }];
+  if (update.sessionUpdate === 'user_message_chunk') return [{ type: 'runtime.message', data: { text, role: 'user' } }];
+  if (state.assistantText.length < ASSISTANT_TEXT_CAP) state.assistantText += text;
+  return [{ type: 'runtime.message', data: { text, role: 'assistant', total_chars: state.assistantText.length } }];
+}
+
+function translateToolCall(update: Kinded<'tool_call' | 'tool_call_update'>, state: AcpTranscriptState) {
+  if (state.historicalToolIds.has(update.toolCallId)) {
     state.replayed += 1;
-    if (
-      parsed.success &&
-      (parsed.data.sessionUpdate === 'tool_call' || parsed.data.sessionUpdate === 'tool_call_update')
-    ) {
-      state.historicalToolIds.add(parsed.data.toolCallId);
-    }
     return [];
   }
+  mergeToolCall(state, update);
+  const isNew = update.sessionUpdate === 'tool_call';
+  const name = toolName(update, state.turnTools.get(update.toolCallId));
+  state.turnTools.set(update.toolCallId, name);
+  return [{ type: 'runtime.tool_call', data: toolData(update, name, !isNew) } as RuntimeEventV1];
+}
+
+/** Translate one update. `replay` marks history being replayed: recorded, never emitted. */
+export function translateSessionUpdate(
+  original: unknown,
+  state: AcpTranscriptState,
+  replay: boolean,
+): RuntimeEventV1[] {
+  const kind =
+    typeof original === 'object' && original !== null
+      ? String((original as { sessionUpdate?: unknown }).sessionUpdate)
+      : 'unknown';
+  const parsed = SessionUpdateSchema.safeParse(original);
+  if (replay) return (recordReplay(parsed, state), []);
   if (!parsed.success) {
     const known = SessionUpdateSchema.options.some((o) => o.shape.sessionUpdate.value === kind);
-    return [
-      {
-        type: 'runtime.raw',
-        data: {
-          source: 'acp.session_update',
-          kind,
-          reason: known ? `invalid ${kind}: ${parsed.error.issues[0]?.message ?? ''}` : 'unknown session update kind',
-          update: raw,
-        },
-      },
-    ];
+    const reason = known ? `invalid ${kind}: ${parsed.error.issues[0]?.message ?? ''}` : 'unknown session update kind';
+    return raw(kind, { reason, update: original });
   }
   const update = parsed.data;
   switch (update.sessionUpdate) {
     case 'agent_message_chunk':
     case 'agent_thought_chunk':
-    case 'user_message_chunk': {
-      const text = update.content.type === 'text' ? (update.content.text ?? '') : '';
-      if (update.content.type !== 'text') {
-        return [
-          {
-            type: 'runtime.raw',
-            data: {
-              source: 'acp.session_update',
-              kind: update.sessionUpdate,
-              reason: `non-text content (${update.content.type})`,
-              update: raw,
-            },
-          },
-        ];
-      }
-      if (update.sessionUpdate === 'agent_thought_chunk') return [{ type: 'runtime.thought', data: { text } }];
-      if (update.sessionUpdate === 'user_message_chunk')
-        return [{ type: 'runtime.message', data: { text, role: 'user' } }];
-      if (state.assistantText.length < ASSISTANT_TEXT_CAP) state.assistantText += text;
-      return [{ type: 'runtime.message', data: { text, role: 'assistant', total_chars: state.assistantText.length } }];
-    }
+    case 'user_message_chunk':
+      return translateChunk(update, state, original);
     case 'tool_call':
-    case 'tool_call_update': {
-      if (state.historicalToolIds.has(update.toolCallId)) {
-        state.replayed += 1;
-        return [];
-      }
-      mergeToolCall(state, update);
-      const isNew = update.sessionUpdate === 'tool_call';
-      const name = toolName(update, state.turnTools.get(update.toolCallId));
-      state.turnTools.set(update.toolCallId, name);
-      return [{ type: 'runtime.tool_call', data: toolData(update, name, !isNew) }];
-    }
+    case 'tool_call_update':
+      return translateToolCall(update, state);
     case 'plan':
       return [{ type: 'runtime.plan', data: { entries: update.entries } }];
     case 'usage_update':
-      return [
-        {
-          type: 'runtime.raw',
-          data: {
-            source: 'acp.session_update',
-            kind: 'usage_update',
-            used: update.used,
-            size: update.size,
-            ...(update.cost ? { cost: update.cost } : {}),
-          },
-        },
-      ];
+      return raw('usage_update', {
+        used: update.used,
+        size: update.size,
+        ...(update.cost ? { cost: update.cost } : {}),
+      });
     case 'current_mode_update':
-      return [
-        {
-          type: 'runtime.raw',
-          data: { source: 'acp.session_update', kind: 'current_mode_update', mode: update.currentModeId },
-        },
-      ];
+      return raw('current_mode_update', { mode: update.currentModeId });
     case 'available_commands_update':
-      return [
-        {
-          type: 'runtime.raw',
-          data: { source: 'acp.session_update', kind: 'available_commands_update', commands: update.availableCommands },
-        },
-      ];
+      return raw('available_commands_update', { commands: update.availableCommands });
   }
 }
 

@@ -17,6 +17,58 @@ import type { CodexAppServerSettings } from './codex-app-server-settings.js';
 
 export type RecoverIo = Pick<RecoverContextV1, 'spawn' | 'env' | 'logDir'> & { workDir?: string };
 
+type AppServer = Awaited<ReturnType<typeof startAppServer>>;
+type BoundRecord = Awaited<ReturnType<IdentityJournal['load']>> & { thread_id: string };
+type Turn = Parameters<typeof selectAdoptableTurn>[0][number];
+type Ids = { thread_id?: string; turn_id?: string };
+
+/** How the run's own interrupt (a cancel, a timeout) reads in the adopted turn's outcome. */
+function interruptOf(record: BoundRecord) {
+  if (record.interrupt === 'cancel')
+    return { kind: 'cancel' as const, message: 'cancelled (turn interrupted on request)' };
+  if (record.interrupt === 'timeout')
+    return { kind: 'timeout' as const, message: 'the mission timed out (turn interrupted)', timeoutMs: 0 };
+  return null;
+}
+
+/** The turn carrying our client message id, settled when it has ended. */
+async function adoptTurn(
+  client: AppServer,
+  record: BoundRecord,
+  identity: IdentityJournal,
+  config: CodexAppServerSettings,
+  ids: Ids,
+): Promise<RecoveryV1> {
+  if (record.codex_home && client.codexHome !== record.codex_home) {
+    const reason = `the app server uses CODEX_HOME ${client.codexHome}, the run used ${record.codex_home}`;
+    return { state: 'unknown', reason, ...ids };
+  }
+  const adoption = selectAdoptableTurn(await listAllTurns(client, record.thread_id), record);
+  if (adoption.kind === 'several') {
+    const reason = `several new turns carry our client message id: ${adoption.turnIds.join(', ')}`;
+    return { state: 'unknown', reason, ...ids };
+  }
+  if (adoption.kind === 'none') return { state: 'unknown', reason: adoption.reason, ...ids };
+  const turn: Turn = adoption.turn;
+  const found = { thread_id: record.thread_id, turn_id: turn.id };
+  if (!isTerminalStatus(turn.status)) {
+    await identity.putIfPossible({ turn_id: turn.id, dispatch: 'bound' });
+    return { state: 'running', reason: `turn ${turn.id} is still in progress`, ...found };
+  }
+  await identity.putIfPossible({ turn_id: turn.id, dispatch: 'terminal', readback_status: turn.status });
+  const finished = finishedData({
+    binary: config.binary,
+    threadId: record.thread_id,
+    turn,
+    clientMessageId: record.client_message_id ?? null,
+    abort: interruptOf(record),
+    dispatch: 'bound',
+    failure: { raw: 'recovered', message: 'the turn was interrupted when its worker or app server went away' },
+    readbackBy: 'recover',
+  });
+  return { state: 'settled', reason: `adopted turn ${turn.id} (${turn.status})`, finished, ...found };
+}
+
 /**
  * Settle one operation from its journal. Never throws; never starts a turn.
  * Call it as `recoverCodexAppServerOperation(ctx.journal, config, ctx)` with the operation's
@@ -40,77 +92,22 @@ export async function recoverCodexAppServerOperation(
     ...(record.thread_id ? { thread_id: record.thread_id } : {}),
     ...(record.turn_id ? { turn_id: record.turn_id } : {}),
   };
-  if (!record.thread_id)
+  const threadId = record.thread_id;
+  if (!threadId)
     return { state: 'unknown', reason: 'turn/start may have been sent but the journal has no thread id', ...ids };
-
   let client;
   try {
-    client = await startAppServer({
-      config,
-      spawn: io.spawn,
-      env: io.env,
-      cwd: io.workDir ?? io.logDir,
-      logDir: io.logDir,
-      name: 'codex-app-server.recover',
-    });
+    const cwd = io.workDir ?? io.logDir;
+    const name = 'codex-app-server.recover';
+    client = await startAppServer({ config, spawn: io.spawn, env: io.env, cwd, logDir: io.logDir, name });
   } catch (error) {
     const why = JsonRpcTransportError.isInstance(error) ? error.message : errorMessage(error);
     return { state: 'unknown', reason: `cannot start a fresh app server to read the thread: ${why}`, ...ids };
   }
   try {
-    if (record.codex_home && client.codexHome !== record.codex_home) {
-      return {
-        state: 'unknown',
-        reason: `the app server uses CODEX_HOME ${client.codexHome}, the run used ${record.codex_home}`,
-        ...ids,
-      };
-    }
-    const turns = await listAllTurns(client, record.thread_id);
-    const adoption = selectAdoptableTurn(turns, record);
-    if (adoption.kind === 'several') {
-      return {
-        state: 'unknown',
-        reason: `several new turns carry our client message id: ${adoption.turnIds.join(', ')}`,
-        ...ids,
-      };
-    }
-    if (adoption.kind === 'none') return { state: 'unknown', reason: adoption.reason, ...ids };
-    const turn = adoption.turn;
-    if (!isTerminalStatus(turn.status)) {
-      await identity.putIfPossible({ turn_id: turn.id, dispatch: 'bound' });
-      return {
-        state: 'running',
-        reason: `turn ${turn.id} is still in progress`,
-        thread_id: record.thread_id,
-        turn_id: turn.id,
-      };
-    }
-    await identity.putIfPossible({ turn_id: turn.id, dispatch: 'terminal', readback_status: turn.status });
-    const abort =
-      record.interrupt === 'cancel'
-        ? { kind: 'cancel' as const, message: 'cancelled (turn interrupted on request)' }
-        : record.interrupt === 'timeout'
-          ? { kind: 'timeout' as const, message: 'the mission timed out (turn interrupted)', timeoutMs: 0 }
-          : null;
-    const finished = finishedData({
-      binary: config.binary,
-      threadId: record.thread_id,
-      turn,
-      clientMessageId: record.client_message_id ?? null,
-      abort,
-      dispatch: 'bound',
-      failure: { raw: 'recovered', message: 'the turn was interrupted when its worker or app server went away' },
-      readbackBy: 'recover',
-    });
-    return {
-      state: 'settled',
-      reason: `adopted turn ${turn.id} (${turn.status})`,
-      finished,
-      thread_id: record.thread_id,
-      turn_id: turn.id,
-    };
+    return await adoptTurn(client, { ...record, thread_id: threadId }, identity, config, ids);
   } catch (error) {
-    return { state: 'unknown', reason: `cannot read thread ${record.thread_id}: ${errorMessage(error)}`, ...ids };
+    return { state: 'unknown', reason: `cannot read thread ${threadId}: ${errorMessage(error)}`, ...ids };
   } finally {
     await client.close();
   }

@@ -47,37 +47,48 @@ const CODEX_RAW: Record<ProviderErrorKind, string> = {
 
 const DEFAULT_RETRY_MS = 60_000;
 
-export function classifyCodex(f: CodexRunFacts): Outcome {
-  const base = { exit_code: f.exitCode, signal: f.signal };
-  const early = classifyProcessEnd(f, {
-    program: f.binary,
-    notFound: 'codex binary not found',
-    installHint:
-      'install codex (scripts/install-real-runtimes.sh or npm i -g @openai/codex) or set runtime_config.binary',
-    ...(f.lastError ? { timeoutDetail: ` (last codex error: ${f.lastError})` } : {}),
-  });
-  if (early) return early;
-  if (f.exitCode === 0 && f.turnCompleted && f.turnFailed === null) {
-    return {
-      status: 'completed',
-      raw: 'turn.completed',
-      message: 'codex completed the turn',
-      timed_out: false,
-      ...base,
-    };
-  }
-  if (f.gaveUpUnreachable) {
-    return {
-      status: 'blocked',
-      raw: 'unreachable',
-      message: `the model endpoint is unreachable: ${oneLine(f.lastError ?? 'codex kept waiting for the network')}`,
-      hint: 'check the network and the base_url of the model provider in config.toml (runtime_config.network_wait_ms bounds the wait)',
-      timed_out: false,
-      ...base,
-    };
-  }
+/** An outcome before the process facts every outcome carries. */
+type Ending = Omit<Outcome, 'exit_code' | 'signal' | 'timed_out'>;
+type Row = {
+  when: (f: CodexRunFacts) => boolean;
+  outcome: (f: CodexRunFacts) => Ending;
+};
+
+/** After the process end and the provider-error table: the rest, first match wins. */
+const ENDINGS: readonly Row[] = [
+  {
+    when: (f) => f.turnFailed !== null,
+    outcome: (f) => ({
+      status: 'failed',
+      raw: 'turn.failed',
+      message: `codex turn failed: ${oneLine(f.turnFailed ?? '')}`,
+    }),
+  },
+  {
+    when: (f) => f.signal !== null,
+    outcome: (f) => ({ status: 'failed', raw: `signal:${f.signal}`, message: `codex ${f.exitMessage}` }),
+  },
+  {
+    when: (f) => f.exitCode !== 0,
+    outcome: (f) => ({ status: 'failed', raw: `exit:${f.exitCode}`, message: `codex ${f.exitMessage}` }),
+  },
+  {
+    when: (f) => f.lastMessagePresent,
+    outcome: () => ({ status: 'completed', raw: 'exit:0', message: 'codex exited 0 with a final message' }),
+  },
+  {
+    when: () => true,
+    outcome: () => ({
+      status: 'failed',
+      raw: 'exit:0:no_turn',
+      message: 'codex exited 0 without completing a turn or writing a final message',
+    }),
+  },
+];
+
+/** The first row of the shared provider-error table that any piece of evidence matches. */
+function providerError(f: CodexRunFacts): Ending | null {
   const evidence = [f.turnFailed, f.lastError, f.stderrTail].filter((t): t is string => !!t);
-  // The shared provider-error table, row by row; each row asks every piece of evidence in order.
   for (const row of PROVIDER_ERRORS) {
     const text = evidence.find((t) => row.pattern.test(t));
     if (text === undefined) continue;
@@ -87,53 +98,39 @@ export function classifyCodex(f: CodexRunFacts): Outcome {
       raw: CODEX_RAW[row.kind],
       message: `${row.summary('codex')}: ${oneLine(text)}`,
       hint: providerErrorHint(row.kind, 'codex'),
-      timed_out: false,
       ...(retryAfter !== undefined ? { retry_after_ms: retryAfter } : {}),
-      ...base,
     };
   }
-  if (f.turnFailed !== null) {
-    return {
-      status: 'failed',
-      raw: 'turn.failed',
-      message: `codex turn failed: ${oneLine(f.turnFailed)}`,
-      timed_out: false,
-      ...base,
-    };
-  }
-  if (f.signal !== null) {
-    return {
-      status: 'failed',
-      raw: `signal:${f.signal}`,
-      message: `codex ${f.exitMessage}`,
-      timed_out: false,
-      ...base,
-    };
-  }
-  if (f.exitCode !== 0) {
-    return {
-      status: 'failed',
-      raw: `exit:${f.exitCode}`,
-      message: `codex ${f.exitMessage}`,
-      timed_out: false,
-      ...base,
-    };
-  }
-  if (f.lastMessagePresent) {
-    return {
-      status: 'completed',
-      raw: 'exit:0',
-      message: 'codex exited 0 with a final message',
-      timed_out: false,
-      ...base,
-    };
-  }
+  return null;
+}
+
+function earlyEnding(f: CodexRunFacts): Ending | null {
+  if (f.exitCode === 0 && f.turnCompleted && f.turnFailed === null)
+    return { status: 'completed', raw: 'turn.completed', message: 'codex completed the turn' };
+  if (!f.gaveUpUnreachable) return null;
   return {
-    status: 'failed',
-    raw: 'exit:0:no_turn',
-    message: 'codex exited 0 without completing a turn or writing a final message',
+    status: 'blocked',
+    raw: 'unreachable',
+    message: `the model endpoint is unreachable: ${oneLine(f.lastError ?? 'codex kept waiting for the network')}`,
+    hint: 'check the network and the base_url of the model provider in config.toml (runtime_config.network_wait_ms bounds the wait)',
+  };
+}
+
+export function classifyCodex(f: CodexRunFacts): Outcome {
+  const early = classifyProcessEnd(f, {
+    program: f.binary,
+    notFound: 'codex binary not found',
+    installHint:
+      'install codex (scripts/install-real-runtimes.sh or npm i -g @openai/codex) or set runtime_config.binary',
+    ...(f.lastError ? { timeoutDetail: ` (last codex error: ${f.lastError})` } : {}),
+  });
+  if (early) return early;
+  const found = earlyEnding(f) ?? providerError(f) ?? ENDINGS.find((row) => row.when(f))?.outcome(f);
+  return {
+    ...(found as Ending),
     timed_out: false,
-    ...base,
+    exit_code: f.exitCode,
+    signal: f.signal,
   };
 }
 

@@ -7,7 +7,12 @@
 import { closeSync, fstatSync, openSync, readSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { abortReasonOf } from '../../../shared/runtime/v1/runtime-context.js';
-import type { RuntimeAdapterV1, RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
+import type {
+  LaunchPlanV1,
+  RuntimeAdapterV1,
+  RuntimeContextV1,
+  RuntimeEventV1,
+} from '../../../shared/runtime/v1/index.js';
 import { extractRuntimeFinalMessageSentinel, resolveFinalMessage } from '../../../shared/sentinel.js';
 import { runCliJsonl, type CliJsonlExit } from '../../../shared/transport/cli-jsonl.js';
 import { redactString } from '../../../shared/redact.js';
@@ -96,84 +101,89 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
   },
 
   launch(plan, ctx) {
-    const config = plan.config;
-    async function* run(): AsyncGenerator<RuntimeEventV1> {
-      const lastMessageFile = join(ctx.logDir, LAST_MESSAGE_FILE);
-      rmSync(lastMessageFile, { force: true }); // a stale file from an earlier attempt must not count
-      if (ctx.isolation === 'bwrap') writeFileSync(lastMessageFile, ''); // the bind needs it to exist; blank counts as none
-      const state = initialCodexState();
-      let exit: CliJsonlExit | undefined;
-      const stop = new AbortController();
-      const watch = new NetworkWaitWatch(config.network_wait_ms, () => stop.abort());
-      try {
-        for await (const item of runCliJsonl({
-          spawn: ctx.spawn,
-          argv: buildCodexArgv(
-            { ...config, sandbox: effectiveCodexSandbox(config.sandbox, ctx.isolation) },
-            ctx.workDir,
-            lastMessageFile,
-            plan.prompt,
-          ),
-          cwd: ctx.workDir,
-          env: codexChildEnv(config, ctx.env),
-          schema: CodexEventSchema,
-          logDir: ctx.logDir,
-          logName: 'codex',
-          signal: AbortSignal.any([ctx.signal, stop.signal]),
-          killGraceMs: config.kill_grace_ms,
-        })) {
-          if (item.kind === 'spawned') state.pid = item.pid;
-          else if (item.kind === 'message') {
-            if (item.value.type === 'error') watch.notice(item.value.message);
-            else watch.progress();
-            // The thread id is durable before anyone hears of it: a worker that dies mid-run still
-            // knows which codex thread ran (codex keeps it under CODEX_HOME unless --ephemeral).
-            if (item.value.type === 'thread.started') await ctx.journal.put({ codex_thread_id: item.value.thread_id });
-            yield* translateCodexEvent(item.value, state);
-          } else if (item.kind === 'malformed') {
-            yield {
-              type: 'runtime.raw',
-              data: { source: 'codex.stdout', reason: item.reason, line: item.line, detail: item.detail },
-            };
-          } else exit = item.exit;
-        }
-      } finally {
-        watch.dispose();
-      }
-      if (exit === undefined) throw new Error('CLI-JSONL transport ended without an exit item');
-      const lastMessage = readLastMessage(lastMessageFile);
-      const outcome = classifyCodex({
-        binary: config.binary,
-        ...(exit.spawnError ? { spawnError: exit.spawnError } : {}),
-        exitCode: exit.exitCode,
-        signal: exit.signal,
-        timedOut: exit.timedOut,
-        abort: ctx.signal.aborted ? abortReasonOf(ctx.signal) : null,
-        turnCompleted: state.turnCompleted,
-        turnFailed: state.turnFailed,
-        lastError: state.lastError,
-        stderrTail: exit.stderrTail,
-        exitMessage: exit.message,
-        lastMessagePresent: lastMessage !== null && lastMessage.trim() !== '',
-        gaveUpUnreachable: watch.gaveUp,
-      });
-      const native = lastMessage !== null && lastMessage.trim() !== '' ? lastMessage : state.lastAgentMessage;
-      const final = resolveFinalMessage(
-        lastMessage === null ? null : extractRuntimeFinalMessageSentinel(lastMessage),
-        native,
-      );
-      yield {
-        type: 'runtime.finished',
-        data: {
-          outcome,
-          ...final,
-          ...(state.threadId ? { thread_id: state.threadId, session_id: state.threadId } : {}),
-          ...(state.usage ? { usage: state.usage } : {}),
-          logs: [exit.stdoutLog, exit.stderrLog, lastMessageFile],
-          malformed_lines: exit.malformed,
-        },
-      };
-    }
-    return { events: run() };
+    return { events: runCodex(plan, ctx) };
   },
 };
+
+type CodexState = ReturnType<typeof initialCodexState>;
+
+/** One codex exec run, its JSONL read through the shared transport; ends with its exit. */
+async function* codexItems(
+  plan: LaunchPlanV1<CodexSettings>,
+  ctx: RuntimeContextV1,
+  state: CodexState,
+  watch: NetworkWaitWatch,
+  signal: AbortSignal,
+  lastMessageFile: string,
+): AsyncGenerator<RuntimeEventV1, CliJsonlExit | undefined> {
+  const config = plan.config;
+  const sandbox = effectiveCodexSandbox(config.sandbox, ctx.isolation);
+  const argv = buildCodexArgv({ ...config, sandbox }, ctx.workDir, lastMessageFile, plan.prompt);
+  let exit: CliJsonlExit | undefined;
+  for await (const item of runCliJsonl({
+    spawn: ctx.spawn,
+    argv,
+    cwd: ctx.workDir,
+    env: codexChildEnv(config, ctx.env),
+    schema: CodexEventSchema,
+    logDir: ctx.logDir,
+    logName: 'codex',
+    signal,
+    killGraceMs: config.kill_grace_ms,
+  })) {
+    if (item.kind === 'spawned') state.pid = item.pid;
+    else if (item.kind === 'message') {
+      if (item.value.type === 'error') watch.notice(item.value.message);
+      else watch.progress();
+      // The thread id is durable before anyone hears of it: a worker that dies mid-run still
+      // knows which codex thread ran (codex keeps it under CODEX_HOME unless --ephemeral).
+      if (item.value.type === 'thread.started') await ctx.journal.put({ codex_thread_id: item.value.thread_id });
+      yield* translateCodexEvent(item.value, state);
+    } else if (item.kind === 'malformed') {
+      const data = { source: 'codex.stdout', reason: item.reason, line: item.line, detail: item.detail };
+      yield { type: 'runtime.raw', data };
+    } else exit = item.exit;
+  }
+  return exit;
+}
+
+async function* runCodex(plan: LaunchPlanV1<CodexSettings>, ctx: RuntimeContextV1): AsyncGenerator<RuntimeEventV1> {
+  const config = plan.config;
+  const lastMessageFile = join(ctx.logDir, LAST_MESSAGE_FILE);
+  rmSync(lastMessageFile, { force: true }); // a stale file from an earlier attempt must not count
+  if (ctx.isolation === 'bwrap') writeFileSync(lastMessageFile, ''); // the bind needs it to exist; blank counts as none
+  const state = initialCodexState();
+  const stop = new AbortController();
+  const watch = new NetworkWaitWatch(config.network_wait_ms, () => stop.abort());
+  let exit: CliJsonlExit | undefined;
+  try {
+    exit = yield* codexItems(plan, ctx, state, watch, AbortSignal.any([ctx.signal, stop.signal]), lastMessageFile);
+  } finally {
+    watch.dispose();
+  }
+  if (exit === undefined) throw new Error('CLI-JSONL transport ended without an exit item');
+  const lastMessage = readLastMessage(lastMessageFile);
+  const present = lastMessage !== null && lastMessage.trim() !== '';
+  const outcome = classifyCodex({
+    binary: config.binary,
+    ...(exit.spawnError ? { spawnError: exit.spawnError } : {}),
+    exitCode: exit.exitCode,
+    signal: exit.signal,
+    timedOut: exit.timedOut,
+    abort: ctx.signal.aborted ? abortReasonOf(ctx.signal) : null,
+    turnCompleted: state.turnCompleted,
+    turnFailed: state.turnFailed,
+    lastError: state.lastError,
+    stderrTail: exit.stderrTail,
+    exitMessage: exit.message,
+    lastMessagePresent: present,
+    gaveUpUnreachable: watch.gaveUp,
+  });
+  const native = present ? lastMessage : state.lastAgentMessage;
+  const sentinel = lastMessage === null ? null : extractRuntimeFinalMessageSentinel(lastMessage);
+  const final = resolveFinalMessage(sentinel, native);
+  const ids = state.threadId ? { thread_id: state.threadId, session_id: state.threadId } : {};
+  const logs = [exit.stdoutLog, exit.stderrLog, lastMessageFile];
+  const data = { outcome, ...final, ...ids, ...(state.usage ? { usage: state.usage } : {}), logs };
+  yield { type: 'runtime.finished', data: { ...data, malformed_lines: exit.malformed } };
+}

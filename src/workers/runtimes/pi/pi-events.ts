@@ -62,96 +62,74 @@ export function toUsage(u: PiUsage): Usage {
   return out;
 }
 
+const log = (level: 'info' | 'warn', message: string): RuntimeEventV1[] => [
+  { type: 'runtime.log', data: { level, message } },
+];
+
+function agentEnd(state: PiRunState, line: Extract<PiLine, { type: 'agent_end' }>): RuntimeEventV1[] {
+  state.sawAgentEnd = true;
+  for (let i = line.messages.length - 1; i >= 0; i--) {
+    const m = line.messages[i];
+    if (m?.role !== 'assistant') continue;
+    const text = assistantText(m);
+    if (text !== null) {
+      state.agentEndText = text;
+      break;
+    }
+  }
+  return [];
+}
+
+function unknownLine(state: PiRunState, line: Extract<PiLine, { type: 'unknown' }>): RuntimeEventV1[] {
+  if (state.unknownTypes.has(line.raw_type)) return [];
+  state.unknownTypes.add(line.raw_type);
+  const data = { source: 'stdout', reason: 'unknown_event_type', event_type: line.raw_type };
+  return [{ type: 'runtime.raw', data: { ...data, note: 'reported once per type' } }];
+}
+
+function toolEvents(state: PiRunState, line: PiLine): RuntimeEventV1[] {
+  if (line.type === 'tool_execution_start') {
+    state.toolCalls += 1;
+    const data = { id: line.toolCallId, name: line.toolName, status: 'started', args: preview(line.args) };
+    return [{ type: 'runtime.tool_call', data }];
+  }
+  if (line.type !== 'tool_execution_end') return [];
+  const status = line.isError ? 'failed' : 'completed';
+  const data = { id: line.toolCallId, name: line.toolName, status, result: preview(line.result) };
+  return [{ type: 'runtime.tool_call', data }];
+}
+
 /** Update `state` with one line and return the shared events it maps to (often none). */
 export function translatePiEvent(state: PiRunState, line: PiLine, pid?: number): RuntimeEventV1[] {
   switch (line.type) {
-    case 'session':
+    case 'session': {
       state.sessionId = line.id;
-      return [
-        {
-          type: 'runtime.started',
-          data: { session_id: line.id, ...(pid !== undefined ? { pid } : {}), ...(line.cwd ? { cwd: line.cwd } : {}) },
-        },
-      ];
+      const data = {
+        session_id: line.id,
+        ...(pid !== undefined ? { pid } : {}),
+        ...(line.cwd ? { cwd: line.cwd } : {}),
+      };
+      return [{ type: 'runtime.started', data }];
+    }
     case 'message_end':
       return messageEnd(state, line.message);
     case 'tool_execution_start':
-      state.toolCalls += 1;
-      return [
-        {
-          type: 'runtime.tool_call',
-          data: { id: line.toolCallId, name: line.toolName, status: 'started', args: preview(line.args) },
-        },
-      ];
     case 'tool_execution_end':
-      return [
-        {
-          type: 'runtime.tool_call',
-          data: {
-            id: line.toolCallId,
-            name: line.toolName,
-            status: line.isError ? 'failed' : 'completed',
-            result: preview(line.result),
-          },
-        },
-      ];
-    case 'agent_end': {
-      state.sawAgentEnd = true;
-      for (let i = line.messages.length - 1; i >= 0; i--) {
-        const m = line.messages[i];
-        if (m?.role !== 'assistant') continue;
-        const text = assistantText(m);
-        if (text !== null) {
-          state.agentEndText = text;
-          break;
-        }
-      }
-      return [];
+      return toolEvents(state, line);
+    case 'agent_end':
+      return agentEnd(state, line);
+    case 'auto_retry_start': {
+      const attempt = `attempt ${line.attempt ?? '?'} of ${line.maxAttempts ?? '?'}`;
+      return log('warn', `pi retries (${attempt}): ${line.errorMessage ?? 'provider error'}`);
     }
-    case 'auto_retry_start':
-      return [
-        {
-          type: 'runtime.log',
-          data: {
-            level: 'warn',
-            message: `pi retries (attempt ${line.attempt ?? '?'} of ${line.maxAttempts ?? '?'}): ${line.errorMessage ?? 'provider error'}`,
-          },
-        },
-      ];
     case 'auto_retry_end':
-      return line.success
-        ? []
-        : [
-            {
-              type: 'runtime.log',
-              data: { level: 'warn', message: `pi gave up retrying: ${line.finalError ?? 'unknown error'}` },
-            },
-          ];
+      return line.success ? [] : log('warn', `pi gave up retrying: ${line.finalError ?? 'unknown error'}`);
     case 'compaction_start':
-      return [
-        {
-          type: 'runtime.log',
-          data: { level: 'info', message: `pi compacts its context (${line.reason ?? 'unknown reason'})` },
-        },
-      ];
+      return log('info', `pi compacts its context (${line.reason ?? 'unknown reason'})`);
     case 'compaction_end':
-      return line.errorMessage
-        ? [{ type: 'runtime.log', data: { level: 'warn', message: `pi compaction failed: ${line.errorMessage}` } }]
-        : [];
+      return line.errorMessage ? log('warn', `pi compaction failed: ${line.errorMessage}`) : [];
     case 'unknown':
-      if (state.unknownTypes.has(line.raw_type)) return [];
-      state.unknownTypes.add(line.raw_type);
-      return [
-        {
-          type: 'runtime.raw',
-          data: {
-            source: 'stdout',
-            reason: 'unknown_event_type',
-            event_type: line.raw_type,
-            note: 'reported once per type',
-          },
-        },
-      ];
+      return unknownLine(state, line);
     default:
       // agent_start, turn_*, message_start, message_update, tool_execution_update, queue_update:
       // nothing a receipt needs (deltas are summed up by the message_end that follows).
