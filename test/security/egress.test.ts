@@ -8,17 +8,21 @@
  * mode (where the fleet allows it) reaches all of them: the test reaches the defence it names.
  * The real codex runs its mission in egress mode. Needs bwrap and Redis on 127.0.0.1:6379.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer, type Server } from 'node:net';
-import { join } from 'node:path';
+import { hostname } from 'node:os';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { runCli } from '../support/cli.js';
+import { runCli, UH_BIN, type CliResult } from '../support/cli.js';
 import { checkoutFingerprint, makeRepo } from '../support/git-repo.js';
 import { realRuntimeBinary } from '../support/real-runtimes.js';
 import { startResponsesServer, type ResponsesServer } from '../support/responses-server.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { removeDir, tempDir } from '../support/temp.js';
+import { startWorker } from '../support/worker-process.js';
 import { hostileMission, requireBwrap } from './isolation-helpers.js';
 
 /** Each probe's outcome, written to net.json in the worktree (so it lands in the diff). */
@@ -64,9 +68,9 @@ const servers: (Server | HttpServer)[] = [];
 const hits = { api: 0, other: 0, model: 0 };
 let ports: { api: number; other: number; model: number };
 
-async function listen(server: Server | HttpServer): Promise<number> {
+async function listen(server: Server | HttpServer, host = '127.0.0.1'): Promise<number> {
   servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
   return (server.address() as { port: number }).port;
 }
 
@@ -107,8 +111,12 @@ const REDIS_REFUSED_CHECK = {
   timeout_seconds: 30,
 };
 
-async function runProbe(sandbox: Record<string, unknown>, env: Record<string, string> = {}) {
-  const stateDir = tempDir('uh-egress-state-');
+async function runProbe(
+  sandbox: Record<string, unknown>,
+  env: Record<string, string> = {},
+  queue: { stateDir: string } | null = null,
+) {
+  const stateDir = queue?.stateDir ?? tempDir('uh-egress-state-');
   created.push(stateDir);
   const script = `node probe.cjs 6379 ${ports.api} ${ports.other} ${ports.model}`;
   const { path, operationId } = hostileMission(repo, script, {
@@ -117,7 +125,8 @@ async function runProbe(sandbox: Record<string, unknown>, env: Record<string, st
     verification: [REDIS_REFUSED_CHECK],
   });
   const before = checkoutFingerprint(repo);
-  const r = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], {
+  const command = queue ? ['mission', 'submit', path, '--wait'] : ['mission', 'run', path];
+  const r = await runCli([...command, '--json', '--state-dir', stateDir], {
     cwd: repo,
     env: { UH_CACHE_DIR: cacheDir, HOME: home, ...env },
   });
@@ -207,6 +216,111 @@ describe('egress: the default network of an isolated agent', () => {
     });
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/sandbox\.egress\[0\]/);
+  });
+});
+
+/** `uh` as the unprivileged `nobody` (the non-root deployment of infra/), or as is when not root. */
+function runCliAsNobody(args: string[], cwd: string, env: Record<string, string>): Promise<CliResult> {
+  const asRoot = process.getuid?.() === 0;
+  const argv = [process.execPath, UH_BIN, ...args];
+  const [program, ...rest] = asRoot
+    ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--', ...argv]
+    : argv;
+  return new Promise((resolve) => {
+    const child = spawn(program!, rest, { cwd, env: { ...process.env, UH_LOG_LEVEL: 'silent', ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    child.on('close', (code) => resolve({ code, stdout, stderr, peakRssKb: 0 }));
+  });
+}
+
+describe('egress: as a non-root worker user', () => {
+  it('the same refusals and the same allowed server for an unprivileged uh', async () => {
+    const root = tempDir('uh-egress-nobody-');
+    created.push(root);
+    const own = makeRepo({ 'README.md': '# demo\n', 'probe.cjs': PROBE }, join(root, 'repo'));
+    for (const d of ['cache', 'state', 'home']) mkdirSync(join(root, d));
+    if (process.getuid?.() === 0) execFileSync('chown', ['-R', '65534:65534', root]);
+    const script = `node probe.cjs 6379 ${ports.api} ${ports.other} ${ports.model}; id -u > uid.txt`;
+    const { path, operationId } = hostileMission(own, script, { sandbox: { egress: [`127.0.0.1:${ports.model}`] } });
+    execFileSync('chmod', ['-R', 'a+rX', dirname(path)]);
+    const before = { ...hits };
+    const env = { UH_CACHE_DIR: join(root, 'cache'), HOME: join(root, 'home'), TMPDIR: '/tmp' };
+    const r = await runCliAsNobody(['mission', 'run', path, '--json', '--state-dir', join(root, 'state')], own, env);
+    expect(r.code, r.stderr).toBe(0);
+    const receipt = JSON.parse(r.stdout);
+    expect(receipt.isolation).toMatchObject({ kind: 'bwrap', network: 'egress' });
+    const patch = readFileSync(join(root, 'state', 'operations', operationId, 'diff.patch'), 'utf8');
+    if (process.getuid?.() === 0) expect(patch).toContain('+65534');
+    expect(patch).toContain('"redis_direct": "error: ECONNREFUSED"');
+    expect(patch).toMatch(/"redis_proxy": "answered: HTTP\/1\.1 403/);
+    expect(patch).toContain('"model_fetch": "200"');
+    expect(hits.api - before.api).toBe(0);
+    expect(hits.other - before.other).toBe(0);
+    expect(receipt.isolation.egress.refused).toContain('127.0.0.1:6379 (not allowed)');
+  });
+});
+
+describe('egress: through a worker on real Redis', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await startTestRedis('egress');
+  });
+  afterAll(async () => {
+    await redis?.cleanup();
+  });
+
+  it('the worker runs the agent in egress mode the same way: its own Redis unreachable from inside', async () => {
+    const stateDir = tempDir('uh-egress-state-');
+    created.push(stateDir);
+    const env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: redis.prefix('egress'), UH_CACHE_DIR: cacheDir, HOME: home };
+    const worker = await startWorker(['--state-dir', stateDir, '--runtime', 'command'], { cwd: repo, env });
+    try {
+      await worker.waitForOutput('ready');
+      const before = { ...hits };
+      const { code, receipt, net } = await runProbe({ egress: [`127.0.0.1:${ports.model}`] }, env, { stateDir });
+      expect(code, worker.output()).toBe(0);
+      expect(net.redis_direct).toBe('error: ECONNREFUSED');
+      expect(net.redis_proxy).toMatch(/^answered: HTTP\/1\.1 403/);
+      expect(net.api_proxy).toMatch(/^answered: HTTP\/1\.1 403/);
+      expect(net.model_fetch).toBe('200');
+      expect(hits.api - before.api).toBe(0);
+      expect(receipt.isolation).toMatchObject({ kind: 'bwrap', network: 'egress' });
+      expect(receipt.isolation.egress.refused).toContain('127.0.0.1:6379 (not allowed)');
+    } finally {
+      await worker.stop('SIGTERM');
+    }
+  });
+});
+
+describe('egress: a name on the transparent path', () => {
+  it("resolves, inside, to the forwarder of the sandbox's /etc/hosts and reaches the server the host resolves it to", async () => {
+    // The machine's own name: the host resolves it (to a loopback or its own address), the sandbox
+    // to 127.0.0.N; an exact entry names it, so the proxy admits it even when it is the host's loopback.
+    let seen = 0;
+    const server = createHttpServer((_req, res) => {
+      seen++;
+      res.end('named');
+    });
+    const port = await listen(server, '0.0.0.0');
+    const name = hostname();
+    const stateDir = tempDir('uh-egress-state-');
+    created.push(stateDir);
+    const script = `node -e "fetch('http://${name}:${port}/').then(r=>r.text()).then(t=>require('fs').writeFileSync('named.txt',t+'\\n')).catch(e=>require('fs').writeFileSync('named.txt','failed '+(e.cause&&e.cause.code)))" && getent hosts ${name} >> named.txt`;
+    const { path } = hostileMission(repo, script, { sandbox: { egress: [`${name}:${port}`] } });
+    const r = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], {
+      cwd: repo,
+      env: { UH_CACHE_DIR: cacheDir, HOME: home },
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const receipt = JSON.parse(r.stdout);
+    const patch = readFileSync(join(stateDir, 'operations', receipt.operation_id, 'diff.patch'), 'utf8');
+    expect(patch).toContain('+named\n');
+    expect(patch).toMatch(new RegExp(`127\\.0\\.0\\.2\\s+${name}`));
+    expect(seen).toBe(1);
+    expect(receipt.isolation.egress.asked).toContain(`${name}:${port}`);
   });
 });
 
