@@ -6,7 +6,10 @@
  * scripted server on 127.0.0.1:0) is reached both through HTTP(S)_PROXY (curl) and through the
  * transparent path (Node 20's fetch, which ignores the proxy variables). The same agent in `host`
  * mode (where the fleet allows it) reaches all of them: the test reaches the defence it names.
- * The real codex runs its mission in egress mode. Needs bwrap and Redis on 127.0.0.1:6379.
+ * Inline, through a worker on real Redis, and as the unprivileged `nobody` (when the suite runs as
+ * root, as here); a name reaches its server through the sandbox's /etc/hosts forwarder; the real
+ * codex runs its mission in egress mode (the real pi: test/integration/mission-run-pi-hermes.test.ts).
+ * Needs bwrap and Redis on 127.0.0.1:6379.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
