@@ -377,6 +377,14 @@ describe('egress: the real codex in egress mode', () => {
           },
         },
         scope: { allowed_change_globs: ['hello.txt'] },
+        // The checks get the mission's sandbox.egress only (none here): the runtime's endpoint is not theirs.
+        verification: [
+          {
+            name: 'model-endpoint-refused',
+            argv: ['node', '-e', `fetch('${server.url}/models').then(()=>process.exit(1),()=>process.exit(0))`],
+            timeout_seconds: 30,
+          },
+        ],
         timeout_seconds: 120,
       }),
     );
@@ -386,6 +394,7 @@ describe('egress: the real codex in egress mode', () => {
     });
     const receipt = JSON.parse(r.stdout);
     expect(receipt.status, r.stderr).toBe('completed');
+    expect(receipt.verdict).toBe('verified');
     expect(receipt.changed_files.map((f: { path: string }) => f.path)).toEqual(['hello.txt']);
     expect(receipt.isolation).toMatchObject({ kind: 'bwrap', network: 'egress' });
     const host = new URL(server.url).host;
