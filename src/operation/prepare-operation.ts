@@ -8,6 +8,7 @@ import { digestOf, sha256 } from '../shared/digest.js';
 import { invalidInput } from '../shared/errors.js';
 import { enforceHostPolicy, STRICT_HOST_POLICY, type HostSettings } from '../shared/host-policy.js';
 import { buildMissionPrompt } from '../shared/runtime/build-prompt.js';
+import { redact } from '../shared/redact.js';
 import type { MirrorRef, OperationPorts } from './ports.js';
 import { resolveRuntime, type ResolvedRuntime } from './resolve-runtime.js';
 
@@ -80,5 +81,30 @@ export async function prepareOperation(
     prompt,
     promptDigest: sha256(prompt),
     contractDigest: contractDigestOf(mission, runtime, commit),
+  };
+}
+
+/**
+ * `--dry-run`: what a run would launch (the runtime, the base commit, the digests, the redacted
+ * launch plan), with nothing executed or written.
+ */
+export async function dryRunView(mission: Mission, options: PrepareOptions, ports: OperationPorts) {
+  const prepared = await prepareOperation(mission, options, ports);
+  const { adapter, config, publicConfig, runtimeId, secrets } = prepared.runtime;
+  const plan = await adapter.prepare({
+    config,
+    prompt: prepared.prompt,
+    workDir: '<sandbox>',
+    mission: { missionId: mission.mission_id, operationId: mission.operation_id },
+  });
+  return {
+    operation_id: mission.operation_id,
+    runtime: runtimeId,
+    runtime_kind: adapter.id,
+    base_commit: prepared.baseCommit,
+    contract_digest: prepared.contractDigest,
+    prompt_digest: prepared.promptDigest,
+    runtime_config: publicConfig,
+    launch: redact(plan.describe, secrets),
   };
 }

@@ -32,8 +32,8 @@ export function scrubUrls(text: string): string {
 }
 
 /** Scrub URL userinfo and the values of secret-looking environment variables. */
+// env passthrough: the values of secret-looking variables git might echo
 export function scrubText(text: string, env: Readonly<Record<string, string | undefined>> = process.env): string {
-  // env passthrough: the values of secret-looking variables git might echo
   return redactString(scrubUrls(text), secretEnvValues(env));
 }
 

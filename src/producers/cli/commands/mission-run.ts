@@ -7,6 +7,7 @@ import { invalidInput } from '../../../shared/errors.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
 import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 import { reportReceipt, reportUnsettled } from '../../ci/ci-report.js';
+type RunInline = typeof import('../../../workers/inline/run-inline.js').runInline;
 
 export const MISSION_RUN: CommandSpec = {
   usage:
@@ -32,6 +33,14 @@ export const MISSION_RUN: CommandSpec = {
   ],
 };
 
+type Promotion = NonNullable<Extract<Awaited<ReturnType<RunInline>>, { kind: 'ran' }>['promotion']>;
+
+function promotionLine(p: Promotion): string {
+  if (p.decision !== 'promoted') return `  promotion refused: ${p.reason}\n`;
+  const pushed = p.pushed ? `, pushed to ${p.pushed.remote}` : '';
+  return `  promoted: branch ${p.branch} (commit ${p.commit})${pushed}${p.reason ? ` (${p.reason})` : ''}\n`;
+}
+
 export async function missionRun(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(MISSION_RUN, argv);
   if (values.help) {
@@ -45,30 +54,11 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
   const runtime = values.runtime as string | undefined;
 
   if (values['dry-run']) {
-    const { prepareOperation } = await import('../../../operation/prepare-operation.js');
+    const { dryRunView } = await import('../../../operation/prepare-operation.js');
     const { OPERATION_PORTS } = await import('../../../workers/operation-ports.js');
-    const prepared = await prepareOperation(
-      mission,
-      { stateDir, cacheDir: config.core.cacheDir, host: hostSettingsOf(config), ...(runtime ? { runtime } : {}) },
-      OPERATION_PORTS,
-    );
-    const plan = await prepared.runtime.adapter.prepare({
-      config: prepared.runtime.config,
-      prompt: prepared.prompt,
-      workDir: '<sandbox>',
-      mission: { missionId: mission.mission_id, operationId: mission.operation_id },
-    });
-    const { redact } = await import('../../../shared/redact.js');
-    const view = {
-      operation_id: mission.operation_id,
-      runtime: prepared.runtime.runtimeId,
-      runtime_kind: prepared.runtime.adapter.id,
-      base_commit: prepared.baseCommit,
-      contract_digest: prepared.contractDigest,
-      prompt_digest: prepared.promptDigest,
-      runtime_config: prepared.runtime.publicConfig,
-      launch: redact(plan.describe, prepared.runtime.secrets),
-    };
+    const host = hostSettingsOf(config);
+    const options = { stateDir, cacheDir: config.core.cacheDir, host, ...(runtime ? { runtime } : {}) };
+    const view = await dryRunView(mission, options, OPERATION_PORTS);
     if (values.json) writeJson(view);
     else process.stdout.write(`${JSON.stringify(view, null, 2)}\n(dry run: nothing was executed or written)\n`);
     return EXIT.ok;
@@ -110,12 +100,6 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
   });
   if (values.json) writeJson({ ...receiptJson(outcome.receipt, outcome.dir), ...(promotion ? { promotion } : {}) });
   else printReceiptSummary(outcome.receipt, outcome.dir, outcome.kind === 'attached');
-  if (promotion && !values.json) {
-    process.stdout.write(
-      promotion.decision === 'promoted'
-        ? `  promoted: branch ${promotion.branch} (commit ${promotion.commit})${promotion.pushed ? `, pushed to ${promotion.pushed.remote}` : ''}${promotion.reason ? ` (${promotion.reason})` : ''}\n`
-        : `  promotion refused: ${promotion.reason}\n`,
-    );
-  }
+  if (promotion && !values.json) process.stdout.write(promotionLine(promotion));
   return outcome.receipt.exit_code;
 }

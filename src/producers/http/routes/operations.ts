@@ -41,6 +41,36 @@ function listed(record: QueueRecord) {
   return { ...publicRecord(record), title: typeof title === 'string' ? title : null };
 }
 
+/** GET /v1/operations/:id/<artifact>: the receipt (with its signature state in headers), diff, logs. */
+function artifactRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  for (const [sub, { name, type }] of Object.entries(ARTIFACT)) {
+    app.get(
+      `/v1/operations/:id/${sub}`,
+      {
+        schema: {
+          summary: `The operation's ${sub} (404 until there is one)`,
+          tags: ['operations'],
+          params: OperationParams,
+        },
+      },
+      async (req, reply) => {
+        const { id } = req.params as { id: string };
+        await operationOr404(ctx, id);
+        const body = (await ctx.client.store.artifacts(id))[name];
+        if (body === undefined)
+          throw new UhError('not_found', `operation ${id} has no ${sub} yet`, {
+            hint: 'wait until it settles: GET /v1/operations/<id>/events',
+          });
+        if (name === 'receipt') {
+          const trust = receiptTrustOfText(body, ctx.receiptKeys ?? emptyKeyring());
+          reply.header('x-uh-signature-state', trust.state).header('x-uh-signature-key-id', trust.key_id ?? '');
+        }
+        return reply.type(type).send(body);
+      },
+    );
+  }
+}
+
 export function operationRoutes(app: FastifyInstance, ctx: RouteContext): void {
   app.get(
     '/v1/operations',
@@ -78,32 +108,7 @@ export function operationRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
   );
 
-  for (const [sub, { name, type }] of Object.entries(ARTIFACT)) {
-    app.get(
-      `/v1/operations/:id/${sub}`,
-      {
-        schema: {
-          summary: `The operation's ${sub} (404 until there is one)`,
-          tags: ['operations'],
-          params: OperationParams,
-        },
-      },
-      async (req, reply) => {
-        const { id } = req.params as { id: string };
-        await operationOr404(ctx, id);
-        const body = (await ctx.client.store.artifacts(id))[name];
-        if (body === undefined)
-          throw new UhError('not_found', `operation ${id} has no ${sub} yet`, {
-            hint: 'wait until it settles: GET /v1/operations/<id>/events',
-          });
-        if (name === 'receipt') {
-          const trust = receiptTrustOfText(body, ctx.receiptKeys ?? emptyKeyring());
-          reply.header('x-uh-signature-state', trust.state).header('x-uh-signature-key-id', trust.key_id ?? '');
-        }
-        return reply.type(type).send(body);
-      },
-    );
-  }
+  artifactRoutes(app, ctx);
 
   app.post(
     '/v1/operations/:id/cancel',
