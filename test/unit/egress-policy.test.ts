@@ -89,11 +89,16 @@ describe('the bridge', () => {
   it('forwards exact entries: loopback literals at their address, names at 127.0.0.N in a hosts file', () => {
     const bridge = egressBridgeFor(
       { socket: '/run/x/proxy.sock', dir: '/nonexistent-dir-never-written' },
-      egressRules(['127.0.0.1:3128', '*.example.com', '10.1.2.3:80']),
+      egressRules(['127.0.0.1:3128', '*.example.com', '10.1.2.3:80', 'localhost:5000', '[::1]:6000']),
     );
     // The proxy port moves off 3128, which an allowed loopback server holds.
     expect(bridge.proxyPort).toBe(3129);
-    expect(bridge.forwards).toEqual([{ listen: '127.0.0.1', port: 3128, target: '127.0.0.1:3128' }]);
+    expect(bridge.forwards).toEqual([
+      { listen: '127.0.0.1', port: 3128, target: '127.0.0.1:3128' },
+      { listen: '127.0.0.1', port: 5000, target: 'localhost:5000' },
+      { listen: '::1', port: 5000, target: 'localhost:5000' },
+      { listen: '::1', port: 6000, target: '[::1]:6000' },
+    ]);
     expect(bridge.hostsFile).toBeNull();
     const argv = bwrapArgv(
       {
@@ -154,10 +159,18 @@ function rawOverSocket(socket: string, text: string): Promise<string> {
 describe('the proxy on its Unix socket', () => {
   it('tunnels and forwards to an allowed host, refuses the rest with 403 and records both', async () => {
     await withServer(async (port, hits) => {
-      const resolve = async () => [{ address: '127.0.0.1', family: 4 }];
-      const proxy = await startEgressProxy([`127.0.0.1:${port}`, '*.example.com'], resolve);
+      // localhost answers ::1 first (nothing listens there): the checked addresses are tried in order.
+      const resolve = async (host: string) =>
+        host === 'localhost'
+          ? [
+              { address: '::1', family: 6 },
+              { address: '127.0.0.1', family: 4 },
+            ]
+          : [{ address: '127.0.0.1', family: 4 }];
+      const proxy = await startEgressProxy([`127.0.0.1:${port}`, '*.example.com', `localhost:${port}`], resolve);
       try {
         expect(await rawOverSocket(proxy.socket, `CONNECT 127.0.0.1:${port} HTTP/1.1\r\n\r\n`)).toMatch(/ 200 /);
+        expect(await rawOverSocket(proxy.socket, `CONNECT localhost:${port} HTTP/1.1\r\n\r\n`)).toMatch(/ 200 /);
         expect(await rawOverSocket(proxy.socket, 'CONNECT 127.0.0.1:6379 HTTP/1.1\r\n\r\n')).toMatch(/ 403 /);
         expect(await rawOverSocket(proxy.socket, 'CONNECT rebind.example.com:443 HTTP/1.1\r\n\r\n')).toMatch(/ 403 /);
         const body = await new Promise<string>((done) => {
@@ -172,8 +185,8 @@ describe('the proxy on its Unix socket', () => {
         expect(body).toBe('200 hello');
         expect(hits).toEqual(['GET /v1/models']);
         expect(proxy.summary()).toEqual({
-          allowed: [`127.0.0.1:${port}`, '*.example.com'],
-          asked: [`127.0.0.1:${port}`, '127.0.0.1:6379', 'rebind.example.com:443'],
+          allowed: [`127.0.0.1:${port}`, '*.example.com', `localhost:${port}`],
+          asked: [`127.0.0.1:${port}`, `localhost:${port}`, '127.0.0.1:6379', 'rebind.example.com:443'],
           refused: ['127.0.0.1:6379 (not allowed)', 'rebind.example.com:443 (host-internal address)'],
         });
       } finally {

@@ -77,8 +77,14 @@ for (const l of listeners) {
     client.on('error', () => client.destroy());
     if (l.target === null) { const up = net.connect(cfg.socket); relay(client, up); } else viaConnect(client, l.target);
   });
-  server.on('error', (e) => { process.stderr.write('uh egress bridge: cannot listen on ' + l.listen + ':' + l.port + ': ' + e.message + '\n'); process.exit(125); });
-  server.listen(l.port, l.listen, () => { if (--pending === 0) start(); });
+  const ready = () => { if (--pending === 0) start(); };
+  // The proxy port is required; a forwarder that cannot listen (no IPv6 inside) is only a path less: fail closed.
+  server.on('error', (e) => {
+    if (l.target !== null) return ready();
+    process.stderr.write('uh egress bridge: cannot listen on ' + l.listen + ':' + l.port + ': ' + e.message + '\n');
+    process.exit(125);
+  });
+  server.listen(l.port, l.listen, ready);
 }
 `;
 

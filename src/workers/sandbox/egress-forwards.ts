@@ -3,7 +3,8 @@
  * entry, a loopback address and port inside the agent's namespace where the bridge forwards to
  * the proxy (`CONNECT host:port`), so clients that ignore HTTP(S)_PROXY still reach it:
  *
- *   127.x.y.z:port, localhost:port   listened on at that address (a scripted model server)
+ *   127.x.y.z:port, localhost:port,  listened on at that address (a scripted model server)
+ *   [::1]:port
  *   name[:port]                      127.0.0.<n> in the sandbox's /etc/hosts, port (or 443 and 80)
  *   other IP literals, wildcards     proxy variables only (no address inside can stand for them)
  *
@@ -37,6 +38,11 @@ function forwardsOf(rules: readonly EgressRule[]): { forwards: EgressForward[]; 
     const ports = rule.port === null ? [443, 80] : [rule.port];
     if (isLoopbackV4(rule.host) || rule.host === 'localhost') {
       for (const p of ports) add(rule.host === 'localhost' ? '127.0.0.1' : rule.host, p, `${rule.host}:${p}`);
+      if (rule.host === 'localhost') for (const p of ports) add('::1', p, `localhost:${p}`);
+      continue;
+    }
+    if (rule.host === '::1') {
+      for (const p of ports) add('::1', p, `[::1]:${p}`);
       continue;
     }
     if (isIpLiteral(rule.host)) continue;

@@ -8,15 +8,15 @@
  *      and the rule is not an exact entry naming this host        → refused (`host-internal address`)
  *   4. otherwise                                                  → connect to the checked address
  *
- * The proxy connects to the address it checked (never resolving twice), so a name that resolves
- * to 127.0.0.1 the second time reaches nothing it was not allowed to.
+ * The proxy connects to the addresses it checked, in order (never resolving twice), so a name that
+ * resolves to 127.0.0.1 the second time reaches nothing it was not allowed to.
  */
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { egressRules, matchEgress, normaliseHost, type EgressRule } from '../../shared/contracts/egress.js';
 
 export type EgressDecision =
-  | { ok: true; address: string; family: 4 | 6; rule: EgressRule }
+  | { ok: true; address: string; family: 4 | 6; addresses: { address: string; family: number }[]; rule: EgressRule }
   | { ok: false; reason: 'not allowed' | 'unresolvable' | 'host-internal address' };
 
 /** IPv4 as a number, or null. */
@@ -70,6 +70,6 @@ export class EgressPolicy {
     if (rule.wildcard && addresses.some((a) => isHostInternal(a.address)))
       return { ok: false, reason: 'host-internal address' };
     const first = addresses[0]!;
-    return { ok: true, address: first.address, family: first.family === 6 ? 6 : 4, rule };
+    return { ok: true, address: first.address, family: first.family === 6 ? 6 : 4, addresses, rule };
   }
 }

@@ -13,7 +13,7 @@
  */
 import { chmodSync, mkdtempSync, rmdirSync, rmSync } from 'node:fs';
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { connect, type LookupFunction, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -75,8 +75,29 @@ function refuse(out: Duplex | ServerResponse, why: string): void {
   } else out.end(head);
 }
 
-function tunnel(client: Duplex, head: Buffer, address: string, port: number): void {
-  const upstream: Socket = connect({ host: address, port });
+type Checked = { address: string; family: number }[];
+
+/** A `lookup` that answers with the addresses the policy checked: connect tries them in order, nothing resolves again. */
+function pinned(addresses: Checked): LookupFunction {
+  return (_host, options, done) => {
+    if (options.all) (done as (e: null, a: Checked) => void)(null, addresses);
+    else done(null, addresses[0]!.address, addresses[0]!.family);
+  };
+}
+
+/**
+ * Connection options to the checked addresses, tried in order (happy eyeballs: `::1` refused, then
+ * 127.0.0.1). The host is a name that never resolves, so `lookup` is always asked, and answers them.
+ */
+const upstreamOf = (addresses: Checked, port: number) => ({
+  host: 'uh-egress.invalid',
+  port,
+  lookup: pinned(addresses),
+  autoSelectFamily: true,
+});
+
+function tunnel(client: Duplex, head: Buffer, addresses: Checked, port: number): void {
+  const upstream: Socket = connect(upstreamOf(addresses, port));
   upstream.once('connect', () => {
     client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
     if (head.length > 0) upstream.write(head);
@@ -97,10 +118,12 @@ function tunnel(client: Duplex, head: Buffer, address: string, port: number): vo
 
 const HOP = new Set(['proxy-authorization', 'proxy-connection', 'connection', 'keep-alive', 'te', 'upgrade']);
 
-function forward(req: IncomingMessage, res: ServerResponse, address: string, port: number): void {
+function forward(req: IncomingMessage, res: ServerResponse, addresses: Checked, port: number): void {
   const url = new URL(req.url ?? '/');
   const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !HOP.has(k.toLowerCase())));
-  const out = request({ host: address, port, method: req.method, path: `${url.pathname}${url.search}`, headers });
+  const to =
+    addresses.length > 1 ? { ...upstreamOf(addresses, port), host: 'checked.invalid' } : upstreamOf(addresses, port);
+  const out = request({ ...to, method: req.method, path: `${url.pathname}${url.search}`, headers, setHost: false });
   out.once('response', (upstream) => {
     res.writeHead(upstream.statusCode ?? 502, upstream.headers);
     upstream.pipe(res);
@@ -127,7 +150,7 @@ export async function startEgressProxy(allowed: readonly string[], resolve?: Res
     const target = targetOf(req);
     if (!target) return refuse(res, 'not an absolute http:// URL');
     void decide(target.host, target.port).then((d) =>
-      d.ok ? forward(req, res, d.address, target.port) : refuse(res, d.reason),
+      d.ok ? forward(req, res, d.addresses, target.port) : refuse(res, d.reason),
     );
   });
   server.on('connect', (req: IncomingMessage, client: Duplex, head: Buffer) => {
@@ -135,7 +158,7 @@ export async function startEgressProxy(allowed: readonly string[], resolve?: Res
     const target = targetOf(req);
     if (!target) return refuse(client, 'malformed CONNECT target');
     void decide(target.host, target.port).then((d) =>
-      d.ok ? tunnel(client, head, d.address, target.port) : refuse(client, d.reason),
+      d.ok ? tunnel(client, head, d.addresses, target.port) : refuse(client, d.reason),
     );
   });
   // Tunnels leave the HTTP server's bookkeeping once upgraded: every raw socket is tracked for close.
