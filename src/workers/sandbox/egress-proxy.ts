@@ -21,6 +21,10 @@ import { EgressPolicy, type Resolve } from './egress-policy.js';
 
 /** At most this many distinct hosts are recorded per list (the receipt stays bounded). */
 const RECORDED = 100;
+/** An upstream that has not connected by then is given up (502); once connected, no timeout. */
+const CONNECT_TIMEOUT_MS = 30_000;
+/** Open connections from one sandbox, at most: an agent cannot exhaust the worker's file descriptors. */
+const MAX_CONNECTIONS = 256;
 
 /** What the receipt says of one operation's egress. */
 export interface EgressSummary {
@@ -98,7 +102,14 @@ const upstreamOf = (addresses: Checked, port: number) => ({
 
 function tunnel(client: Duplex, head: Buffer, addresses: Checked, port: number): void {
   const upstream: Socket = connect(upstreamOf(addresses, port));
+  let connected = false;
+  // A host that never answers holds nothing for long: bounded until connected, then unbounded.
+  upstream.setTimeout(CONNECT_TIMEOUT_MS, () => {
+    if (!connected) upstream.destroy(new Error('connect timeout'));
+  });
   upstream.once('connect', () => {
+    connected = true;
+    upstream.setTimeout(0);
     client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
     if (head.length > 0) upstream.write(head);
     upstream.pipe(client);
@@ -109,7 +120,7 @@ function tunnel(client: Duplex, head: Buffer, addresses: Checked, port: number):
     client.destroy();
   };
   upstream.once('error', () => {
-    if (!client.destroyed && upstream.connecting) client.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n');
+    if (!client.destroyed && !connected) client.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n');
     end();
   });
   client.once('error', end);
@@ -121,9 +132,20 @@ const HOP = new Set(['proxy-authorization', 'proxy-connection', 'connection', 'k
 function forward(req: IncomingMessage, res: ServerResponse, addresses: Checked, port: number): void {
   const url = new URL(req.url ?? '/');
   const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => !HOP.has(k.toLowerCase())));
-  const to =
-    addresses.length > 1 ? { ...upstreamOf(addresses, port), host: 'checked.invalid' } : upstreamOf(addresses, port);
-  const out = request({ ...to, method: req.method, path: `${url.pathname}${url.search}`, headers, setHost: false });
+  // agent: false: one upstream connection per request, never a pooled socket of another host.
+  const out = request({
+    ...upstreamOf(addresses, port),
+    agent: false,
+    method: req.method,
+    path: `${url.pathname}${url.search}`,
+    headers,
+    setHost: false,
+  });
+  // Bounded until connected only: a model's stream may be quiet for minutes.
+  out.once('socket', (socket: Socket) => {
+    socket.setTimeout(CONNECT_TIMEOUT_MS, () => out.destroy(new Error('connect timeout')));
+    socket.once('connect', () => socket.setTimeout(0));
+  });
   out.once('response', (upstream) => {
     res.writeHead(upstream.statusCode ?? 502, upstream.headers);
     upstream.pipe(res);
@@ -167,6 +189,7 @@ export async function startEgressProxy(allowed: readonly string[], resolve?: Res
     sockets.add(s);
     s.once('close', () => sockets.delete(s));
   });
+  server.maxConnections = MAX_CONNECTIONS;
   const dir = mkdtempSync(join(tmpdir(), 'uh-egress-'));
   const socket = join(dir, 'proxy.sock');
   await new Promise<void>((done, fail) => {
