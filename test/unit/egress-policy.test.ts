@@ -132,6 +132,10 @@ async function withServer(fn: (port: number, hits: string[]) => Promise<void>): 
     hits.push(`${req.method} ${req.url}`);
     res.end('hello');
   });
+  server.on('upgrade', (req, socket) => {
+    hits.push(`UPGRADE ${req.url} proxy-authorization=${req.headers['proxy-authorization'] ?? 'none'}`);
+    socket.end('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+  });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   try {
     await fn((server.address() as { port: number }).port, hits);
@@ -183,7 +187,13 @@ describe('the proxy on its Unix socket', () => {
           req.end();
         });
         expect(body).toBe('200 hello');
-        expect(hits).toEqual(['GET /v1/models']);
+        // A plain-HTTP upgrade (ws://) in absolute form reaches the origin with an origin-form path.
+        const upgraded = await rawOverSocket(
+          proxy.socket,
+          `GET http://127.0.0.1:${port}/ws HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nProxy-Authorization: x\r\n\r\n`,
+        );
+        expect(upgraded).toBe('HTTP/1.1 101 Switching Protocols');
+        expect(hits).toEqual(['GET /v1/models', 'UPGRADE /ws proxy-authorization=none']);
         expect(proxy.summary()).toEqual({
           allowed: [`127.0.0.1:${port}`, '*.example.com', `localhost:${port}`],
           asked: [`127.0.0.1:${port}`, `localhost:${port}`, '127.0.0.1:6379', 'rebind.example.com:443'],

@@ -5,7 +5,8 @@
  *
  *   CONNECT host:port HTTP/1.1    a tunnel (HTTPS, and the bridge's transparent forwarders): TLS
  *                                 passes through untouched, the name is checked before connecting
- *   GET http://host:port/path     a plain HTTP request in absolute form, forwarded once
+ *   GET http://host:port/path     a plain HTTP request in absolute form, forwarded once (an
+ *                                 `Upgrade` to WebSocket over `ws://` is relayed after its head)
  *
  * and decides every request by host name first (egress-policy.ts); a refusal is `403` with
  * `X-Uh-Egress: refused (<reason>)` and no connection anywhere. Every host asked for is recorded
@@ -100,7 +101,11 @@ const upstreamOf = (addresses: Checked, port: number) => ({
   autoSelectFamily: true,
 });
 
-function tunnel(client: Duplex, head: Buffer, addresses: Checked, port: number): void {
+/**
+ * Relay bytes between the client and the checked upstream. `request`: the head of a plain-HTTP
+ * upgrade (WebSocket over `ws://`) sent upstream first; null: a CONNECT, answered with 200.
+ */
+function tunnel(client: Duplex, head: Buffer, addresses: Checked, port: number, request: string | null = null): void {
   const upstream: Socket = connect(upstreamOf(addresses, port));
   let connected = false;
   // A host that never answers holds nothing for long: bounded until connected, then unbounded.
@@ -110,7 +115,8 @@ function tunnel(client: Duplex, head: Buffer, addresses: Checked, port: number):
   upstream.once('connect', () => {
     connected = true;
     upstream.setTimeout(0);
-    client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    if (request === null) client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    else upstream.write(request);
     if (head.length > 0) upstream.write(head);
     upstream.pipe(client);
     client.pipe(upstream);
@@ -125,6 +131,17 @@ function tunnel(client: Duplex, head: Buffer, addresses: Checked, port: number):
   });
   client.once('error', end);
   client.once('close', end);
+}
+
+/** An upgrade request as the origin gets it: origin-form path, the client's headers without the proxy's. */
+function upgradeHead(req: IncomingMessage): string {
+  const url = new URL(req.url ?? '/');
+  const lines = [`${req.method} ${url.pathname}${url.search} HTTP/1.1`];
+  for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) {
+    const name = req.rawHeaders[i]!;
+    if (!/^proxy-/i.test(name)) lines.push(`${name}: ${req.rawHeaders[i + 1]}`);
+  }
+  return `${lines.join('\r\n')}\r\n\r\n`;
 }
 
 const HOP = new Set(['proxy-authorization', 'proxy-connection', 'connection', 'keep-alive', 'te', 'upgrade']);
@@ -181,6 +198,14 @@ export async function startEgressProxy(allowed: readonly string[], resolve?: Res
     if (!target) return refuse(client, 'malformed CONNECT target');
     void decide(target.host, target.port).then((d) =>
       d.ok ? tunnel(client, head, d.addresses, target.port) : refuse(client, d.reason),
+    );
+  });
+  server.on('upgrade', (req: IncomingMessage, client: Duplex, head: Buffer) => {
+    client.on('error', () => client.destroy());
+    const target = req.method === 'CONNECT' ? null : targetOf(req);
+    if (!target) return refuse(client, 'not an absolute http:// URL');
+    void decide(target.host, target.port).then((d) =>
+      d.ok ? tunnel(client, head, d.addresses, target.port, upgradeHead(req)) : refuse(client, d.reason),
     );
   });
   // Tunnels leave the HTTP server's bookkeeping once upgraded: every raw socket is tracked for close.
