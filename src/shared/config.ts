@@ -87,6 +87,7 @@ const VARIABLES = {
   UH_ISOLATION: v(() => z.enum(['auto', 'require', 'off']), 'OS isolation of runtimes and checks (bubblewrap)', 'auto'),
   // host policy: what a mission may ask for (shared/host-policy.ts)
   UH_ALLOW_MISSION_ISOLATION_OFF: v(flagValue, "honour a mission's sandbox.isolation: off (never under require)"),
+  UH_ALLOW_MISSION_NETWORK_HOST: v(flagValue, "honour a mission's sandbox.network: host (the host's whole network)"),
   UH_ENV_PASSTHROUGH_ALLOW: v(nameList, 'names a mission may pass through with sandbox.env_passthrough', []),
   UH_ISOLATION_TMPFS_BYTES: v(
     () =>
@@ -311,6 +312,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
     },
     policy: {
       allowMissionIsolationOff: flag(e.UH_ALLOW_MISSION_ISOLATION_OFF) ?? false,
+      allowMissionNetworkHost: flag(e.UH_ALLOW_MISSION_NETWORK_HOST) ?? false,
       envPassthroughAllow: e.UH_ENV_PASSTHROUGH_ALLOW,
     },
     queue: {

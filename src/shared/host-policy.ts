@@ -6,6 +6,8 @@
  *   sandbox.isolation: off      refused under UH_ISOLATION=require, whatever else is set;
  *                               under auto only with UH_ALLOW_MISSION_ISOLATION_OFF=1;
  *                               under off it lowers nothing and is accepted
+ *   sandbox.network: host       the host's network (no egress proxy): only with
+ *                               UH_ALLOW_MISSION_NETWORK_HOST=1
  *   sandbox.env_passthrough[i]  each entry must be covered by UH_ENV_PASSTHROUGH_ALLOW and must
  *                               not reach a name of NEVER_PASSED (uh's own settings and secrets)
  *
@@ -25,12 +27,18 @@ export function nameMatches(name: string, pattern: string): boolean {
 export interface HostPolicy {
   /** `UH_ALLOW_MISSION_ISOLATION_OFF`: a mission's `sandbox.isolation: off` is honoured under `UH_ISOLATION=auto`. */
   allowMissionIsolationOff: boolean;
+  /** `UH_ALLOW_MISSION_NETWORK_HOST`: a mission's `sandbox.network: host` (the host's whole network) is honoured. */
+  allowMissionNetworkHost?: boolean;
   /** `UH_ENV_PASSTHROUGH_ALLOW`: the names (`NAME`, `PREFIX_*`) a mission may pass through; empty = none. */
   envPassthroughAllow: readonly string[];
 }
 
 /** Nothing allowed: the policy of a host whose configuration says nothing. */
-export const STRICT_HOST_POLICY: HostPolicy = { allowMissionIsolationOff: false, envPassthroughAllow: [] };
+export const STRICT_HOST_POLICY: HostPolicy = {
+  allowMissionIsolationOff: false,
+  allowMissionNetworkHost: false,
+  envPassthroughAllow: [],
+};
 
 /**
  * Names no mission and no allowlist can pass to an agent: uh's own settings and secrets (the
@@ -88,6 +96,12 @@ export function isolationRefusal(
     : 'sandbox.isolation: off is not allowed on this host (UH_ALLOW_MISSION_ISOLATION_OFF is not set)';
 }
 
+/** Why the host does not give the mission its network, or null: `host` only where the fleet allows it. */
+export function networkRefusal(requested: Mission['sandbox']['network'], allowHost: boolean): string | null {
+  if (requested !== 'host' || allowHost) return null;
+  return 'sandbox.network: host is not allowed on this host (UH_ALLOW_MISSION_NETWORK_HOST is not set); use egress with sandbox.egress';
+}
+
 function passthroughProblem(entry: string, index: number, allow: readonly string[]): string | null {
   const field = `sandbox.env_passthrough[${index}]`;
   const never = NEVER_PASSED.find((p) => overlaps(entry, p));
@@ -104,7 +118,10 @@ export function hostPolicyProblems(
   isolation: 'auto' | 'require' | 'off',
   policy: HostPolicy,
 ): string[] {
-  const problems = [isolationRefusal(sandbox.isolation, isolation, policy.allowMissionIsolationOff)];
+  const problems = [
+    isolationRefusal(sandbox.isolation, isolation, policy.allowMissionIsolationOff),
+    networkRefusal(sandbox.network, policy.allowMissionNetworkHost === true),
+  ];
   (sandbox.env_passthrough ?? []).forEach((entry, i) =>
     problems.push(passthroughProblem(entry, i, policy.envPassthroughAllow)),
   );
@@ -113,7 +130,7 @@ export function hostPolicyProblems(
 
 /** The operator's next step after a refusal. */
 const HINT =
-  'drop the setting from the mission, or allow it on the fleet (UH_ALLOW_MISSION_ISOLATION_OFF, UH_ENV_PASSTHROUGH_ALLOW; docs/security.md#host-policy)';
+  'drop the setting from the mission, or allow it on the fleet (UH_ALLOW_MISSION_ISOLATION_OFF, UH_ALLOW_MISSION_NETWORK_HOST, UH_ENV_PASSTHROUGH_ALLOW; docs/security.md#host-policy)';
 
 /** The host's side of the policy: its isolation mode and what it allows. */
 export interface HostSettings {

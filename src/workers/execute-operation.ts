@@ -11,6 +11,7 @@
  *   settle    verdict (once), receipt (once), `operation.completed`; or `unknown` when dispatch
  *             cannot be proven (no receipt: `uh mission recover` settles it)
  *   retention keep or remove the sandbox, once, then the last state
+ *   egress    (egress mode) uh's proxy runs from open to the end, closed last
  *
  * States written to operation.json: running → verifying → finished (or unknown). Whatever fails,
  * a receipt is written for the terminal state; nothing already written is lost.
@@ -27,11 +28,20 @@ import { runtimePhase, writeRuntimeResult } from './pipeline/runtime-phase.js';
 import { sandboxPhase } from './pipeline/sandbox-phases.js';
 import { settleFinished, settleUnknown } from './pipeline/settle-phase.js';
 import { checksPhase, diffPhase } from './pipeline/verify-phases.js';
+import { closeEgress } from './pipeline/egress-phase.js';
 
 export type { ExecuteOptions, ExecuteResult } from './pipeline/operation-run.js';
 
 export async function executeOperation(options: ExecuteOptions): Promise<ExecuteResult> {
   const run = await openOperation(options);
+  try {
+    return await pipeline(run);
+  } finally {
+    await closeEgress(run.egress);
+  }
+}
+
+async function pipeline(run: OperationRun): Promise<ExecuteResult> {
   try {
     const sandbox = await sandboxPhase(run);
     await runtimePhase(run, sandbox);

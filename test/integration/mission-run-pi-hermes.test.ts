@@ -121,6 +121,12 @@ describe('uh mission run with pi and hermes', () => {
       final_message_source: 'sentinel',
     });
     expect(receipt.runtime.session_id).toMatch(/^[0-9a-f]{8}-/);
+    // Default-deny egress: pi (Node 20's fetch ignores HTTPS_PROXY) reached the models.json baseUrl
+    // the adapter declared through the transparent forwarder (docs/security.md "Network").
+    const model = new URL(server.url).host;
+    expect(receipt.isolation).toMatchObject({ kind: 'bwrap', network: 'egress' });
+    expect(receipt.isolation.egress.allowed).toContain(model);
+    expect(receipt.isolation.egress.asked).toContain(model);
     expect(readFileSync(join(opDir, 'diff.patch'), 'utf8')).toContain('+hello via uh and pi');
     expect(events).toContain('"runtime.tool_call"');
     expect(JSON.stringify(receipt) + events).not.toContain(API_KEY);

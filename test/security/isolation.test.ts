@@ -3,7 +3,7 @@
  * real Redis: writes to $HOME, the state dir, the cache dir and the mirror, the user's checkout,
  * another sandbox and /tmp outside the agent's private tmp all fail or land nowhere visible; the
  * verdict of the agent's own in-scope change stands; `sandbox.network: none` blocks a connect to
- * a server on 127.0.0.1. Needs bwrap (fails with a clear message without it).
+ * a server on 127.0.0.1 (test/security/egress.test.ts covers the default egress mode). Needs bwrap (fails with a clear message without it).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -89,7 +89,7 @@ function mirrorState(): string {
 }
 
 function expectContained(receipt: any, before: ReturnType<typeof snapshot>, stateDir: string): void {
-  expect(receipt.isolation).toEqual({ kind: 'bwrap', reason: null, network: 'on' });
+  expect(receipt.isolation).toMatchObject({ kind: 'bwrap', reason: null, network: 'egress' });
   expect(receipt.status).toBe('completed');
   // escaped.txt lists each write that did not fail. Writes to $HOME, and in this test to the
   // state and cache dirs (they live under /tmp here), land in the agent's private home and tmp:
@@ -163,7 +163,7 @@ describe('isolation: a hostile agent inline (uh mission run)', () => {
     expect(mirrorState()).toBe(mirror);
   });
 
-  it('sandbox.network: none blocks a connect to a server on 127.0.0.1 (network on reaches it)', async () => {
+  it('sandbox.network: none blocks a connect to a server on 127.0.0.1 (egress naming it reaches it)', async () => {
     let connections = 0;
     const server: Server = createServer((socket) => {
       connections++;
@@ -183,7 +183,7 @@ describe('isolation: a hostile agent inline (uh mission run)', () => {
       expect(r.code, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout).isolation).toMatchObject({ kind: 'bwrap', network: 'none' });
       expect(connections).toBe(0);
-      const on = hostileMission(repo, script);
+      const on = hostileMission(repo, script, { sandbox: { egress: [`127.0.0.1:${port}`] } });
       const r2 = await runCli(['mission', 'run', on.path, '--json', '--state-dir', stateDir], {
         cwd: repo,
         env: { UH_CACHE_DIR: cacheDir, HOME: home },

@@ -67,9 +67,17 @@ describe('loadConfig', () => {
   });
 
   it('host policy: nothing allowed when unset; the allowlist split and checked', () => {
-    expect(loadConfig({}).policy).toEqual({ allowMissionIsolationOff: false, envPassthroughAllow: [] });
+    expect(loadConfig({}).policy).toEqual({
+      allowMissionIsolationOff: false,
+      allowMissionNetworkHost: false,
+      envPassthroughAllow: [],
+    });
     const c = loadConfig({ UH_ALLOW_MISSION_ISOLATION_OFF: '1', UH_ENV_PASSTHROUGH_ALLOW: 'OPENAI_API_KEY, TEAM_*,' });
-    expect(c.policy).toEqual({ allowMissionIsolationOff: true, envPassthroughAllow: ['OPENAI_API_KEY', 'TEAM_*'] });
+    expect(c.policy).toEqual({
+      allowMissionIsolationOff: true,
+      allowMissionNetworkHost: false,
+      envPassthroughAllow: ['OPENAI_API_KEY', 'TEAM_*'],
+    });
     expect(() => loadConfig({ UH_ENV_PASSTHROUGH_ALLOW: 'OK,BAD-NAME' })).toThrow(
       expect.objectContaining({
         details: [expect.stringMatching(/\(environment UH_ENV_PASSTHROUGH_ALLOW\): each entry: a variable name/)],

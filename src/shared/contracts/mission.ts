@@ -3,6 +3,7 @@ import { IdSchema } from './ids.js';
 import { MissionPromotionSchema } from './promotion.js';
 import { classifyRepositoryUrl, refProblem } from './git-inputs.js';
 import { LIMITS } from './input-limits.js';
+import { EgressListSchema } from './egress.js';
 
 /** Capabilities a mission may require of its runtime (spec "Capability model"). */
 export const CAPABILITIES = [
@@ -127,10 +128,16 @@ export const MissionSchema = z
           .optional(),
         /** OS isolation (docs/security.md "Isolation"): `required` refuses to run without it (blocked, exit 3). */
         isolation: z.enum(['auto', 'required', 'off']).default('auto'),
-        /** `none`: the agent and the checks get no network (needs isolation). */
-        network: z.enum(['on', 'none']).default('on'),
+        /**
+         * `egress` (default): the agent's own network namespace, its only way out uh's proxy, which admits
+         * the hosts the runtime declares and `egress`; `none`: no network; `host`: the host's network
+         * (only where the fleet allows it, UH_ALLOW_MISSION_NETWORK_HOST). `none` and `egress` need isolation.
+         */
+        network: z.enum(['none', 'egress', 'host']).default('egress'),
+        /** Hosts the agent and the checks may reach in `egress` mode: `host[:port]`, `*.suffix[:port]` (docs/security.md). */
+        egress: EgressListSchema.default([]),
       })
-      .default({ backend: 'git-worktree', env: {}, isolation: 'auto', network: 'on' }),
+      .default({ backend: 'git-worktree', env: {}, isolation: 'auto', network: 'egress', egress: [] }),
     scope: z
       .strictObject({
         allowed_change_globs: GlobListSchema.default(['**']),

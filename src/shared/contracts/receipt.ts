@@ -98,9 +98,20 @@ export const ReceiptSchema = z.lazy(() =>
     final_message_source: z.enum(['sentinel', 'native', 'none']),
     exit_code: z.number().int(),
     sandbox: z.strictObject({ path: z.string().nullable(), retained: z.boolean() }),
-    /** How the runtime and checks were isolated (`none` + reason when bwrap was unavailable or off). */
+    /**
+     * How the runtime and checks were isolated (`none` + reason when bwrap was unavailable or off) and
+     * their network (`on` in receipts written before egress mode: the host's). `egress`: the allowlist
+     * in force and the hosts asked for and refused (bounded).
+     */
     isolation: z
-      .strictObject({ kind: z.enum(['bwrap', 'none']), reason: z.string().nullable(), network: z.enum(['on', 'none']) })
+      .strictObject({
+        kind: z.enum(['bwrap', 'none']),
+        reason: z.string().nullable(),
+        network: z.enum(['none', 'egress', 'host', 'on']),
+        egress: z
+          .strictObject({ allowed: z.array(z.string()), asked: z.array(z.string()), refused: z.array(z.string()) })
+          .optional(),
+      })
       .optional(),
     labels: z.record(z.string(), z.string()),
     /**

@@ -9,6 +9,7 @@
  * (`--clearenv` + `--setenv`).
  */
 import { byCodeUnit } from '../compare.js';
+import { bridgedArgv, egressBwrapArgs, egressEnv, type EgressBridge } from './egress-bridge.js';
 
 export interface BwrapPlan {
   /** The bwrap executable. */
@@ -25,6 +26,8 @@ export interface BwrapPlan {
   writable: readonly string[];
   /** false: `--unshare-net` (only a loopback device inside). */
   network: boolean;
+  /** Egress mode: `--unshare-net`, the child started by the bridge to uh's proxy (egress-bridge.ts). */
+  egress?: EgressBridge | null;
   env: Readonly<Record<string, string | undefined>>;
   cwd: string;
 }
@@ -54,11 +57,13 @@ export function bwrapArgv(plan: BwrapPlan, argv: readonly string[]): string[] {
   for (const path of byDepth(plan.readable)) out.push('--ro-bind-try', path, path);
   for (const path of byDepth(plan.writable)) out.push('--bind-try', path, path);
   out.push('--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session');
-  if (!plan.network) out.push('--unshare-net');
+  const egress = plan.egress ?? null;
+  if (egress) out.push(...egressBwrapArgs(egress));
+  else if (!plan.network) out.push('--unshare-net');
   out.push('--clearenv');
-  for (const [key, value] of Object.entries(plan.env)) {
+  for (const [key, value] of Object.entries({ ...plan.env, ...(egress ? egressEnv(egress) : {}) })) {
     if (value !== undefined) out.push('--setenv', key, value);
   }
-  out.push('--chdir', plan.cwd, '--', ...argv);
+  out.push('--chdir', plan.cwd, '--', ...(egress ? bridgedArgv(egress, argv) : argv));
   return out;
 }

@@ -27,7 +27,7 @@ export interface PhaseSpawn {
 export function phaseSpawn(
   run: OperationRun,
   sandbox: Sandbox,
-  extra: { writable: string[]; readable?: string[] } = { writable: [] },
+  extra: { writable: string[]; readable?: string[]; checks?: boolean } = { writable: [] },
 ): PhaseSpawn {
   const { use, status } = run.isolation;
   if (!use) return { spawn: run.spawn, isolated: false, refusal: () => null };
@@ -41,7 +41,8 @@ export function phaseSpawn(
     tmpfsBytes: use.tmpfsSize ? run.settings.isolation.tmpfsBytes : null,
     extra: { writable: extra.writable, readable: extra.readable ?? [] },
     path: run.env.PATH,
-    network: status.network === 'on',
+    network: status.network === 'host',
+    egress: (extra.checks ? run.egress?.checks : run.egress?.runtime)?.bridge ?? null,
     operatorReadable: run.settings.isolation.readable,
     ownSecrets: [run.settings.receiptKey.keyFile],
   };

@@ -26,6 +26,7 @@ import type { AbortReasonV1, RuntimeJournalV1 } from '../../shared/runtime/v1/in
 import { operationDir, writeRecord, type OperationRecord } from '../../operation/operation-files.js';
 import type { PreparedOperation } from '../../operation/prepare-operation.js';
 import { decideIsolation, probeBwrap, type IsolationDecision } from '../sandbox/isolation.js';
+import { egressFor, type OperationEgress } from './egress-phase.js';
 import type { Sandbox } from '../sandbox/worktree.js';
 import { EventLog } from '../state/event-log.js';
 import type { DiffCapture } from '../verification/capture-diff.js';
@@ -95,6 +96,8 @@ export interface OperationRun {
   readonly events: EventLog;
   /** Decided once at open: bwrap or not (and why), or a refusal when isolation is required. */
   readonly isolation: IsolationDecision;
+  /** Egress mode under isolation: uh's proxy (closed by executeOperation) and the sandbox's bridge to it. */
+  readonly egress: OperationEgress | null;
   sandbox: Sandbox | null;
   folded: FoldedRuntime;
   diff: DiffCapture | null;
@@ -204,6 +207,7 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
   const t0 = monotonicMs();
   const env = sandboxEnv(options);
   const secrets = secretsOf(options, env);
+  const isolation = isolationFor(options, env.runtime);
   writeFileSync(join(dir, 'mission.json'), `${JSON.stringify(redact(mission, secrets), null, 2)}\n`);
   const events = new EventLog(join(dir, 'events.jsonl'), mission.operation_id, now);
   events.secrets = secrets;
@@ -224,7 +228,8 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
     timings: {},
     record: newRecord(options, startedAt),
     events,
-    isolation: isolationFor(options, env.runtime),
+    isolation,
+    egress: await egressFor(prepared, isolation, env.runtime),
     sandbox: null,
     folded: initialFold({ status: 'failed', raw: 'not_started', message: 'runtime did not start', timed_out: false }),
     diff: null,

@@ -5,6 +5,7 @@
  * Redis with the local copy). Unknown (dispatch could not be proven): no receipt,
  * `operation.unknown` naming `uh mission recover`, the sandbox kept. The event log closes last.
  */
+import { egressSummary } from './egress-phase.js';
 import type { Outcome } from '../../shared/contracts/runtime-result.js';
 import type { Verdict } from '../../shared/contracts/status.js';
 import { buildReceipt } from '../../operation/build-receipt.js';
@@ -47,7 +48,7 @@ function receiptOf(run: OperationRun, outcome: Outcome, verdict: Verdict, keep: 
     checks: run.checks,
     verdict,
     sandbox: { path: sandbox?.path ?? null, retained: sandbox !== null && keep },
-    isolation: run.isolation.status,
+    isolation: run.egress ? { ...run.isolation.status, egress: egressSummary(run.egress) } : run.isolation.status,
     secrets: run.secrets,
   });
 }

@@ -40,7 +40,7 @@ export async function checksPhase(run: OperationRun, sandbox: Sandbox): Promise<
   const status = run.failure?.status ?? run.folded.outcome.status;
   if (status !== 'completed' || run.violations.length > 0 || mission.verification.length === 0) return;
   const { signal } = run.options;
-  const phase = phaseSpawn(run, sandbox);
+  const phase = phaseSpawn(run, sandbox, { writable: [], checks: true });
   run.checks = await timed(run, 'checks', () =>
     runChecks({
       checks: mission.verification,

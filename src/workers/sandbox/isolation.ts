@@ -5,7 +5,8 @@
  * home masked, the sandbox worktree and its git dir writable, the mirror it borrows objects from
  * read-only, a fresh private home and /tmp for each process it starts (tmpfs mounts inside the
  * child's namespace, capped by `UH_ISOLATION_TMPFS_BYTES`), what the runtime's adapter declares,
- * a PID namespace (nothing outlives the run) and, when asked, no network. Where bwrap is missing
+ * a PID namespace (nothing outlives the run) and the network mode (`egress`: its own namespace
+ * whose only way out is uh's proxy; `none`; `host`). Where bwrap is missing
  * or cannot create namespaces, processes run unisolated and the receipt says `isolation: none`.
  */
 import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
@@ -13,6 +14,7 @@ import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isolationRefusal } from '../../shared/host-policy.js';
 import { bwrapArgv, type BwrapPlan } from '../../shared/process/bwrap-argv.js';
+import type { EgressBridge } from '../../shared/process/egress-bridge.js';
 import { probeBwrap, whichOnPath, type BwrapProbe } from '../../shared/process/bwrap-probe.js';
 import {
   exposeArgv,
@@ -38,8 +40,12 @@ export interface IsolationStatus {
   kind: 'bwrap' | 'none';
   /** Why not isolated (null when isolated). */
   reason: string | null;
-  network: 'on' | 'none';
+  /** The network the agent and checks got: unisolated, that is always the host's (`host`). */
+  network: NetworkMode;
 }
+
+/** `sandbox.network`: `egress` (default) its own namespace and uh's proxy, `none` no network, `host` the host's. */
+export type NetworkMode = 'none' | 'egress' | 'host';
 
 export type IsolationDecision =
   | { use: BwrapProbe & { ok: true }; status: IsolationStatus }
@@ -52,10 +58,12 @@ export type IsolationDecision =
 export function decideIsolation(
   mode: IsolationMode,
   mission: MissionIsolation,
-  network: 'on' | 'none',
+  requested: NetworkMode,
   probe: () => BwrapProbe,
   allowMissionOff = false,
 ): IsolationDecision {
+  // Unisolated, the processes share the host's network whatever was asked: the receipt says so.
+  const network: NetworkMode = requested === 'none' ? 'none' : 'host';
   const lowering = isolationRefusal(mission, mode, allowMissionOff);
   if (lowering) {
     const hint = 'drop sandbox.isolation: off from the mission (docs/security.md#host-policy)';
@@ -79,7 +87,7 @@ export function decideIsolation(
     return { use: null, status };
   }
   const found = probe();
-  if (found.ok) return { use: found, status: { kind: 'bwrap', reason: null, network } };
+  if (found.ok) return { use: found, status: { kind: 'bwrap', reason: null, network: requested } };
   const status: IsolationStatus = { kind: 'none', reason: found.reason, network };
   if (mode === 'require' || mission === 'required') {
     const who =
@@ -123,6 +131,8 @@ export interface IsolationScope {
   /** PATH of the child: its directories under a masked path stay readable, and what their entries need. */
   path: string | undefined;
   network: boolean;
+  /** Egress mode: the bridge to uh's proxy (shared/process/egress-bridge.ts). */
+  egress?: EgressBridge | null;
   /** `UH_ISOLATION_READABLE`: read-only for every process, unless that would re-expose a secret location. */
   operatorReadable?: readonly string[];
   /** uh's own files outside the cache and state dirs that are never exposed (its receipt key file). */
@@ -227,6 +237,7 @@ export function isolationPlan(scope: IsolationScope): Omit<BwrapPlan, 'env' | 'c
     readable: [...readable, ...programBinds(scope, pathDirs, [...readable, ...writable])],
     writable,
     network: scope.network,
+    egress: scope.egress ?? null,
   };
 }
 

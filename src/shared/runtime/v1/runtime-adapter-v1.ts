@@ -80,6 +80,12 @@ export interface RuntimeAdapterV1<Config = unknown> {
    */
   recover?(config: Config, ctx: RecoverContextV1): Promise<RecoveryV1>;
   /**
+   * Optional: the hosts the runtime itself must reach in `egress` mode (its model endpoint, as its
+   * config names it: `host:port` entries of the allowlist, docs/security.md "Network"). Must read
+   * only the config and the files it names; must not throw (an unreadable file declares nothing).
+   */
+  egress?(config: Config, ctx: { env: Readonly<Record<string, string | undefined>> }): string[];
+  /**
    * Optional: what the runtime needs to see when the pipeline isolates it (bubblewrap, see
    * docs/security.md "Isolation"), beyond the worktree, a private home and a private /tmp:
    * `writable` its own state dirs (e.g. `CODEX_HOME`, pi's agent dir), `readable` files it only

@@ -4,6 +4,7 @@
  * `["codex-acp"]`…) with `env`, driven over JSON-RPC on stdio. `hermes-acp` is the same machinery
  * with Hermes defaults (`createAcpAdapter`).
  */
+import { envEndpointEntries, jsonTextBaseUrlEntries } from '../../../shared/runtime/provider-egress.js';
 import type { z } from 'zod';
 import { secretEnvValues } from '../../../shared/redact.js';
 import type { RuntimeAdapterV1 } from '../../../shared/runtime/v1/index.js';
@@ -44,6 +45,13 @@ export function createAcpAdapter<Config extends AcpCommonSettings>(
 
     // Under uh's isolation: the agent's configured HOME / XDG / *_HOME dirs become writable copies of the operation's own.
     isolation: (config) => ({ writable: [], ...agentStateEnv(config.env) }),
+
+    // Egress mode: the provider endpoints its env names (`OPENAI_BASE_URL`, a JSON config's `baseURL`).
+    egress: (config, { env }) => {
+      const all = { ...env, ...config.env };
+      const json = Object.values(all).filter((v): v is string => v?.trimStart().startsWith('{') === true);
+      return [...envEndpointEntries(all), ...json.flatMap(jsonTextBaseUrlEntries)];
+    },
 
     async check(config, ctx) {
       return checkAcpAgent(config, ctx, spec.hints(config));

@@ -7,7 +7,7 @@
 import type { RuntimeAdapterV1 } from '../../../shared/runtime/v1/index.js';
 import { REDACTED } from '../../../shared/redact.js';
 import { checkCodex } from '../codex-shared/check-codex.js';
-import { codexIsolation, codexSecrets } from '../codex-shared/codex-common-settings.js';
+import { codexEgress, codexIsolation, codexSecrets } from '../codex-shared/codex-common-settings.js';
 import { recoverCodexAppServerOperation } from './codex-app-server-recover.js';
 import { runCodexAppServer } from './codex-app-server-run.js';
 import {
@@ -34,6 +34,7 @@ export const codexAppServerAdapter: RuntimeAdapterV1<CodexAppServerSettings> = {
   check: (config, ctx) => checkCodex(config.binary, appServerEnv(config, ctx.env), ctx),
 
   isolation: (config, { env }) => codexIsolation(config, env),
+  egress: (config, { env }) => codexEgress(config, env),
 
   async prepare({ config, prompt, workDir, mission }) {
     const secrets = codexAppServerAdapter.secretsOf(config);

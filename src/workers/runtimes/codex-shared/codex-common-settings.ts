@@ -9,6 +9,7 @@ import { isAbsolute, join, resolve, sep } from 'node:path';
 import { z } from 'zod';
 import { SECRET_KEY, secretEnvValues } from '../../../shared/redact.js';
 import { makeDir } from '../../../shared/fs/make-dir.js';
+import { envEndpointEntries, tomlBaseUrlEntries, urlEntries } from '../../../shared/runtime/provider-egress.js';
 
 /** A `-c key=value` override value; serialised to TOML by `tomlValue`. */
 const CodexOverrideValue = z.union([
@@ -111,6 +112,25 @@ export function codexIsolation(
 ): { writable: string[] } {
   const home = codexHomeOf(config, env);
   return { writable: [...(home ? [home] : []), ...extra] };
+}
+
+/**
+ * The hosts codex reaches in egress mode: every `base_url` of its config.toml and `-c` overrides
+ * (its model providers), the endpoints its env names, and OpenAI's own (api, auth, ChatGPT login).
+ */
+export function codexEgress(config: CodexCommonSettings, env: ChildEnv): string[] {
+  const home = codexHomeOf(config, env);
+  const overrides = Object.entries(config.config_overrides)
+    .filter(([key, value]) => /base_url$/.test(key) && typeof value === 'string')
+    .map(([, value]) => value as string);
+  return [
+    ...(home ? tomlBaseUrlEntries(join(home, 'config.toml')) : []),
+    ...urlEntries(overrides),
+    ...envEndpointEntries({ ...env, ...config.env }),
+    'api.openai.com:443',
+    'auth.openai.com:443',
+    'chatgpt.com:443',
+  ];
 }
 
 export type CodexSandboxMode = 'read-only' | 'workspace-write' | 'danger-full-access';

@@ -19,6 +19,7 @@ import { redactString } from '../../../shared/redact.js';
 import { CodexSettingsSchema, buildCodexArgv, type CodexSettings } from './codex-settings.js';
 import {
   codexChildEnv,
+  codexEgress,
   codexIsolation,
   codexSecrets,
   effectiveCodexSandbox,
@@ -73,6 +74,8 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
   envPassthrough: providerEnv('CODEX_HOME'),
 
   check: (config, ctx) => checkCodex(config.binary, codexChildEnv(config, ctx.env), ctx),
+
+  egress: (config, { env }) => codexEgress(config, env),
 
   // The -o file lives in the (otherwise hidden) log dir: bound writable, created before the run.
   isolation: (config, { env, logDir }) => codexIsolation(config, env, [join(logDir, LAST_MESSAGE_FILE)]),

@@ -12,6 +12,7 @@ import type { RuntimeAdapterV1, RuntimeEventV1 } from '../../../shared/runtime/v
 import { secretEnvValues } from '../../../shared/redact.js';
 import { runCliJsonl } from '../../../shared/transport/cli-jsonl.js';
 import { TailBuffer } from '../../../shared/transport/bounded-lines.js';
+import { envEndpointEntries } from '../../../shared/runtime/provider-egress.js';
 import { HermesLineSchema, sessionIdFromStderr } from './hermes-protocol.js';
 import { flushHermesText, hermesUsage, newHermesRunState, translateHermesEvent } from './hermes-events.js';
 import { HermesSettingsSchema, type HermesSettings } from './hermes-settings.js';
@@ -168,6 +169,8 @@ export const hermesAdapter: RuntimeAdapterV1<HermesSettings> = {
   check: (config, ctx) => checkHermes(config, ctx),
   // Under uh's isolation: a HERMES_HOME (or HOME) set in env becomes the operation's own writable copy.
   isolation: (config) => ({ writable: [], ...agentStateEnv(config.env) }),
+  // Egress mode: the endpoints its env names (`OPENAI_BASE_URL`…); a config.yaml provider needs sandbox.egress.
+  egress: (config, { env }) => envEndpointEntries({ ...env, ...config.env }),
 
   async prepare({ config, prompt }) {
     // The format is known only at launch (`auto` reads `hermes chat --help`); show the preferred one.

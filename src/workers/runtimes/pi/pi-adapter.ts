@@ -3,6 +3,7 @@
  * --no-session …` over the shared CLI-JSONL transport, registered twice with its own defaults.
  * The child runs in the sandbox in its own process group; stdout/stderr go to the log dir.
  */
+import { envEndpointEntries, jsonBaseUrlEntries, PROVIDER_HOSTS } from '../../../shared/runtime/provider-egress.js';
 import { SentinelScanner, resolveFinalMessage } from '../../../shared/sentinel.js';
 import { abortReasonOf } from '../../../shared/runtime/v1/runtime-context.js';
 import type { RuntimeAdapterV1, RuntimeContextV1, RuntimeEventV1 } from '../../../shared/runtime/v1/index.js';
@@ -59,6 +60,18 @@ export function createPiAdapter(variant: PiVariant): RuntimeAdapterV1<PiSettings
       const agentDir = config.env.PI_CODING_AGENT_DIR ?? env.PI_CODING_AGENT_DIR;
       const home = env.HOME;
       return { writable: [...(agentDir ? [agentDir] : []), ...(home ? [`${home}/.pi`, `${home}/.omp`] : [])] };
+    },
+
+    // Egress mode: the baseUrl of each provider in its models.json, a built-in provider's endpoint, env endpoints.
+    egress: (config, { env }) => {
+      const agentDir =
+        config.env.PI_CODING_AGENT_DIR ?? env.PI_CODING_AGENT_DIR ?? (env.HOME && `${env.HOME}/.pi/agent`);
+      const provider = config.provider ?? config.model?.split('/')[0];
+      return [
+        ...(agentDir ? jsonBaseUrlEntries(`${agentDir}/models.json`) : []),
+        ...(provider ? (PROVIDER_HOSTS[provider] ?? []) : []),
+        ...envEndpointEntries({ ...env, ...config.env }),
+      ];
     },
 
     async prepare({ config, prompt }) {
