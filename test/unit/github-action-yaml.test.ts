@@ -3,16 +3,15 @@
  * agrees with on these files: plain YAML 1.2, no anchors), then checked as the runner would: every
  * `uses:` is a known action at a pinned major, every `with:` key is one of that action's inputs,
  * every `${{ inputs.x }}` / `${{ steps.uh.outputs.y }}` names something that exists, the scripts
- * the steps run are shipped, and uploads of paths under .harness/ say include-hidden-files.
+ * the steps run are shipped, and uploads of paths under .harness/ say include-hidden-files. The
+ * setup step itself runs in test/integration/github-action-setup.test.ts.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import picomatch from 'picomatch';
 import { parse } from 'yaml';
-import { removeDir, tempDir } from '../support/temp.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const EXAMPLES = join(ROOT, 'examples/github');
@@ -141,45 +140,5 @@ describe.each(readdirSync(EXAMPLES).filter((f) => f.endsWith('.yml')))('examples
       if (/steps\.\w+\.outputs|\.harness/.test(String(step.with?.path)))
         expect(step.with?.['include-hidden-files']).toBe(true);
     }
-  });
-});
-
-describe('scripts/action-setup.sh (npm replaced by a recorder on PATH)', () => {
-  const setup = (files: string[]): string[] => {
-    const dir = tempDir('uh-setup-');
-    const action = join(dir, 'action');
-    const bin = join(dir, 'bin');
-    const log = join(dir, 'npm.log');
-    for (const f of ['package.json', ...files]) {
-      mkdirSync(dirname(join(action, f)), { recursive: true });
-      writeFileSync(join(action, f), f === 'package.json' ? '{"version":"0.0.0"}' : '');
-    }
-    mkdirSync(bin);
-    writeFileSync(join(bin, 'npm'), `#!/bin/sh\necho "$*" >> "${log}"\n`, { mode: 0o755 });
-    execFileSync('bash', [join(ROOT, 'scripts/action-setup.sh')], {
-      env: { ...process.env, PATH: `${bin}:${process.env.PATH}`, GITHUB_ACTION_PATH: action },
-      stdio: 'ignore',
-    });
-    const calls = existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n') : [];
-    removeDir(dir);
-    return calls;
-  };
-
-  it('a release tarball (dist/ built, no lock file): production dependencies only, no build, no scripts', () => {
-    expect(setup(['dist/bundle/uh.cjs'])).toEqual([
-      'install --omit=dev --no-package-lock --no-audit --no-fund --ignore-scripts',
-    ]);
-  });
-
-  it('a source checkout: one build, then pruned to production dependencies (what the cache keeps)', () => {
-    expect(setup(['package-lock.json'])).toEqual([
-      'ci --no-audit --no-fund --ignore-scripts',
-      'run build',
-      'prune --omit=dev --no-audit --no-fund --ignore-scripts',
-    ]);
-  });
-
-  it('restored from the cache (dist/ and node_modules/ present): nothing installed', () => {
-    expect(setup(['dist/bundle/uh.cjs', 'node_modules/.keep'])).toEqual([]);
   });
 });
