@@ -28,7 +28,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { requireBwrap } from '../security/isolation-helpers.js';
+import { requireBwrap, treeFingerprint } from '../security/isolation-helpers.js';
 import { startChatServer, type ChatServer } from '../support/chat-server.js';
 import { runCli } from '../support/cli.js';
 import { startGeminiServer, type GeminiServer } from '../support/gemini-server.js';
@@ -47,6 +47,8 @@ let responses: ResponsesServer;
 let chat: ChatServer;
 let gemini: GeminiServer;
 let counter = 0;
+let homeBefore: string;
+const notInstalls = (rel: string) => rel === '.nvm' || rel.startsWith('.nvm/');
 
 /** `npm i -g` under nvm: the packages in `<prefix>/lib/node_modules`, bin symlinks into them, nvm's node. */
 function installNvmPrefix(): string {
@@ -115,6 +117,7 @@ beforeAll(async () => {
   ]);
   prefixBin = installNvmPrefix();
   seedConfigs();
+  homeBefore = treeFingerprint(home, notInstalls);
 }, 120_000);
 afterAll(async () => {
   await Promise.all([responses?.close(), chat?.close(), gemini?.close()]);
@@ -367,4 +370,10 @@ describe('the ACP SDK example agent from an nvm prefix through uh mission run un
     expect(r.receipt.status, why(r)).toBe('completed');
     expect(r.receipt.final_message).toContain("I'll skip the configuration update.");
   }, 200_000);
+});
+
+describe('the configured home', () => {
+  it('was never written by any agent: each mission wrote its own copy (XDG_DATA_HOME, HOME, CODEX_HOME, ~/.pi/agent)', () => {
+    expect(treeFingerprint(home, notInstalls)).toBe(homeBefore);
+  });
 });
