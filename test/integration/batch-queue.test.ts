@@ -170,6 +170,15 @@ describe('uh batch submit (queue)', () => {
     const table = await uh(prefix, ['batch', 'report', 'bq-001']);
     expect(table.code).toBe(5);
     expect(table.stdout).toMatch(/slow\s+unknown\s+-/);
+    if (redis.url === 'redis://127.0.0.1:6379') {
+      // From the submitting host with neither --redis nor $REDIS_URL: the queue submit used (as mission status).
+      const bare = await runCli(['batch', 'report', 'bq-001', '--k', '2', '--state-dir', producer], {
+        cwd: repo,
+        env: { ...fleetEnv(prefix), REDIS_URL: '' },
+      });
+      expect(bare.code).toBe(5);
+      expect(bare.stdout).toMatch(/good\s+100% \(3\/3, 95% CI 44–100%\)\s+100% \(k=2\)/);
+    }
     const status = await uh(prefix, ['batch', 'status', 'bq-001', '--json']);
     expect(JSON.parse(status.stdout)).toMatchObject({ state: 'running', settled_at: null });
     // The flow's parent runs once every child job completed (a moment after the last child's
