@@ -169,7 +169,7 @@ describe('uh batch submit (queue)', () => {
     expect(report.settled).toBe(false);
     const table = await uh(prefix, ['batch', 'report', 'bq-001']);
     expect(table.code).toBe(5);
-    expect(table.stdout).toMatch(/slow\s+unknown\s+-/);
+    expect(table.stdout).toMatch(/slow\s+unknown \(error\)\s+-/);
     if (redis.url === 'redis://127.0.0.1:6379') {
       // From the submitting host with neither --redis nor $REDIS_URL: the queue submit used (as mission status).
       const bare = await runCli(['batch', 'report', 'bq-001', '--k', '2', '--state-dir', producer], {
@@ -217,6 +217,11 @@ describe('uh batch submit (queue)', () => {
     expect(JSON.parse(final.stdout).runtimes[2]).toMatchObject({
       runtime: 'slow',
       statuses: { completed: 2, failed: 1 },
+      // The recovered child lost its worker: an error, not the agent's failure, out of the rate.
+      errors: 1,
+      settled: 2,
+      passed: 2,
+      pass_at_1: 1,
     });
     expect(await redis.redis.hget(`{${prefix}}:batch:bq-001`, 'report_html')).toContain('<svg');
     const outbox = (await redis.redis.xrange(`{${prefix}}:outbox`, '-', '+')).filter(([, f]) => f[0] === 'batch');

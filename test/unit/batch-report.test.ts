@@ -147,13 +147,20 @@ describe('batch report', () => {
     expect(a?.reasons).toEqual([
       { status: 'completed', reason: 'verification_failed: check notes (exit 1) failed', count: 1 },
     ]);
+    // The host could not spawn the agent (blocked) or lost the run (unknown): errors, not the agent's failures.
     expect(b).toMatchObject({
-      settled: 2,
+      settled: 0,
       passed: 0,
-      pass_at_1: 0,
+      errors: 3,
+      pass_at_1: null,
+      pass_at_1_interval: null,
       statuses: { blocked: 2, unknown: 1 },
       cost_usd: null,
+      median_ms: null,
     });
+    expect(a?.errors).toBe(0);
+    expect(renderTable(report)).toContain('3 infrastructure errors');
+    expect(html).toMatch(/id="errors" data-errors="3"/);
     expect(b?.reasons[0]).toEqual({ status: 'blocked', reason: 'binary not found — install it', count: 2 });
     expect(report.settled).toBe(false);
     expect(report.exit_code).toBe(5);
@@ -185,6 +192,47 @@ describe('batch report', () => {
     expect(k2).toMatchObject({ k: 2 });
     expect(k2.runtimes[0]).toMatchObject({ pass_at_k: 0.6667, k: 2 });
     expect(renderTable(k2)).toMatch(/a\s+33% \(1\/3, 95% CI 6–79%\)\s+67% \(k=2\)/);
+  });
+
+  it('a lost run (settled by recover) is an error, left out of rates and durations; an agent refused at a hidden path failed', () => {
+    const record = newBatchRecord(mission, ['a', 'b'], 3, 'queue');
+    const lost = receipt({
+      status: 'failed',
+      verdict: 'unverified',
+      exit_code: 1,
+      timings_ms: { total_ms: 600_000 },
+      outcome: { status: 'failed', raw: 'unknown', message: 'dispatch could not be proven', timed_out: false },
+    });
+    const hidden = receipt({
+      status: 'blocked',
+      verdict: 'unverified',
+      exit_code: 3,
+      outcome: { status: 'blocked', raw: 'isolation:hidden_path', message: 'tests/ is hidden', timed_out: false },
+    });
+    const rows: Array<[string, number, Receipt]> = [
+      ['a', 1, receipt({ timings_ms: { total_ms: 100 } })],
+      ['a', 2, lost],
+      ['a', 3, receipt({ exit_code: 1, status: 'failed', verdict: 'unverified', timings_ms: { total_ms: 300 } })],
+      ['b', 1, hidden],
+      ['b', 2, hidden],
+      ['b', 3, receipt({})],
+    ];
+    const report = buildBatchReport(
+      record,
+      rows.map(([runtime, trial, r]) => ({
+        runtime,
+        trial,
+        operation_id: `b-1.${runtime}.t${trial}`,
+        state: 'finished',
+        receipt: r,
+        diff: null,
+      })),
+      {},
+    );
+    expect(report.runtimes[0]).toMatchObject({ settled: 2, passed: 1, errors: 1, pass_at_1: 0.5, p90_ms: 300 });
+    expect(report.runtimes[1]).toMatchObject({ settled: 3, passed: 1, errors: 0 });
+    expect(report.trials[1]?.error).toBe('lost: dispatch could not be proven');
+    expect(renderHtml(report)).toMatch(/data-operation="b-1\.a\.t2"[^>]*data-outcome="error"/);
   });
 
   it('refuses the same batch id with other runtimes or trials, naming what differs', () => {

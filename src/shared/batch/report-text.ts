@@ -27,6 +27,7 @@ export const RUNTIME_COLUMNS = [
   'runtime',
   'pass@1',
   'pass@k',
+  'errors',
   'statuses',
   'verdicts',
   'p50',
@@ -42,6 +43,7 @@ export function runtimeCells(r: RuntimeRow): string[] {
     r.runtime,
     passText(r),
     passKText(r),
+    String(r.errors),
     counts(r.statuses),
     counts(r.verdicts),
     msText(r.median_ms),
@@ -70,7 +72,7 @@ function trialCells(t: TrialRow): string[] {
   const passedChecks = t.checks.filter((c) => c.passed).length;
   return [
     t.runtime,
-    t.status,
+    t.error === null ? t.status : `${t.status} (error)`,
     t.verdict,
     String(t.changed_files.length),
     t.checks.length === 0 ? '-' : `${passedChecks}/${t.checks.length}`,
@@ -93,11 +95,18 @@ function reasonLines(report: BatchReport): string[] {
   return report.runtimes.flatMap((r) => r.reasons.map((x) => `${r.runtime}: ${x.count}× ${x.status}: ${x.reason}`));
 }
 
+/** The errors line: how many trials the infrastructure lost, left out of every rate. */
+export function errorsText(report: BatchReport): string {
+  const n = report.trials.filter((t) => t.error !== null).length;
+  return `${n} infrastructure error${n === 1 ? '' : 's'} (unknown, lost worker, blocked by the host): excluded from pass rates, durations, tokens and cost`;
+}
+
 export function renderTable(report: BatchReport): string {
   const { batch } = report;
   const parts = [
     `batch ${batch.batch_id}: ${batch.title} (${batch.runtimes.length} runtimes × ${batch.trials} trials${report.settled ? '' : ', not settled'})`,
     columns(RUNTIME_COLUMNS, report.runtimes.map(runtimeCells)),
+    errorsText(report),
     '',
     columns(TRIAL_COLUMNS, report.trials.map(trialCells)),
   ];
@@ -125,6 +134,8 @@ export function renderMarkdown(report: BatchReport): string {
     '## Runtimes',
     '',
     mdTable(RUNTIME_COLUMNS, report.runtimes.map(runtimeCells)),
+    '',
+    errorsText(report),
     '',
     '## Trials',
     '',

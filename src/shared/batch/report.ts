@@ -31,6 +31,13 @@ export interface TrialRow {
   verdict: string;
   exit_code: number | null;
   passed: boolean | null;
+  /**
+   * Why this trial is an infrastructure *error* rather than the agent's failure (null: it is
+   * not): no provable dispatch (`unknown`), a lost worker settled by recover, or `blocked` by
+   * the host (spawn, auth, provider, network, isolation). Errors are left out of pass rates,
+   * durations, tokens and cost, and counted on their own.
+   */
+  error: string | null;
   reason: string | null;
   duration_ms: number | null;
   tokens: number | null;
@@ -45,8 +52,11 @@ export interface TrialRow {
 export interface RuntimeRow {
   runtime: string;
   trials: number;
+  /** Trials with a verdict of the agent: settled and not errors (the denominator of pass@1). */
   settled: number;
   passed: number;
+  /** Infrastructure errors (see TrialRow.error), excluded from `settled`. */
+  errors: number;
   pass_at_1: number | null;
   /** 95 % Wilson score interval on pass@1 (null with no settled trial). */
   pass_at_1_interval: { low: number; high: number } | null;
@@ -135,6 +145,21 @@ export function checkTail(check: Receipt['checks'][number], lines = 12): string 
   return text.trimEnd().split('\n').slice(-lines).join('\n');
 }
 
+/** Outcomes of a lost or unprovable run (recover, a dead owner) rather than of the agent. */
+const LOST_RAW = new Set(['unknown', 'not_dispatched', 'not_started']);
+
+/**
+ * Whether a receipt records an infrastructure error: the run was lost (settled by recover), or
+ * `blocked` by the host. The agent's own refusal to cross a hidden path is its failure.
+ */
+export function errorOf(receipt: Receipt): string | null {
+  const { raw } = receipt.outcome;
+  if (LOST_RAW.has(raw)) return `lost: ${receipt.outcome.message}`;
+  if (receipt.status === 'blocked' && raw !== 'isolation:hidden_path')
+    return `blocked (${raw}): ${receipt.outcome.message}`;
+  return null;
+}
+
 /** Why a run did not pass, from its receipt: the failed checks, the scope violations, or the runtime's outcome. */
 export function reasonOf(receipt: Receipt): string | null {
   if (receipt.exit_code === 0 && receipt.status === 'completed') return null;
@@ -168,6 +193,7 @@ export function trialRow(child: ChildInput, prices: PriceTable): TrialRow {
       verdict: '-',
       exit_code: null,
       passed: null,
+      error: status === 'unknown' ? 'unknown: no receipt, dispatch cannot be proven' : null,
       reason: status === 'unknown' ? 'no receipt: dispatch cannot be proven (uh mission recover)' : null,
       duration_ms: null,
       tokens: null,
@@ -188,6 +214,7 @@ export function trialRow(child: ChildInput, prices: PriceTable): TrialRow {
     verdict: receipt.verdict,
     exit_code: receipt.exit_code,
     passed: receipt.exit_code === 0,
+    error: errorOf(receipt),
     reason,
     duration_ms: receipt.timings_ms.total_ms ?? null,
     tokens: tokensOf(receipt),
@@ -222,7 +249,7 @@ export function runtimeRow(
   trials: readonly TrialRow[],
   checkNames: readonly string[] = [...new Set(trials.flatMap((t) => t.checks.map((c) => c.name)))],
 ): RuntimeRow {
-  const settled = trials.filter((t) => t.passed !== null);
+  const settled = trials.filter((t) => t.passed !== null && t.error === null);
   const passed = settled.filter((t) => t.passed).length;
   const durations = settled.map((t) => t.duration_ms).filter((d): d is number => d !== null);
   const reasons = new Map<string, { status: string; reason: string; count: number }>();
@@ -238,6 +265,7 @@ export function runtimeRow(
     trials: trials.length,
     settled: settled.length,
     passed,
+    errors: trials.filter((t) => t.error !== null).length,
     pass_at_1: rounded(passAtK(settled.length, passed, 1)),
     pass_at_1_interval: wilson(settled.length, passed),
     pass_at_k: rounded(passAtK(settled.length, passed, k)),
