@@ -134,6 +134,11 @@ describe('uh batch (inline)', () => {
     const k4 = await cli(['batch', 'report', 'cmp-001', '--k', '4', '--state-dir', stateDir]);
     expect(k4.code).toBe(2);
     expect(k4.stderr).toContain('--k: "4" must be a whole number from 1 to the trial count (3)');
+    const same = await cli(['batch', 'compare', 'cmp-001', 'cmp-001', '--json', '--state-dir', stateDir]);
+    expect(same.code).toBe(0);
+    expect(JSON.parse(same.stdout).rows).toEqual(
+      ['good', 'bad', 'flaky'].map((runtime) => expect.objectContaining({ runtime, delta: 0, overlap: true })),
+    );
   });
 
   it('renders the Markdown report as tables in a real Markdown parser', async () => {

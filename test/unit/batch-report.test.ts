@@ -4,6 +4,7 @@ import { assertSameBatch, newBatchRecord } from '../../src/shared/batch/record.j
 import { buildBatchReport, parseK, passAtK, quantile, wilson, type ChildInput } from '../../src/shared/batch/report.js';
 import { renderHtml, sideBySide } from '../../src/shared/batch/report-html.js';
 import { renderTable } from '../../src/shared/batch/report-text.js';
+import { compareReports, renderComparison } from '../../src/shared/batch/compare.js';
 import type { Mission } from '../../src/shared/contracts/mission.js';
 import type { Receipt } from '../../src/shared/contracts/receipt.js';
 import { costOf } from '../../src/shared/prices.js';
@@ -233,6 +234,27 @@ describe('batch report', () => {
     expect(report.runtimes[1]).toMatchObject({ settled: 3, passed: 1, errors: 0 });
     expect(report.trials[1]?.error).toBe('lost: dispatch could not be proven');
     expect(renderHtml(report)).toMatch(/data-operation="b-1\.a\.t2"[^>]*data-outcome="error"/);
+  });
+
+  it('compares two batches per runtime: pass@1 deltas and whether the intervals overlap', () => {
+    const batchOf = (id: string, passes: Record<string, number>) => {
+      const record = newBatchRecord({ ...mission, operation_id: id }, ['a', 'b'], 10, 'queue');
+      const children = record.operations.map((o) => ({
+        ...o,
+        state: 'finished',
+        receipt: receipt(o.trial <= (passes[o.runtime] ?? 0) ? {} : { exit_code: 1, status: 'failed' }),
+        diff: null,
+      }));
+      return buildBatchReport(record, children, {});
+    };
+    const c = compareReports(batchOf('old', { a: 1, b: 5 }), batchOf('new', { a: 10, b: 6 }));
+    expect(c.rows).toEqual([
+      expect.objectContaining({ runtime: 'a', delta: 0.9, overlap: false }),
+      expect.objectContaining({ runtime: 'b', delta: 0.1, overlap: true }),
+    ]);
+    const text = renderComparison(c);
+    expect(text).toMatch(/a\s+10% \(1\/10\)\s+100% \(10\/10\)\s+\+90 pp\s+disjoint/);
+    expect(text).toMatch(/b\s+50% \(5\/10\)\s+60% \(6\/10\)\s+\+10 pp\s+overlap \(no clear change\)/);
   });
 
   it('refuses the same batch id with other runtimes or trials, naming what differs', () => {

@@ -128,24 +128,51 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
   return report.exit_code;
 }
 
+const COMPARE: CommandSpec = {
+  usage: 'uh batch compare <batch_a> <batch_b> [--json] [--redis url] [--state-dir dir]',
+  summary:
+    'Compare two batches per runtime: pass@1 of each with its denominator and errors, the delta (b − a, percentage points), whether the 95% Wilson intervals overlap, median durations. Each batch is found as uh batch report finds it.',
+  options: { ...COMMON_OPTIONS, redis: { type: 'string' } },
+  examples: ['uh batch compare fix-login-001 fix-login-002', 'uh batch compare a b --json'],
+};
+
+/** A batch's report, found as `uh batch report` finds it: the inline record, else the queue. */
+async function loadReport(
+  config: UhConfig,
+  values: Record<string, unknown>,
+  batchId: string,
+  k?: unknown,
+): Promise<BatchReport> {
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
+  // Like uh mission status: the local record when there is one, else the queue `uh batch submit` used.
+  if (values.redis === undefined && existsSync(batchPath(stateDir, batchId))) {
+    const record = readBatchRecord(stateDir, batchId);
+    const chosen = parseK(k, record.trials);
+    return buildBatchReport(record, localChildren(stateDir, record), config.core.prices, new Date(), chosen);
+  }
+  const { queueBatchReport } = await import('./batch-queue.js');
+  return queueBatchReport(config, values.redis, batchId, k);
+}
+
+export async function batchCompare(argv: string[], config: UhConfig): Promise<number> {
+  const { values, positionals } = parseCommand(COMPARE, argv);
+  if (values.help) return (void process.stdout.write(`${helpText(COMPARE)}\n`), EXIT.ok);
+  if (positionals.length !== 2) throw invalidInput('uh batch compare needs two batch ids', [], COMPARE.usage);
+  const { compareReports, renderComparison } = await import('../../../shared/batch/compare.js');
+  const a = await loadReport(config, values, positionals[0] as string);
+  const b = await loadReport(config, values, positionals[1] as string);
+  const comparison = compareReports(a, b);
+  process.stdout.write(values.json ? `${JSON.stringify(comparison, null, 2)}\n` : renderComparison(comparison));
+  return EXIT.ok;
+}
+
 export async function batchReport(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(REPORT, argv);
   if (values.help) return (void process.stdout.write(`${helpText(REPORT)}\n`), EXIT.ok);
   if (positionals.length !== 1) throw invalidInput('uh batch report needs one batch id', [], REPORT.usage);
   const format = parseFormat(values.format, values.json);
   const batchId = positionals[0] as string;
-  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
-  // Like uh mission status: the local record when there is one, else the queue `uh batch submit` used.
-  const local = values.redis === undefined && existsSync(batchPath(stateDir, batchId));
-  let report: BatchReport;
-  if (local) {
-    const record = readBatchRecord(stateDir, batchId);
-    const k = parseK(values.k, record.trials);
-    report = buildBatchReport(record, localChildren(stateDir, record), config.core.prices, new Date(), k);
-  } else {
-    const { queueBatchReport } = await import('./batch-queue.js');
-    report = await queueBatchReport(config, values.redis, batchId, values.k);
-  }
+  const report = await loadReport(config, values, batchId, values.k);
   emit(renderReport(report, format), values.out);
   return report.exit_code;
 }
