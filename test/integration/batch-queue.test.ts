@@ -257,6 +257,12 @@ describe('uh batch submit (queue)', () => {
       expect(html.headers['content-type']).toContain('text/html');
       expect(html.body).toContain('<svg');
       expect((await app.inject({ method: 'GET', url: '/v1/batches/nope' })).statusCode).toBe(404);
+      const k1 = await app.inject({ method: 'GET', url: '/v1/batches/bq-001?k=1' });
+      expect(k1.json().report).toMatchObject({ k: 1 });
+      expect(k1.json().report.runtimes[0]).toMatchObject({ k: 1, pass_at_k: 1 });
+      const tooBig = await app.inject({ method: 'GET', url: '/v1/batches/bq-001?k=9' });
+      expect(tooBig.statusCode).toBe(400);
+      expect(tooBig.body).toContain('--k');
     } finally {
       await app.close();
       await client.close();
