@@ -55,10 +55,10 @@ export async function missionRun(argv: string[], config: UhConfig): Promise<numb
 
   if (values['dry-run']) {
     const { dryRunView } = await import('../../../operation/prepare-operation.js');
-    const { OPERATION_PORTS } = await import('../../../workers/operation-ports.js');
+    const { operationPorts } = await import('../../../workers/operation-ports.js');
     const host = hostSettingsOf(config);
     const options = { stateDir, cacheDir: config.core.cacheDir, host, ...(runtime ? { runtime } : {}) };
-    const view = await dryRunView(mission, options, OPERATION_PORTS);
+    const view = await dryRunView(mission, options, operationPorts(config.core));
     if (values.json) writeJson(view);
     else process.stdout.write(`${JSON.stringify(view, null, 2)}\n(dry run: nothing was executed or written)\n`);
     return EXIT.ok;
