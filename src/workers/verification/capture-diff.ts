@@ -12,8 +12,9 @@
  *   as scope violations (`flagged`).
  * The patch streams to disk; only the name list is held in memory.
  *
- * Processes, with the fast path (`options.git`: `IN_PROCESS_GIT`; with `GIT_PROCESSES`, chosen by
- * `UH_GIT_FAST_PATH=0`, every step below that names an in-process module runs git instead): none when nothing changed: a small worktree is first compared with uh's index in
+ * Processes, with the git fast path (`options.git` is `IN_PROCESS_GIT`; with `GIT_PROCESSES`,
+ * picked by `UH_GIT_FAST_PATH=0`, each step below done by an in-process module is git's instead):
+ * none when nothing changed: a small worktree is first compared with uh's index in
  * process (`worktreeUnchanged`: stat data, else content) and, exactly as checked out, gives the
  * base tree and an empty patch; none either when it only gained new files (`worktreeAdditions`
  * lists them, under the base's ignore rules when `ignore-rules.ts` takes them). Otherwise one

@@ -213,7 +213,7 @@ describe('the git fast path against git processes', () => {
     expect(blindView).not.toEqual(gitView);
   });
 
-  it('reads a local ref as git does whenever it answers (loose and packed refs, tags, branches, a missing name)', async () => {
+  it('reads a local ref as git does whenever it answers (loose, packed, tags, branches, a missing name)', async () => {
     let answered = 0;
     for (let seed = 1; seed <= 8; seed++) {
       const { repo } = baseRepo(seeded(seed * 40503));
