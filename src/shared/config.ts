@@ -147,6 +147,9 @@ const VARIABLES = {
   GITHUB_OUTPUT: v(text, 'GitHub Actions step outputs file'),
   GITHUB_STEP_SUMMARY: v(text, 'GitHub Actions step summary file (Markdown)'),
   GITHUB_ACTIONS: v(text, 'set to true by GitHub Actions: print ::error annotations'),
+  GITHUB_SHA: v(text, 'the commit a CI run tests: {sha} in an operation_id template'),
+  GITHUB_RUN_ID: v(text, 'the CI run: {run_id} in an operation_id template'),
+  GITHUB_RUN_ATTEMPT: v(text, 'the CI run attempt: {run_attempt} in an operation_id template'),
 } as const;
 
 type Key = keyof typeof VARIABLES;
@@ -215,7 +218,13 @@ export interface UhConfig {
   api: { token: string | undefined };
   /** Receipt keys (src/operation/receipt-keys.ts). Private keys and secrets: never logged. */
   receipts: ReceiptsConfig;
-  ci: { githubOutput: string | undefined; stepSummary: string | undefined; annotations: boolean };
+  ci: {
+    githubOutput: string | undefined;
+    stepSummary: string | undefined;
+    annotations: boolean;
+    /** The CI run's operation_id template variables (GITHUB_SHA, GITHUB_RUN_ID, GITHUB_RUN_ATTEMPT). */
+    run: { sha: string | undefined; run_id: string | undefined; run_attempt: string | undefined };
+  };
   /**
    * The process environment as given, for passing through to runtime children and adapter
    * checks (provider keys, PATH, HOME). Never logged.
@@ -339,7 +348,12 @@ export function loadConfig(env: Env = process.env): UhConfig {
     },
     api: { token: e.UH_API_TOKEN },
     receipts: receiptsConfig(e, cacheDir),
-    ci: { githubOutput: e.GITHUB_OUTPUT, stepSummary: e.GITHUB_STEP_SUMMARY, annotations: e.GITHUB_ACTIONS === 'true' },
+    ci: {
+      githubOutput: e.GITHUB_OUTPUT,
+      stepSummary: e.GITHUB_STEP_SUMMARY,
+      annotations: e.GITHUB_ACTIONS === 'true',
+      run: { sha: e.GITHUB_SHA, run_id: e.GITHUB_RUN_ID, run_attempt: e.GITHUB_RUN_ATTEMPT },
+    },
     childEnv: env,
   };
 }

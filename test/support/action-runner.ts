@@ -65,7 +65,7 @@ export async function runAction(
   options: {
     cwd: string;
     env?: Record<string, string | undefined>;
-    onStep?: (child: ChildProcess, index: number) => void;
+    onStep?: (child: ChildProcess, index: number, id: string | undefined) => void;
   },
 ): Promise<ActionResult> {
   const action = parse(readFileSync(join(ACTION_PATH, 'action.yml'), 'utf8')) as ActionYaml;
@@ -100,7 +100,7 @@ export async function runAction(
     const child = spawn('bash', ['-e', script], { cwd: options.cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout?.on('data', (c) => (log += c));
     child.stderr?.on('data', (c) => (log += c));
-    options.onStep?.(child, i);
+    options.onStep?.(child, i, step.id);
     code = await new Promise<number | null>((resolve) => child.on('close', (c) => resolve(c)));
     if (step.id) steps[step.id] = parseGithubOutput(readFileSync(outputPath, 'utf8'));
     if (code !== 0) break;

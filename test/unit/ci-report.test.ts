@@ -54,4 +54,31 @@ describe('CI reports of a receipt', () => {
     expect(check).toContain('%0A100%25 broken');
     expect(githubStepSummary(receipt)).toContain('````text\ndone ```x```\n````');
   });
+
+  it('a run that did not complete: an outcome case (timeout a failure, blocked an error), never skipped', async () => {
+    const ended = (status: string, timedOut: boolean) =>
+      ({
+        ...receipt,
+        status,
+        verdict: 'unverified',
+        checks: [],
+        scope: { ok: true, violations: [] },
+        outcome: {
+          status,
+          raw: timedOut ? 'timeout' : 'exit:127',
+          message: 'why',
+          hint: 'do this',
+          timed_out: timedOut,
+        },
+      }) as unknown as Receipt;
+    const timeout = (await parseJunit(receiptJunit(ended('failed', true)))) as TestSuites;
+    const outcome = timeout.testsuite?.[0]?.testcase?.find((c) => c.name === 'outcome');
+    expect(outcome?.failure?.[0]?.message).toBe('failed (timed out): why');
+    expect(timeout.testsuite?.[0]?.skipped).toBe(0);
+    const blocked = (await parseJunit(receiptJunit(ended('blocked', false)))) as TestSuites;
+    expect(blocked.testsuite?.[0]?.errors).toBe(1);
+    expect(blocked.testsuite?.[0]?.testcase?.[0]?.error?.[0]?.inner).toContain('hint: do this');
+    expect(githubAnnotations(ended('blocked', false))[0]).toBe('::error title=uh blocked::op-1: why%0Ahint: do this');
+    expect(githubStepSummary(ended('blocked', false))).toContain('> **hint:** do this');
+  });
 });

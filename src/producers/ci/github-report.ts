@@ -9,8 +9,17 @@ import type { Receipt } from '../../shared/contracts/receipt.js';
 const escapeData = (s: string): string => s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
 const escapeProperty = (s: string): string => escapeData(s).replace(/:/g, '%3A').replace(/,/g, '%2C');
 
+/** One `::error` per outcome that is not a completed run (blocked, failed, timed out, cancelled): why, and the hint. */
+function outcomeAnnotation(receipt: Receipt): string[] {
+  if (receipt.status === 'completed') return [];
+  const o = receipt.outcome;
+  const title = `uh ${receipt.status}${o.timed_out ? ' (timed out)' : ''}`;
+  const text = `${receipt.operation_id}: ${o.message}${o.hint ? `\nhint: ${o.hint}` : ''}`;
+  return [`::error title=${escapeProperty(title)}::${escapeData(text)}`];
+}
+
 export function githubAnnotations(receipt: Receipt): string[] {
-  const out: string[] = [];
+  const out: string[] = outcomeAnnotation(receipt);
   for (const v of receipt.scope.violations) {
     const why = v.reason === 'forbidden' ? `matches forbidden glob ${v.glob ?? ''}` : 'is outside allowed_change_globs';
     out.push(
@@ -40,7 +49,11 @@ export function githubStepSummary(receipt: Receipt): string {
   const mark = receipt.exit_code === 0 ? '✅' : receipt.status === 'cancelled' ? '⏹️' : '❌';
   const lines = [`## ${mark} uh ${cell(receipt.operation_id)}: ${receipt.status} · ${receipt.verdict}`, ''];
   lines.push(`**${cell(receipt.title)}** · runtime \`${receipt.runtime.adapter_id}\` · exit ${receipt.exit_code}`, '');
-  if (receipt.status !== 'completed') lines.push(`> ${cell(receipt.outcome.message)}`, '');
+  if (receipt.status !== 'completed') {
+    const o = receipt.outcome;
+    lines.push(`> **why:** ${cell(o.message)}${o.timed_out ? ' (timed out)' : ''}`);
+    lines.push(...(o.hint ? ['>', `> **hint:** ${cell(o.hint)}`] : []), '');
+  }
   lines.push(`### Changed files (${receipt.changed_files.length})`, '');
   if (receipt.changed_files.length === 0) lines.push('_none_');
   for (const f of receipt.changed_files.slice(0, 100)) {

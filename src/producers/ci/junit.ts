@@ -1,8 +1,9 @@
 /**
  * A receipt as JUnit XML, for CI hosts that render test reports: one `<testsuite>` named after
  * the operation, one `<testcase>` per check plus one for the scope check. A failed check's
- * `<failure>` text is its output tail (head when short); a check that never ran (the runtime
- * failed, or scope was violated) is `<skipped>`. Pure.
+ * `<failure>` text is its output tail (head when short). A run that did not complete adds an
+ * `outcome` case: a `<failure>` when it timed out, an `<error>` when it was blocked, failed or
+ * cancelled (the why line and hint). Only a completed mission with no checks has a `<skipped>`. Pure.
  */
 import type { Receipt } from '../../shared/contracts/receipt.js';
 
@@ -18,10 +19,11 @@ export function xmlEscape(text: string): string {
   );
 }
 
-interface Case {
+export interface Case {
   name: string;
   seconds: number;
   failure?: { message: string; text: string };
+  error?: { message: string; text: string };
   skipped?: string;
 }
 
@@ -34,7 +36,23 @@ function scopeCase(receipt: Receipt): Case {
   return {
     name: 'scope',
     seconds: 0,
-    failure: { message: `${receipt.scope.violations.length} file(s) out of scope`, text: lines.join('\n') },
+    failure: {
+      message: `scope violation: ${receipt.scope.violations.length} file(s) out of scope${receipt.checks.length === 0 ? '; the checks did not run' : ''}`,
+      text: lines.join('\n'),
+    },
+  };
+}
+
+/** Why a run that did not complete ended: timeouts are failures, the rest errors. */
+function outcomeCase(receipt: Receipt): Case | null {
+  if (receipt.status === 'completed') return null;
+  const o = receipt.outcome;
+  const message = `${receipt.status}${o.timed_out ? ' (timed out)' : ''}: ${o.message}`;
+  const text = [o.message, `raw: ${o.raw}`, ...(o.hint ? [`hint: ${o.hint}`] : [])].join('\n');
+  return {
+    name: 'outcome',
+    seconds: 0,
+    ...(o.timed_out ? { failure: { message, text } } : { error: { message, text } }),
   };
 }
 
@@ -48,35 +66,49 @@ function checkCases(receipt: Receipt): Case[] {
 }
 
 export function receiptJunit(receipt: Receipt): string {
-  const cases = [scopeCase(receipt), ...checkCases(receipt)];
-  if (receipt.checks.length === 0) {
-    const why =
-      receipt.status === 'completed'
-        ? 'the mission has no verification checks'
-        : `checks did not run: ${receipt.status} (${receipt.outcome.message})`;
-    cases.push({ name: 'checks', seconds: 0, skipped: why });
-  }
+  const outcome = outcomeCase(receipt);
+  const cases = [...(outcome ? [outcome] : []), scopeCase(receipt), ...checkCases(receipt)];
+  if (receipt.checks.length === 0 && !outcome && receipt.scope.ok)
+    cases.push({ name: 'checks', seconds: 0, skipped: 'the mission has no verification checks' });
+  const properties = { status: receipt.status, verdict: receipt.verdict, runtime: receipt.runtime.adapter_id };
+  return junitDocument(`uh ${receipt.operation_id}`, cases, properties, receipt.finished_at);
+}
+
+function caseLines(suite: string, c: Case): string[] {
+  const open = `    <testcase classname="${xmlEscape(suite)}" name="${xmlEscape(c.name)}" time="${c.seconds.toFixed(3)}"`;
+  const bad = c.failure ? (['failure', c.failure] as const) : c.error ? (['error', c.error] as const) : null;
+  if (bad)
+    return [
+      `${open}>`,
+      `      <${bad[0]} message="${xmlEscape(bad[1].message)}" type="${bad[0]}">${xmlEscape(bad[1].text)}</${bad[0]}>`,
+      '    </testcase>',
+    ];
+  if (c.skipped) return [`${open}>`, `      <skipped message="${xmlEscape(c.skipped)}"/>`, '    </testcase>'];
+  return [`${open}/>`];
+}
+
+/** One suite of cases as a JUnit document (also for runs that ended without a receipt: ci-report.ts). */
+export function junitDocument(
+  suite: string,
+  cases: Case[],
+  properties: Record<string, string>,
+  timestamp: string,
+): string {
   const failures = cases.filter((c) => c.failure).length;
+  const errors = cases.filter((c) => c.error).length;
   const skipped = cases.filter((c) => c.skipped).length;
-  const total = cases.reduce((sum, c) => sum + c.seconds, 0);
-  const suite = `uh ${receipt.operation_id}`;
+  const time = cases.reduce((sum, c) => sum + c.seconds, 0).toFixed(3);
+  const counts = `tests="${cases.length}" failures="${failures}" errors="${errors}" skipped="${skipped}" time="${time}"`;
+  const props = Object.entries(properties)
+    .map(([k, v]) => `<property name="${xmlEscape(k)}" value="${xmlEscape(v)}"/>`)
+    .join('');
   const lines = [
     '<?xml version="1.0" encoding="UTF-8"?>',
-    `<testsuites name="uh" tests="${cases.length}" failures="${failures}" errors="0" skipped="${skipped}" time="${total.toFixed(3)}">`,
-    `  <testsuite name="${xmlEscape(suite)}" tests="${cases.length}" failures="${failures}" errors="0" skipped="${skipped}" time="${total.toFixed(3)}" timestamp="${xmlEscape(receipt.finished_at)}">`,
-    `    <properties><property name="status" value="${receipt.status}"/><property name="verdict" value="${receipt.verdict}"/><property name="runtime" value="${xmlEscape(receipt.runtime.adapter_id)}"/></properties>`,
+    `<testsuites name="uh" ${counts}>`,
+    `  <testsuite name="${xmlEscape(suite)}" ${counts} timestamp="${xmlEscape(timestamp)}">`,
+    `    <properties>${props}</properties>`,
   ];
-  for (const c of cases) {
-    const open = `    <testcase classname="${xmlEscape(suite)}" name="${xmlEscape(c.name)}" time="${c.seconds.toFixed(3)}"`;
-    if (c.failure)
-      lines.push(
-        `${open}>`,
-        `      <failure message="${xmlEscape(c.failure.message)}" type="failure">${xmlEscape(c.failure.text)}</failure>`,
-        '    </testcase>',
-      );
-    else if (c.skipped) lines.push(`${open}>`, `      <skipped message="${xmlEscape(c.skipped)}"/>`, '    </testcase>');
-    else lines.push(`${open}/>`);
-  }
+  for (const c of cases) lines.push(...caseLines(suite, c));
   lines.push('  </testsuite>', '</testsuites>', '');
   return lines.join('\n');
 }

@@ -1,5 +1,6 @@
 import { terminalText } from '../../shared/terminal-text.js';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import type { Receipt } from '../../shared/contracts/receipt.js';
 
 /** The receipt plus where its artifacts are, for `--json`. */
@@ -34,6 +35,12 @@ export function checkTailLines(check: Receipt['checks'][number], max = 20): stri
   return text === '' ? [] : text.split('\n').slice(-max);
 }
 
+/** A check log as this host has it: the collected copy beside the receipt (fleet mode), else the path the receipt names. */
+function localLog(log: string, dir: string): string {
+  const copy = join(dir, basename(log));
+  return existsSync(copy) ? copy : log;
+}
+
 export function printReceiptSummary(receipt: Receipt, dir: string, attached: boolean): void {
   const passed = receipt.checks.filter((c) => c.passed).length;
   const checks = receipt.checks.length > 0 ? ` (${passed}/${receipt.checks.length} checks passed)` : '';
@@ -49,7 +56,7 @@ export function printReceiptSummary(receipt: Receipt, dir: string, attached: boo
     );
   for (const c of receipt.checks.filter((c) => !c.passed)) {
     lines.push(
-      `  check ${c.name} failed: ${c.timed_out ? 'timed out' : `exit ${c.exit_code ?? c.signal}`} (log: ${c.log})`,
+      `  check ${c.name} failed: ${c.timed_out ? 'timed out' : `exit ${c.exit_code ?? c.signal}`} (log: ${localLog(c.log, dir)})`,
     );
     for (const line of checkTailLines(c)) lines.push(`    | ${line}`);
   }

@@ -4,6 +4,7 @@ import { invalidInput } from '../errors.js';
 import { classifyRepositoryUrl, type UrlKind } from './git-inputs.js';
 import { parseDocumentText, readDocument } from './load-file.js';
 import { MissionSchema, type Mission } from './mission.js';
+import { applyMissionOverrides, type MissionOverrides } from './mission-overrides.js';
 import { parseOrThrow } from './zod-issues.js';
 
 /** A git URL (scheme or scp-like `user@host:path`) rather than a local path. */
@@ -70,6 +71,11 @@ export function parseMissionBody(text: string, baseDir: string, policy: Reposito
   return parseMission(parseDocumentText(text, 'json', 'body'), baseDir, 'mission', policy);
 }
 
-export function loadMissionFile(path: string, policy: RepositoryPolicy = CLI_POLICY): Mission {
-  return parseMission(readDocument(path), dirname(resolve(path)), path, policy);
+/** A mission file; `overrides` (CLI flags, the CI run's template variables) apply before validation. */
+export function loadMissionFile(
+  path: string,
+  policy: RepositoryPolicy = CLI_POLICY,
+  overrides: MissionOverrides = {},
+): Mission {
+  return parseMission(applyMissionOverrides(readDocument(path), overrides, path), dirname(resolve(path)), path, policy);
 }

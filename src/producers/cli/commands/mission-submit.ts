@@ -13,21 +13,24 @@ import {
   writeJson,
   type CommandSpec,
 } from '../cli-kit.js';
-import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 import { publicRecord } from '../../../shared/queue/operation-store.js';
 import type { QueueClient } from '../../queue/queue-client.js';
 import { ensureStateDir } from '../../../operation/operation-files.js';
-import { reportReceipt, reportUnsettled } from '../../ci/ci-report.js';
-import { checkReceiptText, reportSignature, untrustedLine } from '../receipt-check.js';
+import { reportRefused, reportUnsettled, resetJunit } from '../../ci/ci-report.js';
+import { OVERRIDE_DETAILS, OVERRIDE_OPTIONS, overridesOf } from '../mission-overrides-flags.js';
+import { reportCollected } from '../submit-over-api.js';
 
 export const MISSION_SUBMIT: CommandSpec = {
   usage:
-    'uh mission submit <mission.yaml|json>... [--wait [--timeout s] [--junit path] [--detach-on-abort]] [--require-worker] [--json] [--redis url] [--runtime id] [--state-dir dir]',
+    'uh mission submit <mission.yaml|json>... [--wait [--timeout s] [--junit path] [--detach-on-abort]] [--require-worker] [--json] [--redis url | --api url [--token t]] [--runtime id] [--operation-id id|template] [--ref ref] [--repository url] [--state-dir dir]',
   summary:
     'Validate a mission and enqueue it on its runtime queue (runtime.<id>) in Redis. Idempotent on operation_id: the same contract attaches to the existing operation (never a second run); another contract under the same id is refused (exit 2) and nothing is enqueued.',
   options: {
     ...COMMON_OPTIONS,
+    ...OVERRIDE_OPTIONS,
     redis: { type: 'string' },
+    api: { type: 'string' },
+    token: { type: 'string' },
     runtime: { type: 'string' },
     wait: { type: 'boolean', default: false },
     timeout: { type: 'string' },
@@ -49,10 +52,14 @@ export const MISSION_SUBMIT: CommandSpec = {
     '::error annotations. --junit writes one test case per check plus one for the scope check (docs/ci.md).',
     'SIGINT/SIGTERM while waiting (a cancelled CI job) cancels the operation, prints its id and exits 4;',
     '--detach-on-abort leaves it running instead (follow it with uh mission watch).',
+    '--api <url>: through `uh api start` instead of Redis (submit, wait on its SSE stream, collect the receipt, diff and',
+    'final message); the bearer token from --token or $UH_API_TOKEN (prefer the variable: argv is visible to ps).',
+    ...OVERRIDE_DETAILS,
   ],
   examples: [
     'uh mission submit mission.yaml --redis redis://127.0.0.1:6379',
     'REDIS_URL=redis://queue:6379 uh mission submit mission.yaml --wait --timeout 3600 --json > receipt.json',
+    'UH_API_TOKEN=… uh mission submit mission.yaml --api https://uh.example.org --wait --ref "$GITHUB_SHA"',
   ],
 };
 
@@ -73,9 +80,47 @@ export async function missionSubmit(argv: string[], config: UhConfig): Promise<n
     if (values[flag] !== undefined && values[flag] !== false && !values.wait)
       throw invalidInput(`--${flag}: only with --wait`);
   }
-  const missions = positionals.map((file) => loadMissionFile(file, repositoryPolicy(config.core, 'cli')));
+  if (values.api !== undefined && values.redis !== undefined) throw invalidInput('--api and --redis: give one of them');
+  if (values.api !== undefined && positionals.length > 1) throw invalidInput('--api: only with one mission file');
+  if (!values.wait) return await submitParsed(positionals, values, config);
+  const junit = values.junit as string | undefined;
+  resetJunit(junit);
+  let operationId: string | undefined;
+  try {
+    return await submitParsed(positionals, values, config, (id) => (operationId = id));
+  } catch (error) {
+    reportRefused(config.ci, { source: positionals[0] as string, operationId, junit }, error);
+    throw error;
+  }
+}
+
+type Values = ReturnType<typeof parseCommand>['values'];
+
+async function submitParsed(
+  positionals: string[],
+  values: Values,
+  config: UhConfig,
+  onLoaded: (operationId: string) => void = () => undefined,
+): Promise<number> {
+  const timeoutS = values.timeout === undefined ? undefined : Number(values.timeout);
+  const overrides = overridesOf(values, config);
+  const missions = positionals.map((file) => loadMissionFile(file, repositoryPolicy(config.core, 'cli'), overrides));
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const runtime = values.runtime as string | undefined;
+  if (missions[0]) onLoaded(missions[0].operation_id);
+  if (values.api !== undefined)
+    return (await import('../submit-over-api.js')).submitOverApi(missions[0] as Mission, config, {
+      apiUrl: values.api as string,
+      token: (values.token as string | undefined) ?? config.api.token,
+      runtime,
+      stateDir,
+      wait: values.wait === true,
+      json: values.json === true,
+      junit: values.junit as string | undefined,
+      timeoutS,
+      detach: values['detach-on-abort'] === true,
+      requireWorker: values['require-worker'] === true,
+    });
   if (missions.length > 1)
     return submitMany(missions, {
       config,
@@ -84,8 +129,16 @@ export async function missionSubmit(argv: string[], config: UhConfig): Promise<n
       runtime,
       json: values.json === true,
     });
-  const mission = missions[0] as Mission;
+  return submitOne(missions[0] as Mission, values, config, { stateDir, runtime, timeoutS });
+}
 
+/** One mission over Redis: submit (or attach), then with --wait follow it and report. */
+async function submitOne(
+  mission: Mission,
+  values: Values,
+  config: UhConfig,
+  { stateDir, runtime, timeoutS }: { stateDir: string; runtime: string | undefined; timeoutS: number | undefined },
+): Promise<number> {
   const { QueueClient } = await import('../../queue/queue-client.js');
   const client = await QueueClient.open(config.queue, queueRedisUrl(config, values.redis));
   try {
@@ -218,7 +271,7 @@ async function waitAndReport(client: QueueClient, config: UhConfig, o: WaitOptio
         process.stderr.write(
           `uh: ${message}\nhint: ${record === null ? `uh mission watch ${o.id}` : `uh mission recover ${o.id}`}\n`,
         );
-      reportUnsettled(config.ci, o.id, record === null ? 'wait_timed_out' : 'unknown', message);
+      reportUnsettled(config.ci, o.id, record === null ? 'wait_timed_out' : 'unknown', message, o.junit);
       return EXIT.unknown;
     }
     return await materializeAndReport(client, config, o);
@@ -232,30 +285,8 @@ async function materializeAndReport(client: QueueClient, config: UhConfig, o: Wa
   const { materialize } = await import('../../queue/materialize.js');
   ensureStateDir(o.stateDir); // its .gitignore keeps the user's `git status` clean
   const got = await materialize(client.store, o.id, join(o.stateDir, 'collected', o.id));
-  if (got.receiptText === null) throw new Error(`operation ${o.id} settled without a receipt in Redis`);
   // The signature first: an unsigned or forged receipt is never reported (nor written to CI outputs) as the outcome.
-  const trust = checkReceiptText(got.receiptText, config);
-  if (trust.state !== 'valid' || !got.receipt) {
-    const shown = {
-      ...trust,
-      state: trust.state === 'valid' ? 'invalid' : trust.state,
-      reason: got.receipt ? trust.reason : 'not a receipt',
-    };
-    if (o.json)
-      writeJson({
-        operation_id: o.id,
-        attached: o.attached,
-        signature: shown,
-        untrusted_receipt: got.receipt ?? got.receiptText,
-      });
-    reportUnsettled(config.ci, o.id, 'untrusted', untrustedLine(o.id, shown));
-    return reportSignature(shown, o.json, o.id) ?? EXIT.tampered;
-  }
-  reportReceipt(got.receipt, config.ci, { dir: got.dir, junit: o.junit, json: o.json });
-  if (o.json) writeJson({ ...receiptJson(got.receipt, got.dir), attached: o.attached, signature: trust });
-  else printReceiptSummary(got.receipt, got.dir, o.attached);
-  reportSignature(trust, o.json, o.id);
-  return got.receipt.exit_code;
+  return reportCollected(config, o, got);
 }
 
 /** The wait was interrupted: cancel (unless detaching), then give the worker a moment to settle so outputs name the receipt. */
@@ -263,7 +294,7 @@ async function onAbort(client: QueueClient, config: UhConfig, o: WaitOptions, si
   if (o.detach) {
     process.stderr.write(`uh: ${signal}: stopped waiting; ${o.id} keeps running\nhint: uh mission watch ${o.id}\n`);
     if (o.json) writeJson({ operation_id: o.id, state: 'detached' });
-    reportUnsettled(config.ci, o.id, 'detached', `${signal}: stopped waiting; ${o.id} keeps running`);
+    reportUnsettled(config.ci, o.id, 'detached', `${signal}: stopped waiting; ${o.id} keeps running`, o.junit);
     return EXIT.cancelled;
   }
   const record = await client.store.get(o.id);
@@ -278,7 +309,7 @@ async function onAbort(client: QueueClient, config: UhConfig, o: WaitOptions, si
     await materializeAndReport(client, config, o);
   } else {
     if (o.json) writeJson({ operation_id: o.id, state: 'cancel_requested' });
-    reportUnsettled(config.ci, o.id, 'cancelled', `${signal}: cancel sent to ${o.id}`);
+    reportUnsettled(config.ci, o.id, 'cancelled', `${signal}: cancel sent to ${o.id}`, o.junit);
   }
   process.stdout.write(o.json ? '' : `${o.id}\n`);
   return EXIT.cancelled;
