@@ -16,7 +16,7 @@ import { OperationConflictError } from '../shared/errors.js';
 import { eventJson, type CreateResult, type OperationJob, type QueueRecord } from '../shared/queue/operation-store.js';
 import { jobIdFor, queueName } from '../shared/queue/topology.js';
 import { prepareOperation, type PrepareOptions, type PreparedOperation } from '../operation/prepare-operation.js';
-import { OPERATION_PORTS } from '../workers/operation-ports.js';
+import { operationPorts } from '../workers/operation-ports.js';
 import type { QueueClient } from './queue/queue-client.js';
 
 import { JOB_OPTIONS } from '../shared/queue/topology.js';
@@ -54,7 +54,11 @@ export async function submitOperations(
   missions: readonly Mission[],
   options: SubmitOptions,
 ): Promise<Array<SubmitResult | OperationConflictError>> {
-  const prepared = await Promise.all(missions.map((mission) => prepareOperation(mission, options, OPERATION_PORTS)));
+  const prepared = await Promise.all(
+    missions.map((mission) =>
+      prepareOperation(mission, options, operationPorts({ gitFastPath: options.host?.gitFastPath ?? true })),
+    ),
+  );
   const jobs: OperationJob[] = prepared.map((p) => ({
     operation_id: p.mission.operation_id,
     runtime: p.runtime.runtimeId,

@@ -360,7 +360,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
 
 /** What the producers' and workers' host policy checks need: the isolation mode and the policy. */
 export function hostSettingsOf(config: UhConfig): HostSettings {
-  return { isolation: config.core.isolation, policy: config.policy };
+  return { isolation: config.core.isolation, policy: config.policy, gitFastPath: config.core.gitFastPath };
 }
 
 function parsePrices(inline: string | undefined, file: string | undefined): PriceTable {

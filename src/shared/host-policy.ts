@@ -136,6 +136,8 @@ const HINT =
 export interface HostSettings {
   isolation: 'auto' | 'require' | 'off';
   policy: HostPolicy;
+  /** `UH_GIT_FAST_PATH`: false, a producer reads refs with git processes too (src/workers/git-path.ts). */
+  gitFastPath?: boolean;
 }
 
 /** A producer's refusal (exit 2, HTTP 400) before anything is written: one detail per field. */

@@ -13,7 +13,7 @@ import { BatchStore } from '../../shared/queue/batch-store.js';
 import { eventJson, type OperationJob } from '../../shared/queue/operation-store.js';
 import { BATCH_QUEUE, batchJobId, queueName } from '../../shared/queue/topology.js';
 import { prepareOperation, type PrepareOptions } from '../../operation/prepare-operation.js';
-import { OPERATION_PORTS } from '../../workers/operation-ports.js';
+import { operationPorts } from '../../workers/operation-ports.js';
 import { JOB_OPTIONS } from '../submit.js';
 import type { QueueClient } from './queue-client.js';
 
@@ -27,7 +27,11 @@ export interface BatchSubmitted {
 async function prepareChildren(mission: Mission, runtimes: string[], trials: number, options: PrepareOptions) {
   const jobs: Array<{ job: OperationJob; prompt_digest: string }> = [];
   for (const child of batchMissions(mission, runtimes, trials)) {
-    const prepared = await prepareOperation(child.mission, options, OPERATION_PORTS);
+    const prepared = await prepareOperation(
+      child.mission,
+      options,
+      operationPorts({ gitFastPath: options.host?.gitFastPath ?? true }),
+    );
     jobs.push({
       job: {
         operation_id: child.mission.operation_id,
