@@ -11,9 +11,10 @@
  *   UH_API_SSE_KEEPALIVE_MS   keep-alive comment interval on event streams (default 15000)
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { invalidInput } from '../../shared/errors.js';
+import { makeDir } from '../../shared/fs/make-dir.js';
 
 export interface ApiConfig {
   token: string;
@@ -48,7 +49,7 @@ export const apiTokenFile = (cacheDir: string): string => join(cacheDir, 'api-to
 
 /** `--insecure-loopback`: a fresh token in `<cache>/api-token` (0600), for this user's clients only. */
 export function writeLoopbackToken(cacheDir: string): string {
-  mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
+  makeDir(cacheDir, 0o700);
   const token = randomBytes(32).toString('hex');
   const file = apiTokenFile(cacheDir);
   writeFileSync(file, `${token}\n`, { mode: 0o600 });
