@@ -234,10 +234,11 @@ describe('uh batch submit (queue)', () => {
     expect(lines(counter)).toHaveLength(1); // the unknown child's runtime never ran again
 
     // The same batch over HTTP: the view and the self-contained HTML report.
+    const AUTH = { authorization: 'Bearer batch-queue-token-3e8a1c' };
     const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
     const app = await buildApiServer({
       client,
-      config: readApiConfig({}, '127.0.0.1'),
+      config: readApiConfig({ UH_API_TOKEN: 'batch-queue-token-3e8a1c' }, '127.0.0.1'),
       stateDir: producer,
       cacheDir: producer,
       baseDir: producer,
@@ -250,17 +251,17 @@ describe('uh batch submit (queue)', () => {
       },
     });
     try {
-      const view = await app.inject({ method: 'GET', url: '/v1/batches/bq-001' });
+      const view = await app.inject({ method: 'GET', headers: AUTH, url: '/v1/batches/bq-001' });
       expect(view.statusCode).toBe(200);
       expect(view.json()).toMatchObject({ state: 'settled' });
-      const html = await app.inject({ method: 'GET', url: '/v1/batches/bq-001/report.html' });
+      const html = await app.inject({ method: 'GET', headers: AUTH, url: '/v1/batches/bq-001/report.html' });
       expect(html.headers['content-type']).toContain('text/html');
       expect(html.body).toContain('<svg');
-      expect((await app.inject({ method: 'GET', url: '/v1/batches/nope' })).statusCode).toBe(404);
-      const k1 = await app.inject({ method: 'GET', url: '/v1/batches/bq-001?k=1' });
+      expect((await app.inject({ method: 'GET', headers: AUTH, url: '/v1/batches/nope' })).statusCode).toBe(404);
+      const k1 = await app.inject({ method: 'GET', headers: AUTH, url: '/v1/batches/bq-001?k=1' });
       expect(k1.json().report).toMatchObject({ k: 1 });
       expect(k1.json().report.runtimes[0]).toMatchObject({ k: 1, pass_at_k: 1 });
-      const tooBig = await app.inject({ method: 'GET', url: '/v1/batches/bq-001?k=9' });
+      const tooBig = await app.inject({ method: 'GET', headers: AUTH, url: '/v1/batches/bq-001?k=9' });
       expect(tooBig.statusCode).toBe(400);
       expect(tooBig.body).toContain('--k');
     } finally {

@@ -362,9 +362,10 @@ describe('automatic promotion', () => {
     // And through the HTTP API: the same target answers 200 with the same commit, another is a 409.
     const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
     const identity = { name: 'Api Bot', email: 'api@example.com' };
+    const API_TOKEN = 'promotion-api-token-9c2e4b1d7a';
     const app = await buildApiServer({
       client,
-      config: readApiConfig({}, '127.0.0.1'),
+      config: readApiConfig({ UH_API_TOKEN: API_TOKEN }, '127.0.0.1'),
       stateDir,
       cacheDir,
       baseDir: stateDir,
@@ -378,7 +379,7 @@ describe('automatic promotion', () => {
         app.inject({
           method: 'POST',
           url: `/v1/operations/${id}/promote`,
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${API_TOKEN}` },
           payload: JSON.stringify(body),
         });
       const same = await post({ branch: `auto/${operationId}` });

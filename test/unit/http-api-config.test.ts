@@ -13,8 +13,10 @@ const errorOf = (f: () => unknown): string => {
   }
 };
 
+const T = { UH_API_TOKEN: 't'.repeat(16) };
+
 describe('HTTP API config', () => {
-  it('refuses short tokens, and any missing token beyond loopback, naming UH_API_TOKEN', () => {
+  it('refuses short tokens and a missing token (loopback too, unless --insecure-loopback mints one), naming UH_API_TOKEN', () => {
     expect(errorOf(() => readApiConfig({ UH_API_TOKEN: 'short' }, '127.0.0.1'))).toMatch(
       /^UH_API_TOKEN: 5 characters, at least 16/,
     );
@@ -22,18 +24,25 @@ describe('HTTP API config', () => {
       /^UH_API_TOKEN: 31 characters, at least 32 needed beyond loopback/,
     );
     expect(errorOf(() => readApiConfig({}, '10.0.0.5'))).toMatch(/refusing to serve beyond loopback without a token/);
-    expect(readApiConfig({}, '127.0.0.1').token).toBeUndefined();
+    expect(errorOf(() => readApiConfig({}, '127.0.0.1'))).toMatch(/^UH_API_TOKEN: the API requires a bearer token/);
+    const minted = 'm'.repeat(64);
+    expect(readApiConfig({}, '127.0.0.1', () => minted).token).toBe(minted);
+    expect(readApiConfig({ UH_API_TOKEN: 'x'.repeat(16) }, '127.0.0.1', () => minted).token).toHaveLength(16);
+    let mintedBeyond = false;
+    const mint = () => ((mintedBeyond = true), minted);
+    expect(errorOf(() => readApiConfig({}, '0.0.0.0', mint))).toMatch(/^--insecure-loopback: --host 0.0.0.0 is not/);
+    expect(mintedBeyond).toBe(false);
     expect(readApiConfig({ UH_API_TOKEN: 'x'.repeat(16) }, 'localhost').token).toHaveLength(16);
   });
 
   it('serves loopback Host names on loopback, any Host beyond it unless configured, and no Origin unless listed', () => {
-    expect([...(readApiConfig({}, '127.0.0.1').allowedHosts ?? [])]).toContain('localhost');
+    expect([...(readApiConfig(T, '127.0.0.1').allowedHosts ?? [])]).toContain('localhost');
     expect(readApiConfig({ UH_API_TOKEN: 'y'.repeat(32) }, '0.0.0.0').allowedHosts).toBeNull();
     expect([
-      ...(readApiConfig({ UH_API_ALLOWED_HOSTS: 'Uh.Example, api.internal' }, '127.0.0.1').allowedHosts ?? []),
+      ...(readApiConfig({ ...T, UH_API_ALLOWED_HOSTS: 'Uh.Example, api.internal' }, '127.0.0.1').allowedHosts ?? []),
     ]).toEqual(['uh.example', 'api.internal']);
-    expect(readApiConfig({}, '127.0.0.1').allowedOrigins.size).toBe(0);
-    expect(errorOf(() => readApiConfig({ UH_API_SSE_MAX_CLIENTS: '0' }, '127.0.0.1'))).toMatch(
+    expect(readApiConfig(T, '127.0.0.1').allowedOrigins.size).toBe(0);
+    expect(errorOf(() => readApiConfig({ ...T, UH_API_SSE_MAX_CLIENTS: '0' }, '127.0.0.1'))).toMatch(
       /^UH_API_SSE_MAX_CLIENTS: "0" must be a positive integer/,
     );
   });

@@ -1,6 +1,6 @@
 /**
  * Request guards run before any route (onRequest): Host (DNS rebinding), Origin (CORS closed
- * unless allowlisted), bearer token (constant-time). /healthz needs no token.
+ * unless allowlisted), bearer token (constant-time, always required: api-config.ts). /healthz needs no token.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -67,7 +67,7 @@ function checkOrigin(config: ApiConfig, req: FastifyRequest, reply: FastifyReply
 }
 
 function checkToken(config: ApiConfig, req: FastifyRequest, reply: FastifyReply): boolean {
-  if (config.token === undefined || PUBLIC.has(req.url.split('?')[0] ?? '')) return true;
+  if (PUBLIC.has(req.url.split('?')[0] ?? '')) return true;
   const given = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
   if (given !== undefined && tokenMatches(given, config.token)) return true;
   // The dashboard's session cookie; a state change also needs a header a cross-site form cannot send.

@@ -13,7 +13,7 @@ import {
 } from '../cli-kit.js';
 
 const API_START: CommandSpec = {
-  usage: 'uh api start [--port 8787] [--host 127.0.0.1] [--redis url] [--state-dir dir]',
+  usage: 'uh api start [--port 8787] [--host 127.0.0.1] [--insecure-loopback] [--redis url] [--state-dir dir]',
   summary:
     'Serve queue mode over HTTP: POST /v1/missions, GET /v1/operations/:id (and /receipt, /diff, /final-message, /events as SSE), POST /v1/operations/:id/cancel. Prints "listening on <url>" when ready; SIGINT/SIGTERM stop it.',
   options: {
@@ -21,9 +21,10 @@ const API_START: CommandSpec = {
     port: { type: 'string', default: '8787' },
     host: { type: 'string', default: '127.0.0.1' },
     redis: { type: 'string' },
+    'insecure-loopback': { type: 'boolean', default: false },
   },
   details: [
-    'Set UH_API_TOKEN to require "Authorization: Bearer <token>": at least 16 characters, and at least 32 (and required) to listen beyond loopback.',
+    'Every request needs "Authorization: Bearer <token>" (UH_API_TOKEN: at least 16 characters, 32 beyond loopback). Without UH_API_TOKEN the server refuses to start, unless --insecure-loopback on a loopback --host: then it writes a fresh token to <cache>/api-token (mode 0600; the cache dir is masked in every sandbox) and `uh mission submit --api http://127.0.0.1:…` reads it from there.',
     'UH_API_ALLOWED_HOSTS (Host names; default: loopback names on loopback), UH_API_ALLOWED_ORIGINS (browser origins, CORS; default: none), UH_API_SSE_MAX_CLIENTS (default 1000), UH_API_SSE_KEEPALIVE_MS (default 15000).',
     'Routes: docs/http-api.md, or GET /openapi.json; Prometheus metrics at GET /metrics.',
     'Workers (uh worker start) run the missions; this server only submits and reads. --port 0 picks a free port.',
@@ -42,8 +43,9 @@ export async function apiStart(argv: string[], config: UhConfig): Promise<number
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw invalidInput(`--port: "${values.port}" must be a port number (0 picks a free one)`);
   const host = values.host as string;
-  const { readApiConfig } = await import('../../http/api-config.js');
-  const apiConfig = readApiConfig(config.childEnv, host);
+  const { readApiConfig, writeLoopbackToken } = await import('../../http/api-config.js');
+  const mint = values['insecure-loopback'] === true ? () => writeLoopbackToken(config.core.cacheDir) : undefined;
+  const apiConfig = readApiConfig(config.childEnv, host, mint);
   const { loadKeyring } = await import('../../../operation/receipt-keys.js');
   const receiptKeys = loadKeyring(config.receipts); // before Redis: a bad UH_RECEIPT_PUBLIC_KEYS is exit 2
   const { QueueClient } = await import('../../queue/queue-client.js');

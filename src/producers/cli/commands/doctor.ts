@@ -83,6 +83,23 @@ async function pingRedis(url: string): Promise<string | null> {
   }
 }
 
+/** A Redis that answers a client with no password: anyone who reaches it (an agent too) reads and rewrites the fleet. */
+async function redisAuthFinding(url: string): Promise<Finding | null> {
+  const anonymous = new URL(url);
+  anonymous.username = '';
+  anonymous.password = '';
+  const problem = await pingRedis(anonymous.toString());
+  const refused = problem !== null && /NOAUTH|WRONGPASS|NOPERM|auth/i.test(problem);
+  if (problem !== null && !refused) return null;
+  return {
+    what: 'redis auth',
+    ok: refused,
+    detail: refused ? 'refuses clients without a password' : 'answers clients with no password',
+    hint: 'start Redis with ACL users per role and passwords from secrets (docs/deploy.md), or at least requirepass',
+    core: false,
+  };
+}
+
 /** The fleet behind a configured Redis (`--redis` or REDIS_URL): a runtime with queued jobs and no live worker cannot make progress (core). */
 async function fleetFindings(
   config: UhConfig,
@@ -225,6 +242,8 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
     hint: 'start Redis or fix --redis / REDIS_URL (queue mode only)',
     core: !redis.defaulted,
   });
+  const auth = problem === null ? await redisAuthFinding(redisUrl) : null;
+  if (auth) findings.push(auth);
   const receipts = receiptKeyFindings(config, stateDir);
   findings.push(...receipts.findings);
   const fleet = problem === null && !redis.defaulted ? await fleetFindings(config, redisUrl, receipts.keyring) : null;

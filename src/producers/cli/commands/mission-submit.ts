@@ -63,6 +63,15 @@ export const MISSION_SUBMIT: CommandSpec = {
   ],
 };
 
+/** --token, else $UH_API_TOKEN, else (an API on loopback) the token `uh api start --insecure-loopback` wrote. */
+async function apiToken(flag: string | undefined, apiUrl: string, config: UhConfig): Promise<string | undefined> {
+  const token = flag ?? config.api.token;
+  if (token !== undefined) return token;
+  const { LOOPBACK_HOSTS, readLoopbackToken } = await import('../../http/api-config.js');
+  const host = URL.canParse(apiUrl) ? new URL(apiUrl).hostname : '';
+  return LOOPBACK_HOSTS.has(host) ? readLoopbackToken(config.core.cacheDir) : undefined;
+}
+
 export async function missionSubmit(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(MISSION_SUBMIT, argv);
   if (values.help) return (void process.stdout.write(`${helpText(MISSION_SUBMIT)}\n`), EXIT.ok);
@@ -111,7 +120,7 @@ async function submitParsed(
   if (values.api !== undefined)
     return (await import('../submit-over-api.js')).submitOverApi(missions[0] as Mission, config, {
       apiUrl: values.api as string,
-      token: (values.token as string | undefined) ?? config.api.token,
+      token: await apiToken(values.token as string | undefined, values.api as string, config),
       runtime,
       stateDir,
       wait: values.wait === true,

@@ -72,7 +72,6 @@ export function dashboardRoutes(app: FastifyInstance, config: ApiConfig): void {
     },
     async (req, reply) => {
       const { token } = req.body as z.infer<typeof SessionBody>;
-      if (config.token === undefined) return reply.code(204).send();
       if (!tokenMatches(token, config.token)) return sendError(reply, 401, 'unauthorized', 'wrong token');
       setSession(req, reply, sessionValue(config.token), SESSION_SECONDS);
       return reply.code(204).send();
