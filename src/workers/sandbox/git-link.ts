@@ -5,9 +5,10 @@
  * (`restoreGitLink`). Any other entry named `.git` in the tree is a nested repository, a
  * scope violation (`strayGitEntries`). Nothing is followed: symlinks are looked at as links.
  */
-import { lstatSync, readdirSync, rmSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, rmSync, writeFileSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
-import { sandboxPaths, writeAgentGitDir, type Sandbox } from './worktree.js';
+import { makeDir } from '../../shared/fs/make-dir.js';
+import { gitDirSpec, sandboxPaths, writeAgentGitDir, type Sandbox } from './worktree.js';
 
 /**
  * Put the agent's git dir back when `.git` at the top is not a real directory (a gitfile, a
@@ -18,7 +19,7 @@ export function restoreGitLink(sandbox: Pick<Sandbox, 'path' | 'mirror' | 'commi
   let found: string;
   try {
     const st = lstatSync(paths.agentGitDir);
-    if (st.isDirectory()) return null;
+    if (st.isDirectory()) return repointGitDir(sandbox);
     found = st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : 'special file';
   } catch {
     found = 'missing';
@@ -26,6 +27,35 @@ export function restoreGitLink(sandbox: Pick<Sandbox, 'path' | 'mirror' | 'commi
   rmSync(paths.agentGitDir, { recursive: true, force: true });
   writeAgentGitDir(paths, sandbox.mirror, sandbox.commit);
   return found;
+}
+
+/**
+ * A real `.git` directory keeps the agent's own HEAD and objects, but reads no other git dir than
+ * uh's mirror: a `commondir` is removed and `objects/info/alternates` written back as uh made it.
+ */
+function repointGitDir(sandbox: Pick<Sandbox, 'path' | 'mirror' | 'commit'>): string | null {
+  const gitDir = sandboxPaths(sandbox.path).agentGitDir;
+  const alternates = join(gitDir, 'objects', 'info', 'alternates');
+  const want = `${gitDirSpec(sandbox.mirror, sandbox.commit, false).alternates}\n`;
+  const found: string[] = [];
+  if (lstatOrNull(join(gitDir, 'commondir')) !== null) found.push('commondir');
+  const st = lstatOrNull(alternates);
+  if (st === null || !st.isFile() || readFileSync(alternates, 'utf8') !== want) found.push('alternates');
+  if (found.length === 0) return null;
+  rmSync(join(gitDir, 'commondir'), { recursive: true, force: true });
+  rmSync(alternates, { recursive: true, force: true });
+  rmSync(join(gitDir, 'objects', 'info'), { recursive: true, force: true });
+  makeDir(join(gitDir, 'objects', 'info'));
+  writeFileSync(alternates, want);
+  return found.join(', ');
+}
+
+function lstatOrNull(path: string): Stats | null {
+  try {
+    return lstatSync(path);
+  } catch {
+    return null;
+  }
 }
 
 /** Every entry named `.git` below the top of `worktree` (relative paths, sorted), the top one excepted. */
