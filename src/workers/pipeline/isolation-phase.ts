@@ -14,7 +14,7 @@ import {
   type IsolationScope,
 } from '../sandbox/isolation.js';
 import type { ProgramRefusal } from '../sandbox/program-paths.js';
-import type { Sandbox } from '../sandbox/worktree.js';
+import { gitDirSpec, type Sandbox } from '../sandbox/worktree.js';
 import type { OperationRun } from './operation-run.js';
 
 export interface PhaseSpawn {
@@ -39,6 +39,7 @@ export function phaseSpawn(
     repositoryPath: localRepositoryPath(run.prepared.mission.repository.url),
     home: run.env.HOME,
     tmpfsBytes: use.tmpfsSize ? run.settings.isolation.tmpfsBytes : null,
+    gitReadable: [gitDirSpec(sandbox.mirror, sandbox.commit, false).alternates],
     extra: { writable: extra.writable, readable: extra.readable ?? [] },
     path: run.env.PATH,
     network: status.network === 'host',

@@ -9,7 +9,8 @@ import type { Sandbox } from '../sandbox/worktree.js';
 import { gitPathOf } from '../git-path.js';
 import { baseFactsDir, captureDiff } from '../verification/capture-diff.js';
 import { runChecks } from '../verification/run-checks.js';
-import { checkScope } from '../verification/scope-check.js';
+import { checkScope, type ScopeViolation } from '../verification/scope-check.js';
+import { restoreGitLink, strayGitEntries } from '../sandbox/git-link.js';
 import { phaseSpawn } from './isolation-phase.js';
 import { cancelReason, setState, timed, type OperationRun } from './operation-run.js';
 
@@ -20,6 +21,9 @@ export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<vo
     thread_id: folded.thread_id,
     turn_id: folded.turn_id,
   });
+  // The worktree's `.git` is uh's before anything reads it; any other `.git` is a nested repository.
+  const replaced = restoreGitLink(sandbox);
+  const stray = strayGitEntries(sandbox.path).map((path): ScopeViolation => ({ path, reason: 'nested_repository' }));
   const diff = await timed(run, 'diff', () =>
     captureDiff(sandbox.path, prepared.baseCommit, join(run.dir, 'diff.patch'), run.dir, {
       baseFactsDir: baseFactsDir(run.settings.cacheDir),
@@ -32,8 +36,10 @@ export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<vo
     bytes: diff.bytes,
     digest: diff.digest,
     head_commit: diff.headCommit,
+    ...(replaced === null ? {} : { git_link_restored: replaced }),
   });
-  run.violations = [...checkScope(diff.changed, prepared.mission.scope), ...diff.flagged];
+  const flagged = [...diff.flagged, ...stray.filter((v) => !diff.flagged.some((f) => v.path.startsWith(`${f.path}/`)))];
+  run.violations = [...checkScope(diff.changed, prepared.mission.scope), ...flagged];
   run.events.append('scope.checked', { ok: run.violations.length === 0, violations: run.violations });
 }
 
@@ -42,6 +48,7 @@ export async function checksPhase(run: OperationRun, sandbox: Sandbox): Promise<
   const status = run.failure?.status ?? run.folded.outcome.status;
   if (status !== 'completed' || run.violations.length > 0 || mission.verification.length === 0) return;
   const { signal } = run.options;
+  restoreGitLink(sandbox); // the checks run on uh's `.git`, whatever a previous phase left
   const phase = phaseSpawn(run, sandbox, { writable: [], checks: true });
   run.checks = await timed(run, 'checks', () =>
     runChecks({

@@ -9,7 +9,7 @@
  * whose only way out is uh's proxy; `none`; `host`). Where bwrap is missing
  * or cannot create namespaces, processes run unisolated and the receipt says `isolation: none`.
  */
-import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
+import { existsSync, realpathSync, statSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isolationRefusal } from '../../shared/host-policy.js';
@@ -126,6 +126,11 @@ export interface IsolationScope {
   home: string | undefined;
   /** The size cap of the private /tmp and home, or null where bwrap cannot cap a tmpfs. */
   tmpfsBytes: number | null;
+  /**
+   * The git dirs the worktree's git reads, from uh's own records (the mirror's objects uh made),
+   * never from the worktree's `.git`, which the agent may have rewritten.
+   */
+  gitReadable: readonly string[];
   /** Declared by the runtime adapter. */
   extra: { writable: readonly string[]; readable: readonly string[] };
   /** PATH of the child: its directories under a masked path stay readable, and what their entries need. */
@@ -166,38 +171,6 @@ const isDir = (p: string): boolean => {
   }
 };
 
-/** The worktree's git dir (writable) and the shared git dirs it reads (commondir, alternates). */
-export function gitPathsOf(worktree: string): { writable: string[]; readable: string[] } {
-  const dotGit = join(worktree, '.git');
-  let gitDir = dotGit;
-  try {
-    if (statSync(dotGit).isFile()) {
-      const line = readFileSync(dotGit, 'utf8')
-        .trim()
-        .replace(/^gitdir:\s*/, '');
-      gitDir = resolve(worktree, line);
-    }
-  } catch {
-    return { writable: [], readable: [] };
-  }
-  const readable: string[] = [];
-  const commondir = join(gitDir, 'commondir');
-  let common = gitDir;
-  if (existsSync(commondir)) {
-    common = resolve(gitDir, readFileSync(commondir, 'utf8').trim());
-    readable.push(common);
-  }
-  for (const dir of new Set([gitDir, common])) {
-    const alternates = join(dir, 'objects', 'info', 'alternates');
-    if (!existsSync(alternates)) continue;
-    for (const line of readFileSync(alternates, 'utf8').split('\n')) {
-      const p = line.trim();
-      if (p && !p.startsWith('#')) readable.push(resolve(join(dir, 'objects'), p));
-    }
-  }
-  return { writable: gitDir === dotGit ? [] : [gitDir], readable };
-}
-
 /** The folder holding uh's package.json (its installation or checkout), or null. */
 function installRoot(): string | null {
   let dir = dirname(fileURLToPath(import.meta.url));
@@ -217,7 +190,6 @@ export function isolationPlan(scope: IsolationScope): Omit<BwrapPlan, 'env' | 'c
   const underMask = (p: string) =>
     masked.some((m) => p === m || p.startsWith(`${m}/`)) || p === '/tmp' || p.startsWith('/tmp/');
   const pathDirs = (scope.path ?? '').split(delimiter).filter((d) => d && isAbsolute(d) && underMask(d) && isDir(d));
-  const git = gitPathsOf(scope.worktree);
   // uh's own installation (its runtimes' and fixtures' programs) stays readable when it lives under
   // /tmp, which the private tmp hides; never when that would re-expose a masked path inside it.
   const install =
@@ -226,8 +198,8 @@ export function isolationPlan(scope: IsolationScope): Omit<BwrapPlan, 'env' | 'c
     !masked.some((m) => m === INSTALL_ROOT || m.startsWith(`${INSTALL_ROOT}/`) || INSTALL_ROOT.startsWith(`${m}/`))
       ? [INSTALL_ROOT]
       : [];
-  const readable = [...git.readable, ...scope.extra.readable, ...pathDirs, ...install].filter(isAbsolute);
-  const writable = [scope.worktree, real(scope.worktree), ...git.writable, ...scope.extra.writable].filter(isAbsolute);
+  const readable = [...scope.gitReadable, ...scope.extra.readable, ...pathDirs, ...install].filter(isAbsolute);
+  const writable = [scope.worktree, real(scope.worktree), ...scope.extra.writable].filter(isAbsolute);
   return {
     bwrap: scope.bwrap,
     // The private home is its own tmpfs at the home's path: masking that path first would only stack two.
