@@ -169,7 +169,16 @@ describe('uh batch submit (queue)', () => {
     expect(report.settled).toBe(false);
     const table = await uh(prefix, ['batch', 'report', 'bq-001']);
     expect(table.code).toBe(5);
-    expect(table.stdout).toMatch(/slow\s+unknown\s+-/);
+    expect(table.stdout).toMatch(/slow\s+unknown \(error\)\s+-/);
+    if (redis.url === 'redis://127.0.0.1:6379') {
+      // From the submitting host with neither --redis nor $REDIS_URL: the queue submit used (as mission status).
+      const bare = await runCli(['batch', 'report', 'bq-001', '--k', '2', '--state-dir', producer], {
+        cwd: repo,
+        env: { ...fleetEnv(prefix), REDIS_URL: '' },
+      });
+      expect(bare.code).toBe(5);
+      expect(bare.stdout).toMatch(/good\s+100% \(3\/3, 95% CI 44–100%\)\s+100% \(k=2\)/);
+    }
     const status = await uh(prefix, ['batch', 'status', 'bq-001', '--json']);
     expect(JSON.parse(status.stdout)).toMatchObject({ state: 'running', settled_at: null });
     // The flow's parent runs once every child job completed (a moment after the last child's
@@ -208,6 +217,11 @@ describe('uh batch submit (queue)', () => {
     expect(JSON.parse(final.stdout).runtimes[2]).toMatchObject({
       runtime: 'slow',
       statuses: { completed: 2, failed: 1 },
+      // The recovered child lost its worker: an error, not the agent's failure, out of the rate.
+      errors: 1,
+      settled: 2,
+      passed: 2,
+      pass_at_1: 1,
     });
     expect(await redis.redis.hget(`{${prefix}}:batch:bq-001`, 'report_html')).toContain('<svg');
     const outbox = (await redis.redis.xrange(`{${prefix}}:outbox`, '-', '+')).filter(([, f]) => f[0] === 'batch');
@@ -243,6 +257,12 @@ describe('uh batch submit (queue)', () => {
       expect(html.headers['content-type']).toContain('text/html');
       expect(html.body).toContain('<svg');
       expect((await app.inject({ method: 'GET', url: '/v1/batches/nope' })).statusCode).toBe(404);
+      const k1 = await app.inject({ method: 'GET', url: '/v1/batches/bq-001?k=1' });
+      expect(k1.json().report).toMatchObject({ k: 1 });
+      expect(k1.json().report.runtimes[0]).toMatchObject({ k: 1, pass_at_k: 1 });
+      const tooBig = await app.inject({ method: 'GET', url: '/v1/batches/bq-001?k=9' });
+      expect(tooBig.statusCode).toBe(400);
+      expect(tooBig.body).toContain('--k');
     } finally {
       await app.close();
       await client.close();

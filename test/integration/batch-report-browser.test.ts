@@ -14,6 +14,9 @@ import { FAKE_AGENT, runCli } from '../support/cli.js';
 import { makeRepo } from '../support/git-repo.js';
 import { removeDir, tempDir } from '../support/temp.js';
 
+/** A computed colour, run in the page (playwright serializes the function). */
+const colour = (e: unknown): string =>
+  (globalThis as unknown as { getComputedStyle(x: unknown): { color: string } }).getComputedStyle(e).color;
 const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/', import.meta.url));
 const dirs: string[] = [];
 let browser: Browser;
@@ -55,7 +58,12 @@ beforeAll(async () => {
         alpha: { argv: [process.execPath, FAKE_AGENT, 'edit', 'src/app.txt', 'one\nTWO <b>\nthree\n'] },
         beta: { argv: [process.execPath, FAKE_AGENT, 'edit', 'README.md', 'nope'] },
       },
-      verification: [{ name: 'app-changed', argv: ['grep', '-q', 'TWO', 'src/app.txt'] }],
+      verification: [
+        {
+          name: 'app-changed',
+          argv: ['sh', '-c', 'grep -q TWO src/app.txt || { echo "FAIL: src/app.txt has no TWO"; exit 1; }'],
+        },
+      ],
     }),
   );
   const env = { UH_CACHE_DIR: cacheDir, REDIS_URL: undefined };
@@ -105,11 +113,11 @@ describe('the HTML batch report in Chromium', () => {
       ),
     );
     expect(rows.map((r) => [r[0], r[1]])).toEqual([
-      ['alpha', '100% (2/2)'],
-      ['beta', '0% (0/2)'],
+      ['alpha', '100% (2/2, 95% CI 34–100%)'],
+      ['beta', '0% (0/2, 95% CI 0–66%)'],
     ]);
     expect(report.runtimes.map((r) => r.pass_at_1)).toEqual([1, 0]);
-    expect(rows[1]?.[3]).toContain('2× completed: verification_failed: check app-changed (exit 1) failed');
+    expect(rows[1]?.[4]).toContain('2× completed: verification_failed: check app-changed (exit 1) failed');
 
     // Sorting by pass@1 (click twice: descending, then ascending) reorders the rows.
     await page.click('#runtimes th:nth-child(2)');
@@ -147,6 +155,23 @@ describe('the HTML batch report in Chromium', () => {
     expect(await trial.locator('td.del').allTextContents()).toEqual(['two']);
     expect(await trial.locator('td.add').allTextContents()).toEqual(['TWO <b>']);
     expect(await page.locator('details.trial').count()).toBe(report.trials.length);
+
+    // beta's trial: completed / verification_failed is red (never green), its check's output is
+    // shown from the receipt, and no worker-host log path appears anywhere.
+    const failed = page.locator('details.trial[data-operation="html-001.beta.t1"]');
+    const verdict = failed.locator('summary span');
+    expect(await verdict.textContent()).toBe('completed / verification_failed');
+    expect(await verdict.evaluate(colour)).toBe('rgb(207, 34, 46)');
+    expect(await page.locator('details.trial[data-operation="html-001.alpha.t1"] summary span').evaluate(colour)).toBe(
+      'rgb(26, 127, 55)',
+    );
+    await failed.locator('summary').click();
+    expect(await failed.locator('pre').first().textContent()).toBe('FAIL: src/app.txt has no TWO');
+    expect(await failed.locator('pre').first().isVisible()).toBe(true);
+    expect(await page.content()).not.toContain('check-app-changed.log');
+    expect(rows[1]?.[11]).toBe('app-changed 0/2');
+    expect(rows.map((r) => r[3])).toEqual(['0', '0']); // the errors column
+    expect(await page.locator('#errors').textContent()).toContain('0 infrastructure errors');
 
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, 'batch-report.png'), fullPage: true });

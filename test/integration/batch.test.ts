@@ -125,10 +125,20 @@ describe('uh batch (inline)', () => {
   it('reports the same batch later, as a table with the reasons of failed runs', async () => {
     const r = await cli(['batch', 'report', 'cmp-001', '--state-dir', stateDir]);
     expect(r.code).toBe(1);
-    expect(r.stdout).toMatch(/good\s+100% \(3\/3\)\s+100% \(k=3\)/);
-    expect(r.stdout).toMatch(/flaky\s+67% \(2\/3\)\s+100% \(k=3\)/);
+    expect(r.stdout).toMatch(/good\s+100% \(3\/3, 95% CI 44–100%\)\s+100% \(k=3\)/);
+    expect(r.stdout).toMatch(/flaky\s+67% \(2\/3, 95% CI 21–94%\)\s+100% \(k=3\)/);
     expect(r.stdout).toMatch(/good\s+completed\s+verified\s+1\s+1\/1/);
     expect(r.stdout).toMatch(/bad: 3× failed: /);
+    const k1 = await cli(['batch', 'report', 'cmp-001', '--k', '1', '--state-dir', stateDir]);
+    expect(k1.stdout).toMatch(/flaky\s+67% \(2\/3, 95% CI 21–94%\)\s+67% \(k=1\)/);
+    const k4 = await cli(['batch', 'report', 'cmp-001', '--k', '4', '--state-dir', stateDir]);
+    expect(k4.code).toBe(2);
+    expect(k4.stderr).toContain('--k: "4" must be a whole number from 1 to the trial count (3)');
+    const same = await cli(['batch', 'compare', 'cmp-001', 'cmp-001', '--json', '--state-dir', stateDir]);
+    expect(same.code).toBe(0);
+    expect(JSON.parse(same.stdout).rows).toEqual(
+      ['good', 'bad', 'flaky'].map((runtime) => expect.objectContaining({ runtime, delta: 0, overlap: true })),
+    );
   });
 
   it('renders the Markdown report as tables in a real Markdown parser', async () => {
@@ -140,9 +150,9 @@ describe('uh batch (inline)', () => {
       .slice(1)
       .map((row) => (row.match(/<td>([\s\S]*?)<\/td>/g) ?? []).map((c) => c.replace(/<\/?td>/g, '')));
     expect(rows.map((c) => [c[0], c[1]])).toEqual([
-      ['good', '100% (3/3)'],
-      ['bad', '0% (0/3)'],
-      ['flaky', '67% (2/3)'],
+      ['good', '100% (3/3, 95% CI 44–100%)'],
+      ['bad', '0% (0/3, 95% CI 0–56%)'],
+      ['flaky', '67% (2/3, 95% CI 21–94%)'],
     ]);
     expect(tables[1]?.match(/<tr>/g)).toHaveLength(10);
   });

@@ -24,6 +24,7 @@ const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
   batch: {
     run: async () => (await import('./commands/batch.js')).batchRun,
     report: async () => (await import('./commands/batch.js')).batchReport,
+    compare: async () => (await import('./commands/batch.js')).batchCompare,
     promote: async () => (await import('./commands/batch-promote.js')).batchPromote,
     submit: async () => (await import('./commands/batch-queue.js')).batchSubmit,
     status: async () => (await import('./commands/batch-queue.js')).batchStatus,
@@ -67,6 +68,7 @@ usage: uh <group> <command> [options]   (every command takes --help)
   uh batch submit <file> --runtimes a,b [--trials N]  the same on the queue: one flow, run by the fleet
   uh batch status|watch|cancel <batch>                a queued batch, from any host
   uh batch report <batch> [--format table|md|html|json]  the report of a batch
+  uh batch compare <a> <b>                per-runtime pass@1 deltas of two batches
   uh batch promote <batch> --runtime id   make the chosen child a branch (as uh mission promote)
   uh worker start                  run runtime pools (--runtime, --concurrency) or --results
   uh adapter list                  list runtimes and their manifests

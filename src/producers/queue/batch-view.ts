@@ -4,7 +4,7 @@
  * `GET /v1/batches/:id` (→ `batchView`) and `GET /v1/batches/:id/report.html`
  * (→ `batchReportHtml`): an unknown id throws `not_found` (404).
  */
-import { buildBatchReport, type BatchReport } from '../../shared/batch/report.js';
+import { buildBatchReport, parseK, type BatchReport } from '../../shared/batch/report.js';
 import { renderHtml } from '../../shared/batch/report-html.js';
 import type { PriceTable } from '../../shared/prices.js';
 import { BatchStore, loadBatchChildren } from '../../shared/queue/batch-store.js';
@@ -17,12 +17,24 @@ export interface BatchView {
   report: BatchReport;
 }
 
-export async function batchView(client: QueueClient, batchId: string, prices: PriceTable): Promise<BatchView> {
+/** `k`: the k of pass@k (`--k`, `?k=`), checked against the trial count; default the trial count. */
+export async function batchView(
+  client: QueueClient,
+  batchId: string,
+  prices: PriceTable,
+  k?: unknown,
+): Promise<BatchView> {
   const batch = await new BatchStore(client.redis, client.store.keys).require(batchId);
-  const report = buildBatchReport(batch.record, await loadBatchChildren(client.store, batch.record), prices);
+  const children = await loadBatchChildren(client.store, batch.record);
+  const report = buildBatchReport(batch.record, children, prices, new Date(), parseK(k, batch.record.trials));
   return { batch_id: batch.record.batch_id, state: batch.state, settled_at: batch.settled_at, report };
 }
 
-export async function batchReportHtml(client: QueueClient, batchId: string, prices: PriceTable): Promise<string> {
-  return renderHtml((await batchView(client, batchId, prices)).report);
+export async function batchReportHtml(
+  client: QueueClient,
+  batchId: string,
+  prices: PriceTable,
+  k?: unknown,
+): Promise<string> {
+  return renderHtml((await batchView(client, batchId, prices, k)).report);
 }

@@ -4,7 +4,7 @@
  * trial a side-by-side diff (expand/collapse with <details>). Pure.
  */
 import type { BatchReport, RuntimeRow, TrialRow } from './report.js';
-import { checksText, counts, msText, num, pct, usd } from './report-text.js';
+import { checksText, counts, errorsText, msText, num, passKText, passText, pct, usd } from './report-text.js';
 
 export const esc = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -13,7 +13,7 @@ h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:28px 0 8px}.sub{color:
 table{border-collapse:collapse;background:#fff;box-shadow:0 1px 2px #0002;width:100%}
 th,td{padding:6px 10px;border-bottom:1px solid #e4e7ec;text-align:left;vertical-align:top}
 th{background:#eef1f5;cursor:pointer;user-select:none;white-space:nowrap}th[aria-sort=ascending]::after{content:" ▲"}th[aria-sort=descending]::after{content:" ▼"}
-td.n{text-align:right;font-variant-numeric:tabular-nums}.s-completed{color:#1a7f37}.s-failed{color:#cf222e}.s-blocked{color:#9a6700}.s-unknown,.s-cancelled{color:#6e4dbf;font-weight:600}
+td.n{text-align:right;font-variant-numeric:tabular-nums}.o-passed{color:#1a7f37}.o-failed{color:#cf222e;font-weight:600}.o-blocked{color:#9a6700}.o-unsettled,.o-error{color:#6e4dbf;font-weight:600}
 .reasons{color:#5b6475;font-size:12px}details{background:#fff;margin:6px 0;box-shadow:0 1px 2px #0002}summary{padding:6px 10px;cursor:pointer}
 .diff{width:100%;font:12px/1.35 ui-monospace,monospace;box-shadow:none}.diff td{padding:0 6px;border:0;white-space:pre-wrap;word-break:break-all;width:50%}
 .diff td.ln{width:1%;color:#8c959f;text-align:right;user-select:none}.diff .del{background:#ffebe9}.diff .add{background:#dafbe1}.diff .file td{background:#eef1f5;font-weight:600;padding:4px 6px}
@@ -32,6 +32,7 @@ function runtimeTable(rows: readonly RuntimeRow[]): string {
     'runtime',
     'pass@1',
     'pass@k',
+    'errors',
     'statuses',
     'verdicts',
     'median',
@@ -43,7 +44,7 @@ function runtimeTable(rows: readonly RuntimeRow[]): string {
   ];
   const body = rows.map((r) => {
     const reasons = r.reasons.map((x) => `${x.count}× ${x.status}: ${x.reason}`).join('\n');
-    return `<tr data-runtime="${esc(r.runtime)}">${td(r.runtime)}${td(`${pct(r.pass_at_1)} (${r.passed}/${r.settled})`, r.pass_at_1, 'n')}${td(`${pct(r.pass_at_k)} (k=${r.k})`, r.pass_at_k, 'n')}<td>${esc(counts(r.statuses))}${reasons ? `<div class="reasons">${esc(reasons)}</div>` : ''}</td>${td(counts(r.verdicts))}${td(msText(r.median_ms), r.median_ms, 'n')}${td(msText(r.p90_ms), r.p90_ms, 'n')}${td(num(r.tokens), r.tokens, 'n')}${td(usd(r.cost_usd), r.cost_usd, 'n')}${td(String(r.files_changed.length), r.files_changed.length, 'n')}${td(checksText(r))}</tr>`;
+    return `<tr data-runtime="${esc(r.runtime)}">${td(r.runtime)}${td(passText(r), r.pass_at_1, 'n')}${td(passKText(r), r.pass_at_k, 'n')}${td(String(r.errors), r.errors, 'n')}<td>${esc(counts(r.statuses))}${reasons ? `<div class="reasons">${esc(reasons)}</div>` : ''}</td>${td(counts(r.verdicts))}${td(msText(r.median_ms), r.median_ms, 'n')}${td(msText(r.p90_ms), r.p90_ms, 'n')}${td(num(r.tokens), r.tokens, 'n')}${td(usd(r.cost_usd), r.cost_usd, 'n')}${td(String(r.files_changed.length), r.files_changed.length, 'n')}${td(checksText(r))}</tr>`;
   });
   return `<table class="sortable" id="runtimes"><thead><tr>${head.map((h) => `<th>${h}</th>`).join('')}</tr></thead><tbody>${body.join('')}</tbody></table>`;
 }
@@ -122,6 +123,17 @@ export function sideBySide(diff: string): string {
   return `<table class="diff">${rows.join('')}</table>`;
 }
 
+/**
+ * The colour of a trial follows its outcome, not its status: a `completed` run whose verdict is
+ * `verification_failed` or `scope_violation` exited non-zero and is red, never green.
+ */
+export function outcomeClass(t: TrialRow): 'passed' | 'failed' | 'blocked' | 'unsettled' | 'error' {
+  if (t.error !== null) return 'error';
+  if (t.passed === true) return 'passed';
+  if (t.passed === null) return 'unsettled';
+  return t.status === 'blocked' ? 'blocked' : 'failed';
+}
+
 function trialDetails(t: TrialRow): string {
   const checks = t.checks
     .map(
@@ -130,8 +142,8 @@ function trialDetails(t: TrialRow): string {
     )
     .join('');
   const diff = t.diff === null || t.diff.trim() === '' ? '<p class="sub">no diff</p>' : sideBySide(t.diff);
-  return `<details class="trial" data-operation="${esc(t.operation_id)}" data-status="${esc(t.status)}"><summary><b>${esc(t.runtime)}</b> trial ${t.trial} — <span class="s-${esc(t.status)}">${esc(t.status)}</span> / ${esc(t.verdict)} · ${esc(msText(t.duration_ms))} · ${t.changed_files.length} files · <code>${esc(t.operation_id)}</code></summary>
-${t.reason ? `<p class="reasons">${esc(t.reason)}</p>` : ''}${checks}${t.final_message ? `<pre>${esc(t.final_message)}</pre>` : ''}${diff}</details>`;
+  return `<details class="trial" data-operation="${esc(t.operation_id)}" data-status="${esc(t.status)}" data-outcome="${outcomeClass(t)}"><summary><b>${esc(t.runtime)}</b> trial ${t.trial} — <span class="o-${outcomeClass(t)}">${esc(t.status)} / ${esc(t.verdict)}</span> · ${esc(msText(t.duration_ms))} · ${t.changed_files.length} files · <code>${esc(t.operation_id)}</code></summary>
+${t.error ? `<p class="reasons error">infrastructure error (excluded from the rates): ${esc(t.error)}</p>` : ''}${t.reason ? `<p class="reasons">${esc(t.reason)}</p>` : ''}${checks}${t.final_message ? `<pre>${esc(t.final_message)}</pre>` : ''}${diff}</details>`;
 }
 
 export function renderHtml(report: BatchReport): string {
@@ -140,8 +152,9 @@ export function renderHtml(report: BatchReport): string {
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
 <title>${esc(title)}</title><style>${CSS}</style></head><body>
-<h1>${esc(title)}</h1><div class="sub">${batch.runtimes.length} runtimes × ${batch.trials} trials · mission ${esc(batch.mission_id)} · ${report.settled ? 'settled' : 'not settled yet'} · generated ${esc(report.generated_at)} · pass@k with k = ${batch.trials} (unbiased estimator) · cost “unknown” = no usage or no price</div>
+<h1>${esc(title)}</h1><div class="sub">${batch.runtimes.length} runtimes × ${batch.trials} trials · mission ${esc(batch.mission_id)} · ${report.settled ? 'settled' : 'not settled yet'} · generated ${esc(report.generated_at)} · pass@1 over settled trials with a 95% Wilson interval · pass@k with k = ${report.k} (unbiased estimator) · cost “unknown” = no usage or no price</div>
 ${runtimeTable(report.runtimes)}
+<p class="sub" id="errors" data-errors="${report.trials.filter((t) => t.error !== null).length}">${esc(errorsText(report))}</p>
 <h2>Pass rate and duration</h2>${chartSvg(report.runtimes)}
 <h2>Trials</h2>${report.trials.map(trialDetails).join('\n')}
 <script>${SORT_JS}</script></body></html>

@@ -2,6 +2,14 @@
 import type { BatchReport, RuntimeRow, TrialRow } from './report.js';
 
 export const pct = (v: number | null): string => (v === null ? 'unknown' : `${Math.round(v * 100)}%`);
+/** pass@1 with its denominator and 95 % Wilson interval: `67% (2/3, 95% CI 21–94%)`. */
+export const passText = (r: RuntimeRow): string =>
+  r.pass_at_1_interval === null
+    ? `unknown (0/${r.settled})`
+    : `${pct(r.pass_at_1)} (${r.passed}/${r.settled}, 95% CI ${Math.round(r.pass_at_1_interval.low * 100)}–${Math.round(r.pass_at_1_interval.high * 100)}%)`;
+/** pass@k, or why it has none (fewer than k settled trials). */
+export const passKText = (r: RuntimeRow): string =>
+  r.pass_at_k === null ? `n/a (k=${r.k}, ${r.settled} settled)` : `${pct(r.pass_at_k)} (k=${r.k})`;
 export const msText = (v: number | null): string =>
   v === null ? '-' : v >= 10_000 ? `${(v / 1000).toFixed(0)}s` : v >= 1000 ? `${(v / 1000).toFixed(1)}s` : `${v}ms`;
 export const usd = (v: number | null): string => (v === null ? 'unknown' : `$${v.toFixed(v < 0.01 ? 4 : 2)}`);
@@ -11,13 +19,15 @@ export const counts = (c: Record<string, number>): string =>
     .map(([k, v]) => `${v} ${k}`)
     .join(', ') || '-';
 export const checksText = (r: RuntimeRow): string =>
-  r.checks.map((c) => `${c.name} ${c.passed}/${c.total}`).join(', ') || '-';
+  r.checks.map((c) => `${c.name} ${c.passed}/${c.total}${c.not_run > 0 ? ` (${c.not_run} not run)` : ''}`).join(', ') ||
+  '-';
 const firstLine = (s: string, max = 80): string => (s.split('\n')[0] ?? '').slice(0, max);
 
 export const RUNTIME_COLUMNS = [
   'runtime',
   'pass@1',
   'pass@k',
+  'errors',
   'statuses',
   'verdicts',
   'p50',
@@ -31,8 +41,9 @@ export const RUNTIME_COLUMNS = [
 export function runtimeCells(r: RuntimeRow): string[] {
   return [
     r.runtime,
-    `${pct(r.pass_at_1)} (${r.passed}/${r.settled})`,
-    `${pct(r.pass_at_k)} (k=${r.k})`,
+    passText(r),
+    passKText(r),
+    String(r.errors),
     counts(r.statuses),
     counts(r.verdicts),
     msText(r.median_ms),
@@ -61,7 +72,7 @@ function trialCells(t: TrialRow): string[] {
   const passedChecks = t.checks.filter((c) => c.passed).length;
   return [
     t.runtime,
-    t.status,
+    t.error === null ? t.status : `${t.status} (error)`,
     t.verdict,
     String(t.changed_files.length),
     t.checks.length === 0 ? '-' : `${passedChecks}/${t.checks.length}`,
@@ -84,11 +95,18 @@ function reasonLines(report: BatchReport): string[] {
   return report.runtimes.flatMap((r) => r.reasons.map((x) => `${r.runtime}: ${x.count}× ${x.status}: ${x.reason}`));
 }
 
+/** The errors line: how many trials the infrastructure lost, left out of every rate. */
+export function errorsText(report: BatchReport): string {
+  const n = report.trials.filter((t) => t.error !== null).length;
+  return `${n} infrastructure error${n === 1 ? '' : 's'} (unknown, lost worker, blocked by the host): excluded from pass rates, durations, tokens and cost`;
+}
+
 export function renderTable(report: BatchReport): string {
   const { batch } = report;
   const parts = [
     `batch ${batch.batch_id}: ${batch.title} (${batch.runtimes.length} runtimes × ${batch.trials} trials${report.settled ? '' : ', not settled'})`,
     columns(RUNTIME_COLUMNS, report.runtimes.map(runtimeCells)),
+    errorsText(report),
     '',
     columns(TRIAL_COLUMNS, report.trials.map(trialCells)),
   ];
@@ -111,11 +129,13 @@ export function renderMarkdown(report: BatchReport): string {
   const parts = [
     `# Batch \`${batch.batch_id}\`: ${cell(batch.title)}`,
     '',
-    `${batch.runtimes.length} runtimes × ${batch.trials} trials, mission \`${batch.mission_id}\`${report.settled ? '' : ' — **not settled yet**'}. pass@k uses k = ${batch.trials} (unbiased estimator); cost \`unknown\` = no usage or no price.`,
+    `${batch.runtimes.length} runtimes × ${batch.trials} trials, mission \`${batch.mission_id}\`${report.settled ? '' : ' — **not settled yet**'}. pass@1 over settled trials with a 95% Wilson interval; pass@k uses k = ${report.k} (unbiased estimator); cost \`unknown\` = no usage or no price.`,
     '',
     '## Runtimes',
     '',
     mdTable(RUNTIME_COLUMNS, report.runtimes.map(runtimeCells)),
+    '',
+    errorsText(report),
     '',
     '## Trials',
     '',

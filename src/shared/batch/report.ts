@@ -9,6 +9,7 @@
 import type { Receipt } from '../contracts/receipt.js';
 import { EXIT } from '../contracts/exit-codes.js';
 import { costOf, type PriceTable } from '../prices.js';
+import { invalidInput } from '../errors.js';
 import type { BatchRecord } from './record.js';
 
 export interface ChildInput {
@@ -30,6 +31,13 @@ export interface TrialRow {
   verdict: string;
   exit_code: number | null;
   passed: boolean | null;
+  /**
+   * Why this trial is an infrastructure *error* rather than the agent's failure (null: it is
+   * not): no provable dispatch (`unknown`), a lost worker settled by recover, or `blocked` by
+   * the host (spawn, auth, provider, network, isolation). Errors are left out of pass rates,
+   * durations, tokens and cost, and counted on their own.
+   */
+  error: string | null;
   reason: string | null;
   duration_ms: number | null;
   tokens: number | null;
@@ -44,9 +52,15 @@ export interface TrialRow {
 export interface RuntimeRow {
   runtime: string;
   trials: number;
+  /** Trials with a verdict of the agent: settled and not errors (the denominator of pass@1). */
   settled: number;
   passed: number;
+  /** Infrastructure errors (see TrialRow.error), excluded from `settled`. */
+  errors: number;
   pass_at_1: number | null;
+  /** 95 % Wilson score interval on pass@1 (null with no settled trial). */
+  pass_at_1_interval: { low: number; high: number } | null;
+  /** null when fewer than k trials are settled (the estimator needs k ≤ n). */
   pass_at_k: number | null;
   k: number;
   statuses: Record<string, number>;
@@ -57,7 +71,8 @@ export interface RuntimeRow {
   tokens: number | null;
   cost_usd: number | null;
   files_changed: string[];
-  checks: Array<{ name: string; passed: number; total: number }>;
+  /** Per check: passes over every settled trial; a trial that ran no such check counts in `total` as `not_run`. */
+  checks: Array<{ name: string; passed: number; total: number; not_run: number }>;
 }
 
 export interface BatchReport {
@@ -65,6 +80,8 @@ export interface BatchReport {
   batch: BatchRecord;
   settled: boolean;
   exit_code: number;
+  /** The k of pass@k (`--k`, default the trial count). */
+  k: number;
   runtimes: RuntimeRow[];
   trials: TrialRow[];
   generated_at: string;
@@ -81,6 +98,30 @@ export function passAtK(n: number, c: number, k: number): number | null {
   return 1 - missAll;
 }
 
+/** Rates are shown rounded: 4 decimal places, never `0.33333333333333326`. */
+export function rounded(v: number | null): number | null {
+  return v === null ? null : Math.round(v * 1e4) / 1e4;
+}
+
+/** The 95 % Wilson score interval of c passes in n trials, or null when n = 0. */
+export function wilson(n: number, c: number, z = 1.959964): { low: number; high: number } | null {
+  if (n === 0) return null;
+  const p = c / n;
+  const z2 = z * z;
+  const centre = (p + z2 / (2 * n)) / (1 + z2 / n);
+  const half = (z * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n))) / (1 + z2 / n);
+  return { low: rounded(Math.max(0, centre - half)) as number, high: rounded(Math.min(1, centre + half)) as number };
+}
+
+/** The k of pass@k: `--k` (1 ≤ k ≤ trials), else the trial count. */
+export function parseK(flag: unknown, trials: number): number {
+  if (flag === undefined) return trials;
+  const k = Number(flag);
+  if (!Number.isInteger(k) || k < 1 || k > trials)
+    throw invalidInput(`--k: "${String(flag)}" must be a whole number from 1 to the trial count (${trials})`);
+  return k;
+}
+
 /** The q-quantile (nearest rank) of the values, or null when there are none. */
 export function quantile(values: readonly number[], q: number): number | null {
   if (values.length === 0) return null;
@@ -95,8 +136,28 @@ function tokensOf(receipt: Receipt): number | null {
   return (u.input_tokens ?? 0) + (u.output_tokens ?? 0);
 }
 
-function tail(log: string, lines = 6): string {
-  return log.trimEnd().split('\n').slice(-lines).join('\n');
+/**
+ * The last lines of a check's output, from the receipt's scrubbed `output_tail` (or
+ * `output_head` when the head holds all of it): never `log`, a path on the worker's host.
+ */
+export function checkTail(check: Receipt['checks'][number], lines = 12): string {
+  const text = check.output_tail || check.output_head;
+  return text.trimEnd().split('\n').slice(-lines).join('\n');
+}
+
+/** Outcomes of a lost or unprovable run (recover, a dead owner) rather than of the agent. */
+const LOST_RAW = new Set(['unknown', 'not_dispatched', 'not_started']);
+
+/**
+ * Whether a receipt records an infrastructure error: the run was lost (settled by recover), or
+ * `blocked` by the host. The agent's own refusal to cross a hidden path is its failure.
+ */
+export function errorOf(receipt: Receipt): string | null {
+  const { raw } = receipt.outcome;
+  if (LOST_RAW.has(raw)) return `lost: ${receipt.outcome.message}`;
+  if (receipt.status === 'blocked' && raw !== 'isolation:hidden_path')
+    return `blocked (${raw}): ${receipt.outcome.message}`;
+  return null;
 }
 
 /** Why a run did not pass, from its receipt: the failed checks, the scope violations, or the runtime's outcome. */
@@ -132,6 +193,7 @@ export function trialRow(child: ChildInput, prices: PriceTable): TrialRow {
       verdict: '-',
       exit_code: null,
       passed: null,
+      error: status === 'unknown' ? 'unknown: no receipt, dispatch cannot be proven' : null,
       reason: status === 'unknown' ? 'no receipt: dispatch cannot be proven (uh mission recover)' : null,
       duration_ms: null,
       tokens: null,
@@ -152,13 +214,14 @@ export function trialRow(child: ChildInput, prices: PriceTable): TrialRow {
     verdict: receipt.verdict,
     exit_code: receipt.exit_code,
     passed: receipt.exit_code === 0,
+    error: errorOf(receipt),
     reason,
     duration_ms: receipt.timings_ms.total_ms ?? null,
     tokens: tokensOf(receipt),
     cost_usd: costOf(receipt.usage, prices, [runtime, receipt.runtime.adapter_id]),
     changed_files: receipt.changed_files.map((f) => f.path),
     diff_bytes: receipt.diff_bytes,
-    checks: receipt.checks.map((c) => ({ name: c.name, passed: c.passed, tail: tail(c.log) })),
+    checks: receipt.checks.map((c) => ({ name: c.name, passed: c.passed, tail: checkTail(c) })),
     final_message: receipt.final_message.trim(),
     diff,
   };
@@ -176,8 +239,17 @@ function knownSum(values: ReadonlyArray<number | null>): number | null {
   return Math.round((values as number[]).reduce((a, b) => a + b, 0) * 1e6) / 1e6;
 }
 
-export function runtimeRow(runtime: string, k: number, trials: readonly TrialRow[]): RuntimeRow {
-  const settled = trials.filter((t) => t.passed !== null);
+/**
+ * One runtime's row. `checkNames`: the checks any trial of the batch ran, so a runtime whose
+ * trials ran none still shows them (0/n, n not run) rather than dropping them.
+ */
+export function runtimeRow(
+  runtime: string,
+  k: number,
+  trials: readonly TrialRow[],
+  checkNames: readonly string[] = [...new Set(trials.flatMap((t) => t.checks.map((c) => c.name)))],
+): RuntimeRow {
+  const settled = trials.filter((t) => t.passed !== null && t.error === null);
   const passed = settled.filter((t) => t.passed).length;
   const durations = settled.map((t) => t.duration_ms).filter((d): d is number => d !== null);
   const reasons = new Map<string, { status: string; reason: string; count: number }>();
@@ -188,14 +260,15 @@ export function runtimeRow(runtime: string, k: number, trials: readonly TrialRow
     seen.count += 1;
     reasons.set(key, seen);
   }
-  const checkNames = [...new Set(settled.flatMap((t) => t.checks.map((c) => c.name)))];
   return {
     runtime,
     trials: trials.length,
     settled: settled.length,
     passed,
-    pass_at_1: passAtK(settled.length, passed, 1),
-    pass_at_k: passAtK(settled.length, passed, Math.min(k, settled.length)),
+    errors: trials.filter((t) => t.error !== null).length,
+    pass_at_1: rounded(passAtK(settled.length, passed, 1)),
+    pass_at_1_interval: wilson(settled.length, passed),
+    pass_at_k: rounded(passAtK(settled.length, passed, k)),
     k,
     statuses: countBy(trials.map((t) => t.status)),
     verdicts: countBy(settled.map((t) => t.verdict)),
@@ -206,8 +279,9 @@ export function runtimeRow(runtime: string, k: number, trials: readonly TrialRow
     cost_usd: knownSum(settled.map((t) => t.cost_usd)),
     files_changed: [...new Set(settled.flatMap((t) => t.changed_files))].sort(),
     checks: checkNames.map((name) => {
-      const results = settled.flatMap((t) => t.checks.filter((c) => c.name === name));
-      return { name, passed: results.filter((c) => c.passed).length, total: results.length };
+      const ran = settled.filter((t) => t.checks.some((c) => c.name === name)).length;
+      const passes = settled.filter((t) => t.checks.some((c) => c.name === name && c.passed)).length;
+      return { name, passed: passes, total: settled.length, not_run: settled.length - ran };
     }),
   };
 }
@@ -217,20 +291,24 @@ export function buildBatchReport(
   children: readonly ChildInput[],
   prices: PriceTable,
   now = new Date(),
+  k = record.trials,
 ): BatchReport {
   const trials = children.map((c) => trialRow(c, prices));
   const settled = trials.every((t) => t.passed !== null);
+  const checkNames = [...new Set(trials.flatMap((t) => t.checks.map((c) => c.name)))];
   const exit_code = !settled ? EXIT.unknown : trials.every((t) => t.passed) ? EXIT.ok : EXIT.failed;
   return {
     schema_version: 'uh.batch-report.v0',
     batch: record,
     settled,
     exit_code,
+    k,
     runtimes: record.runtimes.map((r) =>
       runtimeRow(
         r,
-        record.trials,
+        k,
         trials.filter((t) => t.runtime === r),
+        checkNames,
       ),
     ),
     trials,

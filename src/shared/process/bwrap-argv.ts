@@ -6,10 +6,12 @@
  * order, so a path bound later shows through a mask laid earlier. Nothing of the private /tmp
  * and home touches the host's disk: they vanish with the child's mount namespace. The child gets
  * its own PID and IPC namespaces, its own session, dies with its parent, and sees exactly `env`
- * (`--clearenv` + `--setenv`).
+ * (`--clearenv` + `--setenv`). Run by root, it also gets a user namespace, uid and gid `nobody`
+ * and no capabilities (`userNamespaceArgs`).
  */
 import { byCodeUnit } from '../compare.js';
 import { bridgedArgv, egressBwrapArgs, egressEnv, type EgressBridge } from './egress-bridge.js';
+import { userNamespaceArgs } from './bwrap-probe.js';
 
 export interface BwrapPlan {
   /** The bwrap executable. */
@@ -30,6 +32,8 @@ export interface BwrapPlan {
   egress?: EgressBridge | null;
   env: Readonly<Record<string, string | undefined>>;
   cwd: string;
+  /** The uid uh runs as (root gets a user namespace and no capabilities); unset: this process's. */
+  uid?: number;
 }
 
 /** `UH_ISOLATION_TMPFS_BYTES` unset: each private /tmp and home holds at most 1 GiB. */
@@ -56,7 +60,7 @@ export function bwrapArgv(plan: BwrapPlan, argv: readonly string[]): string[] {
   for (const path of plan.home === null ? ['/tmp'] : ['/tmp', plan.home]) out.push(...size, '--tmpfs', path);
   for (const path of byDepth(plan.readable)) out.push('--ro-bind-try', path, path);
   for (const path of byDepth(plan.writable)) out.push('--bind-try', path, path);
-  out.push('--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session');
+  out.push(...userNamespaceArgs(plan.uid), '--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session');
   const egress = plan.egress ?? null;
   if (egress) out.push(...egressBwrapArgs(egress));
   else if (!plan.network) out.push('--unshare-net');

@@ -40,7 +40,7 @@ export const PROBE_TTL_MS = 60 * 60 * 1000;
 function binaryIdentity(bwrap: string): string | null {
   try {
     const st = statSync(bwrap);
-    return [bwrap, st.dev, st.ino, st.size, st.mtimeMs].join(':');
+    return ['caps-checked', bwrap, st.dev, st.ino, st.size, st.mtimeMs].join(':');
   } catch {
     return null;
   }
@@ -126,21 +126,47 @@ const PROBE_ARGS = [
 ];
 
 /**
- * `bwrap … true` with a sized tmpfs; when bwrap refuses `--size` (bubblewrap before 0.7: "Unknown
- * option --size"), once more without it.
+ * As root, bubblewrap makes no user namespace of its own and the child keeps every capability
+ * (it could remount `/` read-write or unmount the masks). So uh asks for one: an unprivileged
+ * uid and gid inside (`nobody`), and no capabilities at all. Unprivileged, bwrap already makes a
+ * user namespace and drops every capability; nothing is added.
+ */
+export const ROOT_SANDBOX_ID = 65534;
+export function userNamespaceArgs(uid: number | undefined = process.getuid?.()): string[] {
+  if (uid !== 0) return [];
+  const id = String(ROOT_SANDBOX_ID);
+  return ['--unshare-user', '--uid', id, '--gid', id, '--cap-drop', 'ALL'];
+}
+
+/** The effective capability set of the probe's child (`CapEff` of /proc/self/status), hex. */
+const CAPS = /^CapEff:\s*([0-9a-f]+)$/m;
+
+/**
+ * `bwrap … cat /proc/self/status` with a sized tmpfs; when bwrap refuses `--size` (bubblewrap
+ * before 0.7: "Unknown option --size"), once more without it. A child that still holds a
+ * capability (as root, a bwrap that cannot make a user namespace) is no isolation.
  */
 function runProbe(bwrap: string, path: string | undefined): BwrapProbe {
   const attempt = (extra: string[]) =>
-    spawnSync(bwrap, [...PROBE_ARGS, ...extra, '--', 'true'], {
+    spawnSync(bwrap, [...PROBE_ARGS, ...userNamespaceArgs(), ...extra, '--', 'cat', '/proc/self/status'], {
       timeout: 10_000,
       encoding: 'utf8',
       env: { PATH: path ?? '/usr/bin:/bin' },
     });
+  const held = (stdout: string) => {
+    const caps = CAPS.exec(stdout)?.[1];
+    return caps === undefined || /[^0]/.test(caps) ? (caps ?? 'unreadable') : null;
+  };
+  const answer = (r: ReturnType<typeof attempt>, tmpfsSize: boolean): BwrapProbe => {
+    const caps = held(r.stdout ?? '');
+    if (caps === null) return { ok: true, path: bwrap, tmpfsSize };
+    return { ok: false, reason: `the sandbox would keep capabilities (CapEff ${caps}): no isolation` };
+  };
   let r = attempt(['--size', '1048576', '--tmpfs', '/tmp']);
-  if (r.status === 0) return { ok: true, path: bwrap, tmpfsSize: true };
+  if (r.status === 0) return answer(r, true);
   if ((r.stderr ?? '').includes('--size')) {
     r = attempt(['--tmpfs', '/tmp']);
-    if (r.status === 0) return { ok: true, path: bwrap, tmpfsSize: false };
+    if (r.status === 0) return answer(r, false);
   }
   return {
     ok: false,

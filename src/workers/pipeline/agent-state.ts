@@ -17,6 +17,26 @@ import { HOME_SECRETS } from '../sandbox/program-paths.js';
 /** A seed larger than this is copied only up to it (an agent's config, login and small caches fit). */
 export const SEED_CAP_BYTES = 256 * 1024 * 1024;
 
+/**
+ * Where version managers and package managers install programs under a home (nvm, volta, fnm,
+ * asdf, pnpm, bun, cargo, pyenv) and npm's download cache: installs, not agent state, so a seeded
+ * home never copies them (an nvm prefix is hundreds of MB; each mission copied it). The agent's own
+ * program stays visible read-only at its real path (program-paths.ts), which is where it runs from.
+ */
+export const HOME_INSTALLS = [
+  '.nvm',
+  '.volta',
+  '.fnm',
+  '.asdf',
+  '.local/share/fnm',
+  '.local/share/pnpm',
+  '.bun',
+  '.cargo',
+  '.rustup',
+  '.pyenv',
+  '.npm',
+];
+
 export interface AgentState {
   /** The state directories, bound writable. */
   writable: string[];
@@ -68,12 +88,12 @@ export function prepareAgentState(
     const dest = join(root, name);
     makeDir(dest, 0o700);
     env[name] = dest;
-    // uh's own dirs are never copied in, nor a home's secrets (~/.ssh …), whichever home this is.
+    // uh's own dirs are never copied in, nor a home's secrets (~/.ssh …) or installs (~/.nvm …), whichever home this is.
     const inside = ownDirs.filter((d) => d.startsWith(`${seed}/`)).map((d) => relative(seed, d));
     if (ownDirs.some((d) => seed === d || seed.startsWith(`${d}/`)))
       notes.push(`${name}: ${seed} is uh's own directory, not seeded`);
     else if (isDir(seed)) {
-      const note = seedCopy(seed, dest, [...HOME_SECRETS, ...inside], SEED_CAP_BYTES);
+      const note = seedCopy(seed, dest, [...HOME_SECRETS, ...HOME_INSTALLS, ...inside], SEED_CAP_BYTES);
       if (note) notes.push(`${name}: ${note}`);
     }
   }

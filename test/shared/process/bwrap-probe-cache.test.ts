@@ -25,7 +25,9 @@ function fakeBwrap(body: string) {
   writeFileSync(counter, '');
   const fake = join(bin, 'bwrap');
   const write = (text: string) => {
-    writeFileSync(fake, `#!/bin/sh\necho x >> ${counter}\n${text}`);
+    // What a child without capabilities prints of /proc/self/status (the probe reads CapEff).
+    const caps = text.includes('CapEff') ? '' : "printf 'CapEff:\\t0000000000000000\\n'\n";
+    writeFileSync(fake, `#!/bin/sh\necho x >> ${counter}\n${caps}${text}`);
     chmodSync(fake, 0o755);
   };
   write(body);
@@ -84,5 +86,13 @@ describe('probeBwrap across processes', () => {
     writeFileSync(b.cacheFile, JSON.stringify(stamp));
     expect(b.probe(6000)).toEqual({ ok: true, path: b.fake, tmpfsSize: true });
     expect(b.probes()).toBe(2);
+  });
+
+  it('a sandbox that would keep a capability is no isolation (root without a user namespace)', () => {
+    const b = fakeBwrap('');
+    b.write('printf "CapEff:\\t000001ffffffffff\\n"; exit 0\n');
+    const probe = b.probe();
+    expect(probe.ok).toBe(false);
+    expect(probe.ok ? '' : probe.reason).toContain('would keep capabilities (CapEff 000001ffffffffff)');
   });
 });

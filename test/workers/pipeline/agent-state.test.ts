@@ -32,6 +32,23 @@ describe('agent state', () => {
     expect(existsSync(join(seed, '.ssh', 'id_rsa'))).toBe(true);
   });
 
+  it('does not copy program installs under the home (an nvm prefix, npm cache); the rest of the home is copied', () => {
+    const seed = join(root, 'home-nvm');
+    const prefix = join(seed, '.nvm', 'versions', 'node', 'v20.19.0', 'lib', 'node_modules', 'agent');
+    mkdirSync(prefix, { recursive: true });
+    writeFileSync(join(prefix, 'cli.js'), '// the agent');
+    mkdirSync(join(seed, '.npm', '_cacache'), { recursive: true });
+    mkdirSync(join(seed, '.gemini'), { recursive: true });
+    writeFileSync(join(seed, '.gemini', 'settings.json'), '{}');
+    const state = prepareAgentState(join(root, 'op-nvm'), { HOME: seed }, []);
+    const copy = state.env.HOME!;
+    expect(readFileSync(join(copy, '.gemini', 'settings.json'), 'utf8')).toBe('{}');
+    expect(existsSync(join(copy, '.nvm'))).toBe(false);
+    expect(existsSync(join(copy, '.npm'))).toBe(false);
+    state.dispose();
+    expect(existsSync(join(prefix, 'cli.js'))).toBe(true);
+  });
+
   it('children see the copy where their env named the configured dir, and nothing else changes', () => {
     const seen: SpawnGroupOptions[] = [];
     const spawn = agentStateSpawn(

@@ -83,8 +83,13 @@ async function liveReport(client: QueueClient, batch: StoredBatch, config: UhCon
   return (await batchView(client, batch.record.batch_id, config.core.prices)).report;
 }
 
-export async function queueBatchReport(config: UhConfig, flag: unknown, batchId: string): Promise<BatchReport> {
-  return withClient(config, flag, async (client) => (await batchView(client, batchId, config.core.prices)).report);
+export async function queueBatchReport(
+  config: UhConfig,
+  flag: unknown,
+  batchId: string,
+  k?: unknown,
+): Promise<BatchReport> {
+  return withClient(config, flag, async (client) => (await batchView(client, batchId, config.core.prices, k)).report);
 }
 
 function timeoutOf(value: unknown): number | undefined {

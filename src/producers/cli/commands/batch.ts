@@ -9,7 +9,7 @@ import {
   batchMissions,
   type BatchRecord,
 } from '../../../shared/batch/record.js';
-import { buildBatchReport, type BatchReport, type ChildInput } from '../../../shared/batch/report.js';
+import { buildBatchReport, parseK, type BatchReport, type ChildInput } from '../../../shared/batch/report.js';
 import { loadMissionFile, repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { invalidInput } from '../../../shared/errors.js';
@@ -21,18 +21,20 @@ import { emit, parseFormat, renderReport } from './batch-output.js';
 
 const RUN: CommandSpec = {
   usage:
-    'uh batch run <mission.yaml> [--runtimes a,b,c] [--trials N] [--concurrency N] [--format table|md|html|json] [--json] [--state-dir dir]',
+    'uh batch run <mission.yaml> [--runtimes a,b,c] [--trials N] [--k K] [--concurrency N] [--format table|md|html|json] [--json] [--state-dir dir]',
   summary:
     'Run one mission on several runtimes inline, N trials each, and compare them. Each runtime × trial is its own operation (<operation_id>.<runtime>, or <operation_id>.<runtime>.t<k> with --trials > 1); the batch is <operation_id>, created once: running it again attaches, another runtime list, trial count or mission under the id is refused (exit 2). Exit 0 when every run exited 0, else 1.',
   options: {
     ...COMMON_OPTIONS,
     runtimes: { type: 'string' },
     trials: { type: 'string', default: '1' },
+    k: { type: 'string' },
     concurrency: { type: 'string', default: '1' },
     format: { type: 'string' },
   },
   details: [
     'Runtimes come from --runtimes, else from the mission (runtime: [a, b]); runtime_config_overrides are keyed by runtime id.',
+    '--k K: pass@k for that k (1 ≤ K ≤ trials, unbiased estimator; default the trial count).',
     'Cost uses the price table $UH_PRICES / $UH_PRICES_FILE (docs/batch.md).',
   ],
   examples: [
@@ -43,12 +45,19 @@ const RUN: CommandSpec = {
 
 const REPORT: CommandSpec = {
   usage:
-    'uh batch report <batch_id> [--format table|md|html|json] [--out file] [--json] [--redis url] [--state-dir dir]',
+    'uh batch report <batch_id> [--k K] [--format table|md|html|json] [--out file] [--json] [--redis url] [--state-dir dir]',
   summary:
     'The report of a batch from its receipts: per runtime pass@1 and pass@k, statuses and verdicts with the reasons of blocked and failed runs, median and p90 duration, tokens and cost, files, checks; per trial its final message and diff. Exit 0 when every run exited 0, 1 when one did not, 5 while a child is not settled (unknown, queued or running).',
-  options: { ...COMMON_OPTIONS, format: { type: 'string' }, out: { type: 'string' }, redis: { type: 'string' } },
+  options: {
+    ...COMMON_OPTIONS,
+    format: { type: 'string' },
+    out: { type: 'string' },
+    redis: { type: 'string' },
+    k: { type: 'string' },
+  },
   details: [
-    'A queued batch (uh batch submit) is read from Redis with --redis, or with $REDIS_URL when --state-dir has no record of the batch; else the inline record in --state-dir.',
+    'The inline record in --state-dir when it is there (and no --redis); else the queued batch (uh batch submit) in Redis: --redis, else $REDIS_URL, else redis://127.0.0.1:6379, as uh batch submit uses.',
+    '--k K: pass@k for that k (1 ≤ K ≤ trials, unbiased estimator; default the trial count). pass@1 carries a 95% Wilson interval.',
     'html is one self-contained file (no network): a sortable table, a chart, side-by-side diffs.',
   ],
   examples: [
@@ -84,6 +93,7 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
     throw invalidInput(`--concurrency: "${values.concurrency}" must be a whole number from 1 to 16`);
   const format = parseFormat(values.format, values.json);
   const trials = parseTrials(values.trials as string);
+  const k = parseK(values.k, trials);
   const mission = loadMissionFile(positionals[0] as string, repositoryPolicy(config.core, 'cli'));
   const runtimes = batchRuntimes(mission, values.runtimes as string | undefined);
   const children = batchMissions(mission, runtimes, trials);
@@ -113,9 +123,47 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, queue.length) }, worker));
-  const report = buildBatchReport(record, localChildren(stateDir, record), config.core.prices);
+  const report = buildBatchReport(record, localChildren(stateDir, record), config.core.prices, new Date(), k);
   process.stdout.write(renderReport(report, format));
   return report.exit_code;
+}
+
+const COMPARE: CommandSpec = {
+  usage: 'uh batch compare <batch_a> <batch_b> [--json] [--redis url] [--state-dir dir]',
+  summary:
+    'Compare two batches per runtime: pass@1 of each with its denominator and errors, the delta (b − a, percentage points), whether the 95% Wilson intervals overlap, median durations. Each batch is found as uh batch report finds it.',
+  options: { ...COMMON_OPTIONS, redis: { type: 'string' } },
+  examples: ['uh batch compare fix-login-001 fix-login-002', 'uh batch compare a b --json'],
+};
+
+/** A batch's report, found as `uh batch report` finds it: the inline record, else the queue. */
+async function loadReport(
+  config: UhConfig,
+  values: Record<string, unknown>,
+  batchId: string,
+  k?: unknown,
+): Promise<BatchReport> {
+  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
+  // Like uh mission status: the local record when there is one, else the queue `uh batch submit` used.
+  if (values.redis === undefined && existsSync(batchPath(stateDir, batchId))) {
+    const record = readBatchRecord(stateDir, batchId);
+    const chosen = parseK(k, record.trials);
+    return buildBatchReport(record, localChildren(stateDir, record), config.core.prices, new Date(), chosen);
+  }
+  const { queueBatchReport } = await import('./batch-queue.js');
+  return queueBatchReport(config, values.redis, batchId, k);
+}
+
+export async function batchCompare(argv: string[], config: UhConfig): Promise<number> {
+  const { values, positionals } = parseCommand(COMPARE, argv);
+  if (values.help) return (void process.stdout.write(`${helpText(COMPARE)}\n`), EXIT.ok);
+  if (positionals.length !== 2) throw invalidInput('uh batch compare needs two batch ids', [], COMPARE.usage);
+  const { compareReports, renderComparison } = await import('../../../shared/batch/compare.js');
+  const a = await loadReport(config, values, positionals[0] as string);
+  const b = await loadReport(config, values, positionals[1] as string);
+  const comparison = compareReports(a, b);
+  process.stdout.write(values.json ? `${JSON.stringify(comparison, null, 2)}\n` : renderComparison(comparison));
+  return EXIT.ok;
 }
 
 export async function batchReport(argv: string[], config: UhConfig): Promise<number> {
@@ -124,16 +172,7 @@ export async function batchReport(argv: string[], config: UhConfig): Promise<num
   if (positionals.length !== 1) throw invalidInput('uh batch report needs one batch id', [], REPORT.usage);
   const format = parseFormat(values.format, values.json);
   const batchId = positionals[0] as string;
-  const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
-  const local = values.redis === undefined && (!config.queue.redisUrl || existsSync(batchPath(stateDir, batchId)));
-  let report: BatchReport;
-  if (local) {
-    const record = readBatchRecord(stateDir, batchId);
-    report = buildBatchReport(record, localChildren(stateDir, record), config.core.prices);
-  } else {
-    const { queueBatchReport } = await import('./batch-queue.js');
-    report = await queueBatchReport(config, values.redis, batchId);
-  }
+  const report = await loadReport(config, values, batchId, values.k);
   emit(renderReport(report, format), values.out);
   return report.exit_code;
 }

@@ -4,6 +4,13 @@ import { batchReportHtml, batchView } from '../../queue/batch-view.js';
 import type { RouteContext } from '../context.js';
 
 const BatchParams = z.strictObject({ id: z.string().min(1).max(128).describe('batch_id') });
+const ReportQuery = z.strictObject({
+  k: z
+    .string()
+    .regex(/^\d{1,2}$/)
+    .optional()
+    .describe('the k of pass@k (1 ≤ k ≤ trials; default the trial count)'),
+});
 
 /** Queued batches (`uh batch submit`): the record, its children and the report (docs/batch.md). */
 export function batchRoutes(app: FastifyInstance, ctx: RouteContext): void {
@@ -14,11 +21,12 @@ export function batchRoutes(app: FastifyInstance, ctx: RouteContext): void {
         summary: 'A queued batch: record, state, children and the report so far (404 for an unknown id)',
         tags: ['batches'],
         params: BatchParams,
+        querystring: ReportQuery,
       },
     },
     async (req) => {
       const { id } = req.params as { id: string };
-      return batchView(ctx.client, id, ctx.prices);
+      return batchView(ctx.client, id, ctx.prices, (req.query as { k?: string }).k);
     },
   );
 
@@ -29,11 +37,12 @@ export function batchRoutes(app: FastifyInstance, ctx: RouteContext): void {
         summary: 'The batch report as one self-contained HTML page (no network)',
         tags: ['batches'],
         params: BatchParams,
+        querystring: ReportQuery,
       },
     },
     async (req, reply) => {
       const { id } = req.params as { id: string };
-      const html = await batchReportHtml(ctx.client, id, ctx.prices);
+      const html = await batchReportHtml(ctx.client, id, ctx.prices, (req.query as { k?: string }).k);
       // The report carries its own CSP; nothing it shows came from us unescaped.
       return reply.type('text/html; charset=utf-8').send(html);
     },

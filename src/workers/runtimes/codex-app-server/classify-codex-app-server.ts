@@ -117,7 +117,7 @@ export function classifyCodexAppServer(input: CodexAppServerClassifyInput): Outc
       status: 'blocked',
       raw: `spawn:${input.spawnError.code}`,
       message: `cannot start ${input.binary}: ${input.spawnError.message}`,
-      hint: 'install codex: bash scripts/install-real-runtimes.sh, or set runtime_config.binary',
+      hint: 'install codex: npm i -g @openai/codex (on PATH), or set runtime_config.binary to its path',
       timed_out: false,
     };
   }

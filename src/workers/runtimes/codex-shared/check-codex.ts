@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import type { AdapterCheckV1, CheckContextV1 } from '../../../shared/runtime/v1/index.js';
 
 const INSTALL_HINT =
-  'install codex: bash scripts/install-real-runtimes.sh (pinned, into .cache/runtimes) or npm i -g @openai/codex; or set runtime_config.binary';
+  "install codex: npm i -g @openai/codex (on PATH), or set runtime_config.binary to its path (a checkout's pinned one: .cache/runtimes/node_modules/.bin/codex after bash scripts/install-real-runtimes.sh)";
 
 /** `codex-cli 0.171.0` → `0.171.0`. */
 export function parseCodexVersion(text: string): string | null {

@@ -120,8 +120,7 @@ export function classifyCodex(f: CodexRunFacts): Outcome {
   const early = classifyProcessEnd(f, {
     program: f.binary,
     notFound: 'codex binary not found',
-    installHint:
-      'install codex (scripts/install-real-runtimes.sh or npm i -g @openai/codex) or set runtime_config.binary',
+    installHint: 'install codex (npm i -g @openai/codex) so it is on PATH, or set runtime_config.binary to its path',
     ...(f.lastError ? { timeoutDetail: ` (last codex error: ${f.lastError})` } : {}),
   });
   if (early) return early;

@@ -190,5 +190,5 @@ export const piAdapter = createPiAdapter({
   displayName: 'pi coding agent (pi --mode json)',
   binary: 'pi',
   prompt_via: 'stdin',
-  install: 'bash scripts/install-real-runtimes.sh pi, or npm i -g @mariozechner/pi-coding-agent',
+  install: 'npm i -g @mariozechner/pi-coding-agent (on PATH), or set runtime_config.binary to its path',
 });

@@ -142,7 +142,7 @@ describe('codex adapter (fake codex)', () => {
     const result = await runAdapter(codexAdapter, { binary: '/nonexistent/codex' });
     const finished = terminalOf(result.events);
     expect(finished.outcome).toMatchObject({ status: 'blocked', raw: 'spawn:ENOENT' });
-    expect(finished.outcome.hint).toMatch(/install-real-runtimes\.sh/);
+    expect(finished.outcome.hint).toMatch(/npm i -g @openai\/codex/);
     expect(result.events).toHaveLength(1);
   });
 
@@ -198,6 +198,6 @@ describe('codex adapter (fake codex)', () => {
     expect(good).toMatchObject({ ok: true, version: '0.171.0' });
     const bad = await codexAdapter.check(codexAdapter.configSchema.parse({ binary: '/nonexistent/codex' }), ctx);
     expect(bad.ok).toBe(false);
-    expect(bad.hint).toMatch(/install-real-runtimes\.sh/);
+    expect(bad.hint).toMatch(/npm i -g @openai\/codex/);
   });
 });

@@ -105,7 +105,7 @@ describe('pi adapter (fake pi)', () => {
     dirs.push(run.root);
     const outcome = terminalOf(run.events).outcome;
     expect(outcome).toMatchObject({ status: 'blocked', raw: 'spawn:ENOENT' });
-    expect(outcome.hint).toContain('install-real-runtimes.sh');
+    expect(outcome.hint).toContain('npm i -g @mariozechner/pi-coding-agent');
   });
 
   it('check() reports the version, or what is missing', async () => {

@@ -1,0 +1,381 @@
+/**
+ * The real-agent matrix: every real peer the tests install runs missions through the built CLI
+ * (`uh mission run`, a child process) under bubblewrap (`isolation: bwrap` in every receipt),
+ * installed the way a user's `npm i -g` under nvm puts it (`~/.nvm/versions/node/vX/bin/<agent>` a
+ * symlink into `../lib/node_modules/<pkg>`, nvm's own `node` in that bin, found first on PATH) in a
+ * fake `$HOME` made for the test under /home (not /tmp: inside the sandbox /tmp and $HOME are
+ * private, so this is the layout uh must re-expose), configured as each agent's docs tell users
+ * (codex: `~/.codex/config.toml`; pi: `~/.pi/agent/models.json`; Gemini: `~/.gemini/settings.json`;
+ * Qwen: `~/.qwen/settings.json` + `OPENAI_*`; opencode: `OPENCODE_CONFIG_CONTENT` +
+ * `XDG_DATA_HOME`), against scripted model servers on 127.0.0.1:0. Per agent: an edit (or, where
+ * the scripted model cannot know the sandbox's absolute work dir, a completed turn), a 401 →
+ * `blocked`, and a cancel (SIGINT to the CLI once the model was called → exit 4, `cancelled`).
+ * The docs/runtimes/*.md recipes are these configurations. Needs bwrap (fails without it).
+ */
+import { execFileSync } from 'node:child_process';
+import {
+  existsSync,
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { requireBwrap, treeFingerprint } from '../security/isolation-helpers.js';
+import { startChatServer, type ChatServer } from '../support/chat-server.js';
+import { runCli } from '../support/cli.js';
+import { startGeminiServer, type GeminiServer } from '../support/gemini-server.js';
+import { makeRepo } from '../support/git-repo.js';
+import { runtimesDir } from '../support/real-runtimes.js';
+import { startResponsesServer, type ResponsesServer } from '../support/responses-server.js';
+import { removeDir, tempDir } from '../support/temp.js';
+
+const KEY = 'sk-uh-matrix-7f3a9c21';
+const GEMINI_KEY = 'AIzaMatrixScriptedKey-0123456789abcdef';
+const SDK_DIR = fileURLToPath(new URL('../../node_modules/@agentclientprotocol/sdk', import.meta.url));
+const created: string[] = [];
+let home: string;
+let prefixBin: string;
+let responses: ResponsesServer;
+let chat: ChatServer;
+let gemini: GeminiServer;
+let counter = 0;
+let homeBefore: string;
+// `.nvm`: the installs. `.codex`, `.pi`: the codex, codex-app-server and pi runtimes keep their
+// homes writable in place (docs/security.md "Agent state"); the ACP agents' homes are copies.
+const notInstalls = (rel: string) => ['.nvm', '.codex', '.pi'].some((d) => rel === d || rel.startsWith(`${d}/`));
+
+/** `npm i -g` under nvm: the packages in `<prefix>/lib/node_modules`, bin symlinks into them, nvm's node. */
+function installNvmPrefix(): string {
+  const prefix = join(home, '.nvm', 'versions', 'node', `v${process.versions.node}`);
+  const modules = join(prefix, 'lib', 'node_modules');
+  mkdirSync(join(prefix, 'lib'), { recursive: true });
+  // Hard links (same filesystem): a real copy in the home without copying 700 MB.
+  execFileSync('cp', ['-al', join(runtimesDir(), 'node_modules'), modules]);
+  mkdirSync(join(modules, '@agentclientprotocol'), { recursive: true });
+  execFileSync('cp', ['-al', SDK_DIR, join(modules, '@agentclientprotocol', 'sdk')]);
+  const bin = join(prefix, 'bin');
+  mkdirSync(bin);
+  const hostBin = join(runtimesDir(), 'node_modules', '.bin');
+  for (const name of readdirSync(hostBin)) {
+    symlinkSync(readlinkSync(join(hostBin, name)).replace(/^\.\.\//, '../lib/node_modules/'), join(bin, name));
+  }
+  linkSync(process.execPath, join(bin, 'node'));
+  return bin;
+}
+
+function seedConfigs(): void {
+  mkdirSync(join(home, '.codex'));
+  writeFileSync(
+    join(home, '.codex', 'config.toml'),
+    [
+      'model = "uh-scripted"',
+      'model_provider = "uhmock"',
+      '[model_providers.uhmock]',
+      'name = "uh scripted responses server"',
+      `base_url = "${responses.url}"`,
+      'wire_api = "responses"',
+      'env_key = "UH_MOCK_API_KEY"',
+      'request_max_retries = 0',
+      'stream_max_retries = 0',
+      '',
+    ].join('\n'),
+  );
+  const piDir = join(home, '.pi', 'agent');
+  mkdirSync(piDir, { recursive: true });
+  const piModels = { baseUrl: chat.url, api: 'openai-completions', apiKey: 'UH_MOCK_API_KEY', models: [{ id: 'm' }] };
+  writeFileSync(join(piDir, 'models.json'), JSON.stringify({ providers: { uhmock: piModels } }));
+  writeFileSync(
+    join(piDir, 'settings.json'),
+    JSON.stringify({ retry: { enabled: false, provider: { maxRetries: 0 } } }),
+  );
+  const quiet = { privacy: { usageStatisticsEnabled: false }, telemetry: { enabled: false } };
+  mkdirSync(join(home, '.gemini'));
+  const general = { disableAutoUpdate: true, disableUpdateNag: true, maxAttempts: 1, retryFetchErrors: false };
+  const security = { auth: { selectedType: 'gemini-api-key' }, folderTrust: { enabled: false } };
+  const geminiSettings = { ...quiet, security, general, model: { name: 'gemini-2.5-flash' } };
+  writeFileSync(join(home, '.gemini', 'settings.json'), JSON.stringify(geminiSettings));
+  mkdirSync(join(home, '.qwen'));
+  const qwenSettings = { ...quiet, security: { auth: { selectedType: 'openai' } }, model: { name: 'm' } };
+  writeFileSync(join(home, '.qwen', 'settings.json'), JSON.stringify(qwenSettings));
+  mkdirSync(join(home, '.local', 'share'), { recursive: true });
+}
+
+beforeAll(async () => {
+  requireBwrap();
+  home = mkdtempSync('/home/uh-matrix-home-');
+  created.push(home);
+  [responses, chat, gemini] = await Promise.all([
+    startResponsesServer({ apiKey: KEY }),
+    startChatServer(),
+    startGeminiServer(),
+  ]);
+  prefixBin = installNvmPrefix();
+  seedConfigs();
+  homeBefore = treeFingerprint(home, notInstalls);
+}, 120_000);
+afterAll(async () => {
+  await Promise.all([responses?.close(), chat?.close(), gemini?.close()]);
+  created.forEach(removeDir);
+});
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  receipt: { status: string; isolation: { kind: string }; outcome: { message?: string }; final_message?: string };
+  patch: string;
+}
+
+/** One mission through `uh mission run` as the user with the fake home and nvm's bin first on PATH. */
+async function mission(runtime: string, config: Record<string, unknown>, cancelWhen?: () => Promise<boolean>) {
+  const operationId = `op-matrix-${process.pid}-${++counter}`;
+  const repo = makeRepo({ 'README.md': '# matrix\n' });
+  const dir = tempDir('uh-matrix-mission-');
+  const stateDir = tempDir('uh-matrix-state-');
+  const cacheDir = tempDir('uh-matrix-cache-');
+  created.push(repo, dir, stateDir, cacheDir);
+  const spec = {
+    schema_version: 'uh.mission.v0',
+    mission_id: 'm-matrix',
+    operation_id: operationId,
+    title: 'Real agent matrix',
+    objective: 'Create hello.txt saying hello.',
+    repository: { url: repo, ref: 'main' },
+    runtime,
+    runtime_config_overrides: { [runtime]: config },
+    timeout_seconds: 150,
+  };
+  writeFileSync(join(dir, 'mission.yaml'), stringify(spec));
+  const env = { UH_CACHE_DIR: cacheDir, HOME: home, PATH: `${prefixBin}:/usr/local/bin:/usr/bin:/bin` };
+  const args = ['mission', 'run', join(dir, 'mission.yaml'), '--json', '--state-dir', stateDir];
+  const r = await runCli(args, { cwd: repo, env, onSpawn: cancelWhen && ((pid) => void cancelLater(pid, cancelWhen)) });
+  const opDir = join(stateDir, 'operations', operationId);
+  const receipt = JSON.parse(readFileSync(join(opDir, 'receipt.json'), 'utf8')) as Run['receipt'];
+  const patch = existsSync(join(opDir, 'diff.patch')) ? readFileSync(join(opDir, 'diff.patch'), 'utf8') : '';
+  const run: Run = { ...r, receipt, patch };
+  expect(run.receipt.isolation.kind).toBe('bwrap');
+  expect(run.stdout + run.patch).not.toContain(KEY);
+  return run;
+}
+
+/** SIGINT (Ctrl-C) to the CLI once the scripted model was called: the agent has a turn in flight. */
+async function cancelLater(pid: number, ready: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 90_000;
+  while (Date.now() < deadline && !(await ready())) await new Promise((r) => setTimeout(r, 100));
+  process.kill(pid, 'SIGINT');
+}
+
+const why = (r: Run) => `${r.receipt.status}: ${r.receipt.outcome.message}\n${r.stderr}`;
+const bin = (name: string) => join(prefixBin, name);
+
+function expectEdited(r: Run, text: string): void {
+  expect(r.receipt.status, why(r)).toBe('completed');
+  expect(r.code).toBe(0);
+  expect(r.patch).toContain(`+${text}`);
+}
+function expectBlocked(r: Run): void {
+  expect(r.receipt.status, why(r)).toBe('blocked');
+  expect(r.code).toBe(3);
+}
+function expectCancelled(r: Run): void {
+  expect(r.receipt.status, why(r)).toBe('cancelled');
+  expect(r.code).toBe(4);
+}
+
+const EXEC_EDIT = (text: string) => ({
+  kind: 'function_call' as const,
+  name: 'exec_command',
+  arguments: { cmd: `printf '${text}\\n' > hello.txt` },
+  call_id: 'call_edit_1',
+});
+
+describe.each([
+  ['codex exec', 'codex'],
+  ['codex app-server', 'codex-app-server'],
+])('%s from an nvm prefix, ~/.codex seeded, through uh mission run under bwrap', (_name, runtime) => {
+  const config = (key = KEY) => ({
+    binary: bin('codex'),
+    codex_home: join(home, '.codex'),
+    env: { UH_MOCK_API_KEY: key },
+  });
+  it('edits a file', async () => {
+    await responses.script([EXEC_EDIT(`hello from ${runtime}`), { kind: 'message', text: 'Created hello.txt.' }]);
+    expectEdited(await mission(runtime, config()), `hello from ${runtime}`);
+  }, 200_000);
+  it('a 401 from the provider is blocked', async () => {
+    await responses.script([{ kind: 'http', status: 401, body: { error: { message: 'bad key' } } }]);
+    expectBlocked(await mission(runtime, config('sk-wrong')));
+  }, 200_000);
+  it('Ctrl-C mid-turn cancels', async () => {
+    await responses.script([{ kind: 'hang' }]);
+    expectCancelled(await mission(runtime, config(), async () => (await responses.requests()).length > 0));
+  }, 200_000);
+});
+
+describe('pi from an nvm prefix, ~/.pi/agent seeded, through uh mission run under bwrap', () => {
+  const config = (key = KEY) => ({ binary: bin('pi'), provider: 'uhmock', model: 'm', env: { UH_MOCK_API_KEY: key } });
+  it('edits a file', async () => {
+    const write = { id: 'call_w', name: 'write', arguments: { path: 'hello.txt', content: 'hello from pi\n' } };
+    await chat.script(
+      [
+        { kind: 'tool_calls', calls: [write] },
+        { kind: 'text', text: 'Created hello.txt.' },
+      ],
+      KEY,
+    );
+    expectEdited(await mission('pi', config()), 'hello from pi');
+  }, 200_000);
+  it('a 401 from the provider is blocked', async () => {
+    await chat.script([{ kind: 'text', text: 'unused' }], KEY);
+    expectBlocked(await mission('pi', config('sk-wrong')));
+  }, 200_000);
+  it('Ctrl-C mid-turn cancels', async () => {
+    await chat.script([{ kind: 'hang' }], KEY);
+    expectCancelled(await mission('pi', config(), async () => (await chat.requests()).length > 0));
+  }, 200_000);
+});
+
+const opencode = (key = KEY) => {
+  const provider = (baseURL: string, model: string) => ({
+    npm: '@ai-sdk/openai-compatible',
+    options: { baseURL, apiKey: '{env:MY_API_KEY}', maxRetries: 0 },
+    models: { [model]: { tool_call: true } },
+  });
+  const config = {
+    autoupdate: false,
+    share: 'disabled',
+    model: 'mine/m',
+    small_model: 'title/none',
+    provider: { mine: provider(chat.url, 'm'), title: provider('http://127.0.0.1:9/v1', 'none') },
+    permission: { edit: 'ask', bash: 'ask', webfetch: 'deny' },
+  };
+  return {
+    command: [bin('opencode'), 'acp'],
+    env: {
+      OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
+      MY_API_KEY: key,
+      OPENCODE_DISABLE_AUTOUPDATE: '1',
+      OPENCODE_DISABLE_MODELS_FETCH: '1',
+      OPENCODE_DISABLE_DEFAULT_PLUGINS: '1',
+      OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+      OPENCODE_DISABLE_SHARE: '1',
+      XDG_DATA_HOME: join(home, '.local', 'share'),
+    },
+    request_timeout_ms: 90_000,
+  };
+};
+const qwen = (key = KEY) => ({
+  command: [bin('qwen'), '--acp'],
+  env: { HOME: home, OPENAI_API_KEY: key, OPENAI_BASE_URL: chat.url, OPENAI_MODEL: 'm' },
+  auth_method_id: 'openai',
+  auth_mode: 'upfront',
+  session_mode: 'default',
+  request_timeout_ms: 60_000,
+});
+const geminiCli = (key = GEMINI_KEY) => ({
+  command: [bin('gemini'), '--acp'],
+  env: { HOME: home, GEMINI_API_KEY: key, GOOGLE_GEMINI_BASE_URL: gemini.url },
+  auth_method_id: 'gemini-api-key',
+  request_timeout_ms: 60_000,
+});
+
+describe('opencode acp from an nvm prefix through uh mission run under bwrap', () => {
+  it('edits a file', async () => {
+    const write = {
+      id: 'call_w',
+      name: 'write',
+      arguments: { filePath: 'hello.txt', content: 'hello from opencode\n' },
+    };
+    await chat.script(
+      [
+        { kind: 'tool_calls', calls: [write] },
+        { kind: 'text', text: 'Wrote hello.txt.' },
+      ],
+      KEY,
+    );
+    expectEdited(await mission('acp', opencode()), 'hello from opencode');
+  }, 200_000);
+  it('a 401 from the provider is blocked', async () => {
+    await chat.script([{ kind: 'text', text: 'unused' }], KEY);
+    expectBlocked(await mission('acp', opencode('sk-wrong')));
+  }, 200_000);
+  it('Ctrl-C mid-turn cancels', async () => {
+    await chat.script([{ kind: 'hang' }], KEY);
+    expectCancelled(await mission('acp', opencode(), async () => (await chat.requests()).length > 0));
+  }, 200_000);
+});
+
+describe('qwen --acp from an nvm prefix, ~/.qwen seeded, through uh mission run under bwrap', () => {
+  it('completes a turn', async () => {
+    await chat.script([{ kind: 'text', text: 'Nothing to change.' }], KEY);
+    const r = await mission('acp', qwen());
+    expect(r.receipt.status, why(r)).toBe('completed');
+    expect(r.receipt.final_message).toContain('Nothing to change.');
+  }, 200_000);
+  it('a 401 from the provider is blocked', async () => {
+    await chat.script([{ kind: 'text', text: 'unused' }], KEY);
+    expectBlocked(await mission('acp', qwen('sk-wrong')));
+  }, 200_000);
+  it('Ctrl-C mid-turn cancels', async () => {
+    await chat.script([{ kind: 'hang' }], KEY);
+    expectCancelled(await mission('acp', qwen(), async () => (await chat.requests()).length > 0));
+  }, 200_000);
+});
+
+describe('gemini --acp from an nvm prefix, ~/.gemini seeded, through uh mission run under bwrap', () => {
+  it('completes a turn', async () => {
+    await gemini.script([{ kind: 'text', text: 'Nothing to change.' }], GEMINI_KEY);
+    const r = await mission('acp', geminiCli());
+    expect(r.receipt.status, why(r)).toBe('completed');
+    expect(r.receipt.final_message).toContain('Nothing to change.');
+  }, 200_000);
+  it('a 401 from the provider is blocked', async () => {
+    await gemini.script([{ kind: 'text', text: 'unused' }], GEMINI_KEY);
+    expectBlocked(await mission('acp', geminiCli('the-wrong-key')));
+  }, 200_000);
+  it('Ctrl-C mid-turn cancels', async () => {
+    await gemini.script([{ kind: 'hang' }], GEMINI_KEY);
+    expectCancelled(await mission('acp', geminiCli(), async () => (await gemini.requests()).length > 0));
+  }, 200_000);
+});
+
+describe('the ACP SDK example agent from an nvm prefix through uh mission run under bwrap', () => {
+  const agent = () => ({
+    command: [
+      'node',
+      join(
+        home,
+        '.nvm',
+        'versions',
+        'node',
+        `v${process.versions.node}`,
+        'lib',
+        'node_modules',
+        '@agentclientprotocol',
+        'sdk',
+        'dist',
+        'examples',
+        'agent.js',
+      ),
+    ],
+  });
+  it('completes its scripted turn (its edit outside the work dir denied by the policy)', async () => {
+    const r = await mission('acp', agent());
+    expect(r.receipt.status, why(r)).toBe('completed');
+    expect(r.receipt.final_message).toContain("I'll skip the configuration update.");
+  }, 200_000);
+});
+
+describe('the configured home', () => {
+  it('was never written by an ACP agent: each mission wrote its own copy of HOME and XDG_DATA_HOME', () => {
+    expect(treeFingerprint(home, notInstalls)).toBe(homeBefore);
+  });
+});
