@@ -169,7 +169,7 @@ describe('a worker killed with -9 mid-mission', () => {
     const { noticedMs, reason, aliveAfterKill } = await killAndTime(prefix, operationId, victim, token);
     process.stderr.write(`fleet: kill -9 (manifest runtime) → unknown in ${noticedMs} ms, ${aliveAfterKill} alive\n`);
     expect(noticedMs).toBeLessThan(15_000);
-    expect(reason).toMatch(/heartbeat expired; (agent process group\(s\) \d+ killed|no agent process left alive)/);
+    expect(reason).toMatch(/heartbeat expired\); (agent process group\(s\) \d+ killed|no agent process left alive)/);
     expect(await waitFor(() => processesWith(token).length === 0, 5_000)).toBe(true);
     // Settled operations leave the running index; the watch scans it, not the runtime list.
     expect(await redis.redis.smembers(`{${prefix}}:running`)).toEqual([]);
