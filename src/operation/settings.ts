@@ -31,6 +31,12 @@ export interface OperationSettings {
     /** `UH_ISOLATION_READABLE`: paths every isolated process may read (never a secret location). */
     readonly readable: readonly string[];
   };
+  /**
+   * `UH_GIT_FAST_PATH`: true (the default) lets uh answer in process what git would (the diff's
+   * listing, staging, tree and patch of a plain change; a local ref), where it is sure of git's
+   * answer; false runs git for every one of them (src/workers/git-path.ts picks the implementation).
+   */
+  readonly gitFastPath: boolean;
   /** What a mission may ask of this host (`UH_ALLOW_MISSION_ISOLATION_OFF`, `UH_ENV_PASSTHROUGH_ALLOW`). */
   readonly policy: HostPolicy;
   /** Where the receipt signing key comes from; never logged. */
@@ -61,6 +67,7 @@ export function compileSettings(config: UhConfig, overrides: SettingsOverrides):
       pool: core.sandboxPool,
     },
     isolation: { mode: core.isolation, tmpfsBytes: core.isolationTmpfsBytes, readable: core.isolationReadable },
+    gitFastPath: core.gitFastPath,
     policy: config.policy,
     receiptKey: config.receipts,
     prices: core.prices,

@@ -85,6 +85,7 @@ const VARIABLES = {
   UH_PRICES: v(text, 'price table (JSON)'),
   UH_PRICES_FILE: v(text, 'price table file (JSON)'),
   UH_ISOLATION: v(() => z.enum(['auto', 'require', 'off']), 'OS isolation of runtimes and checks (bubblewrap)', 'auto'),
+  UH_GIT_FAST_PATH: v(flagValue, 'in-process git fast path of the diff and the ref lookup (0 = git processes only)'),
   // host policy: what a mission may ask for (shared/host-policy.ts)
   UH_ALLOW_MISSION_ISOLATION_OFF: v(flagValue, "honour a mission's sandbox.isolation: off (never under require)"),
   UH_ALLOW_MISSION_NETWORK_HOST: v(flagValue, "honour a mission's sandbox.network: host (the host's whole network)"),
@@ -207,6 +208,8 @@ export interface UhConfig {
     isolationTmpfsBytes: number;
     /** `UH_ISOLATION_READABLE`: read-only inside every sandbox (never a secret location); [] when unset. */
     isolationReadable: string[];
+    /** `UH_GIT_FAST_PATH` (default on): uh answers some git questions itself (workers/git-path.ts); off: git does. */
+    gitFastPath: boolean;
   };
   /** What a mission may ask of this host: checked by producers and again by workers on every job. */
   policy: HostPolicy;
@@ -309,6 +312,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       isolation: e.UH_ISOLATION,
       isolationTmpfsBytes: e.UH_ISOLATION_TMPFS_BYTES,
       isolationReadable: (e.UH_ISOLATION_READABLE ?? '').split(':').filter((p) => p !== ''),
+      gitFastPath: flag(e.UH_GIT_FAST_PATH) ?? true,
     },
     policy: {
       allowMissionIsolationOff: flag(e.UH_ALLOW_MISSION_ISOLATION_OFF) ?? false,

@@ -15,6 +15,11 @@ export interface TestSettings {
   poolSize?: number;
   logger?: Logger;
   keepSandbox?: boolean;
+  /**
+   * Pins `UH_GIT_FAST_PATH` for a test about one implementation's cost; unset: the environment's
+   * (`UH_GIT_FAST_PATH=0 npx vitest run` runs every other pipeline with git processes).
+   */
+  gitFastPath?: boolean;
 }
 
 export function testSettings(o: TestSettings): OperationSettings {
@@ -26,6 +31,7 @@ export function testSettings(o: TestSettings): OperationSettings {
   };
   if (o.isolation) env.UH_ISOLATION = o.isolation;
   if (o.poolSize !== undefined) env.UH_SANDBOX_POOL_SIZE = String(o.poolSize);
+  if (o.gitFastPath !== undefined) env.UH_GIT_FAST_PATH = o.gitFastPath ? '1' : '0';
   const overrides = {
     stateDir: o.stateDir,
     ...(o.logger ? { logger: o.logger } : {}),

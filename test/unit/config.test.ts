@@ -4,6 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/shared/config.js';
+import { compileSettings } from '../../src/operation/settings.js';
+import { GIT_PROCESSES, gitPathOf, IN_PROCESS_GIT } from '../../src/workers/git-path.js';
 
 describe('loadConfig', () => {
   it('unset or empty: the defaults', () => {
@@ -90,6 +92,17 @@ describe('loadConfig', () => {
       expect.objectContaining({
         details: [expect.stringMatching(/^price table \(environment UH_PRICES\): codex\.input_per_mtok: /)],
       }),
+    );
+  });
+
+  it('UH_GIT_FAST_PATH: on unless 0 or false; the settings pick git processes then; a bad value is named', () => {
+    const pathOf = (env: Record<string, string>) => gitPathOf(compileSettings(loadConfig(env), { stateDir: '/s' }));
+    expect(pathOf({})).toBe(IN_PROCESS_GIT);
+    expect(pathOf({ UH_GIT_FAST_PATH: '1' })).toBe(IN_PROCESS_GIT);
+    expect(pathOf({ UH_GIT_FAST_PATH: '0' })).toBe(GIT_PROCESSES);
+    expect(pathOf({ UH_GIT_FAST_PATH: 'false' })).toBe(GIT_PROCESSES);
+    expect(() => loadConfig({ UH_GIT_FAST_PATH: 'off' })).toThrow(
+      expect.objectContaining({ details: [expect.stringContaining('(environment UH_GIT_FAST_PATH)')] }),
     );
   });
 });

@@ -7,7 +7,7 @@ import type { Mission } from '../../shared/contracts/mission.js';
 import { OperationConflictError, UhError } from '../../shared/errors.js';
 import { prepareOperation, type PreparedOperation } from '../../operation/prepare-operation.js';
 import { executeOperation, type ExecuteResult } from '../execute-operation.js';
-import { OPERATION_PORTS } from '../operation-ports.js';
+import { operationPorts } from '../operation-ports.js';
 import { sweepSandboxes } from '../sandbox/retention.js';
 import {
   claimOperationDir,
@@ -46,7 +46,7 @@ export async function runInline(mission: Mission, options: InlineOptions): Promi
   const prepared = await prepareOperation(
     mission,
     { stateDir, cacheDir, host, ...(options.runtime ? { runtime: options.runtime } : {}) },
-    OPERATION_PORTS,
+    operationPorts(settings),
   );
   const id = mission.operation_id;
   if (!claimOperationDir(stateDir, id)) return existingOperation(stateDir, id, prepared);

@@ -49,7 +49,8 @@ export async function retentionPhase(run: OperationRun, keep: boolean): Promise<
   }
   if (settings.sandbox.pool.size > 0) {
     // A tracked file the diff saw changed needs the reset anyway: no walk to find that out again.
-    const trackedChanged = run.diff?.changed.some((f) => f.status !== 'added') ?? false;
+    // Without the git fast path (`UH_GIT_FAST_PATH=0`) git's `read-tree` resets every sandbox.
+    const trackedChanged = !settings.gitFastPath || (run.diff?.changed.some((f) => f.status !== 'added') ?? false);
     const notPooled = await releaseToPool(
       cacheDir,
       sandbox,

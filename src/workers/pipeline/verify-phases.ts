@@ -6,6 +6,7 @@
  */
 import { join } from 'node:path';
 import type { Sandbox } from '../sandbox/worktree.js';
+import { gitPathOf } from '../git-path.js';
 import { baseFactsDir, captureDiff } from '../verification/capture-diff.js';
 import { runChecks } from '../verification/run-checks.js';
 import { checkScope } from '../verification/scope-check.js';
@@ -22,6 +23,7 @@ export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<vo
   const diff = await timed(run, 'diff', () =>
     captureDiff(sandbox.path, prepared.baseCommit, join(run.dir, 'diff.patch'), run.dir, {
       baseFactsDir: baseFactsDir(run.settings.cacheDir),
+      git: gitPathOf(run.settings),
     }),
   );
   run.diff = diff;

@@ -22,6 +22,7 @@ import { buildReceipt } from '../../operation/build-receipt.js';
 import { decideVerdict } from '../results/verdict.js';
 import { RUNTIME_CATALOG } from '../operation-ports.js';
 import { captureDiff, type DiffCapture } from '../verification/capture-diff.js';
+import { gitPathOf } from '../git-path.js';
 import { checkScope } from '../verification/scope-check.js';
 import { EventLog } from '../state/event-log.js';
 import { fileJournal } from '../../operation/file-journal.js';
@@ -125,7 +126,9 @@ async function settleWith(
   const mission = MissionSchema.parse(JSON.parse(readFileSync(join(dir, 'mission.json'), 'utf8')));
   let diff: DiffCapture | null = null;
   if (record.sandbox_path && existsSync(record.sandbox_path) && record.base_commit) {
-    diff = await captureDiff(record.sandbox_path, record.base_commit, join(dir, 'diff.patch'), dir);
+    diff = await captureDiff(record.sandbox_path, record.base_commit, join(dir, 'diff.patch'), dir, {
+      git: gitPathOf(settings),
+    });
     steps.push(`diff of the retained sandbox: ${diff.changed.length} file(s)`);
   }
   const violations = diff ? [...checkScope(diff.changed, mission.scope), ...diff.flagged] : [];

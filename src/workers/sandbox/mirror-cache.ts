@@ -13,7 +13,7 @@ import { UhError } from '../../shared/errors.js';
 import { isRemoteUrl } from '../../shared/contracts/load-mission.js';
 import { git, GitError, type GitCallOptions } from './git.js';
 import { withFileLock } from './file-lock.js';
-import { readLocalRef } from './local-ref.js';
+import { IN_PROCESS_GIT, type GitPath } from '../git-path.js';
 import { makeDir } from '../../shared/fs/make-dir.js';
 
 export interface Mirror {
@@ -276,15 +276,16 @@ export async function resolveInMirror(
   url: string,
   ref: string,
   call: GitCallOptions = {},
+  gitPath: GitPath = IN_PROCESS_GIT,
 ): Promise<{ mirror: Mirror; commit: string }> {
   const mirror = mirrorFor(cacheDir, url);
   if (SHA.test(ref) && knownCommits.get(mirror.path)?.has(ref) && existsSync(join(mirror.path, 'HEAD')))
     return { mirror, commit: ref };
-  if (call.signal) return remember(await resolveUncached(cacheDir, url, ref, call));
-  const key = `${mirror.path}\0${ref}`;
+  if (call.signal) return remember(await resolveUncached(cacheDir, url, ref, call, gitPath));
+  const key = `${mirror.path}\0${ref}\0${gitPath.kind}`;
   let shared = inFlight.get(key);
   if (!shared) {
-    shared = resolveUncached(cacheDir, url, ref, call)
+    shared = resolveUncached(cacheDir, url, ref, call, gitPath)
       .then(remember)
       .finally(() => inFlight.delete(key));
     inFlight.set(key, shared);
@@ -313,6 +314,7 @@ async function resolveUncached(
   url: string,
   ref: string,
   call: GitCallOptions,
+  gitPath: GitPath,
 ): Promise<{ mirror: Mirror; commit: string }> {
   if (!isRemoteUrl(url) && !existsSync(url)) {
     throw new UhError('invalid_input', `repository.url: no such directory: ${url}`, {
@@ -332,7 +334,7 @@ async function resolveUncached(
       if (!seen.has(id)) seen.set(id, knownInMirror(mirror.path, id));
       return seen.get(id) === true;
     };
-    const wanted = readLocalRef(url, ref, known) ?? (await sourceCommit(url, ref, call));
+    const wanted = gitPath.localRef(url, ref, known) ?? (await sourceCommit(url, ref, call));
     // The common case takes no lock: the mirror exists and already has the commit.
     if ((await mirrorSound(mirror, call)) && (known(wanted) || (await hasCommit(mirror, wanted, call))))
       return { mirror, commit: wanted };

@@ -12,7 +12,9 @@
  *   as scope violations (`flagged`).
  * The patch streams to disk; only the name list is held in memory.
  *
- * Processes: none when nothing changed: a small worktree is first compared with uh's index in
+ * Processes, with the git fast path (`options.git` is `IN_PROCESS_GIT`; with `GIT_PROCESSES`,
+ * picked by `UH_GIT_FAST_PATH=0`, each step below done by an in-process module is git's instead):
+ * none when nothing changed: a small worktree is first compared with uh's index in
  * process (`worktreeUnchanged`: stat data, else content) and, exactly as checked out, gives the
  * base tree and an empty patch; none either when it only gained new files (`worktreeAdditions`
  * lists them, under the base's ignore rules when `ignore-rules.ts` takes them). Otherwise one
@@ -47,14 +49,11 @@ import { spawnGroup } from '../../shared/process/spawn-group.js';
 import { UhError } from '../../shared/errors.js';
 import { git, gitArgv, gitEnv, GIT_TIMEOUTS_MS, type GitCallOptions } from '../sandbox/git.js';
 import { sandboxPaths } from '../sandbox/worktree.js';
-import { objectFormatOf, objectIdBytes } from '../sandbox/git-dir.js';
-import { readIndexEntries } from '../sandbox/index-file.js';
-import { worktreeAdditions, worktreeUnchanged, type UnchangedBounds } from '../sandbox/worktree-scrub.js';
-import { addedFilesPatch } from './added-patch.js';
+import { objectIdBytes } from '../sandbox/git-dir.js';
+import type { GitPath } from '../git-path.js';
 import { keptExcludesFile, readBaseFacts } from './base-ignore.js';
-import { compileIgnoreRules } from './ignore-rules.js';
-import { readIndexState, writeIndexTree, writeLooseObject, writeStateTree } from './index-tree.js';
-import { plainComponent, stageInProcess, type StagedFile } from './stage-in-process.js';
+import { readIndexState, writeLooseObject, writeStateTree } from './index-tree.js';
+import type { StagedFile } from './stage-in-process.js';
 import { readAgentHead } from './agent-head.js';
 import { RawPatchSplit } from './raw-patch-split.js';
 import type { ScopeViolation } from './scope-check.js';
@@ -78,6 +77,8 @@ export interface DiffCallOptions extends GitCallOptions {
    * every sandbox. Unset: read from git each time.
    */
   baseFactsDir?: string;
+  /** Who answers the git questions: the fast path or git processes (`gitPathOf(settings)`). */
+  git: GitPath;
 }
 
 export { baseFactsDir } from './base-ignore.js';
@@ -85,22 +86,13 @@ export { baseFactsDir } from './base-ignore.js';
 type GitRun = (args: string[], extra?: { okCodes?: number[]; input?: string }) => Promise<{ stdout: string }>;
 
 interface DiffGit {
+  path: GitPath;
   call: GitCallOptions;
   cwd: string;
   gitDir: string;
   workTree: string;
   env: Record<string, string>;
 }
-
-/**
- * Up to these, the in-process comparison costs less than one `ls-files` process (on a 2-core
- * machine: 200 tracked files 9 ms against 15 ms, 1,000 about even, 5,000 twice git's time; see
- * docs/benchmarks.md); past them git is asked straight away.
- */
-const UNCHANGED_BOUNDS: UnchangedBounds = { maxEntries: 500, maxHashBytes: 2 * 1024 * 1024 };
-
-/** New files the in-process listing names at most (the in-process staging takes 200). */
-const MAX_ADDED_LISTED = 200;
 
 const EMPTY_DIGEST = `sha256:${createHash('sha256').digest('hex')}`;
 const TREE = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
@@ -152,7 +144,7 @@ async function stageAndPatch(
     gitDir: g.gitDir,
     baseCommit: at.baseCommit,
   };
-  const { tree, added } = await stageAndTree(gitOn(g, at.index), where, listed);
+  const { tree, added } = await stageAndTree(g.path, gitOn(g, at.index), where, listed);
   if (tree === at.baseTree) return (writeFileSync(patchPath, ''), unchanged);
   const patch = added ? writeAddedPatch(added, patchPath) : await diffAndPatch(g, at.baseCommit, tree, patchPath);
   return { ...patch, tree };
@@ -164,18 +156,18 @@ export async function captureDiff(
   baseCommit: string,
   patchPath: string,
   scratchDir: string,
-  options: DiffCallOptions = {},
+  options: DiffCallOptions,
 ): Promise<DiffCapture> {
   const paths = sandboxPaths(workDir);
   if (!existsSync(paths.gitDir) || !existsSync(paths.index)) throw noPrivateGitDir(workDir, paths.gitDir);
-  const { baseFactsDir, ...call } = options;
+  const { baseFactsDir, git: path, ...call } = options;
   const index = join(scratchDir, 'diff.index');
   const scratchExcludes = join(scratchDir, 'base-excludes');
   const env = { GIT_INDEX_FILE: index, GIT_LITERAL_PATHSPECS: '1' };
-  const g: DiffGit = { call, cwd: workDir, gitDir: paths.gitDir, workTree: workDir, env };
+  const g: DiffGit = { path, call, cwd: workDir, gitDir: paths.gitDir, workTree: workDir, env };
   try {
     const base = await readBaseFacts(paths.gitDir, baseCommit, baseFactsDir ?? null, call);
-    const additions = listedInProcess(workDir, paths.index, baseCommit, base.excludes);
+    const additions = path.listChanges({ workDir, uhIndex: paths.index, baseCommit, ignoreRules: base.excludes });
     const headCommit = () => readAgentHead(paths.agentGitDir);
     if (additions?.length === 0) {
       writeFileSync(patchPath, '');
@@ -204,43 +196,17 @@ export async function captureDiff(
 }
 
 /**
- * The listing without git, for a small worktree: the new files when nothing else changed
- * (`worktreeAdditions`, [] when it is exactly the base commit as uh checked it out), under the
- * base commit's ignore rules when `ignore-rules.ts` takes them; else only the unchanged case
- * (`worktreeUnchanged`, where any new entry is a doubt). Null on any doubt, an entry it cannot
- * read included (a directory the agent made unreadable): git lists.
- */
-function listedInProcess(workDir: string, uhIndex: string, baseCommit: string, ignoreRules: string): string[] | null {
-  try {
-    // A large index is not decoded only to be refused by the bound.
-    const entries = readIndexEntries(uhIndex, objectIdBytes(baseCommit), UNCHANGED_BOUNDS.maxEntries);
-    if (entries === null) return null;
-    const format = objectFormatOf(baseCommit);
-    const ignored = ignoreRules === '' ? () => false : compileIgnoreRules(ignoreRules);
-    if (ignored === null) return worktreeUnchanged(workDir, uhIndex, entries, format, UNCHANGED_BOUNDS) ? [] : null;
-    return worktreeAdditions(workDir, uhIndex, entries, format, {
-      ...UNCHANGED_BOUNDS,
-      maxAdded: MAX_ADDED_LISTED,
-      plainName: plainComponent,
-      ignored,
-    });
-  } catch {
-    return null;
-  }
-}
-
-/**
  * A change of new text files only, staged in process: the files, in git's order, and their patch
  * as git prints it (`added-patch.ts`). Null when it is anything else: `diff-tree` writes it.
  */
-function addedOnly(listed: { onlyAdded: boolean }, staged: Map<string, StagedFile>): AddedChange | null {
+function addedOnly(path: GitPath, listed: { onlyAdded: boolean }, staged: Map<string, StagedFile>): AddedChange | null {
   if (!listed.onlyAdded) return null;
   // Every listed path was staged; a deletion among them (null) is no addition.
   const files = [...staged.values()]
     .filter((f): f is NonNullable<StagedFile> => f !== null)
     .sort((a, b) => byCodeUnit(a.path, b.path));
   if (files.length !== staged.size) return null;
-  const patch = addedFilesPatch(files);
+  const patch = path.addedPatch(files);
   return patch && { paths: files.map((f) => f.path), patch };
 }
 
@@ -270,6 +236,7 @@ function writeAddedPatch(
  * process after this one, so their objects are never written: only their ids are computed.
  */
 async function stageAndTree(
+  path: GitPath,
   run: GitRun,
   at: { workDir: string; uhIndex: string; index: string; gitDir: string; baseCommit: string },
   listed: { paths: string[]; deleted: string[]; onlyAdded: boolean },
@@ -280,7 +247,7 @@ async function stageAndTree(
   const state = readIndexState(at.uhIndex, hashBytes);
   const staged =
     state &&
-    stageInProcess({
+    path.stage({
       state,
       workDir: at.workDir,
       gitDir: at.gitDir,
@@ -289,7 +256,7 @@ async function stageAndTree(
       hashOnly: true,
     });
   if (state && staged) {
-    const added = addedOnly(listed, staged);
+    const added = addedOnly(path, listed, staged);
     const tree = added && writeStateTree(state, null);
     if (tree) return { tree, added };
     // diff-tree reads them: the blobs and trees are written now.
@@ -299,7 +266,7 @@ async function stageAndTree(
   }
   copyIndex(at.uhIndex, at.index);
   await stage(run, listed);
-  const built = writeIndexTree(at.index, objectsDir, hashBytes);
+  const built = path.indexTree(at.index, objectsDir, hashBytes);
   if (built !== null) return { tree: built, added: null };
   const written = (await run(['write-tree'], { okCodes: [1, 128] })).stdout.trim();
   return { tree: TREE.test(written) ? written : null, added: null };

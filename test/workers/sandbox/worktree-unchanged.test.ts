@@ -11,6 +11,7 @@ import { sandboxPaths } from '../../../src/workers/sandbox/worktree.js';
 import { readIndexEntries } from '../../../src/workers/sandbox/index-file.js';
 import { worktreeUnchanged } from '../../../src/workers/sandbox/worktree-scrub.js';
 import { captureDiff } from '../../../src/workers/verification/capture-diff.js';
+import { IN_PROCESS_GIT } from '../../../src/workers/git-path.js';
 import { freshSandbox } from '../../support/sandbox.js';
 import { removeDir } from '../../support/temp.js';
 import { gitProcesses } from '../../support/spawned.js';
@@ -30,7 +31,7 @@ async function sandboxOf(files: Record<string, string>, id: string) {
   const paths = sandboxPaths(sandbox.path);
   const check = (bounds = BOUNDS) =>
     worktreeUnchanged(sandbox.path, paths.index, readIndexEntries(paths.index, 20) ?? [], 'sha1', bounds);
-  const diff = () => captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+  const diff = () => captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir, git: IN_PROCESS_GIT });
   // Every entry as new as the index or newer (racy), as a checkout within the index's clock tick
   // leaves them: stat data proves nothing then, the content must.
   const makeRacy = () => utimesSync(paths.index, new Date('2001-01-01'), new Date('2001-01-01'));

@@ -7,13 +7,24 @@
  * clone of the base, where it must give that tree again. No object is written for it. Anything else (binary content, a symlink, a modified file) goes to git as before.
  */
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sandboxPaths } from '../../../src/workers/sandbox/worktree.js';
 import { readIndexEntries } from '../../../src/workers/sandbox/index-file.js';
 import { worktreeAdditions } from '../../../src/workers/sandbox/worktree-scrub.js';
 import { captureDiff } from '../../../src/workers/verification/capture-diff.js';
+import { IN_PROCESS_GIT } from '../../../src/workers/git-path.js';
 import { plainComponent } from '../../../src/workers/verification/stage-in-process.js';
 import { spawnCounts } from '../../../src/shared/process/spawn-group.js';
 import { freshSandbox } from '../../support/sandbox.js';
@@ -80,7 +91,12 @@ function gitsPatch(work: string, base: string, tree: string, rules = ''): { patc
   const scratch = tempDir('uh-added-index-');
   dirs.push(scratch);
   const index = join(scratch, 'index');
+  // With its timestamps, as the capture copies it: an entry as new as uh's index stays "racy" and
+  // git compares its content. A copy stamped now would let git trust the stat data of a file
+  // edited to the same size within the second of the checkout, and miss the edit.
   copyFileSync(paths.index, index);
+  const st = statSync(paths.index);
+  utimesSync(index, st.atime, st.mtime);
   writeFileSync(join(scratch, 'rules'), rules);
   const env = { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null', GIT_INDEX_FILE: index };
   const run = (args: string[], input?: string) =>
@@ -118,7 +134,10 @@ function gitsPatch(work: string, base: string, tree: string, rules = ''): { patc
 
 async function sandboxWith(base: Record<string, string>, id: string) {
   const s = await freshSandbox(base, id, dirs, 'uh-added-');
-  await captureDiff(s.sandbox.path, s.commit, s.patch, s.scratch, { baseFactsDir: s.baseFactsDir }); // caches the base facts
+  await captureDiff(s.sandbox.path, s.commit, s.patch, s.scratch, {
+    baseFactsDir: s.baseFactsDir,
+    git: IN_PROCESS_GIT,
+  }); // caches the base facts
   return s;
 }
 
@@ -152,7 +171,10 @@ describe('a change that only adds text files', () => {
         }
         const objectsBefore = looseObjects(s.sandbox.path);
         const before = gitProcesses();
-        const got = await captureDiff(s.sandbox.path, s.commit, s.patch, s.scratch, { baseFactsDir: s.baseFactsDir });
+        const got = await captureDiff(s.sandbox.path, s.commit, s.patch, s.scratch, {
+          baseFactsDir: s.baseFactsDir,
+          git: IN_PROCESS_GIT,
+        });
         expect(gitProcesses() - before, `seed ${seed}`).toBe(processes);
         // Only the ids were computed: no object was written for git to read.
         expect(looseObjects(s.sandbox.path), `seed ${seed}`).toEqual(objectsBefore);
@@ -192,7 +214,10 @@ describe('a change that only adds text files', () => {
       const s = await sandboxWith({ 'README.md': '# one\n' }, `op-added-git-${name.replace(/ /g, '-')}`);
       change(s.sandbox.path);
       const before = gitProcesses();
-      const got = await captureDiff(s.sandbox.path, s.commit, s.patch, s.scratch, { baseFactsDir: s.baseFactsDir });
+      const got = await captureDiff(s.sandbox.path, s.commit, s.patch, s.scratch, {
+        baseFactsDir: s.baseFactsDir,
+        git: IN_PROCESS_GIT,
+      });
       expect(spawnCounts()['git diff-tree'] ?? 0).toBeGreaterThan(0);
       expect(gitProcesses() - before, name).toBeGreaterThanOrEqual(1);
       expect(readFileSync(s.patch, 'utf8'), name).toContain(marker);

@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sandboxPaths } from '../../../src/workers/sandbox/worktree.js';
 import { captureDiff } from '../../../src/workers/verification/capture-diff.js';
+import { IN_PROCESS_GIT } from '../../../src/workers/git-path.js';
 import { freshSandbox } from '../../support/sandbox.js';
 import { removeDir, tempDir } from '../../support/temp.js';
 import { gitProcesses } from '../../support/spawned.js';
@@ -45,13 +46,13 @@ describe('captureDiff processes', () => {
         `op-diffproc-${processes}`,
       );
 
-      const first = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir }); // computes and caches the base facts
+      const first = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir, git: IN_PROCESS_GIT }); // computes and caches the base facts
       expect(first.changed).toEqual([]);
       // Every entry racy (as new as uh's index), as a checkout within the index's clock tick leaves
       // them: proven by content in process, unless attributes could convert it (git lists then).
       utimesSync(sandboxPaths(sandbox.path).index, new Date('2001-01-01'), new Date('2001-01-01'));
       let before = gitProcesses();
-      const clean = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+      const clean = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir, git: IN_PROCESS_GIT });
       expect(gitProcesses() - before).toBe(unchanged);
       expect(clean).toMatchObject({ changed: [], bytes: 0, tree: first.tree, headCommit: commit });
 
@@ -64,7 +65,7 @@ describe('captureDiff processes', () => {
       const uhIndex = sandboxPaths(sandbox.path).index;
       const indexBefore = { bytes: readFileSync(uhIndex), mtimeMs: statSync(uhIndex).mtimeMs };
       before = gitProcesses();
-      const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+      const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir, git: IN_PROCESS_GIT });
       expect(gitProcesses() - before).toBe(processes);
       // uh's own index is read, never written (the pool's release checks it is as uh wrote it).
       expect({ bytes: readFileSync(uhIndex), mtimeMs: statSync(uhIndex).mtimeMs }).toEqual(indexBefore);
@@ -91,17 +92,17 @@ describe('captureDiff processes', () => {
       { 'README.md': '# one\n', '.gitignore': '*.log\n' },
       'op-diffexcl',
     );
-    await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+    await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir, git: IN_PROCESS_GIT });
     const kept = join(baseFactsDir, `${commit}.exclude`);
     writeFileSync(kept, '*\n');
     writeFileSync(join(sandbox.path, 'new.txt'), 'seen\n');
     writeFileSync(join(sandbox.path, 'x.log'), 'ignored by the base\n');
     // New files alone are listed in process from the base facts (the kept file is never read):
     // a tracked change too makes git list, with the kept file.
-    const inProcess = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+    const inProcess = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir, git: IN_PROCESS_GIT });
     expect(inProcess.changed).toEqual([{ path: 'new.txt', status: 'added' }]);
     writeFileSync(join(sandbox.path, 'README.md'), '# two\n');
-    const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+    const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir, git: IN_PROCESS_GIT });
     expect(changed.changed).toEqual(
       [
         { path: 'new.txt', status: 'added' },
@@ -116,7 +117,7 @@ describe('captureDiff processes', () => {
       { 'README.md': '# one\n', '.gitignore': '*.log\n' },
       'op-diffgone',
     );
-    await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+    await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir, git: IN_PROCESS_GIT });
     // A git on PATH that removes the kept file just before the real git reads it.
     const bin = tempDir('uh-diffgone-bin-');
     dirs.push(bin);
@@ -132,7 +133,7 @@ describe('captureDiff processes', () => {
     const path = process.env.PATH;
     process.env.PATH = `${bin}:${path}`;
     try {
-      const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+      const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir, git: IN_PROCESS_GIT });
       expect(changed.changed).toEqual([
         { path: 'README.md', status: 'modified' },
         { path: 'new.txt', status: 'added' },
@@ -151,7 +152,7 @@ describe('captureDiff processes', () => {
     );
     writeFileSync(join(sandbox.path, 'x.log'), 'a change\n');
     writeFileSync(join(sandbox.path, 'name with\nnewline.txt'), 'odd\n');
-    const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+    const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir, git: IN_PROCESS_GIT });
     expect(changed.changed).toEqual([
       { path: 'name with\nnewline.txt', status: 'added' },
       { path: 'x.log', status: 'added' },
@@ -173,7 +174,7 @@ describe('captureDiff processes', () => {
       symlinkSync('src', join(sandbox.path, 'docs'));
       writeFileSync(join(sandbox.path, 'README.md'), '# two\n');
       const before = gitProcesses();
-      const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir });
+      const changed = await captureDiff(sandbox.path, commit, patch, scratch, { baseFactsDir, git: IN_PROCESS_GIT });
       expect(gitProcesses() - before).toBe(processes);
       expect(changed.changed).toEqual([
         { path: 'README.md', status: 'modified' },

@@ -100,12 +100,12 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   // Refuse bad input for every runtime before anything runs or is written.
   const { prepareOperation } = await import('../../../operation/prepare-operation.js');
-  const { OPERATION_PORTS } = await import('../../../workers/operation-ports.js');
+  const { operationPorts } = await import('../../../workers/operation-ports.js');
   for (const c of children.filter((c) => c.trial === 1))
     await prepareOperation(
       c.mission,
       { stateDir, cacheDir: config.core.cacheDir, host: hostSettingsOf(config) },
-      OPERATION_PORTS,
+      operationPorts(config.core),
     );
   const { record, kind } = createBatchRecord(stateDir, newBatchRecord(mission, runtimes, trials, 'inline'));
   if (kind === 'attached' && format !== 'json')

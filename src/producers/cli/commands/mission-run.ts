@@ -67,10 +67,10 @@ async function dryRun(mission: Mission, values: Values, config: UhConfig): Promi
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const runtime = values.runtime as string | undefined;
   const { dryRunView } = await import('../../../operation/prepare-operation.js');
-  const { OPERATION_PORTS } = await import('../../../workers/operation-ports.js');
+  const { operationPorts } = await import('../../../workers/operation-ports.js');
   const host = hostSettingsOf(config);
   const options = { stateDir, cacheDir: config.core.cacheDir, host, ...(runtime ? { runtime } : {}) };
-  const view = await dryRunView(mission, options, OPERATION_PORTS);
+  const view = await dryRunView(mission, options, operationPorts(config.core));
   if (values.json) writeJson(view);
   else process.stdout.write(`${JSON.stringify(view, null, 2)}\n(dry run: nothing was executed or written)\n`);
   return EXIT.ok;
