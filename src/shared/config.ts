@@ -119,7 +119,7 @@ const VARIABLES = {
   UH_QUEUE_STALLED_INTERVAL_MS: v(ms, 'stalled-job check interval', 60_000),
   UH_QUEUE_MAX_STALLED: v(count, 'stalls before a job fails', 1),
   UH_WORKER_GRACE_MS: v(count, 'shutdown grace period', 30_000),
-  UH_HEARTBEAT_MS: v(ms, 'worker heartbeat interval', 5_000),
+  UH_HEARTBEAT_MS: v(ms, 'worker heartbeat interval', 2_000),
   UH_ARTIFACT_CAP_BYTES: v(ms, 'artifact size cap', 2 * 1024 * 1024),
   UH_WEBHOOK_URL: v(() => z.string().url(), 'completion webhook'),
   UH_WEBHOOK_SECRET: v(text, 'webhook signing secret'),

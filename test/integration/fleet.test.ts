@@ -3,10 +3,11 @@
  * command, BullMQ's lock left at its 120 s default), safety rails at `uh worker start` and
  * `uh mission submit`. Real Redis, real worker processes, real git, the fake agent.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, type CliResult } from '../support/cli.js';
+import { parse as parseYaml } from 'yaml';
+import { FAKE_AGENT, runCli, type CliResult } from '../support/cli.js';
 import { makeRepo } from '../support/git-repo.js';
 import { writeMission } from '../support/mission-file.js';
 import { waitFor } from '../support/process.js';
@@ -45,12 +46,11 @@ afterAll(async () => {
   dirs.forEach(removeDir);
 });
 
-/** Default lock (120 s) and stalled timings: only the heartbeat watch can notice in seconds. */
+/** Default heartbeat, lock (120 s) and stalled timings: only the heartbeat watch can notice in seconds. */
 const env = (prefix: string, extra: Record<string, string> = {}) => ({
   REDIS_URL: redis.url,
   UH_REDIS_PREFIX: prefix,
   UH_CACHE_DIR: cacheDir,
-  UH_HEARTBEAT_MS: '2000',
   ...extra,
 });
 const state = () => {
@@ -70,8 +70,58 @@ async function worker(prefix: string, args: string[]): Promise<WorkerProcess> {
 }
 const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
 
+/** Processes whose command line holds `token` (the agent, and under bwrap its bwrap parent). */
+function processesWith(token: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(token)) pids.push(Number(entry));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return pids;
+}
+
+/** kill -9 the victim once its agent runs; the ms until `uh mission status` says unknown, and the events. */
+async function killAndTime(prefix: string, operationId: string, victim: WorkerProcess, token: string) {
+  expect(await waitFor(() => processesWith(token).length > 0, 20_000)).toBe(true);
+  orphans.push(...processesWith(token));
+  await victim.stop('SIGKILL');
+  const killedAt = Date.now();
+  const aliveAfterKill = processesWith(token).length;
+  let status: CliResult | null = null;
+  while (Date.now() < killedAt + 30_000) {
+    status = await uh(prefix, ['mission', 'status', operationId, '--json', '--state-dir', state()]);
+    if (status.stdout && JSON.parse(status.stdout).operation?.state === 'unknown') break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const noticedMs = Date.now() - killedAt;
+  expect(status?.code).toBe(5);
+  expect(JSON.parse(status?.stdout ?? '{}').operation.state).toBe('unknown');
+  const events = (await redis.redis.xrange(`{${prefix}}:op:${operationId}:events`, '-', '+')).flatMap(([, f]) =>
+    f[0] === 'event' ? [JSON.parse(f[1] as string)] : [],
+  );
+  const reason = String(events.find((e) => e.type === 'operation.unknown')?.data.reason ?? '');
+  return { noticedMs, aliveAfterKill, reason };
+}
+
+/** A manifest runtime (`uh adapter add`) in `stateDir` whose argv runs the fake agent. */
+async function manifestRuntime(stateDir: string, id: string, agentArgs: string[]): Promise<void> {
+  const add = await runCli(['adapter', 'add', id, '--kind', 'command', '--state-dir', stateDir], {
+    cwd: repo,
+    env: env('unused'),
+  });
+  expect(add.code).toBe(0);
+  const path = join(stateDir, 'adapters', `${id}.yaml`);
+  const manifest = parseYaml(readFileSync(path, 'utf8'));
+  manifest.runtime_config.argv = [process.execPath, FAKE_AGENT, ...agentArgs];
+  writeFileSync(path, JSON.stringify(manifest));
+}
+
 describe('a worker killed with -9 mid-mission', () => {
-  it('is noticed by a live worker: unknown within 30 s with an operation.unknown event, no operator command, the runtime ran once', async () => {
+  it('is noticed by a live worker: unknown within 15 s, operation.unknown event, the agent killed, run once', async () => {
     const prefix = redis.prefix('dead');
     const countFile = join(tempDir('uh-count-'), 'count');
     const { path, operationId } = writeMission(repo, ['count', countFile, 'slow', '60000']);
@@ -79,27 +129,13 @@ describe('a worker killed with -9 mid-mission', () => {
     await worker(prefix, ['--runtime', 'hermes', '--allow-unready']);
     const victim = await worker(prefix, ['--runtime', 'command']);
     expect((await uh(prefix, ['mission', 'submit', path, '--state-dir', state()])).code).toBe(0);
-    expect(await waitFor(() => lines(countFile).length === 1, 20_000)).toBe(true);
-    orphans.push(Number(lines(countFile)[0]));
-    await victim.stop('SIGKILL');
-    const killedAt = Date.now();
-
-    let status: CliResult | null = null;
-    const deadline = killedAt + 30_000;
-    while (Date.now() < deadline) {
-      status = await uh(prefix, ['mission', 'status', operationId, '--json', '--state-dir', state()]);
-      if (status.stdout && JSON.parse(status.stdout).operation?.state === 'unknown') break;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    const noticedMs = Date.now() - killedAt;
-    expect(status?.code).toBe(5);
-    expect(JSON.parse(status?.stdout ?? '{}').operation.state).toBe('unknown');
-    expect(noticedMs).toBeLessThan(30_000);
-    process.stderr.write(`fleet: kill -9 → unknown in ${noticedMs} ms (heartbeat 2000 ms, lock 120000 ms)\n`);
-    const events = (await redis.redis.xrange(`{${prefix}}:op:${operationId}:events`, '-', '+')).flatMap(([, f]) =>
-      f[0] === 'event' ? [JSON.parse(f[1] as string)] : [],
-    );
-    expect(events.find((e) => e.type === 'operation.unknown')?.data.reason).toContain('heartbeat expired');
+    const { noticedMs, reason } = await killAndTime(prefix, operationId, victim, countFile);
+    expect(noticedMs).toBeLessThan(15_000);
+    process.stderr.write(`fleet: kill -9 (isolation off) → unknown in ${noticedMs} ms (default heartbeat)\n`);
+    expect(reason).toContain('heartbeat expired');
+    // Unisolated, nothing but the watch ends the dead worker's agent (no bwrap --die-with-parent).
+    expect(reason).toMatch(/agent process group\(s\) \d+ killed on |no agent process left alive/);
+    expect(await waitFor(() => processesWith(countFile).length === 0, 5_000)).toBe(true);
     // A second worker for the runtime never runs it again.
     await worker(prefix, ['--runtime', 'command']);
     const again = await uh(prefix, [
@@ -115,6 +151,52 @@ describe('a worker killed with -9 mid-mission', () => {
     ]);
     expect(again.code).toBe(5);
     expect(lines(countFile)).toHaveLength(1);
+  });
+
+  it('of a worker serving a manifest runtime: noticed by a worker that does not know the runtime', async () => {
+    const prefix = redis.prefix('manifest');
+    const stateDir = state();
+    const token = join(tempDir('uh-count-'), 'count');
+    await manifestRuntime(stateDir, 'fleet-agent', ['count', token, 'slow', '60000']);
+    const { path, operationId } = writeMission(repo, [], { runtime: 'fleet-agent', runtime_config_overrides: {} });
+    await worker(prefix, ['--runtime', 'hermes', '--allow-unready']);
+    const victim = await startWorker(['--state-dir', stateDir, '--runtime', 'fleet-agent'], {
+      cwd: repo,
+      env: { ...env(prefix), UH_LOG_LEVEL: 'warn' },
+    });
+    workers.push(victim);
+    expect((await uh(prefix, ['mission', 'submit', path, '--state-dir', stateDir])).code).toBe(0);
+    const { noticedMs, reason, aliveAfterKill } = await killAndTime(prefix, operationId, victim, token);
+    process.stderr.write(`fleet: kill -9 (manifest runtime) → unknown in ${noticedMs} ms, ${aliveAfterKill} alive\n`);
+    expect(noticedMs).toBeLessThan(15_000);
+    expect(reason).toMatch(/heartbeat expired\); (agent process group\(s\) \d+ killed|no agent process left alive)/);
+    expect(await waitFor(() => processesWith(token).length === 0, 5_000)).toBe(true);
+    // Settled operations leave the running index; the watch scans it, not the runtime list.
+    expect(await redis.redis.smembers(`{${prefix}}:running`)).toEqual([]);
+  });
+
+  it('under bubblewrap: unknown within 15 s and the sandboxed agent gone with its worker', async () => {
+    const prefix = redis.prefix('bwrap');
+    // The agent's marker is only an argument: under bwrap it cannot write outside its sandbox.
+    const token = `uh-fleet-marker-${process.pid}-${Date.now()}`;
+    const { path, operationId } = writeMission(repo, ['count', `/tmp/${token}`, 'slow', '60000']);
+    const isolated = { ...env(prefix), UH_LOG_LEVEL: 'warn', UH_ISOLATION: 'require' };
+    workers.push(
+      await startWorker(['--state-dir', state(), '--runtime', 'hermes', '--allow-unready'], {
+        cwd: repo,
+        env: isolated,
+      }),
+    );
+    const victim = await startWorker(['--state-dir', state(), '--runtime', 'command'], { cwd: repo, env: isolated });
+    workers.push(victim);
+    expect(
+      (await uh(prefix, ['mission', 'submit', path, '--state-dir', state()], { UH_ISOLATION: 'require' })).code,
+    ).toBe(0);
+    const { noticedMs, reason } = await killAndTime(prefix, operationId, victim, token);
+    process.stderr.write(`fleet: kill -9 (bubblewrap) → unknown in ${noticedMs} ms\n`);
+    expect(noticedMs).toBeLessThan(15_000);
+    expect(reason).toContain('heartbeat expired');
+    expect(await waitFor(() => processesWith(token).length === 0, 5_000)).toBe(true);
   });
 });
 

@@ -3,7 +3,7 @@
  * spawns (host, pgid, the leader's start time) in the operation's journal; `uh mission recover`
  * kills the ones still alive on this host. The start time guards against a recycled pid.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 
@@ -28,13 +28,34 @@ export function describeGroup(pid: number): ProcessGroup | null {
   return start === null ? null : { host: hostname(), pgid: pid, start };
 }
 
+/** The process group of `pid` (`/proc/<pid>/stat` field 5), or null. */
+function groupOf(pid: string): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The recorded group is still the same group: its leader alive with the recorded start time, or
+ * the leader gone (a wrapper that exec'd or exited) while members remain. A pid is never reused
+ * while a process group of that id has members, so a leaderless group is still the recorded one.
+ */
+function sameGroup(group: ProcessGroup): boolean {
+  const leader = processStart(group.pgid);
+  if (leader !== null) return leader === group.start;
+  return readdirSync('/proc').some((entry) => /^\d+$/.test(entry) && groupOf(entry) === group.pgid);
+}
+
 /** Kill every recorded group still alive here with the same leader; returns the pgids killed. */
 export function killLeftoverGroups(journal: Record<string, unknown>): number[] {
   const parsed = z.array(ProcessGroupSchema).safeParse(journal[PROCESS_GROUPS_KEY] ?? []);
   if (!parsed.success) return [];
   const killed: number[] = [];
   for (const group of parsed.data) {
-    if (group.host !== hostname() || processStart(group.pgid) !== group.start) continue;
+    if (group.host !== hostname() || !sameGroup(group)) continue;
     try {
       process.kill(-group.pgid, 'SIGKILL');
       killed.push(group.pgid);
@@ -43,4 +64,28 @@ export function killLeftoverGroups(journal: Record<string, unknown>): number[] {
     }
   }
   return killed;
+}
+
+/** Recorded groups on other hosts than this one (they cannot be killed from here). */
+export function groupsElsewhere(journal: Record<string, unknown>): ProcessGroup[] {
+  const parsed = z.array(ProcessGroupSchema).safeParse(journal[PROCESS_GROUPS_KEY] ?? []);
+  return parsed.success ? parsed.data.filter((g) => g.host !== hostname()) : [];
+}
+
+/**
+ * A dead owner's runtime processes: kill the recorded groups alive on this host and say what
+ * became of them, for the operation's unknown reason (the operator's record of the agent).
+ */
+export function endOrphanedGroups(journal: Record<string, unknown>): string {
+  const killed = killLeftoverGroups(journal);
+  const elsewhere = groupsElsewhere(journal);
+  const parts: string[] = [];
+  if (killed.length > 0) parts.push(`agent process group(s) ${killed.join(', ')} killed on ${hostname()}`);
+  if (elsewhere.length > 0)
+    parts.push(
+      `agent process group(s) ${elsewhere.map((g) => `${g.pgid}@${g.host}`).join(', ')} could not be killed ` +
+        `from ${hostname()}: run \`uh mission recover\` on that host`,
+    );
+  if (parts.length === 0) parts.push('no agent process left alive');
+  return parts.join('; ');
 }

@@ -21,8 +21,8 @@ return {'created', 'queued'}
 `;
 
 /**
- * KEYS: op, outbox, events. ARGV: owner, worker_json, now_iso, job_id, unknown_event_json,
- * unknown_outbox_json →
+ * KEYS: op, outbox, events, running. ARGV: owner, worker_json, now_iso, job_id, unknown_event_json,
+ * unknown_outbox_json, operation_id →
  *   {run, cancel_reason} | {settled, state} | {unknown} | {stale} | {missing}
  * A record whose runtime already started is never run again: it becomes unknown.
  */
@@ -36,9 +36,11 @@ if s[2] == '1' then
     'unknown_reason', 'the job was re-delivered after its runtime had started (worker died or lost its lock)')
   redis.call('XADD', KEYS[3], 'MAXLEN', '~', '100000', '*', 'event', ARGV[5])
   redis.call('XADD', KEYS[2], 'MAXLEN', '~', '1000000', '*', 'completion', ARGV[6])
+  redis.call('SREM', KEYS[4], ARGV[7])
   return {'unknown', ''}
 end
 redis.call('HSET', KEYS[1], 'state', 'running', 'owner', ARGV[1], 'worker', ARGV[2], 'updated_at', ARGV[3])
+redis.call('SADD', KEYS[4], ARGV[7])
 return {'run', s[4] or ''}
 `;
 
@@ -61,9 +63,10 @@ return 1
 
 /**
  * Settle: the terminal write of an operation, all or nothing: record fields, artifacts, one
- * outbox entry, one event-stream entry (the given event, else a bare `settled` marker). KEYS: op, artifacts, outbox, events.
+ * outbox entry, one event-stream entry (the given event, else a bare `settled` marker); a record no longer
+ * running leaves the running index. KEYS: op, artifacts, outbox, events, running.
  * ARGV: owner ('' = anyone), allowed states (comma list), event_json, outbox_json,
- *       n_record_pairs, record pairs…, artifact pairs… → 1 | 0.
+ *       n_record_pairs, operation_id, record pairs…, artifact pairs… → 1 | 0.
  */
 export const SETTLE = `
 local s = redis.call('HMGET', KEYS[1], 'owner', 'state')
@@ -72,12 +75,14 @@ local ok = false
 for st in string.gmatch(ARGV[2], '[^,]+') do if st == s[2] then ok = true end end
 if not ok then return 0 end
 local n = tonumber(ARGV[5])
-for i = 6, 5 + n * 2, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-for i = 6 + n * 2, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+for i = 7, 6 + n * 2, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+for i = 7 + n * 2, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
 -- Always one stream entry, so a tail blocked on the stream wakes up at once ('settled' entries carry no event).
 if ARGV[3] ~= '' then redis.call('XADD', KEYS[4], 'MAXLEN', '~', '100000', '*', 'event', ARGV[3])
 else redis.call('XADD', KEYS[4], 'MAXLEN', '~', '100000', '*', 'settled', 'finished') end
 if ARGV[4] ~= '' then redis.call('XADD', KEYS[3], 'MAXLEN', '~', '1000000', '*', 'completion', ARGV[4]) end
+local st = redis.call('HGET', KEYS[1], 'state')
+if st ~= 'running' and st ~= 'verifying' then redis.call('SREM', KEYS[5], ARGV[6]) end
 return 1
 `;
 
@@ -92,8 +97,8 @@ return {'requested', s[1], s[2] or ''}
 
 /**
  * A new attempt after a settled one (rate-limit retry policy): the previous receipt is kept in
- * the attempts list, the record goes back to queued with a fresh job id. KEYS: op, attempts.
- * ARGV: owner, now_iso, attempt, job_id, receipt_json, retry_at → 1 | 0.
+ * the attempts list, the record goes back to queued with a fresh job id. KEYS: op, attempts, running.
+ * ARGV: owner, now_iso, attempt, job_id, receipt_json, retry_at, operation_id → 1 | 0.
  */
 export const NEXT_ATTEMPT = `
 local s = redis.call('HMGET', KEYS[1], 'owner', 'state', 'cancel_requested')
@@ -102,13 +107,16 @@ if s[3] and s[3] ~= '' then return 0 end
 redis.call('RPUSH', KEYS[2], ARGV[5])
 redis.call('HSET', KEYS[1], 'state', 'queued', 'attempt', ARGV[3], 'job_id', ARGV[4], 'runtime_started', '0',
   'owner', '', 'updated_at', ARGV[2], 'retry_at', ARGV[6], 'status', '', 'verdict', '', 'exit_code', '', 'journal', '')
+redis.call('SREM', KEYS[3], ARGV[7])
 return 1
 `;
 
 /**
  * A stalled job that BullMQ gave up on, or a dead owner found by recover: a started runtime
  * makes the record unknown; a runtime that never started goes back to queued (safe to run).
- * KEYS: op, outbox, events. ARGV: now_iso, reason, event_json, outbox_json, owner ('' = any) → new state | ''.
+ * Either way the record leaves the running index.
+ * KEYS: op, outbox, events, running. ARGV: now_iso, reason, event_json, outbox_json, owner ('' = any),
+ * operation_id → new state | ''.
  */
 export const ORPHANED = `
 local s = redis.call('HMGET', KEYS[1], 'state', 'runtime_started', 'owner')
@@ -118,8 +126,21 @@ if s[2] == '1' then
   redis.call('HSET', KEYS[1], 'state', 'unknown', 'unknown_reason', ARGV[2], 'updated_at', ARGV[1])
   redis.call('XADD', KEYS[3], 'MAXLEN', '~', '100000', '*', 'event', ARGV[3])
   redis.call('XADD', KEYS[2], 'MAXLEN', '~', '1000000', '*', 'completion', ARGV[4])
+  redis.call('SREM', KEYS[4], ARGV[6])
   return 'unknown'
 end
 redis.call('HSET', KEYS[1], 'state', 'queued', 'owner', '', 'updated_at', ARGV[1])
+redis.call('SREM', KEYS[4], ARGV[6])
 return 'queued'
+`;
+
+/**
+ * Drop an id from the running index unless its record is running or verifying (checked in the
+ * same script, so a claim between the watch's read and this write is never lost). KEYS: running, op.
+ * ARGV: operation_id → 1 if removed.
+ */
+export const PRUNE_RUNNING = `
+local st = redis.call('HGET', KEYS[2], 'state')
+if st == 'running' or st == 'verifying' then return 0 end
+return redis.call('SREM', KEYS[1], ARGV[1])
 `;

@@ -12,6 +12,7 @@ import {
   MARK_RUNTIME_STARTED,
   NEXT_ATTEMPT,
   ORPHANED,
+  PRUNE_RUNNING,
   REQUEST_CANCEL,
   SETTLE,
   UPDATE_IF_OWNER,
@@ -31,13 +32,14 @@ export type ClaimResult =
 
 const SCRIPTS = {
   uhCreateOrAttach: [2, CREATE_OR_ATTACH],
-  uhClaim: [3, CLAIM],
+  uhClaim: [4, CLAIM],
   uhMarkRuntimeStarted: [1, MARK_RUNTIME_STARTED],
   uhUpdateIfOwner: [1, UPDATE_IF_OWNER],
-  uhSettle: [4, SETTLE],
+  uhSettle: [5, SETTLE],
   uhRequestCancel: [1, REQUEST_CANCEL],
-  uhNextAttempt: [2, NEXT_ATTEMPT],
-  uhOrphaned: [3, ORPHANED],
+  uhNextAttempt: [3, NEXT_ATTEMPT],
+  uhOrphaned: [4, ORPHANED],
+  uhPruneRunning: [2, PRUNE_RUNNING],
 } as const;
 
 function createResultOf([kind, value]: [string, string]): CreateResult {
@@ -158,6 +160,7 @@ export class OperationStore {
       this.keys.op(operationId),
       this.keys.outbox,
       this.keys.events(operationId),
+      this.keys.running,
       owner,
       JSON.stringify(worker),
       now.toISOString(),
@@ -169,6 +172,7 @@ export class OperationStore {
         now,
       ),
       JSON.stringify({ ...completion, state: 'unknown', at: now.toISOString() }),
+      operationId,
     )) as [string, string];
     switch (kind) {
       case 'run':
@@ -216,11 +220,13 @@ export class OperationStore {
       this.keys.artifacts(operationId),
       this.keys.outbox,
       this.keys.events(operationId),
+      this.keys.running,
       input.owner ?? '',
       input.allowedStates.join(','),
       input.event ?? '',
       input.completion ? JSON.stringify(input.completion) : '',
       recordPairs.length / 2,
+      operationId,
       ...recordPairs,
       ...pairs(input.artifacts),
     );
@@ -251,12 +257,14 @@ export class OperationStore {
     const n = await this.r.uhNextAttempt(
       this.keys.op(operationId),
       this.keys.attempts(operationId),
+      this.keys.running,
       owner,
       new Date().toISOString(),
       attempt,
       jobId,
       previousReceipt,
       retryAt.toISOString(),
+      operationId,
     );
     return n === 1;
   }
@@ -273,11 +281,13 @@ export class OperationStore {
       this.keys.op(operationId),
       this.keys.outbox,
       this.keys.events(operationId),
+      this.keys.running,
       now.toISOString(),
       reason,
       eventJson(operationId, 'operation.unknown', { reason }, now),
       JSON.stringify({ ...completion, state: 'unknown', at: now.toISOString() }),
       owner ?? '',
+      operationId,
     )) as 'unknown' | 'queued' | '';
   }
 
@@ -296,6 +306,16 @@ export class OperationStore {
 
   async savePromotion(operationId: string, json: string): Promise<void> {
     await this.redis.hset(this.keys.artifacts(operationId), 'promotion', json);
+  }
+
+  /** Operations claimed and not yet settled (the running index the owner watch scans). */
+  async runningIds(): Promise<string[]> {
+    return this.redis.smembers(this.keys.running);
+  }
+
+  /** Drop an id from the running index if its record is no longer running (pruned, settled elsewhere). */
+  async pruneRunning(operationId: string): Promise<boolean> {
+    return (await this.r.uhPruneRunning(this.keys.running, this.keys.op(operationId), operationId)) === 1;
   }
 
   /** Operation ids newest first. */

@@ -12,6 +12,8 @@
  *   <p>:op:<op>:artifacts     hash: receipt, diff.patch (capped), final message, runtime result, mission
  *   <p>:op:<op>:attempts      list: receipts of earlier attempts (rate-limit retries)
  *   <p>:ops                   sorted set: operation ids by creation time (uh mission list)
+ *   <p>:running               set: operation ids claimed and not settled (added by claim, removed by
+ *                             settle/orphaned/next attempt; the owner watch scans it, whatever the runtime)
  *   <p>:outbox                stream: one entry per settled operation; consumer group `results`
  *   <p>:outbox:dead           stream: completions whose webhook failed every attempt
  *   <p>:cancel                pub/sub channel: operation ids to cancel (the flag lives in the record)
@@ -57,6 +59,7 @@ export function keysFor(plain: string) {
     artifacts: (id: string) => `${prefix}:op:${id}:artifacts`,
     attempts: (id: string) => `${prefix}:op:${id}:attempts`,
     index: `${prefix}:ops`,
+    running: `${prefix}:running`,
     outbox: `${prefix}:outbox`,
     outboxDead: `${prefix}:outbox:dead`,
     cancelChannel: `${prefix}:cancel`,

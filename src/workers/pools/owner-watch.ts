@@ -1,8 +1,12 @@
 /**
  * Dead owners noticed in seconds. Every live runtime worker (and the results worker) runs this
- * watch: every heartbeat interval it reads the active job ids of every runtime queue, and an
- * operation that is `running`/`verifying` while its owner's heartbeat key has expired (3
- * heartbeats, 15 s by default) is orphaned at once: a started runtime → `unknown` with an
+ * watch: every heartbeat interval it reads the running index (`<p>:running`, every claimed
+ * operation whatever its runtime, manifest runtimes included), and an operation that is
+ * `running`/`verifying` while its owner's heartbeat key has expired (3 heartbeats, 6 s by
+ * default) is orphaned once it is still missing an interval later. The dead worker's agent
+ * process groups alive on this host are killed first (an unisolated agent has no bwrap
+ * `--die-with-parent`); groups on another host are named in the unknown reason as not killed.
+ * A started runtime → `unknown` with an
  * `operation.unknown` event (never run again), a runtime that never started → `queued` (BullMQ's
  * stalled checker re-delivers it). So `uh mission status` says `unknown` within heartbeat×4 of the
  * owner's death, without an operator command. BullMQ's lock + stalled checker stay the second line.
@@ -20,6 +24,7 @@ import { receiptFromRecovery } from '../../operation/synthesize-receipt.js';
 import { finishOperation } from '../../operation/finish-operation.js';
 import type { OperationSettings } from '../../operation/settings.js';
 import { RUNTIME_CATALOG } from '../operation-ports.js';
+import { endOrphanedGroups } from '../../shared/process/leftover-groups.js';
 
 export interface OwnerWatchOptions {
   redis: Redis;
@@ -45,19 +50,27 @@ export function operationOfJob(jobId: string): string | null {
   return m?.[1] ?? null;
 }
 
-/** One pass: the operations moved (id → new state). */
+/**
+ * One pass: the operations moved (id → new state). Scanned: the running index (every claimed
+ * operation, whatever its runtime) and, for operations claimed before the index existed, the
+ * active lists of the known runtime queues. Ids in the index no longer running are pruned.
+ */
 export async function watchOwnersOnce(options: OwnerWatchOptions): Promise<Map<string, string>> {
   const { redis, store } = options;
   const moved = new Map<string, string>();
+  const ids = new Set(await store.runningIds());
+  const indexed = new Set(ids);
   const runtimes = [...new Set([...RUNTIME_CATALOG.ids, ...(options.runtimes ?? [])])];
   for (const runtime of runtimes) {
     const jobIds = await redis.lrange(`${store.keys.bullPrefix}:${queueName(runtime)}:active`, 0, -1);
     for (const jobId of jobIds) {
       const id = operationOfJob(jobId);
-      if (!id) continue;
-      const state = await orphanIfOwnerDead(options, id);
-      if (state) moved.set(id, state);
+      if (id) ids.add(id);
     }
+  }
+  for (const id of ids) {
+    const state = await orphanIfOwnerDead(options, id, indexed.has(id));
+    if (state) moved.set(id, state);
   }
   return moved;
 }
@@ -71,12 +84,14 @@ export async function ownerAlive(redis: Redis, store: OperationStore, record: Qu
   );
 }
 
-async function orphanIfOwnerDead(options: OwnerWatchOptions, id: string): Promise<string | null> {
+async function orphanIfOwnerDead(options: OwnerWatchOptions, id: string, indexed: boolean): Promise<string | null> {
   const { redis, store } = options;
   const { logger } = options.settings;
   const record = await store.get(id);
-  if (!record || (record.state !== 'running' && record.state !== 'verifying') || !record.worker || !record.owner)
+  if (!record || (record.state !== 'running' && record.state !== 'verifying') || !record.worker || !record.owner) {
+    if (indexed) await store.pruneRunning(id);
     return null;
+  }
   const suspects = options.suspects;
   if (await ownerAlive(redis, store, record)) {
     suspects?.delete(record.worker.id);
@@ -87,10 +102,12 @@ async function orphanIfOwnerDead(options: OwnerWatchOptions, id: string): Promis
     if (since === undefined) suspects.set(record.worker.id, Date.now());
     if (since === undefined || Date.now() - since < options.intervalMs) return null;
   }
-  const reason = `owner worker ${record.worker.id} is gone (heartbeat expired)`;
+  // The dead worker's agent (unisolated: nothing else ends it) is killed before the record says so.
+  const agent = endOrphanedGroups(record.journal);
+  const reason = `owner worker ${record.worker.id} is gone (heartbeat expired); ${agent}`;
   const to = await store.orphaned(id, reason, completionOf(record), record.owner);
   if (!to) return null;
-  logger.warn({ operation_id: id, worker: record.worker.id, state: to }, 'dead owner: operation orphaned');
+  logger.warn({ operation_id: id, worker: record.worker.id, state: to, agent }, 'dead owner: operation orphaned');
   options.onOrphan?.(id, to);
   if (to === 'unknown') return (await settleFromRuntime(options, id)) ?? to;
   return to;

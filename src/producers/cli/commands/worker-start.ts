@@ -36,7 +36,7 @@ export const WORKER_START: CommandSpec = {
     'Shutdown (drain): SIGTERM/SIGINT stops taking jobs, lets running missions finish for --grace ms (else $UH_WORKER_GRACE_MS,',
     'default 30000), then cancels them (cancelled receipts). --grace wait waits for running missions to end however long',
     '(rolling deploys: give the service manager a stop timeout above it). A second signal cancels at once.',
-    'Every worker also: marks operations of dead workers unknown within 4 heartbeats ($UH_HEARTBEAT_MS), sweeps the',
+    'Every worker also: marks operations of dead workers unknown within 6 heartbeats ($UH_HEARTBEAT_MS), sweeps the',
     'cache at start and every $UH_GC_INTERVAL_MS (uh gc shows the policy), stops claiming below $UH_MIN_FREE_BYTES free.',
     'Lock timings: $UH_QUEUE_LOCK_MS (120000), $UH_QUEUE_STALLED_INTERVAL_MS (60000), $UH_QUEUE_MAX_STALLED (1); see docs/queue.md.',
     'Webhook: $UH_WEBHOOK_URL, signed with $UH_WEBHOOK_SECRET (X-Uh-Signature-256: sha256=<hmac>).',
