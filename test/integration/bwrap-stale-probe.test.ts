@@ -25,7 +25,7 @@ describe('a bwrap that stopped working after its probe', () => {
     // Works for the first call (the probe), then fails as bwrap does without user namespaces.
     writeFileSync(
       join(bin, 'bwrap'),
-      `#!/bin/sh\nif [ ! -e ${work}/probed ]; then touch ${work}/probed; exit 0; fi\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n`,
+      `#!/bin/sh\nif [ ! -e ${work}/probed ]; then touch ${work}/probed; printf 'CapEff:\\t0000000000000000\\n'; exit 0; fi\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n`,
     );
     chmodSync(join(bin, 'bwrap'), 0o755);
     const mission = join(work, 'mission.yaml');

@@ -174,10 +174,7 @@ describe('warm sandboxes: nothing of one mission reaches the next', () => {
       'chmod -x bin/run.sh; chmod 600 docs/guide.md; chmod 777 src; chmod 700 .; ln -sfn docs link',
     ],
     ['a directory replaced by a symlink into the tree', 'rm -rf docs && ln -s src docs'],
-    [
-      'a file replaced by a directory, a FIFO, a nested .git in a tracked dir',
-      'rm src/app.txt && mkdir -p src/app.txt/x && mkfifo fifo && printf "gitdir: /tmp/elsewhere\\n" > src/.git && mkdir docs/.git',
-    ],
+    ['a file replaced by a directory, a FIFO', 'rm src/app.txt && mkdir -p src/app.txt/x && mkfifo fifo'],
     [
       "hooks and config written into the agent's .git",
       'mkdir -p .git/hooks && printf "#!/bin/sh\\necho pwned\\n" > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout && git config core.fsmonitor "echo pwned" && git config alias.st "!echo pwned" && echo "*.txt export-ignore" > .git/info/attributes 2>/dev/null; mkdir -p .git/info && echo "*.md" > .git/info/exclude',
@@ -201,10 +198,20 @@ describe('warm sandboxes: nothing of one mission reaches the next', () => {
     expect(next.print).toBe(cold);
   });
 
+  it('a nested .git in a tracked dir (a gitfile, a directory) is a scope violation: never pooled', async () => {
+    const script = 'printf "gitdir: /tmp/elsewhere\\n" > src/.git && mkdir docs/.git';
+    const dirty = await mission(cacheDir, script);
+    expect(dirty.receipt.verdict).toBe('scope_violation');
+    expect(dirty.receipt.scope.violations).toEqual(
+      expect.arrayContaining([expect.objectContaining({ path: 'src/.git', reason: 'nested_repository' })]),
+    );
+    expect(pooledOf(dirty), poolLog.join('\n')).not.toBe(true);
+  });
+
   it('under bubblewrap too: what an isolated mission leaves is gone for the next one', async () => {
     const dirty = await mission(
       cacheDir,
-      'echo x > new.txt; echo y > debug.log; mkdir -p .git/hooks; echo "#!/bin/sh" > .git/hooks/pre-commit; printf "gitdir: /tmp\\n" > src/.git',
+      'echo x > new.txt; echo y > debug.log; mkdir -p .git/hooks; echo "#!/bin/sh" > .git/hooks/pre-commit',
       { isolation: 'auto' },
     );
     expect(dirty.receipt.isolation.kind).toBe('bwrap');

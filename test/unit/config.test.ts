@@ -17,7 +17,7 @@ describe('loadConfig', () => {
         lockMs: 120_000,
         stalledIntervalMs: 60_000,
         maxStalledCount: 1,
-        heartbeatMs: 5_000,
+        heartbeatMs: 2_000,
         webhook: null,
         retryMaxAttempts: null,
         cluster: false,
