@@ -93,6 +93,7 @@ interface Ran {
     exit_code: number;
     sandbox: { path: string | null; retained: boolean };
     isolation: { kind: string };
+    scope: { violations: Array<{ path: string; reason: string }> };
   };
   events: Array<{ type: string; data: Record<string, unknown> }>;
 }
