@@ -136,6 +136,16 @@ export const MissionSchema = z
         network: z.enum(['none', 'egress', 'host']).default('egress'),
         /** Hosts the agent and the checks may reach in `egress` mode: `host[:port]`, `*.suffix[:port]` (docs/security.md). */
         egress: EgressListSchema.default([]),
+        /** Lower than the host's `UH_LIMIT_*` (never higher: the host's value wins); docs/security.md#limits. */
+        limits: z
+          .strictObject({
+            processes: z.number().int().positive().optional(),
+            memory_bytes: z.number().int().positive().optional(),
+            shm_bytes: z.number().int().positive().optional(),
+            worktree_bytes: z.number().int().positive().optional(),
+            worktree_files: z.number().int().positive().optional(),
+          })
+          .optional(),
       })
       .default({ backend: 'git-worktree', env: {}, isolation: 'auto', network: 'egress', egress: [] }),
     scope: z

@@ -27,6 +27,7 @@ import { operationDir, writeRecord, type OperationRecord } from '../../operation
 import type { PreparedOperation } from '../../operation/prepare-operation.js';
 import { decideIsolation, probeBwrap, type IsolationDecision } from '../sandbox/isolation.js';
 import { egressFor, type OperationEgress } from './egress-phase.js';
+import { runLimitsFor, type RunLimits } from './limits-phase.js';
 import type { Sandbox } from '../sandbox/worktree.js';
 import { EventLog } from '../state/event-log.js';
 import type { DiffCapture } from '../verification/capture-diff.js';
@@ -98,6 +99,8 @@ export interface OperationRun {
   readonly isolation: IsolationDecision;
   /** Egress mode under isolation: uh's proxy (closed by executeOperation) and the sandbox's bridge to it. */
   readonly egress: OperationEgress | null;
+  /** The mission's limits (the host's, lowered by the mission), how they hold here, and what was hit. */
+  readonly limits: RunLimits;
   sandbox: Sandbox | null;
   folded: FoldedRuntime;
   diff: DiffCapture | null;
@@ -230,6 +233,7 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
     events,
     isolation,
     egress: await egressFor(prepared, isolation, env.runtime),
+    limits: runLimitsFor(options.settings.limits, mission.sandbox.limits, isolation, options.settings.env.PATH),
     sandbox: null,
     folded: initialFold({ status: 'failed', raw: 'not_started', message: 'runtime did not start', timed_out: false }),
     diff: null,

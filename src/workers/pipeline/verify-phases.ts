@@ -13,6 +13,7 @@ import { checkScope, type ScopeViolation } from '../verification/scope-check.js'
 import { restoreGitLink, strayGitEntries } from '../sandbox/git-link.js';
 import { phaseSpawn } from './isolation-phase.js';
 import { cancelReason, setState, timed, type OperationRun } from './operation-run.js';
+import { limitOutcome, measureWorktree } from './limits-phase.js';
 
 export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
   const { folded, prepared } = run;
@@ -21,6 +22,13 @@ export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<vo
     thread_id: folded.thread_id,
     turn_id: folded.turn_id,
   });
+  // Over its worktree bounds, the tree is never diffed: the run fails naming the bound.
+  const over = measureWorktree(run.limits, sandbox);
+  if (over !== null) {
+    run.failure = limitOutcome(over, run.limits.values);
+    if (run.folded.outcome.raw !== run.failure.raw) run.events.append('limits.exceeded', { ...over });
+    return;
+  }
   // The worktree's `.git` is uh's before anything reads it; any other `.git` is a nested repository.
   const replaced = restoreGitLink(sandbox);
   const stray = strayGitEntries(sandbox.path).map((path): ScopeViolation => ({ path, reason: 'nested_repository' }));
