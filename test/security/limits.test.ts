@@ -56,7 +56,7 @@ const env = (f: Fleet): Record<string, string> => ({
   ...LIMITS,
 });
 
-async function run(f: Fleet, script: string, limits?: Record<string, number>): Promise<any> {
+async function run(f: Fleet, script: string, limits?: Record<string, number>, check = 'sh test.sh'): Promise<any> {
   const body = {
     schema_version: 'uh.mission.v0',
     mission_id: 'm-limits',
@@ -67,7 +67,7 @@ async function run(f: Fleet, script: string, limits?: Record<string, number>): P
     runtime: 'command',
     runtime_config_overrides: { command: { argv: ['/bin/sh', '-c', script], kill_grace_ms: 500 } },
     scope: { allowed_change_globs: ['src/**'] },
-    verification: [{ name: 'tests', argv: ['sh', 'test.sh'], timeout_seconds: 30 }],
+    verification: [{ name: 'tests', argv: ['sh', '-c', check], timeout_seconds: 30 }],
     timeout_seconds: 60,
     ...(limits ? { sandbox: { limits } } : {}),
   };
@@ -171,6 +171,14 @@ describe.each(FLEETS)('limits (%s, UH_ISOLATION=%s)', (mode, isolation) => {
     const receipt = await run(f, bomb);
     await expectRefused(receipt, 'processes', marker);
     expect(receipt.limits.exceeded.observed).toBeGreaterThanOrEqual(64);
+  }, 90_000);
+
+  it('a check that forks without end is stopped at the processes limit too', async () => {
+    const marker = `uhcbomb${process.pid}x${counter}`;
+    const bomb = `i=0; while [ $i -lt 5000 ]; do sh -c 'sleep 30; : ${marker}' & i=$((i+1)); done; wait`;
+    const receipt = await run(f, 'echo ok > src/ok.txt', undefined, bomb);
+    expect(receipt.checks[0].exit_code).not.toBe(0);
+    await expectRefused(receipt, 'processes', marker);
   }, 90_000);
 
   it('a memory hog is killed at the memory limit', async () => {

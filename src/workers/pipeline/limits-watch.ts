@@ -9,6 +9,7 @@
  */
 import { readdirSync, readFileSync, statfsSync } from 'node:fs';
 import { limitValue, type LimitName, type MissionLimits } from '../../shared/process/mission-limits.js';
+import type { SpawnGroup, SpawnedGroup } from '../../shared/process/spawn-group.js';
 import { worktreeUsage } from '../sandbox/worktree-usage.js';
 
 export const PROCESS_TICK_MS = 200;
@@ -146,6 +147,16 @@ export function watchLimits(options: WatchOptions): LimitsWatch {
     },
     hit: () => found,
     stop: () => clearInterval(timer),
+  };
+}
+
+/** A spawn whose children's process trees the watcher follows; `spawned` lists them (to stop them on a hit). */
+export function watchedSpawn(spawn: SpawnGroup, watch: LimitsWatch, spawned: SpawnedGroup[] = []): SpawnGroup {
+  return (options) => {
+    const child = spawn(options);
+    watch.add(child.pid);
+    spawned.push(child);
+    return child;
   };
 }
 

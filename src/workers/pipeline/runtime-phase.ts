@@ -21,7 +21,7 @@ import { bwrapProbeFile, cancelReason, setState, timed, type OperationRun } from
 import { reprobeBwrap } from '../../shared/process/bwrap-probe.js';
 import { agentStateSpawn, prepareAgentState, type AgentState } from './agent-state.js';
 import { stderrTailLines, withStderrTail } from './stderr-tail.js';
-import { watchLimits, type LimitsWatch } from './limits-watch.js';
+import { watchedSpawn, watchLimits } from './limits-watch.js';
 import { limitOutcome } from './limits-phase.js';
 
 export async function runtimePhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
@@ -197,15 +197,6 @@ function runtimeSpawn(run: OperationRun, sandbox: Sandbox): { phase: PhaseSpawn;
   const writable = [...declared.writable, ...(state?.writable ?? [])];
   const phase = phaseSpawn(run, sandbox, { writable, readable: declared.readable ?? [] });
   return { phase: state ? { ...phase, spawn: agentStateSpawn(phase.spawn, seeds, state.env) } : phase, state };
-}
-
-/** A spawn whose children's process trees the limits watcher follows. */
-function watchedSpawn(spawn: SpawnGroup, watch: LimitsWatch): SpawnGroup {
-  return (options) => {
-    const child = spawn(options);
-    watch.add(child.pid);
-    return child;
-  };
 }
 
 /** A spawn that remembers the stderr file of each child, for the why line. */

@@ -14,6 +14,8 @@ import { restoreGitLink, strayGitEntries } from '../sandbox/git-link.js';
 import { phaseSpawn } from './isolation-phase.js';
 import { cancelReason, setState, timed, type OperationRun } from './operation-run.js';
 import { limitOutcome, measureWorktree } from './limits-phase.js';
+import { watchedSpawn, watchLimits } from './limits-watch.js';
+import type { SpawnedGroup } from '../../shared/process/spawn-group.js';
 
 export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
   const { folded, prepared } = run;
@@ -58,19 +60,39 @@ export async function checksPhase(run: OperationRun, sandbox: Sandbox): Promise<
   const { signal } = run.options;
   restoreGitLink(sandbox); // the checks run on uh's `.git`, whatever a previous phase left
   const phase = phaseSpawn(run, sandbox, { writable: [], checks: true });
-  run.checks = await timed(run, 'checks', () =>
-    runChecks({
-      checks: mission.verification,
-      workDir: sandbox.path,
-      logDir: run.dir,
-      env: run.checkEnv,
-      secrets: run.secrets,
-      spawn: phase.spawn,
-      ...(signal ? { signal } : {}),
-      onResult: ({ output_head: _head, output_tail: tail, ...r }) =>
-        run.events.append('verification.check', { ...r, output_tail: tail.slice(-1024) }),
-    }),
-  );
+  // The checks are the agent's code too: the watcher stops the one that reaches a limit.
+  const spawned: SpawnedGroup[] = [];
+  const watch = watchLimits({
+    limits: run.limits.values,
+    worktree: sandbox.path,
+    isolated: phase.isolated,
+    onHit: (hit) => {
+      run.limits.hit ??= hit;
+      for (const child of spawned) child.terminate();
+    },
+  });
+  try {
+    run.checks = await timed(run, 'checks', () =>
+      runChecks({
+        checks: mission.verification,
+        workDir: sandbox.path,
+        logDir: run.dir,
+        env: run.checkEnv,
+        secrets: run.secrets,
+        spawn: watchedSpawn(phase.spawn, watch, spawned),
+        ...(signal ? { signal } : {}),
+        onResult: ({ output_head: _head, output_tail: tail, ...r }) =>
+          run.events.append('verification.check', { ...r, output_tail: tail.slice(-1024) }),
+      }),
+    );
+  } finally {
+    watch.stop();
+  }
+  const hit = watch.hit();
+  if (hit) {
+    run.failure = limitOutcome(hit, run.limits.values);
+    run.events.append('limits.exceeded', { ...hit, phase: 'checks' });
+  }
   const reason = cancelReason(run);
   if (reason)
     run.failure = {
