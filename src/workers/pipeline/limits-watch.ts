@@ -1,13 +1,14 @@
 /**
  * The limits watcher of the runtime phase: what the rlimits cannot count, sampled while the agent
  * runs (shared/process/mission-limits.ts says which limit holds how). Every `PROCESS_TICK_MS` it
- * reads /proc once and follows the process tree of every child the runtime started: its tasks
+ * follows the process tree of every child the runtime started through /proc (the kernel's
+ * per-thread `children` lists, else one scan of every process's parent): its tasks
  * (threads count, as RLIMIT_NPROC counts them), its resident memory, and, isolated, the use of
  * the sandbox's own `/dev/shm` (seen through /proc/<pid>/root). The worktree is walked too, at
  * most once a second and never more than a fifth of the time. The first limit reached is heard by
  * `onHit` once (the runtime phase then stops the run and names the limit); nothing after.
  */
-import { readdirSync, readFileSync, statfsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statfsSync } from 'node:fs';
 import { limitValue, type LimitName, type MissionLimits } from '../../shared/process/mission-limits.js';
 import type { SpawnGroup, SpawnedGroup } from '../../shared/process/spawn-group.js';
 import { worktreeUsage } from '../sandbox/worktree-usage.js';
@@ -28,25 +29,47 @@ interface ProcEntry {
   rssPages: number;
 }
 
-/** Every process's parent, threads and resident pages: one read of /proc/<pid>/stat each. */
-function readProcs(): Map<number, ProcEntry> {
-  const out = new Map<number, ProcEntry>();
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      // The command name may hold spaces and parentheses: the fields start after the last ')'.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(Number(name), {
-        ppid: Number(fields[1]),
-        threads: Number(fields[17]),
-        rssPages: Number(fields[21]),
-      });
-    } catch {
-      // exited meanwhile
+/** One process's parent, threads and resident pages from /proc/<pid>/stat, or null once it exited. */
+function readStat(pid: number): ProcEntry | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name may hold spaces and parentheses: the fields start after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { ppid: Number(fields[1]), threads: Number(fields[17]), rssPages: Number(fields[21]) };
+  } catch {
+    return null;
+  }
+}
+
+/** Where the kernel lists each thread's children (CONFIG_PROC_CHILDREN): the tree costs its own size, not the host's. */
+const CHILDREN_FILES = existsSync(`/proc/self/task/${process.pid}/children`);
+
+/** The children of `pid`, from each of its threads' `children` file. */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const list = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
+      if (list !== '') out.push(...list.split(' ').map(Number));
     }
+  } catch {
+    // exited meanwhile
   }
   return out;
+}
+
+/** Without `children` files: every process's parent, from one read of each /proc/<pid>/stat. */
+function childrenByScan(): Map<number, number[]> {
+  const children = new Map<number, number[]>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    const entry = readStat(Number(name));
+    if (entry === null) continue;
+    const list = children.get(entry.ppid);
+    if (list) list.push(Number(name));
+    else children.set(entry.ppid, [Number(name)]);
+  }
+  return children;
 }
 
 export interface TreeSample {
@@ -58,25 +81,20 @@ export interface TreeSample {
 
 /** The trees under `roots`: their tasks, resident bytes and descendant pids. */
 export function sampleTrees(roots: readonly number[]): TreeSample {
-  const procs = readProcs();
-  const children = new Map<number, number[]>();
-  for (const [pid, entry] of procs) {
-    const list = children.get(entry.ppid);
-    if (list) list.push(pid);
-    else children.set(entry.ppid, [pid]);
-  }
+  const scanned = CHILDREN_FILES ? null : childrenByScan();
   const sample: TreeSample = { tasks: 0, rssBytes: 0, inner: [] };
   const seen = new Set<number>();
-  const queue = roots.filter((pid) => procs.has(pid));
+  const queue = [...roots];
   while (queue.length > 0) {
     const pid = queue.shift() as number;
     if (seen.has(pid)) continue;
     seen.add(pid);
-    const entry = procs.get(pid) as ProcEntry;
+    const entry = readStat(pid);
+    if (entry === null) continue;
     sample.tasks += entry.threads;
     sample.rssBytes += entry.rssPages * PAGE_BYTES;
     if (!roots.includes(pid)) sample.inner.push(pid);
-    queue.push(...(children.get(pid) ?? []));
+    queue.push(...(scanned ? (scanned.get(pid) ?? []) : childrenOf(pid)));
   }
   return sample;
 }
