@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { bwrapArgv } from '../../../src/shared/process/bwrap-argv.js';
+import { loadConfig } from '../../../src/shared/config.js';
+import { MissionSchema } from '../../../src/shared/contracts/mission.js';
 import {
   DEFAULT_LIMITS,
   effectiveLimits,
@@ -67,5 +69,33 @@ describe('mission limits', () => {
     expect(argv.join(' ')).toContain('--dev /dev --proc /proc --remount-ro /dev --size 4096 --tmpfs /dev/shm');
     expect(argv.slice(-5)).toEqual(['--', '/usr/bin/prlimit', '--nproc=5', '--', 'sh']);
     expect(bwrapArgv({ ...plan, shmBytes: null }, ['sh'])).not.toContain('/dev/shm');
+  });
+
+  it('the host ceilings come from UH_LIMIT_*; a bad value names the variable', () => {
+    expect(loadConfig({}).core.limits).toEqual(DEFAULT_LIMITS);
+    expect(loadConfig({ UH_LIMIT_PROCESSES: '64', UH_LIMIT_SHM_BYTES: '1048576' }).core.limits).toMatchObject({
+      processes: 64,
+      shm_bytes: 1048576,
+    });
+    expect(() => loadConfig({ UH_LIMIT_MEMORY_BYTES: '0' })).toThrow(
+      expect.objectContaining({ details: [expect.stringContaining('UH_LIMIT_MEMORY_BYTES')] }),
+    );
+  });
+
+  it("a mission's sandbox.limits is strict: known keys, positive integers", () => {
+    const mission = (limits: unknown) =>
+      MissionSchema.safeParse({
+        schema_version: 'uh.mission.v0',
+        mission_id: 'm',
+        operation_id: 'o',
+        title: 't',
+        objective: 'o',
+        repository: { url: 'https://example.com/r.git' },
+        runtime: 'command',
+        sandbox: { limits },
+      });
+    expect(mission({ processes: 10, worktree_files: 5 }).success).toBe(true);
+    expect(mission({ processes: 0 }).success).toBe(false);
+    expect(mission({ cpus: 2 }).success).toBe(false);
   });
 });
