@@ -12,7 +12,7 @@
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, lstatSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { userInfo } from 'node:os';
+import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { runCli } from './cli.js';
@@ -52,7 +52,9 @@ export function ensureUser(user: string): RunAs {
   if (!isRoot || user === userInfo().username) return null;
   if (user !== DEPLOY_USER) throw new Error(`the fleet fixture only creates the user ${DEPLOY_USER}, not ${user}`);
   const add = `id -u ${user} >/dev/null 2>&1 || useradd --system --user-group --create-home --home-dir /home/uh-test --shell /usr/sbin/nologin ${user} || id -u ${user} >/dev/null`;
-  const r = spawnSync('flock', ['-w', '60', '/run/uh-test-useradd.lock', 'sh', '-c', add], { encoding: 'utf8' });
+  const r = spawnSync('flock', ['-w', '60', join(tmpdir(), 'uh-test-useradd.lock'), 'sh', '-c', add], {
+    encoding: 'utf8',
+  });
   if (r.status !== 0) throw new Error(`cannot create the user ${user}: ${r.stderr || r.error?.message}`);
   const id = (flag: string) => Number(execFileSync('id', [flag, user], { encoding: 'utf8' }).trim());
   return { uid: id('-u'), gid: id('-g') };
