@@ -6,8 +6,10 @@
  * ceilings come from the host's `UH_LIMIT_*`; a mission's `sandbox.limits` lowers them, never
  * raises them.
  *
- * Inline isolated, inline with UH_ISOLATION=off and through a worker (isolated). Unisolated,
- * `/dev/shm` is the host's and no limit holds it (the receipt says `none`).
+ * Inline isolated, inline with UH_ISOLATION=off and through a worker (isolated), as this process's
+ * user (root here: processes held by the watcher alone); then, as the non-root deployment user,
+ * the fork bomb under RLIMIT_NPROC. Unisolated, `/dev/shm` is the host's and no limit holds it
+ * (the receipt says `none`).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
@@ -19,6 +21,7 @@ import { makeRepo } from '../support/git-repo.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
+import { fleetTable, firstMission, runScript, startFleet, stopFleet, type Fleet as FleetOf } from '../support/fleet.js';
 
 type Mode = 'inline' | 'worker';
 type Isolation = 'auto' | 'off';
@@ -217,3 +220,39 @@ describe.each(FLEETS)('limits (%s, UH_ISOLATION=%s)', (mode, isolation) => {
     await expectRefused(receipt, 'worktree_files');
   }, 90_000);
 });
+
+/**
+ * As the deployment's non-root user (test/support/fleet.ts; not root: the current user), isolated:
+ * RLIMIT_NPROC counts the sandbox's own user namespace, so a fork bomb that keeps retrying holds
+ * at the limit exactly (the watcher then names it), and the limit comes from the mission's
+ * `sandbox.limits`, lowering the host's default.
+ */
+const CHECKED = { verification: [{ name: 'tests', argv: ['true'], timeout_seconds: 30 }] };
+
+describe.each(fleetTable(['inline', 'worker'], ['auto']).filter(([, , user]) => user !== 'root'))(
+  'limits (%s, UH_ISOLATION=%s, as %s)',
+  (mode, isolation, user) => {
+    let f: FleetOf;
+    beforeAll(async () => {
+      f = await startFleet({ mode, isolation, user, redis, tag: 'limits', files: { 'src/app.txt': 'v1\n' } });
+      await firstMission(f, CHECKED);
+    }, 60_000);
+    afterAll(() => stopFleet(f));
+
+    it('a fork bomb holds at the processes limit (RLIMIT_NPROC in the namespace), named; the next mission is verified', async () => {
+      const marker = `uhnbomb${process.pid}x${counter++}`;
+      const bomb = `const {spawn}=require("child_process");setInterval(()=>{for(let k=0;k<20;k++){try{spawn("sh",["-c","sleep 30; : ${marker}"]).on("error",()=>{})}catch{}}},5)`;
+      const receipt = await runScript(f, `${process.execPath} -e '${bomb}'`, {
+        sandbox: { limits: { processes: 64 } },
+      });
+      expect(receipt.limits.held.processes).toBe('rlimit+watcher');
+      expect(receipt.outcome.raw).toBe('limit_exceeded:processes');
+      // The sandbox's tasks never pass 64; the watcher also counts the outer bwrap.
+      expect(receipt.limits.exceeded.observed).toBeLessThanOrEqual(65);
+      await expectNoSurvivors(marker);
+      const next = await runScript(f, 'echo ok > src/ok.txt', CHECKED);
+      expect(next.verdict).toBe('verified');
+      if (f.worker) expect(next.worker.pid).toBe(f.worker.pid);
+    }, 90_000);
+  },
+);
