@@ -4,7 +4,8 @@
  * hostile agent would try to make broken or hidden code pass:
  * - an ignored sourceless `helper.pyc` that the changed code imports: removed before the checks,
  *   so the verdict is the one the promoted branch would get (verification_failed), unless the
- *   mission keeps it (`sandbox.keep_ignored`), and then it is in the diff;
+ *   mission keeps it (`sandbox.keep_ignored`), and then it is in the diff; likewise an empty
+ *   directory (git records none) imported as a namespace package;
  * - a `.gitattributes` with `working-tree-encoding`, `filter`/`text eol`, or `-diff`: uh stages
  *   and prints with no attribute at all, so the blob is the worktree's bytes (its id in the patch
  *   is the hash of what the check read) and an injected line shows as a text line;
@@ -190,6 +191,15 @@ describe.each(FLEETS)('what is checked is what ships (%s, UH_ISOLATION=%s)', (mo
     expect(paths(receipt)).toEqual(['app.py', 'helper.pyc']);
     expect(patch).toContain('diff --git a/helper.pyc b/helper.pyc');
     expect(receipt.verdict).toBe('verified');
+  }, 60_000);
+
+  it('an empty directory the changed code imports (a namespace package) is removed: verification_failed', async () => {
+    const { receipt } = await run(
+      f,
+      `mkdir -p nspkg/sub && printf 'import nspkg\\ndef add(a, b):\\n    return a + b\\n' > app.py`,
+    );
+    expect(paths(receipt)).toEqual(['app.py']);
+    expect(receipt.verdict).toBe('verification_failed');
   }, 60_000);
 
   it('working-tree-encoding: the blob is the bytes the check read, not a re-encoding of them', async () => {

@@ -11,8 +11,8 @@ import { baseFactsDir, captureDiff } from '../verification/capture-diff.js';
 import { runChecks } from '../verification/run-checks.js';
 import { checkScope, type ScopeViolation } from '../verification/scope-check.js';
 import { restoreGitLink } from '../sandbox/git-link.js';
-import { stripIgnored } from '../verification/strip-ignored.js';
-import { treeViolations } from '../verification/tree-violations.js';
+import { removeEmptyDirs, stripIgnored } from '../verification/strip-ignored.js';
+import { walkTree } from '../verification/tree-violations.js';
 import { phaseSpawn } from './isolation-phase.js';
 import { cancelReason, setState, timed, type OperationRun } from './operation-run.js';
 
@@ -26,7 +26,7 @@ export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<vo
   // The worktree's `.git` is uh's before anything reads it; any other `.git` is a nested repository,
   // and a name git refuses or a path past the bounds is a violation by name (never silently left out).
   const replaced = restoreGitLink(sandbox);
-  const walked = treeViolations(sandbox.path, run.settings.sandbox.paths);
+  const { violations: walked, emptyDirs } = walkTree(sandbox.path, run.settings.sandbox.paths);
   const excluded = walked.map((v) => v.path);
   const factsDir = baseFactsDir(run.settings.cacheDir);
   // The checks run on exactly the diff's tree: the agent's ignored files go (unless kept, then staged).
@@ -34,6 +34,7 @@ export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<vo
     const keep = prepared.mission.sandbox.keep_ignored ?? [];
     const at = { workDir: sandbox.path, baseCommit: prepared.baseCommit, scratchDir: run.dir, factsDir };
     const ignored = await stripIgnored({ ...at, keep, excluded });
+    removeEmptyDirs(sandbox.path, emptyDirs);
     const diff = await captureDiff(sandbox.path, prepared.baseCommit, join(run.dir, 'diff.patch'), run.dir, {
       baseFactsDir: factsDir,
       git: gitPathOf(run.settings),

@@ -10,7 +10,8 @@
  * the base commit's ignore rules only (`base-ignore.ts`: a `.gitignore` the agent wrote hides
  * nothing more); one git process, none when the base ignores nothing. Removal never follows a
  * symlink: every directory on the way must be a real one, and a directory the removal empties is
- * removed too (an empty directory can still be imported as a package).
+ * removed too, as is every empty directory the agent left (`removeEmptyDirs`): git records none,
+ * and an empty directory can still be imported as a package.
  */
 import { lstatSync, rmdirSync, unlinkSync, writeFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -67,6 +68,29 @@ export async function stripIgnored(input: StripInput, call: GitCallOptions = {})
   out.kept.sort();
   out.removed.sort();
   return out;
+}
+
+/**
+ * Remove the empty directories the tree walk found (`walkTree`), and each parent that is left
+ * empty, never the top: git records no directory, so the checks must not see one the diff cannot
+ * show (an empty directory is an importable Python namespace package). Returns those removed.
+ */
+export function removeEmptyDirs(workDir: string, emptyDirs: readonly string[]): string[] {
+  const removed: string[] = [];
+  for (const dir of emptyDirs) {
+    const parts = dir.split('/');
+    for (let n = parts.length; n >= 1; n--) {
+      const rel = parts.slice(0, n).join('/');
+      try {
+        if (lstatSync(join(workDir, rel)).isSymbolicLink()) break;
+        rmdirSync(join(workDir, rel));
+        removed.push(rel);
+      } catch {
+        break; // not empty (or gone): its parents are not emptied by this one
+      }
+    }
+  }
+  return removed;
 }
 
 /** Unlink one listed file (never through a symlinked directory), then the directories it leaves empty. */

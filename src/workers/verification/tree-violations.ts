@@ -8,6 +8,7 @@
  * - `path_too_deep` / `path_too_long`: a path past `PathBounds` (git skips a directory it cannot
  *   open, past PATH_MAX, with only a warning). The violation names the first path past the bound;
  *   nothing below it is walked, so the walk itself never nears PATH_MAX.
+ * The same walk lists the empty directories (`walkTree`), which the diff cannot show.
  * Nothing is followed: entries are judged by `lstat`, a symlink is never entered. Pure but for reads.
  */
 import { lstatSync, readdirSync } from 'node:fs';
@@ -33,7 +34,18 @@ export function refusedByGit(name: string, symlink: boolean): boolean {
 
 /** Every violation in the tree at `worktree`, its own top `.git` excepted, sorted by path. */
 export function treeViolations(worktree: string, bounds: PathBounds = DEFAULT_PATH_BOUNDS): ScopeViolation[] {
-  const out: ScopeViolation[] = [];
+  return walkTree(worktree, bounds).violations;
+}
+
+/** What one walk finds: the violations, and the empty directories (git records none; the checks would see them). */
+export interface TreeWalk {
+  violations: ScopeViolation[];
+  /** Relative paths of directories with no entry at all (a Python namespace package, say). */
+  emptyDirs: string[];
+}
+
+export function walkTree(worktree: string, bounds: PathBounds = DEFAULT_PATH_BOUNDS): TreeWalk {
+  const out: TreeWalk = { violations: [], emptyDirs: [] };
   const walk = (dir: string, rel: string, depth: number): void => {
     let names: string[];
     try {
@@ -41,12 +53,13 @@ export function treeViolations(worktree: string, bounds: PathBounds = DEFAULT_PA
     } catch {
       return;
     }
+    if (names.length === 0 && rel !== '') out.emptyDirs.push(rel);
     for (const name of names.sort()) {
       const path = rel === '' ? name : `${rel}/${name}`;
       const st = lstatSync(join(dir, name), { throwIfNoEntry: false });
       const reason = violation(name, path, depth + 1, st?.isSymbolicLink() === true, bounds);
       if (reason === 'top_git_dir') continue;
-      if (reason !== null) out.push({ path, reason });
+      if (reason !== null) out.violations.push({ path, reason });
       else if (st?.isDirectory()) walk(join(dir, name), path, depth + 1);
     }
   };

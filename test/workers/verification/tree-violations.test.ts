@@ -6,7 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { refusedByGit, treeViolations } from '../../../src/workers/verification/tree-violations.js';
+import { refusedByGit, treeViolations, walkTree } from '../../../src/workers/verification/tree-violations.js';
 import { removeTree, treeBytes } from '../../../src/shared/fs/deep-tree.js';
 import { tempDir } from '../../support/temp.js';
 
@@ -89,6 +89,18 @@ describe('treeViolations', () => {
       { path: 'n/.GIT', reason: 'name_refused_by_git' },
       { path: 'r/.git', reason: 'nested_repository' },
     ]);
+  });
+});
+
+describe('walkTree', () => {
+  it('lists the empty directories (none of a flagged path), for removal before the checks', () => {
+    const root = tempDir('uh-empty-');
+    dirs.push(root);
+    mkdirSync(join(root, 'e/f'), { recursive: true });
+    mkdirSync(join(root, 'g'));
+    writeFileSync(join(root, 'g/x'), '1\n');
+    mkdirSync(join(root, 'n/.GIT'), { recursive: true });
+    expect(walkTree(root).emptyDirs).toEqual(['e/f']);
   });
 });
 
