@@ -158,7 +158,10 @@ function isolationFinding(config: UhConfig): Finding {
     ok.tmpfsSize
       ? `private /tmp and home of at most ${mib(config.core.isolationTmpfsBytes)}`
       : 'private /tmp and home UNCAPPED (this bwrap has no --size: bubblewrap 0.7 or newer caps them)';
-  const asRoot = process.getuid?.() === 0 ? `; as root: a user namespace, uid ${ROOT_SANDBOX_ID}, no capabilities` : '';
+  const asRoot =
+    process.getuid?.() === 0
+      ? `; as root: a user namespace, uid ${ROOT_SANDBOX_ID}, no capabilities, root-only files hidden`
+      : '';
   return probe.ok
     ? {
         what: 'isolation',
