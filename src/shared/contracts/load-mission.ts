@@ -55,6 +55,9 @@ export function parseMission(
   const url = mission.repository.url;
   const kind = enforcePolicy(url, policy, source);
   if (kind === 'local') mission.repository.url = isAbsolute(url) ? url : resolve(baseDir, url);
+  // The hidden verifier is read on this (the producer's) host, relative to the mission file.
+  if (mission.verification_hidden && !isAbsolute(mission.verification_hidden.path))
+    mission.verification_hidden.path = resolve(baseDir, mission.verification_hidden.path);
   // A file:// URL stays a URL (cloned into a mirror like any remote), but it must name something.
   if (kind === 'file' && !existsSync(decodeURIComponent(url.slice('file://'.length)))) {
     throw invalidInput(
