@@ -9,9 +9,13 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { chromium } from 'playwright-core';
+import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { readApiConfig } from '../../src/producers/http/api-config.js';
+import { buildApiServer } from '../../src/producers/http/api-server.js';
+import { QueueClient } from '../../src/producers/queue/queue-client.js';
+import { loadConfig } from '../../src/shared/config.js';
 import { runCli, type CliResult } from '../support/cli.js';
 import { makeRepo } from '../support/git-repo.js';
 import { waitFor } from '../support/process.js';
@@ -125,6 +129,77 @@ function writeSuite(): string {
   return suite;
 }
 
+const TOKEN = 'batch-suite-token-5f1e2d3c4b5a69788796';
+
+/** POST /v1/batches (a suite of inline missions), GET /v1/batches, and the dashboard's batch page. */
+async function overHttp(prefix: string, producer: string, batchId: string, browser: Browser): Promise<void> {
+  const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
+  const app = await buildApiServer({
+    client,
+    config: readApiConfig({ UH_API_TOKEN: TOKEN }, '127.0.0.1'),
+    stateDir: producer,
+    cacheDir,
+    baseDir: producer,
+    repositoryPolicy: { allowLocal: true, allowHttp: false },
+    prices: {},
+    receiptKey: { key: 'k'.repeat(32), keyFile: '/nonexistent/receipt.key' },
+    promotionIdentity: { author: { name: 'T', email: 't@localhost' }, committer: { name: 'T', email: 't@localhost' } },
+  });
+  try {
+    const headers = { authorization: `Bearer ${TOKEN}` };
+    const task = (id: string) => ({
+      task_id: id,
+      mission: {
+        schema_version: 'uh.mission.v0',
+        mission_id: id,
+        operation_id: id,
+        title: `HTTP ${id}`,
+        objective: 'Write notes.txt',
+        repository: { url: repo, ref: 'main' },
+        runtime: 'alpha',
+        verification: [{ name: 'notes', argv: ['test', '-f', 'notes.txt'] }],
+      },
+    });
+    const body = { suite: { suite_id: 'http', runtimes: ['alpha', 'beta'], tasks: [task('notes')] }, id: 'http-001' };
+    const post = (payload: unknown) =>
+      app.inject({ method: 'POST', url: '/v1/batches', headers, payload: payload as object });
+    const created = await post(body);
+    expect(created.statusCode, created.body).toBe(201);
+    expect(created.json()).toMatchObject({ kind: 'created', batch_id: 'http-001', tasks: ['notes'] });
+    expect(created.json().operations).toHaveLength(2);
+    expect((await post(body)).json()).toMatchObject({ kind: 'attached' });
+    const other = await post({ ...body, suite: { ...body.suite, tasks: [task('notes'), task('more')] } });
+    expect(other.statusCode).toBe(409);
+    expect(other.body).toContain('tasks');
+    const list = await app.inject({ method: 'GET', url: '/v1/batches', headers });
+    expect(list.json().batches.map((b: { batch_id: string }) => b.batch_id)).toEqual(
+      expect.arrayContaining([batchId, 'http-001']),
+    );
+
+    // The dashboard's batch page: the matrix and the error count, as text.
+    const base = await app.listen({ host: '127.0.0.1', port: 0 });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const problems: string[] = [];
+    page.on('pageerror', (e) => problems.push(e.message));
+    await page.goto(`${base}/?token=${TOKEN}`);
+    await page.goto(`${base}/#/batches`);
+    await page.locator('[data-testid=batches] a', { hasText: batchId }).click();
+    await page.waitForSelector('[data-testid=batch-matrix] tbody tr');
+    expect(await page.locator('[data-testid=batch-errors]').textContent()).toBe(
+      '1 infrastructure errors (excluded from the rates)',
+    );
+    const cells = await page.locator('[data-testid=batch-matrix] tbody tr').first().locator('td').allTextContents();
+    expect(cells[0]).toBe('app-two');
+    expect(cells[2]).toBe('0% (0/3)');
+    await page.screenshot({ path: join(ARTIFACTS, 'batch-suite-dashboard.png'), fullPage: true });
+    expect(problems).toEqual([]);
+    await page.close();
+  } finally {
+    await app.close();
+    await client.close();
+  }
+}
+
 const lines = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8').trim().split('\n').filter(Boolean) : []);
 
 describe('uh batch submit <suite> (queue)', () => {
@@ -235,6 +310,7 @@ describe('uh batch submit <suite> (queue)', () => {
       mkdirSync(ARTIFACTS, { recursive: true });
       await page.screenshot({ path: join(ARTIFACTS, 'batch-suite.png'), fullPage: true });
       expect(problems).toEqual([]);
+      await overHttp(prefix, producer, batchId, browser);
     } finally {
       await browser.close();
     }

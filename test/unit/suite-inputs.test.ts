@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkHiddenBundle, readHiddenVerifier, readReward } from '../../src/operation/hidden-verifier.js';
 import { parseToml } from '../../src/producers/suite/toml-lite.js';
+import { parseMission } from '../../src/shared/contracts/load-mission.js';
 import { removeDir, tempDir } from '../support/temp.js';
 
 const dirs: string[] = [];
@@ -61,5 +62,29 @@ describe('hidden verifiers', () => {
     expect(() => checkHiddenBundle(tampered)).toThrow(/does not match its digest/);
     symlinkSync('/etc/passwd', join(d, 'link'));
     expect(() => readHiddenVerifier(d)).toThrow(/link is not a regular file/);
+  });
+});
+
+describe('verification_hidden', () => {
+  const mission = {
+    schema_version: 'uh.mission.v0',
+    mission_id: 'm',
+    operation_id: 'm-1',
+    title: 't',
+    objective: 'o',
+    repository: { url: 'https://example.com/r.git' },
+    runtime: 'command',
+    verification_hidden: 'tests',
+  };
+  it('resolves against the mission file on a producer that allows local paths (the CLI)', () => {
+    const parsed = parseMission(mission, '/suite/task');
+    expect(parsed.verification_hidden).toEqual({ path: '/suite/task/tests', timeout_seconds: 300 });
+  });
+  it('is refused where local paths are (the HTTP API by default): it names the producer host', () => {
+    expect(() => parseMission(mission, '/x', 'mission', { allowLocal: false, allowHttp: false })).toThrow(
+      expect.objectContaining({
+        details: [expect.stringContaining('verification_hidden: names a directory on the producer host')],
+      }),
+    );
   });
 });

@@ -80,6 +80,35 @@ export class BatchStore {
     return batch;
   }
 
+  /** The most recent batches (newest first), each with its state; bounded by `limit`. */
+  async list(
+    limit: number,
+  ): Promise<
+    Array<{
+      batch_id: string;
+      title: string;
+      state: StoredBatch['state'];
+      tasks: number;
+      runtimes: string[];
+      trials: number;
+      created_at: string;
+    }>
+  > {
+    const ids = await this.redis.zrevrange(this.keys.batches, 0, limit - 1);
+    const batches = await Promise.all(ids.map((id) => this.get(id)));
+    return batches
+      .filter((b): b is StoredBatch => b !== null)
+      .map((b) => ({
+        batch_id: b.record.batch_id,
+        title: b.record.title,
+        state: b.state,
+        tasks: b.record.tasks.length,
+        runtimes: b.record.runtimes,
+        trials: b.record.trials,
+        created_at: b.record.created_at,
+      }));
+  }
+
   async report(batchId: string, format: 'json' | 'html'): Promise<string | null> {
     return this.redis.hget(this.keys.batch(batchId), format === 'json' ? 'report_json' : 'report_html');
   }
