@@ -152,6 +152,22 @@ export const MissionSchema = z
       })
       .default({ allowed_change_globs: ['**'], forbidden_globs: [] }),
     verification: z.array(CheckSchema).max(LIMITS.checks, `at most ${LIMITS.checks} checks`).default([]),
+    /**
+     * A hidden verifier (docs/batch.md "Hidden verifiers"): a directory on the producer's host with a
+     * `test.sh`, shipped with the job, copied next to the sandbox only after the agent finished and
+     * the diff was taken (never visible to the agent, never in the diff), run as the last check; its
+     * reward (`reward.txt` or `reward.json`, 0..1) is recorded in the receipt.
+     */
+    verification_hidden: z
+      .union([
+        text(4096).min(1),
+        z.strictObject({
+          path: text(4096).min(1),
+          timeout_seconds: z.number().int().positive().max(86_400).default(300),
+        }),
+      ])
+      .transform((v) => (typeof v === 'string' ? { path: v, timeout_seconds: 300 } : v))
+      .optional(),
     timeout_seconds: z
       .number()
       .int()

@@ -75,6 +75,9 @@ export const ReceiptSignatureSchema = z.lazy(() =>
 );
 export type ReceiptSignature = z.infer<typeof ReceiptSignatureSchema>;
 
+/** The name of the hidden verifier's check in a receipt (`verification_hidden`). */
+export const HIDDEN_CHECK = 'hidden-verifier';
+
 export const ReceiptSchema = z.lazy(() =>
   z.strictObject({
     schema_version: z.literal('uh.receipt.v0'),
@@ -101,6 +104,8 @@ export const ReceiptSchema = z.lazy(() =>
     diff_bytes: z.number().int().nonnegative(),
     scope: z.strictObject({ ok: z.boolean(), violations: z.array(ScopeViolationSchema) }),
     checks: z.array(CheckResultSchema),
+    /** The hidden verifier's reward, 0..1 (check `hidden-verifier`); absent without one, null when it wrote none. */
+    reward: z.number().min(0).max(1).nullable().optional(),
     usage: UsageSchema,
     final_message: z.string(),
     final_message_source: z.enum(['sentinel', 'native', 'none']),

@@ -9,6 +9,9 @@ import type { Sandbox } from '../sandbox/worktree.js';
 import { gitPathOf } from '../git-path.js';
 import { baseFactsDir, captureDiff } from '../verification/capture-diff.js';
 import { runChecks } from '../verification/run-checks.js';
+import { readReward, writeHiddenVerifier } from '../../operation/hidden-verifier.js';
+import { HIDDEN_CHECK } from '../../shared/contracts/receipt.js';
+import { makeDir } from '../../shared/fs/make-dir.js';
 import { checkScope, type ScopeViolation } from '../verification/scope-check.js';
 import { restoreGitLink } from '../sandbox/git-link.js';
 import { removeEmptyDirs, stripIgnored } from '../verification/strip-ignored.js';
@@ -67,7 +70,13 @@ export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<vo
 export async function checksPhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
   const { mission } = run.prepared;
   const status = run.failure?.status ?? run.folded.outcome.status;
-  if (status !== 'completed' || run.violations.length > 0 || mission.verification.length === 0) return;
+  if (status !== 'completed' || run.violations.length > 0) return;
+  if (mission.verification.length > 0) await declaredChecks(run, sandbox);
+  if (run.prepared.hiddenVerifier && !cancelReason(run)) await hiddenVerifierPhase(run, sandbox);
+}
+
+async function declaredChecks(run: OperationRun, sandbox: Sandbox): Promise<void> {
+  const { mission } = run.prepared;
   const { signal } = run.options;
   restoreGitLink(sandbox); // the checks run on uh's `.git`, whatever a previous phase left
   const phase = phaseSpawn(run, sandbox, { writable: [], checks: true });
@@ -92,4 +101,42 @@ export async function checksPhase(run: OperationRun, sandbox: Sandbox): Promise<
       message: `${reason.message} (during verification)`,
       timed_out: false,
     };
+}
+
+/**
+ * The hidden verifier, after the agent finished and the diff was taken: its files are written
+ * next to the operation's files (never into the sandbox, so never in the diff and never seen by
+ * the agent), `test.sh` runs with the sandbox as its working directory and `$TEST_DIR` /
+ * `$UH_TESTS_DIR` naming the tests, `$UH_VERIFIER_LOGS_DIR` where it writes `reward.txt` or
+ * `reward.json`. It passes when it exits 0 and its reward (if any) is 1.
+ */
+async function hiddenVerifierPhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
+  const bundle = run.prepared.hiddenVerifier;
+  const hidden = run.prepared.mission.verification_hidden;
+  if (!bundle || !hidden) return;
+  const tests = join(run.dir, 'verifier', 'tests');
+  const logs = join(run.dir, 'verifier', 'logs');
+  writeHiddenVerifier(bundle, tests);
+  makeDir(logs);
+  restoreGitLink(sandbox);
+  const phase = phaseSpawn(run, sandbox, { writable: [logs], readable: [tests], checks: true });
+  const { signal } = run.options;
+  const [result] = await timed(run, 'hidden_verifier', () =>
+    runChecks({
+      checks: [{ name: HIDDEN_CHECK, argv: ['bash', join(tests, 'test.sh')], timeout_seconds: hidden.timeout_seconds }],
+      workDir: sandbox.path,
+      logDir: run.dir,
+      env: { ...run.checkEnv, TEST_DIR: tests, UH_TESTS_DIR: tests, UH_VERIFIER_LOGS_DIR: logs },
+      secrets: run.secrets,
+      spawn: phase.spawn,
+      ...(signal ? { signal } : {}),
+    }),
+  );
+  if (!result) return;
+  run.reward = readReward(logs);
+  const passed = result.passed && (run.reward === null || run.reward >= 1);
+  const checked = { ...result, passed };
+  run.checks = [...run.checks, checked];
+  const { output_head: _head, output_tail: tail, ...r } = checked;
+  run.events.append('verification.check', { ...r, output_tail: tail.slice(-1024), reward: run.reward });
 }
