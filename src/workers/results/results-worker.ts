@@ -42,8 +42,14 @@ export async function startResultsWorker(o: ResultsWorkerOptions): Promise<{ don
   // Dead workers noticed in seconds: operations whose owner's heartbeat expired become unknown.
   o.signal.addEventListener('abort', startOwnerWatch({ redis, store, intervalMs: queue.heartbeatMs, settings }));
   const consumer = o.consumer ?? hostname();
-  const batchWorker = await startBatchWorker(store, settings.prices, logger);
-  const settleBatch = settleBatchAfter(store, settings.prices, logger);
+  // Errors are retried with this host's runtime manifests (docs/batch.md "Errors apart from failures").
+  const retry = {
+    stateDir: settings.stateDir,
+    maxRetries: o.queue.batchErrorRetries,
+    onError: (error: unknown) => logger.warn({ error: String(error) }, 'batch retry not possible here'),
+  };
+  const batchWorker = await startBatchWorker(store, settings.prices, logger, retry);
+  const settleBatch = settleBatchAfter(store, settings.prices, logger, retry);
   const delivery = (d: { id: string; webhook: { ok: boolean; error: string | null } | null }) => ({
     delivery: d.id,
     webhook: d.webhook ? (d.webhook.ok ? 'delivered' : `failed:${d.webhook.error}`) : 'off',

@@ -5,6 +5,7 @@
  * Requests ride the HttpOnly session cookie; the script never sees the token.
  */
 import { EVENT_TYPES } from '../../../shared/contracts/event.js';
+import { BATCH_PAGES } from './batches-script.js';
 
 const SCRIPT = String.raw`(function () {
   'use strict';
@@ -247,6 +248,7 @@ const SCRIPT = String.raw`(function () {
     });
   }
 
+__BATCH_PAGES__
   function route() {
     clearLive();
     logout.hidden = false;
@@ -255,6 +257,8 @@ const SCRIPT = String.raw`(function () {
     if (m) operationPage(decodeURIComponent(m[1]));
     else if (hash === '#/workers') workersPage();
     else if (hash === '#/queues') queuesPage();
+    else if (hash === '#/batches') batchesPage();
+    else if (/^#\/batch\/(.+)$/.test(hash)) batchPage(decodeURIComponent(hash.slice('#/batch/'.length)));
     else operationsPage();
   }
   logout.addEventListener('click', function () {
@@ -267,5 +271,8 @@ const SCRIPT = String.raw`(function () {
 
 /** The script with the event names of this build (one SSE listener per named event). */
 export function dashboardScript(): string {
-  return SCRIPT.replace('__EVENT_NAMES__', JSON.stringify([...EVENT_TYPES, 'end']));
+  return SCRIPT.replace('__EVENT_NAMES__', JSON.stringify([...EVENT_TYPES, 'end'])).replace(
+    '__BATCH_PAGES__',
+    BATCH_PAGES,
+  );
 }
