@@ -8,6 +8,8 @@ import type { QueueClient } from '../queue/queue-client.js';
 
 export interface WorkerView {
   id: string;
+  /** `runtime` (runs missions from its runtime queues) or `results` (webhooks, batches, promotion). */
+  role: 'runtime' | 'results';
   host: string | null;
   pid: number | null;
   runtimes: string[];
@@ -35,6 +37,7 @@ function workerView(key: string, raw: string | null): WorkerView | null {
     const b = JSON.parse(raw) as Record<string, unknown>;
     return {
       id: typeof b.id === 'string' ? b.id : key.slice(key.lastIndexOf(':') + 1),
+      role: b.role === 'results' ? 'results' : 'runtime',
       host: typeof b.host === 'string' ? b.host : null,
       pid: typeof b.pid === 'number' ? b.pid : null,
       runtimes: Array.isArray(b.runtimes) ? b.runtimes.map(String) : [],

@@ -35,8 +35,8 @@ export class ApiMetrics {
   });
   private readonly workers = new Gauge({
     name: 'uh_workers_live',
-    help: 'Workers with a live heartbeat, per runtime',
-    labelNames: ['runtime'],
+    help: 'Workers with a live heartbeat: role="runtime" per runtime served, role="results" (outbox consumers)',
+    labelNames: ['role', 'runtime'],
     registers: [this.registry],
   });
   private readonly states = new Gauge({
@@ -73,8 +73,11 @@ export class ApiMetrics {
     const runtimes = await runtimeIds(this.client, workers);
     this.workers.reset();
     this.jobs.reset();
+    // Always present, 0 when none: the dead-results-worker alert needs a series to compare.
+    this.workers.set({ role: 'results' }, workers.filter((w) => w.role === 'results').length);
     for (const runtime of runtimes) {
-      this.workers.set({ runtime }, workers.filter((w) => w.runtimes.includes(runtime)).length);
+      const serving = workers.filter((w) => w.role === 'runtime' && w.runtimes.includes(runtime));
+      this.workers.set({ role: 'runtime', runtime }, serving.length);
       const counts = await queueCounts(this.client, runtime);
       for (const state of JOB_STATES) this.jobs.set({ runtime, state }, counts[state]);
     }

@@ -9,6 +9,8 @@ import type { QueueKeys } from './topology.js';
 
 const HeartbeatSchema = z.object({
   id: z.string(),
+  /** runtime: runs missions; results: the outbox consumer (older workers wrote no role: runtime). */
+  role: z.enum(['runtime', 'results']).default('runtime'),
   host: z.string(),
   pid: z.number(),
   runtimes: z.array(z.string()).default([]),

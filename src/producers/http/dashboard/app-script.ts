@@ -231,8 +231,8 @@ const SCRIPT = String.raw`(function () {
   }
   function workersPage() {
     pollPage('Workers', '/v1/workers', function (body) {
-      return table('workers', ['worker', 'host', 'runtimes', 'concurrency', 'running', 'last heartbeat'], body.workers.map(function (w) {
-        return el('tr', {}, [el('td', { text: w.id }), el('td', { text: w.host || '' }), el('td', { text: w.runtimes.join(', ') }), el('td', { text: w.concurrency }),
+      return table('workers', ['worker', 'role', 'host', 'runtimes', 'concurrency', 'running', 'last heartbeat'], body.workers.map(function (w) {
+        return el('tr', {}, [el('td', { text: w.id }), el('td', { text: w.role || 'runtime' }), el('td', { text: w.host || '' }), el('td', { text: w.runtimes.join(', ') }), el('td', { text: w.concurrency == null ? '' : w.concurrency }),
           el('td', {}, w.running_operations.map(function (id) { return el('div', {}, [opLink(id)]); })), el('td', { text: w.last_heartbeat || '' })]);
       }));
     });

@@ -1,0 +1,147 @@
+/**
+ * Fleet operations (issue 31): the results worker is a worker (heartbeat with role `results`,
+ * listed in /v1/workers and `uh_workers_live{role="results"}`, its `kill -9` seen by `uh doctor
+ * --redis` within 15 s once the outbox lags), and an `unknown` operation recovered from the API
+ * with the admin token. Real Redis, real worker processes, the API in this process.
+ */
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/shared/config.js';
+import { readApiConfig } from '../../src/producers/http/api-config.js';
+import { buildApiServer } from '../../src/producers/http/api-server.js';
+import { QueueClient } from '../../src/producers/queue/queue-client.js';
+import { runCli, type CliResult } from '../support/cli.js';
+import { makeRepo } from '../support/git-repo.js';
+import { writeMission } from '../support/mission-file.js';
+import { waitFor } from '../support/process.js';
+import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { removeDir, tempDir } from '../support/temp.js';
+import { startWorker, type WorkerProcess } from '../support/worker-process.js';
+
+process.env.UH_ISOLATION = 'off';
+
+const TOKEN = 'fleet-ops-token-0123456789abcdef-012345';
+const auth = { authorization: `Bearer ${TOKEN}` };
+let redis: TestRedis;
+let repo: string;
+let cacheDir: string;
+const dirs: string[] = [];
+const workers: WorkerProcess[] = [];
+const servers: Array<{ app: FastifyInstance; client: QueueClient }> = [];
+
+beforeAll(async () => {
+  redis = await startTestRedis('fleet-ops');
+  repo = makeRepo({ 'README.md': '# ops\n' });
+  cacheDir = tempDir('uh-ocache-');
+  dirs.push(repo, cacheDir);
+});
+
+afterAll(async () => {
+  for (const { app, client } of servers) {
+    app.server.closeAllConnections();
+    await app.close();
+    await client.close();
+  }
+  await Promise.all(workers.map((w) => w.stop('SIGKILL')));
+  await redis?.cleanup();
+  dirs.forEach(removeDir);
+});
+
+const state = () => {
+  const d = tempDir('uh-ostate-');
+  dirs.push(d);
+  return d;
+};
+const env = (prefix: string) => ({ REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir });
+const uh = (prefix: string, args: string[]): Promise<CliResult> => runCli(args, { cwd: repo, env: env(prefix) });
+async function worker(prefix: string, args: string[]): Promise<WorkerProcess> {
+  const w = await startWorker(['--state-dir', state(), ...args], {
+    cwd: repo,
+    env: { ...env(prefix), UH_LOG_LEVEL: 'warn' },
+  });
+  workers.push(w);
+  return w;
+}
+
+/** The API in this process on `prefix`. */
+async function api(prefix: string): Promise<string> {
+  const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
+  const app = await buildApiServer({
+    client,
+    config: readApiConfig({ UH_API_TOKEN: TOKEN }, '127.0.0.1'),
+    stateDir: state(),
+    cacheDir,
+    baseDir: repo,
+    repositoryPolicy: { allowLocal: true, allowHttp: false },
+    prices: {},
+    receiptKey: { key: 'k'.repeat(32), keyFile: '/nonexistent/receipt.key' },
+    promotionIdentity: { author: { name: 'T', email: 't@localhost' }, committer: { name: 'T', email: 't@localhost' } },
+  });
+  servers.push({ app, client });
+  return app.listen({ port: 0, host: '127.0.0.1' });
+}
+const get = async (base: string, path: string) => (await fetch(`${base}${path}`, { headers: auth })).json();
+
+type Doctor = { code: number; ok: boolean; results: { ok: boolean; detail: string } | undefined; lag: number };
+async function doctor(prefix: string): Promise<Doctor> {
+  const r = await uh(prefix, ['doctor', '--json', '--redis', redis.url]);
+  const body = JSON.parse(r.stdout) as {
+    ok: boolean;
+    findings: Array<{ what: string; ok: boolean; detail: string }>;
+    fleet: { outbox_lag: number };
+  };
+  const results = body.findings.find((f) => f.what === 'results worker');
+  return { code: r.code ?? -1, ok: body.ok, results, lag: body.fleet.outbox_lag };
+}
+
+describe('the results worker is a worker', () => {
+  it('is listed with role results, counted in uh_workers_live, and its kill -9 fails uh doctor --redis within 15 s', async () => {
+    const prefix = redis.prefix('results');
+    const base = await api(prefix);
+    const results = await worker(prefix, ['--results', '--metrics-port', '0']);
+    await worker(prefix, ['--runtime', 'command']);
+    const { workers: listed } = (await get(base, '/v1/workers')) as { workers: Array<Record<string, unknown>> };
+    expect(listed.map((w) => w.role).sort()).toEqual(['results', 'runtime']);
+    expect(listed.find((w) => w.role === 'results')).toMatchObject({ runtimes: [], pid: results.pid });
+    const metricsUrl = /metrics url=(\S+)/.exec(results.output())?.[1] as string;
+    const scraped = await (await fetch(metricsUrl)).text();
+    expect(scraped).toMatch(/^uh_workers_live\{role="results"\} 1$/m);
+    expect(scraped).toMatch(/^uh_workers_live\{role="runtime",runtime="command"\} 1$/m);
+    expect(await doctor(prefix)).toMatchObject({ code: 0, results: { ok: true, detail: '1 live' } });
+
+    await results.stop('SIGKILL');
+    const killedAt = Date.now();
+    // A mission settles after the results worker died: its outbox entry waits for a consumer.
+    const submitted = await uh(prefix, [
+      'mission',
+      'submit',
+      writeMission(repo, ['edit', 'ops.txt', 'x']).path,
+      '--wait',
+      '--state-dir',
+      state(),
+    ]);
+    expect(submitted.code).toBe(0);
+    let last: Doctor | null = null;
+    const noticed = await waitFor(async () => (last = await doctor(prefix)).code === 3, 30_000, 250);
+    const noticedMs = Date.now() - killedAt;
+    process.stderr.write(`fleet-ops: kill -9 of the results worker → doctor exit 3 in ${noticedMs} ms\n`);
+    expect(noticed).toBe(true);
+    expect(noticedMs).toBeLessThan(15_000);
+    expect(last).toMatchObject({
+      ok: false,
+      results: { ok: false, detail: expect.stringMatching(/^none live; 1 entr/) },
+    });
+    const text = await uh(prefix, ['doctor', '--redis', redis.url]);
+    expect(text.stdout).toMatch(/✖ results worker\s+none live; 1 entry not yet delivered/);
+    expect(text.stdout).toContain('hint: start one (uh worker start --results)');
+    expect(text.stdout).not.toContain('ready to run missions');
+    const after = (await get(base, '/v1/workers')) as { workers: Array<Record<string, unknown>> };
+    expect(after.workers.map((w) => w.role)).toEqual(['runtime']);
+    const metrics = await (await fetch(`${base}/metrics`, { headers: auth })).text();
+    expect(metrics).toMatch(/^uh_workers_live\{role="results"\} 0$/m);
+
+    // A new results worker drains the outbox: doctor is green again.
+    await worker(prefix, ['--results']);
+    expect(await waitFor(async () => (await doctor(prefix)).code === 0, 30_000, 250)).toBe(true);
+  });
+});
