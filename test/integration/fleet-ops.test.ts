@@ -4,6 +4,7 @@
  * --redis` within 15 s once the outbox lags), and an `unknown` operation recovered from the API
  * with the admin token. Real Redis, real worker processes, the API in this process.
  */
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/shared/config.js';
@@ -143,5 +144,68 @@ describe('the results worker is a worker', () => {
     // A new results worker drains the outbox: doctor is green again.
     await worker(prefix, ['--results']);
     expect(await waitFor(async () => (await doctor(prefix)).code === 0, 30_000, 250)).toBe(true);
+  });
+});
+
+const scrape = async (base: string) => (await fetch(`${base}/metrics`, { headers: auth })).text();
+/** The value of one sample (labels written as prom-client writes them), or null when absent. */
+function value(text: string, series: string): number | null {
+  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+  return line ? Number(line.slice(series.length + 1)) : null;
+}
+const opState = async (prefix: string, id: string) =>
+  JSON.parse((await uh(prefix, ['mission', 'status', id, '--json', '--state-dir', state()])).stdout).operation?.state;
+
+describe('metrics an alert can rely on', () => {
+  it('process metrics, queue age; a mission cancelled while queued adds no duration sample', async () => {
+    const prefix = redis.prefix('metrics');
+    const base = await api(prefix);
+    const queued = writeMission(repo, ['noop']);
+    expect((await uh(prefix, ['mission', 'submit', queued.path, '--state-dir', state()])).code).toBe(0);
+    expect(
+      await waitFor(
+        async () => (value(await scrape(base), 'uh_queue_oldest_waiting_seconds{runtime="command"}') ?? 0) >= 1,
+        10_000,
+        200,
+      ),
+    ).toBe(true);
+    expect((await uh(prefix, ['mission', 'cancel', queued.operationId, '--state-dir', state()])).code).toBe(0);
+    await worker(prefix, ['--runtime', 'command']);
+    const ran = writeMission(repo, ['noop']);
+    expect((await uh(prefix, ['mission', 'submit', ran.path, '--wait', '--state-dir', state()])).code).toBe(0);
+    const text = await scrape(base);
+    expect(
+      value(
+        text,
+        'uh_operations_settled_total{runtime="command",state="finished",status="cancelled",verdict="unverified"}',
+      ),
+    ).toBe(1);
+    // One sample: the mission that ran. The one cancelled while queued waited; it did not run.
+    expect(value(text, 'uh_phase_duration_seconds_count{runtime="command",phase="total"}')).toBe(1);
+    expect(value(text, 'uh_queue_oldest_waiting_seconds{runtime="command"}')).toBe(0);
+    expect(value(text, 'process_resident_memory_bytes')).toBeGreaterThan(0);
+    expect(text).toMatch(/^nodejs_eventloop_lag_seconds \d/m);
+    expect(text).toMatch(/^uh_worker_disk_free_bytes\{worker="[^"]+",host="[^"]+"\} [1-9]\d*$/m);
+    expect(value(text, 'uh_webhook_dead_letters')).toBe(0);
+  });
+
+  it("a dead worker's job is not counted active once its operation is unknown (BullMQ still holds it active)", async () => {
+    const prefix = redis.prefix('active');
+    const base = await api(prefix);
+    await worker(prefix, ['--results']);
+    const victim = await worker(prefix, ['--runtime', 'command']);
+    const slow = writeMission(repo, ['count', join(state(), 'n'), 'slow', '60000']);
+    expect((await uh(prefix, ['mission', 'submit', slow.path, '--state-dir', state()])).code).toBe(0);
+    const active = async () => value(await scrape(base), 'uh_queue_jobs{runtime="command",state="active"}');
+    expect(await waitFor(async () => (await active()) === 1, 20_000, 200)).toBe(true);
+    await victim.stop('SIGKILL');
+    expect(await waitFor(async () => (await opState(prefix, slow.operationId)) === 'unknown', 20_000, 250)).toBe(true);
+    expect(await active()).toBe(0);
+    const { queues } = (await get(base, '/v1/queues')) as {
+      queues: Array<{ runtime: string; jobs: Record<string, number> }>;
+    };
+    expect(queues.find((q) => q.runtime === 'command')?.jobs.active).toBe(0);
+    const bull = `{${prefix}}:bull:runtime.command:active`;
+    expect(await redis.redis.llen(bull)).toBe(1);
   });
 });

@@ -18,6 +18,8 @@ const HeartbeatSchema = z.object({
   active: z.array(z.string()).default([]),
   /** The id of the key the worker signs receipts with (null or absent: none, or an older worker). */
   receipt_key_id: z.string().nullable().optional(),
+  disk_free_bytes: z.number().nullable().optional(),
+  disk_floor_bytes: z.number().optional(),
   at: z.string(),
 });
 export type Heartbeat = z.infer<typeof HeartbeatSchema>;

@@ -19,6 +19,10 @@ export interface HeartbeatBody {
   concurrency?: number;
   active: string[];
   receipt_key_id: string | null;
+  /** Free bytes on the filesystem of the worker's cache (runtime workers), null when unreadable. */
+  disk_free_bytes?: number | null;
+  /** The free-space floor below which the worker stops claiming jobs (`UH_MIN_FREE_BYTES`). */
+  disk_floor_bytes?: number;
 }
 
 export interface RunningHeartbeat {

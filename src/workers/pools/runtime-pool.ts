@@ -26,6 +26,7 @@ import { processOperationJob, type JobSummary, type PoolContext } from './proces
 import { loadReceiptKey } from '../../operation/receipt-signature.js';
 import { startOwnerWatch } from './owner-watch.js';
 import { startDiskGuard } from './disk-guard.js';
+import { freeBytes } from '../sandbox/gc.js';
 import { startWorkerHeartbeat, type RunningHeartbeat } from '../../shared/queue/worker-heartbeat.js';
 
 export interface PoolOptions {
@@ -173,6 +174,8 @@ function startHeartbeat(pool: Pool, receipt_key_id: string | null): Promise<Runn
     concurrency,
     active: [...active.keys()],
     receipt_key_id,
+    disk_free_bytes: freeBytes(pool.options.settings.cacheDir),
+    ...(pool.options.gc ? { disk_floor_bytes: pool.options.gc.minFreeBytes } : {}),
   }));
 }
 
