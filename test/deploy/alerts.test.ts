@@ -24,8 +24,9 @@ function promtool(args: string[]): string {
     return execFileSync('promtool', args, { cwd: join(ROOT, 'infra/prometheus'), encoding: 'utf8' });
   } catch (error) {
     const e = error as { code?: string; stdout?: string; stderr?: string; message: string };
-    if (e.code === 'ENOENT') throw new Error('promtool is not installed: apt-get install prometheus (see .ci/run)');
-    throw new Error(`promtool ${args.join(' ')} failed:\n${e.stdout ?? ''}${e.stderr ?? e.message}`);
+    if (e.code === 'ENOENT')
+      throw new Error('promtool is not installed: apt-get install prometheus (see .ci/run)', { cause: error });
+    throw new Error(`promtool ${args.join(' ')} failed:\n${e.stdout ?? ''}${e.stderr ?? e.message}`, { cause: error });
   }
 }
 
@@ -35,7 +36,7 @@ function exportedNames(): Set<string> {
   const names = new Set<string>();
   for (const m of metrics.registry.getMetricsAsArray()) {
     names.add(m.name);
-    if (m.type === 'histogram') for (const s of ['_bucket', '_sum', '_count']) names.add(`${m.name}${s}`);
+    if (String(m.type) === 'histogram') for (const s of ['_bucket', '_sum', '_count']) names.add(`${m.name}${s}`);
   }
   return names;
 }
