@@ -4,6 +4,7 @@
  * --redis` within 15 s once the outbox lags), and an `unknown` operation recovered from the API
  * with the admin token. Real Redis, real worker processes, the API in this process.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -66,7 +67,9 @@ async function worker(prefix: string, args: string[]): Promise<WorkerProcess> {
 
 /** The API in this process on `prefix`. */
 async function api(prefix: string): Promise<string> {
-  const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
+  // The fleet's receipt key as the workers of this file use it (the default key in their cache dir).
+  const config = loadConfig({ UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir });
+  const client = await QueueClient.open(config.queue, redis.url);
   const app = await buildApiServer({
     client,
     config: readApiConfig({ UH_API_TOKEN: TOKEN }, '127.0.0.1'),
@@ -75,7 +78,7 @@ async function api(prefix: string): Promise<string> {
     baseDir: repo,
     repositoryPolicy: { allowLocal: true, allowHttp: false },
     prices: {},
-    receiptKey: { key: 'k'.repeat(32), keyFile: '/nonexistent/receipt.key' },
+    receiptKey: config.receipts,
     promotionIdentity: { author: { name: 'T', email: 't@localhost' }, committer: { name: 'T', email: 't@localhost' } },
   });
   servers.push({ app, client });
@@ -194,10 +197,13 @@ describe('metrics an alert can rely on', () => {
     const base = await api(prefix);
     await worker(prefix, ['--results']);
     const victim = await worker(prefix, ['--runtime', 'command']);
-    const slow = writeMission(repo, ['count', join(state(), 'n'), 'slow', '60000']);
+    const count = join(state(), 'n');
+    const slow = writeMission(repo, ['count', count, 'slow', '60000']);
     expect((await uh(prefix, ['mission', 'submit', slow.path, '--state-dir', state()])).code).toBe(0);
     const active = async () => value(await scrape(base), 'uh_queue_jobs{runtime="command",state="active"}');
-    expect(await waitFor(async () => (await active()) === 1, 20_000, 200)).toBe(true);
+    // Killed once its agent runs (a runtime that never started would go back to queued, not unknown).
+    expect(await waitFor(() => existsSync(count), 20_000, 100)).toBe(true);
+    expect(await active()).toBe(1);
     await victim.stop('SIGKILL');
     expect(await waitFor(async () => (await opState(prefix, slow.operationId)) === 'unknown', 20_000, 250)).toBe(true);
     expect(await active()).toBe(0);
@@ -207,5 +213,45 @@ describe('metrics an alert can rely on', () => {
     expect(queues.find((q) => q.runtime === 'command')?.jobs.active).toBe(0);
     const bull = `{${prefix}}:bull:runtime.command:active`;
     expect(await redis.redis.llen(bull)).toBe(1);
+  });
+});
+
+describe('recover from the API', () => {
+  it('POST /v1/operations/:id/recover settles an unknown operation with a signed receipt, behind the token, never re-run', async () => {
+    const prefix = redis.prefix('recover');
+    const base = await api(prefix);
+    await worker(prefix, ['--results']);
+    const victim = await worker(prefix, ['--runtime', 'command']);
+    const count = join(state(), 'n');
+    const slow = writeMission(repo, ['count', count, 'slow', '60000']);
+    expect((await uh(prefix, ['mission', 'submit', slow.path, '--state-dir', state()])).code).toBe(0);
+    expect(await waitFor(() => existsSync(count), 20_000, 100)).toBe(true);
+    await victim.stop('SIGKILL');
+    expect(await waitFor(async () => (await opState(prefix, slow.operationId)) === 'unknown', 20_000, 250)).toBe(true);
+
+    const path = `${base}/v1/operations/${slow.operationId}/recover`;
+    const json = { 'content-type': 'application/json' };
+    expect((await fetch(path, { method: 'POST', headers: json, body: '{}' })).status).toBe(401);
+    const bad = await fetch(path, { method: 'POST', headers: { ...auth, ...json }, body: '{"settle":"passed"}' });
+    expect(bad.status).toBe(400);
+    const none = await fetch(`${base}/v1/operations/no-such-op/recover`, {
+      method: 'POST',
+      headers: { ...auth, ...json },
+      body: '{}',
+    });
+    expect(none.status).toBe(404);
+    const res = await fetch(path, { method: 'POST', headers: { ...auth, ...json }, body: '{"settle":"cancelled"}' });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { steps: string[]; operation: { state: string; status: string } };
+    expect(body.steps.join('\n')).toMatch(/unknown → settled as cancelled with a receipt \(not re-run\)/);
+    expect(body.operation).toMatchObject({ state: 'finished', status: 'cancelled' });
+    // The receipt is signed and trusted like every other: status says so with the cancelled exit code.
+    const status = await uh(prefix, ['mission', 'status', slow.operationId, '--json', '--state-dir', state()]);
+    expect(status.code).toBe(4);
+    const again = (await (await fetch(path, { method: 'POST', headers: { ...auth, ...json }, body: '{}' })).json()) as {
+      steps: string[];
+    };
+    expect(again.steps.join('\n')).toContain('nothing to recover');
+    expect(readFileSync(count, 'utf8').trim().split('\n')).toHaveLength(1);
   });
 });
