@@ -127,18 +127,29 @@ async function fleetFindings(
       hint: 'GET /v1/operations?state=unknown lists them; see docs/queue.md (unknown operations)',
       core: false,
     });
-    findings.push({
-      what: 'outbox lag',
-      ok: true,
-      detail: `${report.outbox_lag} entr${report.outbox_lag === 1 ? 'y' : 'ies'} not yet delivered`,
-      core: false,
-    });
+    findings.push(...outboxFindings(report));
     const { liveWorkers } = await import('../../../shared/queue/live-workers.js');
     findings.push(...fleetKeyFindings(await liveWorkers(client.redis, client.store.keys), keyring));
     return { findings, report };
   } finally {
     await client.close();
   }
+}
+
+/** The outbox and its consumers: entries waiting with no live results worker stall webhooks, batches and promotion (core). */
+function outboxFindings(report: import('../../http/fleet-report.js').FleetReport): Finding[] {
+  const lag = report.outbox_lag;
+  const waiting = `${lag} entr${lag === 1 ? 'y' : 'ies'} not yet delivered`;
+  return [
+    { what: 'outbox lag', ok: true, detail: waiting, core: false },
+    {
+      what: 'results worker',
+      ok: report.results_workers > 0 || lag === 0,
+      detail: report.results_workers > 0 ? `${report.results_workers} live` : `none live; ${waiting}`,
+      hint: 'start one (uh worker start --results): webhooks, batch settlement and promotion wait for it',
+      core: true,
+    },
+  ];
 }
 
 const mib = (bytes: number): string => `${Math.round((bytes / 1024 / 1024) * 10) / 10} MiB`;
