@@ -17,7 +17,7 @@ const dir = () => {
 describe('task.toml (read by a full TOML parser, checked for the fields uh uses)', () => {
   it('reads what Harbor writes: tables, numbers with underscores, literal and multi-line strings, arrays, dates', () => {
     const toml = parseTaskToml(
-      'version = "1.0"\n[metadata]\nauthor_name = \'A # B\' # who\ndescription = \"\"\"\nlong\ntext\"\"\"\ntags = [\n  "x",\n  "y, z",\n]\ncreated = 1979-05-27\n[verifier]\ntimeout_sec = 120.0\n[agent]\ntimeout_sec = 1_800\n',
+      'version = "1.0"\n[metadata]\nauthor_name = \'A # B\' # who\ndescription = """\nlong\ntext"""\ntags = [\n  "x",\n  "y, z",\n]\ncreated = 1979-05-27\n[verifier]\ntimeout_sec = 120.0\n[agent]\ntimeout_sec = 1_800\n',
       'task.toml',
     );
     expect(toml.agent?.timeout_sec).toBe(1800);
