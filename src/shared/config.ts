@@ -110,6 +110,10 @@ const VARIABLES = {
   // queue
   REDIS_URL: v(() => z.string().url(), '--redis'),
   UH_REDIS_CLUSTER: v(flagValue, 'Redis Cluster mode (REDIS_URL names a seed node)'),
+  UH_REDIS_PASSWORD_FILE: v(
+    () => z.string().min(1),
+    "file holding the password of the Redis URL's user (a mounted secret; docs/deploy.md)",
+  ),
   UH_REDIS_PREFIX: v(
     () => z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ - only (no ":")'),
     'Redis key prefix',
@@ -170,6 +174,8 @@ export interface QueueConfig {
   retryMaxAttempts: number | null;
   /** `UH_REDIS_CLUSTER=1`: the Redis URL names a seed node of a Redis Cluster. */
   cluster: boolean;
+  /** `UH_REDIS_PASSWORD_FILE`: the password of a Redis URL that has none (its role's ACL user). */
+  passwordFile: string | null;
 }
 
 /** Disk bounds of a worker host (docs/deploy.md, "Disk"). */
@@ -338,6 +344,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
         : null,
       retryMaxAttempts: e.UH_RETRY_MAX_ATTEMPTS ?? null,
       cluster: flag(e.UH_REDIS_CLUSTER) ?? false,
+      passwordFile: e.UH_REDIS_PASSWORD_FILE ?? null,
     },
     gc: {
       intervalMs: e.UH_GC_INTERVAL_MS,
@@ -394,8 +401,32 @@ export function redisUrlFor(queue: QueueConfig, flag?: string): { url: string; d
     const parsed = z.string().url().safeParse(flag);
     if (!parsed.success)
       throw invalidInput(`--redis: "${flag}" is not a URL`, [], 'e.g. --redis redis://127.0.0.1:6379');
-    return { url: flag, defaulted: false };
+    return { url: withPasswordFile(flag, queue.passwordFile), defaulted: false };
   }
-  if (queue.redisUrl) return { url: queue.redisUrl, defaulted: false };
-  return { url: DEFAULT_REDIS_URL, defaulted: true };
+  if (queue.redisUrl) return { url: withPasswordFile(queue.redisUrl, queue.passwordFile), defaulted: false };
+  return { url: withPasswordFile(DEFAULT_REDIS_URL, queue.passwordFile), defaulted: true };
+}
+
+/**
+ * A URL with no password gets the one in UH_REDIS_PASSWORD_FILE (first line), so deploy files keep
+ * the password in a secret and the URL (`redis://uh-worker@redis:6379`) in plain config.
+ */
+function withPasswordFile(url: string, file: string | null): string {
+  if (!file) return url;
+  const u = new URL(url);
+  if (u.password) return url;
+  let password: string;
+  try {
+    password = (readFileSync(file, 'utf8').split(/\r?\n/)[0] ?? '').trim();
+  } catch (error) {
+    throw invalidInput(
+      `UH_REDIS_PASSWORD_FILE: cannot read ${file}: ${(error as Error).message}`,
+      [],
+      "mount the role's Redis password secret there",
+    );
+  }
+  if (!password)
+    throw invalidInput(`UH_REDIS_PASSWORD_FILE: ${file} is empty`, [], "write the role's Redis password in it");
+  u.password = encodeURIComponent(password);
+  return u.toString();
 }
