@@ -89,6 +89,10 @@ const VARIABLES = {
   // host policy: what a mission may ask for (shared/host-policy.ts)
   UH_ALLOW_MISSION_ISOLATION_OFF: v(flagValue, "honour a mission's sandbox.isolation: off (never under require)"),
   UH_ALLOW_MISSION_NETWORK_HOST: v(flagValue, "honour a mission's sandbox.network: host (the host's whole network)"),
+  UH_SECRETS_DIR: v(
+    () => z.string().min(1),
+    'worker: where {secret_ref: name} values of sandbox.env are read (<dir>/<name>)',
+  ),
   UH_ENV_PASSTHROUGH_ALLOW: v(nameList, 'names a mission may pass through with sandbox.env_passthrough', []),
   UH_ISOLATION_TMPFS_BYTES: v(
     () =>
@@ -216,6 +220,8 @@ export interface UhConfig {
     isolationReadable: string[];
     /** `UH_GIT_FAST_PATH` (default on): uh answers some git questions itself (workers/git-path.ts); off: git does. */
     gitFastPath: boolean;
+    /** `UH_SECRETS_DIR`: the files `{secret_ref: name}` in `sandbox.env` resolve to (`<dir>/<name>`). */
+    secretsDir: string | null;
   };
   /** What a mission may ask of this host: checked by producers and again by workers on every job. */
   policy: HostPolicy;
@@ -319,6 +325,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       isolationTmpfsBytes: e.UH_ISOLATION_TMPFS_BYTES,
       isolationReadable: (e.UH_ISOLATION_READABLE ?? '').split(':').filter((p) => p !== ''),
       gitFastPath: flag(e.UH_GIT_FAST_PATH) ?? true,
+      secretsDir: e.UH_SECRETS_DIR ?? null,
     },
     policy: {
       allowMissionIsolationOff: flag(e.UH_ALLOW_MISSION_ISOLATION_OFF) ?? false,

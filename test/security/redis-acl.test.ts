@@ -323,8 +323,13 @@ describe('the deploy files', () => {
     for (const [name, svc] of Object.entries(services).filter(([n]) => n !== 'redis')) {
       const role = roleOf(name);
       expect(userOf(svc.environment.REDIS_URL), name).toBe(redisUserName('uh', role));
-      expect(svc.environment.UH_REDIS_PASSWORD_FILE, name).toBe('/run/secrets/redis-password');
-      expect(svc.secrets, name).toContainEqual({ source: `redis-password-${role}`, target: 'redis-password' });
+      // Under the state dir, which every sandbox has masked (an agent runs as the worker's uid).
+      expect(svc.environment.UH_REDIS_PASSWORD_FILE, name).toBe('/var/lib/uh/redis-password');
+      expect(svc.secrets, name).toContainEqual({
+        source: `redis-password-${role}`,
+        target: '/var/lib/uh/redis-password',
+      });
+      expect(svc.environment.UH_REDIS_PASSWORD_FILE.startsWith(`${svc.environment.UH_STATE_DIR}/`), name).toBe(true);
     }
     for (const f of readdirSync(join(ROOT, 'infra/k8s')).filter((x) => x.endsWith('.yaml'))) {
       for (const d of parseAllDocuments(readFileSync(join(ROOT, 'infra/k8s', f), 'utf8')).map((x) => x.toJS())) {
@@ -336,12 +341,15 @@ describe('the deploy files', () => {
         expect(userOf(env.REDIS_URL), f).toBe(redisUserName('uh', roleOf(f)));
         const volume = pod.volumes.find((v: { name: string }) => v.name === 'redis-password');
         expect(volume.secret.items, f).toEqual([{ key: roleOf(f), path: 'password' }]);
+        const mount = pod.containers[0].volumeMounts.find((m: { name: string }) => m.name === 'redis-password');
+        expect(`${mount.mountPath}/password`, f).toBe(env.UH_REDIS_PASSWORD_FILE);
+        expect(env.UH_REDIS_PASSWORD_FILE.startsWith(`${env.UH_STATE_DIR}/`), f).toBe(true);
       }
     }
     for (const f of readdirSync(join(ROOT, 'infra/systemd'))) {
       const unit = readFileSync(join(ROOT, 'infra/systemd', f), 'utf8');
-      expect(unit, f).toContain(`LoadCredential=redis-password:/etc/uh/redis/${roleOf(f)}\n`);
-      expect(unit, f).toContain('Environment=UH_REDIS_PASSWORD_FILE=%d/redis-password\n');
+      expect(unit, f).toContain(`Environment=UH_REDIS_PASSWORD_FILE=/var/lib/uh/redis/${roleOf(f)}\n`);
+      expect(unit, f).toContain('Environment=UH_STATE_DIR=/var/lib/uh ');
     }
   });
 });

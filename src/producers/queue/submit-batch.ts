@@ -16,6 +16,7 @@ import { prepareOperation, type PrepareOptions } from '../../operation/prepare-o
 import { operationPorts } from '../../workers/operation-ports.js';
 import { JOB_OPTIONS } from '../submit.js';
 import type { QueueClient } from './queue-client.js';
+import { assertNoClearSecrets } from '../../shared/secret-env.js';
 
 export interface BatchSubmitted {
   kind: 'created' | 'attached';
@@ -54,6 +55,7 @@ export async function submitBatch(
   trials: number,
   options: PrepareOptions,
 ): Promise<BatchSubmitted> {
+  assertNoClearSecrets(mission.sandbox.env); // the batch record and every child's payload live in Redis
   const jobs = await prepareChildren(mission, runtimes, trials, options);
   const batches = new BatchStore(client.redis, client.store.keys);
   const { kind, batch } = await batches.createOrAttach(newBatchRecord(mission, runtimes, trials, 'queue'));
