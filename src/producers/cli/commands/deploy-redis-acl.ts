@@ -3,11 +3,12 @@
  * fleet (one user per role, src/shared/queue/redis-acl.ts), with each role's password read from
  * `<dir>/<role>` (the same files the roles mount as UH_REDIS_PASSWORD_FILE).
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import type { UhConfig } from '../../../shared/config.js';
 import { EXIT } from '../../../shared/contracts/status.js';
+import { makeDir } from '../../../shared/fs/make-dir.js';
 import { invalidInput } from '../../../shared/errors.js';
 import {
   REDIS_ROLES,
@@ -44,7 +45,7 @@ const ACL: CommandSpec = {
 };
 
 function readPasswords(dir: string, generate: boolean): Record<RedisRole, string> {
-  if (generate) mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (generate) makeDir(dir, 0o700);
   const out = {} as Record<RedisRole, string>;
   for (const role of REDIS_ROLES) {
     const file = join(dir, role);
