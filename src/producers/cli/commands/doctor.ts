@@ -3,7 +3,7 @@
  * Redis reachable (when configured), and each runtime's own check. Exit 0 when the core
  * (node, git, dirs, and Redis if asked for) is fine, 3 otherwise; runtimes only inform.
  */
-import { probeBwrap, type BwrapProbe } from '../../../shared/process/bwrap-probe.js';
+import { probeBwrap, ROOT_SANDBOX_ID, type BwrapProbe } from '../../../shared/process/bwrap-probe.js';
 import { runtimeFetch } from '../../../shared/transport/http-fetch.js';
 import { execFileSync } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
@@ -158,11 +158,15 @@ function isolationFinding(config: UhConfig): Finding {
     ok.tmpfsSize
       ? `private /tmp and home of at most ${mib(config.core.isolationTmpfsBytes)}`
       : 'private /tmp and home UNCAPPED (this bwrap has no --size: bubblewrap 0.7 or newer caps them)';
+  const asRoot =
+    process.getuid?.() === 0
+      ? `; as root: a user namespace, uid ${ROOT_SANDBOX_ID}, no capabilities, root-only files hidden`
+      : '';
   return probe.ok
     ? {
         what: 'isolation',
         ok: true,
-        detail: `bwrap (${probe.path}): runtimes and checks are isolated, ${tmpfs(probe)}`,
+        detail: `bwrap (${probe.path}): runtimes and checks are isolated, ${tmpfs(probe)}${asRoot}`,
         core: mode === 'require',
       }
     : {
@@ -172,6 +176,22 @@ function isolationFinding(config: UhConfig): Finding {
         hint: 'install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces; docs/security.md "Isolation"',
         core: mode === 'require',
       };
+}
+
+/**
+ * What network a mission's agent gets: egress by default (its own namespace, out only through
+ * uh's proxy to the runtime's endpoints and the mission's allowlist), whether a mission may ask
+ * for the host's network, and that unisolated runs have no network boundary at all.
+ */
+export function networkFinding(config: UhConfig): Finding {
+  const host = config.policy.allowMissionNetworkHost
+    ? 'a mission may ask for network: host (UH_ALLOW_MISSION_NETWORK_HOST=1)'
+    : 'network: host refused (UH_ALLOW_MISSION_NETWORK_HOST unset)';
+  const detail =
+    config.core.isolation === 'off'
+      ? 'host: unisolated runs use the host network (UH_ISOLATION=off); sandbox.network and sandbox.egress have no effect'
+      : `egress by default: out only through uh's proxy to the runtime's endpoints and sandbox.egress; ${host}`;
+  return { what: 'network', ok: true, detail, core: false };
 }
 
 /** Node, git, and the state and cache dirs: what every run needs. */
@@ -248,7 +268,7 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
   findings.push(...receipts.findings);
   const fleet = problem === null && !redis.defaulted ? await fleetFindings(config, redisUrl, receipts.keyring) : null;
   findings.push(...(fleet?.findings ?? []));
-  findings.push(isolationFinding(config));
+  findings.push(isolationFinding(config), networkFinding(config));
   findings.push(...(await runtimeFindings(config)));
   const ok = findings.filter((f) => f.core).every((f) => f.ok);
   if (values.json) writeJson({ ok, findings, ...(fleet ? { fleet: fleet.report } : {}) });
