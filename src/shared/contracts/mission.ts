@@ -139,6 +139,13 @@ export const MissionSchema = z
         network: z.enum(['none', 'egress', 'host']).default('egress'),
         /** Hosts the agent and the checks may reach in `egress` mode: `host[:port]`, `*.suffix[:port]` (docs/security.md). */
         egress: EgressListSchema.default([]),
+        /**
+         * Files the agent creates that the base commit ignores are removed before the diff and the
+         * checks (docs/security.md "What is checked is what ships"); those matching one of these
+         * globs stay, and are staged: in the diff, the scope check and a promotion like any change.
+         * Unset (the contract digest of a mission without it is unchanged): none kept.
+         */
+        keep_ignored: GlobListSchema.optional(),
       })
       .default({ backend: 'git-worktree', env: {}, isolation: 'auto', network: 'egress', egress: [] }),
     scope: z

@@ -39,7 +39,15 @@ export type ChangedFile = z.infer<typeof ChangedFileSchema>;
 export const ScopeViolationSchema = z.lazy(() =>
   z.strictObject({
     path: z.string(),
-    reason: z.enum(['outside_allowed', 'forbidden', 'nested_repository', 'symlink_outside_worktree']),
+    reason: z.enum([
+      'outside_allowed',
+      'forbidden',
+      'nested_repository',
+      'symlink_outside_worktree',
+      'name_refused_by_git',
+      'path_too_deep',
+      'path_too_long',
+    ]),
     glob: z.string().optional(),
   }),
 );
