@@ -47,6 +47,10 @@ export interface OperationSettings {
   readonly policy: HostPolicy;
   /** Where the receipt signing key comes from; never logged. */
   readonly receiptKey: ReceiptKeySource;
+  /** `UH_SECRETS_DIR`: `{secret_ref: name}` in `sandbox.env` is read from `<dir>/<name>`; null: refs are blocked. */
+  readonly secretsDir: string | null;
+  /** `UH_REDIS_PASSWORD_FILE`: a secret location (never exposed to a sandbox) whose value is scrubbed. */
+  readonly redisPasswordFile: string | null;
   /** Token usage priced into `usage.cost_usd` when both are known. */
   readonly prices: PriceTable;
   /** The worker's environment, filtered by the allowlist for the runtime and checks. */
@@ -78,6 +82,8 @@ export function compileSettings(config: UhConfig, overrides: SettingsOverrides):
     limits: core.limits,
     policy: config.policy,
     receiptKey: config.receipts,
+    secretsDir: core.secretsDir,
+    redisPasswordFile: config.queue.passwordFile,
     prices: core.prices,
     env: config.childEnv,
     logger: overrides.logger ?? silentLogger,

@@ -18,6 +18,7 @@ import { registerErrorHandling, sendError } from './http-errors.js';
 import { ApiMetrics } from './metrics.js';
 import { eventRoutes } from './routes/events.js';
 import { promoteRoutes } from './routes/promote.js';
+import { recoverRoutes } from './routes/recover.js';
 import { batchRoutes } from './routes/batches.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { healthRoutes } from './routes/health.js';
@@ -26,6 +27,7 @@ import { operationRoutes } from './routes/operations.js';
 import { receiptKeyRoutes } from './routes/receipt-key.js';
 import { mountBullBoard } from './dashboard/bull-board.js';
 import { dashboardRoutes } from './dashboard/routes.js';
+import { loadKeyring } from '../../operation/receipt-keys.js';
 
 export type { ApiOptions } from './context.js';
 
@@ -69,6 +71,7 @@ export async function buildApiServer(options: ApiOptions): Promise<FastifyInstan
   });
   const ctx: RouteContext = {
     ...options,
+    keyring: loadKeyring(options.receiptKey),
     hub: new EventHub(options.client.store, config.sseMaxClients, `uh-api-sse-${process.pid}`),
     metrics: new ApiMetrics(options.client),
   };
@@ -81,6 +84,7 @@ export async function buildApiServer(options: ApiOptions): Promise<FastifyInstan
   fleetRoutes(app, ctx);
   batchRoutes(app, ctx);
   promoteRoutes(app, ctx);
+  recoverRoutes(app, ctx);
   dashboardRoutes(app, config);
   await mountBullBoard(app, options.client);
   app.get('/openapi.json', { schema: { summary: 'This OpenAPI 3.0 document', tags: ['health'] } }, async () =>

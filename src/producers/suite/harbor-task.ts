@@ -19,20 +19,16 @@ import { parseOrThrow } from '../../shared/contracts/zod-issues.js';
 import { readHiddenVerifier } from '../../operation/hidden-verifier.js';
 import { invalidInput, UhError } from '../../shared/errors.js';
 import { GIT_HARDENING_ARGS, hardenedGitEnv } from '../../shared/git-hardening.js';
-import { parseToml, type TomlTable } from './toml-lite.js';
+import { parseTaskToml, type TaskToml } from './task-toml.js';
 
 export const isHarborTask = (dir: string): boolean => existsSync(join(dir, 'task.toml'));
 
-const table = (t: TomlTable, key: string): TomlTable => {
-  const v = t[key];
-  return v && typeof v === 'object' && !Array.isArray(v) ? v : {};
-};
 const seconds = (v: unknown, fallback: number): number => (typeof v === 'number' && v > 0 ? Math.ceil(v) : fallback);
 
 /** Why the task cannot run here (a container image), or null. */
-export function containerNeed(dir: string, toml: TomlTable): string | null {
-  const env = table(toml, 'environment');
-  if (typeof env.docker_image === 'string') return `[environment].docker_image = ${env.docker_image}`;
+export function containerNeed(dir: string, toml: TaskToml): string | null {
+  const image = toml.environment?.docker_image;
+  if (image !== undefined) return `[environment].docker_image = ${image}`;
   for (const f of ['Dockerfile', 'docker-compose.yaml', 'docker-compose.yml'])
     if (existsSync(join(dir, 'environment', f))) return `environment/${f}`;
   return null;
@@ -90,7 +86,7 @@ export interface HarborImport {
 
 /** The task as a mission, or a clear refusal (exit 2). `runtimes`: the suite's. */
 export function importHarborTask(dir: string, taskId: string, runtimes: string[], cacheDir: string): HarborImport {
-  const toml = parseToml(readFileSync(join(dir, 'task.toml'), 'utf8'), join(dir, 'task.toml'));
+  const toml = parseTaskToml(readFileSync(join(dir, 'task.toml'), 'utf8'), join(dir, 'task.toml'));
   const need = containerNeed(dir, toml);
   if (need)
     throw new UhError('invalid_input', `task ${taskId} needs a container image (${need})`, {
@@ -115,10 +111,10 @@ export function importHarborTask(dir: string, taskId: string, runtimes: string[]
       objective,
       repository: { url: environmentRepository(envDir, cacheDir), ref: 'main' },
       runtime: runtimes,
-      timeout_seconds: seconds(table(toml, 'agent').timeout_sec, 1800),
+      timeout_seconds: seconds(toml.agent?.timeout_sec, 1800),
       verification_hidden: {
         path: join(dir, 'tests'),
-        timeout_seconds: seconds(table(toml, 'verifier').timeout_sec, 300),
+        timeout_seconds: seconds(toml.verifier?.timeout_sec, 300),
       },
       labels: { 'uh.task.format': 'harbor' },
     },

@@ -81,9 +81,7 @@ export class BatchStore {
   }
 
   /** The most recent batches (newest first), each with its state; bounded by `limit`. */
-  async list(
-    limit: number,
-  ): Promise<
+  async list(limit: number): Promise<
     Array<{
       batch_id: string;
       title: string;

@@ -47,7 +47,11 @@ export function phaseSpawn(
     network: status.network === 'host',
     egress: (extra.checks ? run.egress?.checks : run.egress?.runtime)?.bridge ?? null,
     operatorReadable: run.settings.isolation.readable,
-    ownSecrets: [run.settings.receiptKey.keyFile],
+    ownSecrets: [
+      run.settings.receiptKey.keyFile,
+      ...(run.settings.redisPasswordFile ? [run.settings.redisPasswordFile] : []),
+      ...(run.settings.secretsDir ? [run.settings.secretsDir] : []),
+    ],
   };
   const plan = {
     ...isolationPlan(scope),

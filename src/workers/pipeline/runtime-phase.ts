@@ -31,6 +31,9 @@ export async function runtimePhase(run: OperationRun, sandbox: Sandbox): Promise
   const refused = run.isolation.use ? undefined : run.isolation.refuse;
   if (cancelled) {
     run.failure = { status: 'cancelled', raw: 'cancel', message: cancelled.message ?? 'cancelled', timed_out: false };
+  } else if (run.secretRefusal) {
+    const { message, hint } = run.secretRefusal;
+    run.failure = { status: 'blocked', raw: 'secret_unavailable', message, hint, timed_out: false };
   } else if (refused) {
     run.failure = {
       status: 'blocked',
