@@ -46,7 +46,8 @@ export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<vo
   const { ignored, diff } = await timed(run, 'diff', async () => {
     const keep = prepared.mission.sandbox.keep_ignored ?? [];
     const at = { workDir: sandbox.path, baseCommit: prepared.baseCommit, scratchDir: run.dir, factsDir };
-    const ignored = await stripIgnored({ ...at, keep, excluded });
+    const listInProcess = gitPathOf(run.settings).listIgnored;
+    const ignored = await stripIgnored({ ...at, keep, excluded, listInProcess });
     removeEmptyDirs(sandbox.path, emptyDirs);
     const diff = await captureDiff(sandbox.path, prepared.baseCommit, join(run.dir, 'diff.patch'), run.dir, {
       baseFactsDir: factsDir,
