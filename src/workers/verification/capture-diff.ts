@@ -20,8 +20,9 @@
  * lists them, under the base's ignore rules when `ignore-rules.ts` takes them). Otherwise one
  * `ls-files` lists every modified, deleted and untracked path; when it lists none the final tree
  * is the base tree and nothing else runs.
- * Otherwise one `add` stages exactly those paths, given on its stdin (deleted ones leave by
- * `rm --cached` first, one more process), and the final tree is built from the index it wrote
+ * Otherwise one `update-index` stages exactly those paths, given on its stdin, in time linear in
+ * their number (`stage-with-git.ts`: `add` with N pathspecs is quadratic; one more process drops
+ * paths beyond a symbolic link first), and the final tree is built from the index it wrote
  * (`index-tree.ts`; `write-tree` when that reader cannot vouch for it); a plain change (no
  * attributes, plain names, small files: `stage-in-process.ts`) is staged and its tree built in
  * process, with no git process at all. Then one `diff-tree --patch-with-raw` gives the names
@@ -54,6 +55,7 @@ import type { GitPath } from '../git-path.js';
 import { keptExcludesFile, readBaseFacts } from './base-ignore.js';
 import { readIndexState, writeLooseObject, writeStateTree } from './index-tree.js';
 import type { StagedFile } from './stage-in-process.js';
+import { stageWithGit } from './stage-with-git.js';
 import { readAgentHead } from './agent-head.js';
 import { RawPatchSplit } from './raw-patch-split.js';
 import type { ScopeViolation } from './scope-check.js';
@@ -83,7 +85,10 @@ export interface DiffCallOptions extends GitCallOptions {
 
 export { baseFactsDir } from './base-ignore.js';
 
-type GitRun = (args: string[], extra?: { okCodes?: number[]; input?: string }) => Promise<{ stdout: string }>;
+type GitRun = (
+  args: string[],
+  extra?: { okCodes?: number[]; input?: string; stderrFails?: string },
+) => Promise<{ stdout: string }>;
 
 interface DiffGit {
   path: GitPath;
@@ -229,8 +234,8 @@ function writeAddedPatch(
 
 /**
  * Stage the listed paths and name the final tree. A plain change is staged and its tree built in
- * process (`stage-in-process.ts`, `index-tree.ts`); else `add` stages it and the tree is built
- * from the index `add` wrote, or by `git write-tree` when that reader cannot vouch for it. The
+ * process (`stage-in-process.ts`, `index-tree.ts`); else git stages it (`stage-with-git.ts`) and
+ * the tree is built from the index git wrote, or by `git write-tree` when that reader cannot vouch for it. The
  * final tree is what a promotion must reproduce; if git cannot write it either, promotion checks
  * the diff digest only (null). New text files alone (`added`, their patch made here) need no git
  * process after this one, so their objects are never written: only their ids are computed.
@@ -265,29 +270,11 @@ async function stageAndTree(
     if (written !== null) return { tree: written, added: null };
   }
   copyIndex(at.uhIndex, at.index);
-  await stage(run, listed);
+  await stageWithGit(run, at.workDir, listed.paths);
   const built = path.indexTree(at.index, objectsDir, hashBytes);
   if (built !== null) return { tree: built, added: null };
   const written = (await run(['write-tree'], { okCodes: [1, 128] })).stdout.trim();
   return { tree: TREE.test(written) ? written : null, added: null };
-}
-
-/**
- * Stage exactly the listed paths. Deleted paths leave the index by `rm --cached` first: `add`
- * refuses a pathspec "beyond a symbolic link" (a tracked directory the agent replaced by a
- * link), which `rm --cached` matches against the index alone. One process without deletions.
- */
-async function stage(run: GitRun, listed: { paths: string[]; deleted: string[] }): Promise<void> {
-  const gone = new Set(listed.deleted);
-  const rest = listed.paths.filter((path) => !gone.has(path));
-  if (gone.size > 0)
-    await run(['rm', '--cached', '--quiet', '--ignore-unmatch', '--pathspec-from-file=-', '--pathspec-file-nul'], {
-      input: `${listed.deleted.join('\0')}\0`,
-    });
-  if (rest.length === 0) return;
-  await run(['add', '--all', '--force', '--pathspec-from-file=-', '--pathspec-file-nul'], {
-    input: `${rest.join('\0')}\0`,
-  });
 }
 
 /**
