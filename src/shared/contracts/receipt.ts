@@ -90,7 +90,21 @@ export const ReceiptSchema = z.lazy(() =>
     verdict: VerdictSchema,
     changed_files: z.array(ChangedFileSchema),
     diff_digest: z.string(),
+    /** Bytes of `diff.patch` as stored (what `diff_digest` covers). */
     diff_bytes: z.number().int().nonnegative(),
+    /**
+     * `diff.patch` against the host's cap (`UH_DIFF_CAP_BYTES`): `truncated` when it holds only the
+     * first `cap_bytes` of the `bytes_total` the whole patch has, then a marker line. The changed
+     * files and the scope check are complete either way; a truncated diff is never promoted.
+     * Absent in receipts written before the cap, and when the run ended before the diff.
+     */
+    diff: z
+      .strictObject({
+        truncated: z.boolean(),
+        bytes_total: z.number().int().nonnegative(),
+        cap_bytes: z.number().int().positive(),
+      })
+      .optional(),
     scope: z.strictObject({ ok: z.boolean(), violations: z.array(ScopeViolationSchema) }),
     checks: z.array(CheckResultSchema),
     usage: UsageSchema,
