@@ -20,6 +20,7 @@ export const EVENT_TYPES = [
   'runtime.steering',
   'runtime.finished',
   'diff.captured',
+  'diff.stopped',
   'scope.checked',
   'verification.check',
   'operation.cancel_requested',
