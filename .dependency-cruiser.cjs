@@ -19,6 +19,8 @@ const PRODUCER_ENTRY_POINTS = [
   '^src/workers/recover/recover-queued\\.ts$',
   // `uh worker start` starts one worker process (the runtime pool, the results worker).
   '^src/workers/worker-process\\.ts$',
+  // `uh doctor` runs each runtime's check inside a mission's isolation.
+  '^src/workers/pipeline/isolated-check\\.ts$',
   // `uh gc` applies the retention policy.
   '^src/workers/sandbox/gc\\.ts$',
   // The runtime catalog, injected into src/operation (runtime_config schemas, manifests, checks).

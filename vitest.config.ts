@@ -50,6 +50,7 @@ export const UNIT = [
   'test/workers/verification/raw-patch-split.test.ts',
   'test/workers/sandbox/isolation-decision.test.ts',
   'test/workers/sandbox/isolation-tmpfs-config.test.ts',
+  'test/workers/sandbox/root-only-paths.test.ts',
 ];
 
 /** Test files of the `real` project: real runtimes, installed by scripts/install-real-runtimes.sh. */

@@ -7,7 +7,7 @@
 #
 # The runtimes land in ${UH_RUNTIMES_DIR:-<repo>/.cache/runtimes}/node_modules/.bin/<bin>, which is
 # where test/support/real-runtimes.ts looks. The cache is keyed by the hash of the lockfile: a
-# stamp `.installed-<hash>` says that lockfile was installed and every binary answered `--version`;
+# stamp `.installed-<hash>` says that lockfile was installed and every binary answered `--version` (or `--help`);
 # when it is present and every binary is there, nothing is done. Otherwise the folder's node_modules is replaced by a clean
 # install of the lockfile, with a timeout (UH_RUNTIMES_INSTALL_TIMEOUT, seconds, default 900) and
 # one retry. `npm test` runs this first (pretest).
@@ -20,6 +20,10 @@
 #   opencode  opencode-ai 1.18.33              native binary from an optional dependency (opencode-linux-x64),
 #                                              linked by its postinstall; no download from GitHub
 #   gemini    @google/gemini-cli 0.61.0        engines node>=20; `gemini --acp`
+#   claude-code-acp  @zed-industries/claude-code-acp 0.16.2   Claude Code over ACP (the Claude Agent SDK
+#                                              0.2.44 bundles the Claude Code CLI); ANTHROPIC_BASE_URL
+#   codex-acp @zed-industries/codex-acp 0.16.0 codex over ACP, native binary from an optional dependency
+#                                              (codex-acp-linux-x64); reads $CODEX_HOME/config.toml
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,17 +37,22 @@ BINS=(
   "qwen @qwen-code/qwen-code"
   "opencode opencode-ai"
   "gemini @google/gemini-cli"
+  "claude-code-acp @zed-industries/claude-code-acp"
+  "codex-acp @zed-industries/codex-acp"
 )
 
 say() { echo "install-real-runtimes: $*"; }
 HASH="$(cat "$SPEC/package.json" "$SPEC/package-lock.json" | sha256sum | cut -c1-16)"
 STAMP="$RUNTIMES_DIR/.installed-$HASH"
 
-# Prints the packages whose binary does not answer --version (nothing when all do).
+# Prints the packages whose binary answers neither --version nor --help (nothing when all do;
+# codex-acp has no --version). stdin is /dev/null: an ACP agent started bare exits at its EOF.
 broken_bins() {
   for line in "${BINS[@]}"; do
     read -r bin pkg <<<"$line"
-    timeout 60 "$RUNTIMES_DIR/node_modules/.bin/$bin" --version >/dev/null 2>&1 || echo "$pkg ($bin)"
+    local path="$RUNTIMES_DIR/node_modules/.bin/$bin"
+    timeout 60 "$path" --version </dev/null >/dev/null 2>&1 ||
+      timeout 60 "$path" --help </dev/null >/dev/null 2>&1 || echo "$pkg ($bin)"
   done
 }
 

@@ -39,6 +39,8 @@ export interface ReceiptInput {
   } | null;
   violations: Receipt['scope']['violations'];
   checks: CheckResult[];
+  /** The hidden verifier's reward: undefined without one (the receipt then has no `reward`). */
+  reward?: number | null;
   /** Decided by the pipeline (src/workers/results/verdict.ts); the receipt records it, never re-decides. */
   verdict: Verdict;
   sandbox: Receipt['sandbox'];
@@ -91,6 +93,7 @@ export function buildReceipt(input: ReceiptInput): Receipt {
       ...diffCap(input.diff),
       scope: { ok: input.violations.length === 0, violations: input.violations },
       checks: input.checks,
+      ...(input.reward !== undefined ? { reward: input.reward } : {}),
       usage: withCost(input.usage, input.prices ?? {}, [input.runtime.adapter_id, input.runtime.runtime_kind]),
       final_message: input.finalMessage,
       final_message_source: input.finalMessageSource,

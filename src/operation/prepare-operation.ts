@@ -11,6 +11,7 @@ import { buildMissionPrompt } from '../shared/runtime/build-prompt.js';
 import { redact } from '../shared/redact.js';
 import type { MirrorRef, OperationPorts } from './ports.js';
 import { resolveRuntime, type ResolvedRuntime } from './resolve-runtime.js';
+import { readHiddenVerifier, type HiddenBundle } from './hidden-verifier.js';
 
 export interface PreparedOperation {
   mission: Mission;
@@ -20,6 +21,8 @@ export interface PreparedOperation {
   prompt: string;
   promptDigest: string;
   contractDigest: string;
+  /** The hidden verifier's files (`verification_hidden`), read on the producer's host; null without one. */
+  hiddenVerifier: HiddenBundle | null;
 }
 
 /** The single runtime of a mission, or the one chosen with `--runtime` from its list. */
@@ -41,14 +44,23 @@ export function pickRuntime(mission: Mission, chosen?: string): string {
   return runtimes[0] as string;
 }
 
-/** The contract digest: the mission as parsed, the runtime and its public config, the base commit. */
-export function contractDigestOf(mission: Mission, runtime: ResolvedRuntime, baseCommit: string): string {
+/**
+ * The contract digest: the mission as parsed, the runtime and its public config, the base commit,
+ * and the hidden verifier's digest when there is one (other tests are another contract).
+ */
+export function contractDigestOf(
+  mission: Mission,
+  runtime: ResolvedRuntime,
+  baseCommit: string,
+  hidden: HiddenBundle | null = null,
+): string {
   return digestOf({
     mission,
     runtime: runtime.runtimeId,
     runtime_kind: runtime.adapter.id,
     runtime_config: runtime.publicConfig,
     base_commit: baseCommit,
+    ...(hidden ? { hidden_verifier: hidden.digest } : {}),
   });
 }
 
@@ -73,6 +85,7 @@ export async function prepareOperation(
   const runtime = await resolveRuntime(mission, runtimeId, options.stateDir, ports.runtimes);
   const { mirror, commit } = await ports.resolveRef(options.cacheDir, mission.repository.url, mission.repository.ref);
   const prompt = buildMissionPrompt(mission);
+  const hiddenVerifier = mission.verification_hidden ? readHiddenVerifier(mission.verification_hidden.path) : null;
   return {
     mission,
     runtime,
@@ -80,7 +93,8 @@ export async function prepareOperation(
     baseCommit: commit,
     prompt,
     promptDigest: sha256(prompt),
-    contractDigest: contractDigestOf(mission, runtime, commit),
+    contractDigest: contractDigestOf(mission, runtime, commit, hiddenVerifier),
+    hiddenVerifier,
   };
 }
 

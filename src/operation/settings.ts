@@ -9,6 +9,7 @@ import { silentLogger, type Logger } from '../shared/logger.js';
 import type { PriceTable } from '../shared/prices.js';
 import type { HostPolicy, HostSettings } from '../shared/host-policy.js';
 import type { ReceiptKeySource } from './receipt-signature.js';
+import { DEFAULT_PATH_BOUNDS, type PathBounds } from '../shared/path-bounds.js';
 
 export interface OperationSettings {
   /** Operation dirs (records, events, receipts) live under it. */
@@ -22,6 +23,8 @@ export interface OperationSettings {
     readonly keepAll: boolean;
     /** The warm pool; size 0 turns it off. */
     readonly pool: { readonly size: number; readonly idleMs: number };
+    /** The longest and deepest path a sandbox may hold; past them, a scope violation by name. */
+    readonly paths: PathBounds;
   };
   readonly isolation: {
     /** `UH_ISOLATION`: the host's policy, which no mission can lower. */
@@ -70,6 +73,7 @@ export function compileSettings(config: UhConfig, overrides: SettingsOverrides):
       keepHours: core.sandboxKeepHours,
       keepAll: core.keepSandbox || overrides.keepSandbox === true,
       pool: core.sandboxPool,
+      paths: DEFAULT_PATH_BOUNDS,
     },
     isolation: { mode: core.isolation, tmpfsBytes: core.isolationTmpfsBytes, readable: core.isolationReadable },
     gitFastPath: core.gitFastPath,

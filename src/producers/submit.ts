@@ -66,6 +66,7 @@ export async function submitOperations(
     base_commit: p.baseCommit,
     contract_digest: p.contractDigest,
     attempt: 1,
+    ...(p.hiddenVerifier ? { hidden_verifier: p.hiddenVerifier } : {}),
   }));
   const { store } = client;
   const created = await store.createOrAttachMany(

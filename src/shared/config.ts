@@ -126,6 +126,7 @@ const VARIABLES = {
   UH_QUEUE_LOCK_MS: v(ms, 'job lock duration', 120_000),
   UH_QUEUE_STALLED_INTERVAL_MS: v(ms, 'stalled-job check interval', 60_000),
   UH_QUEUE_MAX_STALLED: v(count, 'stalls before a job fails', 1),
+  UH_BATCH_ERROR_RETRIES: v(count, 'automatic retries of a batch child lost to the infrastructure', 2),
   UH_WORKER_GRACE_MS: v(count, 'shutdown grace period', 30_000),
   UH_HEARTBEAT_MS: v(ms, 'worker heartbeat interval', 2_000),
   UH_ARTIFACT_CAP_BYTES: v(ms, 'artifact size cap', 2 * 1024 * 1024),
@@ -178,6 +179,8 @@ export interface QueueConfig {
   retryMaxAttempts: number | null;
   /** `UH_REDIS_CLUSTER=1`: the Redis URL names a seed node of a Redis Cluster. */
   cluster: boolean;
+  /** `UH_BATCH_ERROR_RETRIES`: retries per batch slot of an infrastructure error (0: none). */
+  batchErrorRetries: number;
 }
 
 /** Disk bounds of a worker host (docs/deploy.md, "Disk"). */
@@ -336,6 +339,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       lockMs: e.UH_QUEUE_LOCK_MS,
       stalledIntervalMs: e.UH_QUEUE_STALLED_INTERVAL_MS,
       maxStalledCount: e.UH_QUEUE_MAX_STALLED,
+      batchErrorRetries: e.UH_BATCH_ERROR_RETRIES,
       graceMs: e.UH_WORKER_GRACE_MS,
       heartbeatMs: e.UH_HEARTBEAT_MS,
       artifactCapBytes: e.UH_ARTIFACT_CAP_BYTES,

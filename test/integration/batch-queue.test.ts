@@ -61,6 +61,8 @@ function fleetEnv(prefix: string): Record<string, string> {
     UH_QUEUE_LOCK_MS: '2000',
     UH_QUEUE_STALLED_INTERVAL_MS: '1000',
     UH_HEARTBEAT_MS: '500',
+    // This file follows the operator's path (recover settles the batch); automatic retries are batch-suite.test.ts.
+    UH_BATCH_ERROR_RETRIES: '0',
   };
 }
 

@@ -250,4 +250,18 @@ describe('uh doctor', () => {
     expect(down.stdout).toMatch(/✖ redis\s+.*ECONNREFUSED/);
     expect(down.stdout).toContain('hint: start Redis');
   });
+
+  it('says what network an agent gets: egress by default, host only when the fleet allows it', async () => {
+    const json = async (extra: Record<string, string>) => {
+      const r = await runCli(['doctor', '--json'], { cwd: repo, env: { ...env(), ...extra } });
+      return JSON.parse(r.stdout).findings.find((f: any) => f.what === 'network');
+    };
+    const strict = await json({});
+    expect(strict.detail).toMatch(/^egress by default: out only through uh's proxy/);
+    expect(strict.detail).toContain('network: host refused (UH_ALLOW_MISSION_NETWORK_HOST unset)');
+    expect((await json({ UH_ALLOW_MISSION_NETWORK_HOST: '1' })).detail).toContain(
+      'a mission may ask for network: host',
+    );
+    expect((await json({ UH_ISOLATION: 'off' })).detail).toMatch(/^host: unisolated runs use the host network/);
+  });
 });

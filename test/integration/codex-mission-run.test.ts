@@ -3,7 +3,7 @@
  * (scripts/install-real-runtimes.sh) against the scripted Responses server, and the fake codex
  * for an operator problem. Asserts what lands in the receipt and on disk.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,7 +12,8 @@ import { runCli } from '../support/cli.js';
 import { checkoutFingerprint, makeRepo } from '../support/git-repo.js';
 import { realRuntimeBinary } from '../support/real-runtimes.js';
 import { startResponsesServer, type ResponsesServer } from '../support/responses-server.js';
-import { removeDir, tempDir } from '../support/temp.js';
+import { hostTempDir, removeDir, tempDir } from '../support/temp.js';
+import { requireBwrap } from '../security/isolation-helpers.js';
 
 const FAKE_CODEX = fileURLToPath(new URL('../fixtures/bin/fake-codex', import.meta.url));
 const API_KEY = 'sk-uh-pipeline-codex-93e1a7f0';
@@ -115,5 +116,24 @@ describe('uh mission run --runtime codex', () => {
     expect(r.receipt.status).toBe('blocked');
     expect(r.receipt.outcome.raw).toBe('auth');
     expect(r.receipt.outcome.hint).toMatch(/codex login/);
+  });
+
+  it("under bwrap, codex writes a copy of the configured codex_home: the user's config.toml is never rewritten", async () => {
+    requireBwrap();
+    const home = hostTempDir('uh-codex-user-home-'); // not /tmp: the sandbox's /tmp is private
+    created.push(home);
+    const config = 'model = "users-own-model"\n[model_providers.mine]\nbase_url = "http://127.0.0.1:9/v1"\n';
+    writeFileSync(join(home, 'config.toml'), config);
+    const r = await missionRun({
+      binary: FAKE_CODEX,
+      codex_home: home,
+      env: { FAKE_CODEX_SCENARIO: 'success', FAKE_CODEX_TOUCH_HOME: '1' },
+    });
+    expect(r.receipt.status, r.stderr).toBe('completed');
+    expect(r.receipt.isolation.kind).toBe('bwrap');
+    // codex read the user's config (seeded) and wrote its trust entry and a rollout: into the copy.
+    expect(readFileSync(r.receipt.artifacts.diff, 'utf8')).toContain('+config: model = "users-own-model"');
+    expect(readFileSync(join(home, 'config.toml'), 'utf8')).toBe(config);
+    expect(readdirSync(home)).toEqual(['config.toml']);
   });
 });

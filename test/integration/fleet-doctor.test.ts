@@ -68,7 +68,7 @@ describe('uh doctor --redis (fleet)', () => {
     // A worker-only host serves the same metrics.
     const metricsUrl = /metrics url=(\S+)/.exec(worker.output())?.[1] as string;
     const scraped = await (await fetch(metricsUrl)).text();
-    expect(scraped).toMatch(/^uh_workers_live\{runtime="command"\} 1$/m);
+    expect(scraped).toMatch(/^uh_workers_live\{role="runtime",runtime="command"\} 1$/m);
     expect(scraped).toMatch(/^uh_operations_settled_total\{[^}]*runtime="command"[^}]*\} 1$/m);
     expect((await fetch(metricsUrl.replace('/metrics', '/other'))).status).toBe(404);
 

@@ -84,9 +84,19 @@ function processesWith(token: string): number[] {
   return pids;
 }
 
-/** kill -9 the victim once its agent runs; the ms until `uh mission status` says unknown, and the events. */
-async function killAndTime(prefix: string, operationId: string, victim: WorkerProcess, token: string) {
-  expect(await waitFor(() => processesWith(token).length > 0, 20_000)).toBe(true);
+/**
+ * kill -9 the victim once its agent runs (and, with `settled`, once the agent has read its prompt and
+ * printed: killed earlier, an agent dies of the broken pipe by itself); the ms until `uh mission status`
+ * says unknown, and the events.
+ */
+async function killAndTime(
+  prefix: string,
+  operationId: string,
+  victim: WorkerProcess,
+  token: string,
+  settled: () => boolean = () => true,
+) {
+  expect(await waitFor(() => processesWith(token).length > 0 && settled(), 20_000)).toBe(true);
   orphans.push(...processesWith(token));
   await victim.stop('SIGKILL');
   const killedAt = Date.now();
@@ -129,12 +139,14 @@ describe('a worker killed with -9 mid-mission', () => {
     await worker(prefix, ['--runtime', 'hermes', '--allow-unready']);
     const victim = await worker(prefix, ['--runtime', 'command']);
     expect((await uh(prefix, ['mission', 'submit', path, '--state-dir', state()])).code).toBe(0);
-    const { noticedMs, reason } = await killAndTime(prefix, operationId, victim, countFile);
+    // Killed once the agent sleeps past its prompt, so it outlives its worker (an earlier kill breaks its pipe).
+    const asleep = () => lines(countFile).length === 1;
+    const { noticedMs, reason } = await killAndTime(prefix, operationId, victim, countFile, asleep);
     expect(noticedMs).toBeLessThan(15_000);
     process.stderr.write(`fleet: kill -9 (isolation off) → unknown in ${noticedMs} ms (default heartbeat)\n`);
     expect(reason).toContain('heartbeat expired');
     // Unisolated, nothing but the watch ends the dead worker's agent (no bwrap --die-with-parent).
-    expect(reason).toMatch(/agent process group\(s\) \d+ killed on |no agent process left alive/);
+    expect(reason).toMatch(/agent process group\(s\) \d+ killed on /);
     expect(await waitFor(() => processesWith(countFile).length === 0, 5_000)).toBe(true);
     // A second worker for the runtime never runs it again.
     await worker(prefix, ['--runtime', 'command']);
@@ -151,6 +163,24 @@ describe('a worker killed with -9 mid-mission', () => {
     ]);
     expect(again.code).toBe(5);
     expect(lines(countFile)).toHaveLength(1);
+  });
+
+  it('with a results worker as the only watcher: unknown within 15 s and the unisolated agent killed', async () => {
+    const prefix = redis.prefix('resultswatch');
+    const token = join(tempDir('uh-count-'), 'count');
+    const { path, operationId } = writeMission(repo, ['count', token, 'slow', '60000']);
+    await worker(prefix, ['--results']);
+    const victim = await worker(prefix, ['--runtime', 'command']);
+    expect((await uh(prefix, ['mission', 'submit', path, '--state-dir', state()])).code).toBe(0);
+    // The agent is asleep past its prompt: only the watch can end it now (nothing unisolated dies with its worker).
+    const asleep = () => lines(token).length === 1;
+    const { noticedMs, reason, aliveAfterKill } = await killAndTime(prefix, operationId, victim, token, asleep);
+    process.stderr.write(`fleet: kill -9 watched by the results worker alone → unknown in ${noticedMs} ms\n`);
+    expect(aliveAfterKill).toBe(1);
+
+    expect(noticedMs).toBeLessThan(15_000);
+    expect(reason).toMatch(/heartbeat expired\); agent process group\(s\) \d+ killed/);
+    expect(await waitFor(() => processesWith(token).length === 0, 5_000)).toBe(true);
   });
 
   it('of a worker serving a manifest runtime: noticed by a worker that does not know the runtime', async () => {

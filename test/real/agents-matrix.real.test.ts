@@ -7,7 +7,8 @@
  * private, so this is the layout uh must re-expose), configured as each agent's docs tell users
  * (codex: `~/.codex/config.toml`; pi: `~/.pi/agent/models.json`; Gemini: `~/.gemini/settings.json`;
  * Qwen: `~/.qwen/settings.json` + `OPENAI_*`; opencode: `OPENCODE_CONFIG_CONTENT` +
- * `XDG_DATA_HOME`), against scripted model servers on 127.0.0.1:0. Per agent: an edit (or, where
+ * `XDG_DATA_HOME`; claude-code-acp: `ANTHROPIC_*` + `HOME`; codex-acp: `CODEX_HOME=~/.codex`),
+ * against scripted model servers on 127.0.0.1:0. Per agent: an edit (or, where
  * the scripted model cannot know the sandbox's absolute work dir, a completed turn), a 401 →
  * `blocked`, and a cancel (SIGINT to the CLI once the model was called → exit 4, `cancelled`).
  * The docs/runtimes/*.md recipes are these configurations. Needs bwrap (fails without it).
@@ -29,6 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { requireBwrap, treeFingerprint } from '../security/isolation-helpers.js';
+import { startAnthropicServer, type AnthropicServer } from '../support/anthropic-server.js';
 import { startChatServer, type ChatServer } from '../support/chat-server.js';
 import { runCli } from '../support/cli.js';
 import { startGeminiServer, type GeminiServer } from '../support/gemini-server.js';
@@ -46,6 +48,7 @@ let prefixBin: string;
 let responses: ResponsesServer;
 let chat: ChatServer;
 let gemini: GeminiServer;
+let anthropic: AnthropicServer;
 let counter = 0;
 let homeBefore: string;
 // `.nvm`: the installs. `.codex`, `.pi`: the codex, codex-app-server and pi runtimes keep their
@@ -112,17 +115,18 @@ beforeAll(async () => {
   requireBwrap();
   home = mkdtempSync('/home/uh-matrix-home-');
   created.push(home);
-  [responses, chat, gemini] = await Promise.all([
+  [responses, chat, gemini, anthropic] = await Promise.all([
     startResponsesServer({ apiKey: KEY }),
     startChatServer(),
     startGeminiServer(),
+    startAnthropicServer(),
   ]);
   prefixBin = installNvmPrefix();
   seedConfigs();
   homeBefore = treeFingerprint(home, notInstalls);
 }, 120_000);
 afterAll(async () => {
-  await Promise.all([responses?.close(), chat?.close(), gemini?.close()]);
+  await Promise.all([responses?.close(), chat?.close(), gemini?.close(), anthropic?.close()]);
   created.forEach(removeDir);
 });
 
@@ -344,6 +348,68 @@ describe('gemini --acp from an nvm prefix, ~/.gemini seeded, through uh mission 
   it('Ctrl-C mid-turn cancels', async () => {
     await gemini.script([{ kind: 'hang' }], GEMINI_KEY);
     expectCancelled(await mission('acp', geminiCli(), async () => (await gemini.requests()).length > 0));
+  }, 200_000);
+});
+
+// Claude Code over ACP, its API key and base URL by env as Claude Code's docs say; IS_SANDBOX=1
+// because the tests run as root (Claude Code refuses its bypass mode as root otherwise);
+// CLAUDE_CODE_MAX_RETRIES=0: a 401 ends the turn at once instead of after ten retries.
+const claudeCode = (key = KEY) => ({
+  command: [bin('claude-code-acp')],
+  env: {
+    HOME: home,
+    ANTHROPIC_API_KEY: key,
+    ANTHROPIC_BASE_URL: anthropic.url,
+    CLAUDE_CODE_MAX_RETRIES: '0',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_TELEMETRY: '1',
+    IS_SANDBOX: '1',
+  },
+  request_timeout_ms: 60_000,
+});
+// codex-acp reads the same ~/.codex/config.toml as codex (the provider is the scripted server).
+const codexAcp = (key = KEY) => ({
+  command: [bin('codex-acp')],
+  env: { CODEX_HOME: join(home, '.codex'), UH_MOCK_API_KEY: key },
+  request_timeout_ms: 60_000,
+});
+
+describe('claude-code-acp from an nvm prefix, HOME seeded, through uh mission run under bwrap', () => {
+  it('edits a file', async () => {
+    const write = { id: 'toolu_w', name: 'Write', input: { file_path: 'hello.txt', content: 'hello from claude\n' } };
+    await anthropic.script(
+      [
+        { kind: 'tool_use', calls: [write] },
+        { kind: 'text', text: 'Created hello.txt.' },
+      ],
+      KEY,
+    );
+    expectEdited(await mission('acp', claudeCode()), 'hello from claude');
+  }, 200_000);
+  it('a 401 from the provider is blocked', async () => {
+    await anthropic.script([{ kind: 'text', text: 'unused' }], KEY);
+    expectBlocked(await mission('acp', claudeCode('sk-wrong')));
+  }, 200_000);
+  it('Ctrl-C mid-turn cancels', async () => {
+    await anthropic.script([{ kind: 'hang' }], KEY);
+    expectCancelled(await mission('acp', claudeCode(), async () => (await anthropic.requests()).length > 0));
+  }, 200_000);
+});
+
+describe('codex-acp from an nvm prefix, ~/.codex seeded, through uh mission run under bwrap', () => {
+  it('completes a turn', async () => {
+    await responses.script([{ kind: 'message', text: 'Nothing to change.' }]);
+    const r = await mission('acp', codexAcp());
+    expect(r.receipt.status, why(r)).toBe('completed');
+    expect(r.receipt.final_message).toContain('Nothing to change.');
+  }, 200_000);
+  it('a 401 from the provider is blocked', async () => {
+    await responses.script([{ kind: 'http', status: 401, body: { error: { message: 'bad key' } } }]);
+    expectBlocked(await mission('acp', codexAcp('sk-wrong')));
+  }, 200_000);
+  it('Ctrl-C mid-turn cancels', async () => {
+    await responses.script([{ kind: 'hang' }]);
+    expectCancelled(await mission('acp', codexAcp(), async () => (await responses.requests()).length > 0));
   }, 200_000);
 });
 

@@ -7,7 +7,8 @@
  * agent planted ran, the mirror's config/hooks/info/alternates/refs are as uh made them, the
  * user's checkout is untouched, and the temp $HOME uh runs with is untouched by uh.
  *
- * Each fleet runs twice: isolated (bwrap: the mirror is read-only to the agent, so its writes
+ * Each fleet runs as root and as the deployment's user `uh` (test/support/fleet.ts; not root: as
+ * the current user only), and twice: isolated (bwrap: the mirror is read-only to the agent, so its writes
  * there are refused) and with UH_ISOLATION=off, where every write lands and only uh's own
  * defences stand: hardened git (no config, hooks, fsmonitor or filters of the agent's), the
  * mirror check before each use (`mirrorDoubts`) and the rebuild of a mirror in doubt. The tests
@@ -15,85 +16,34 @@
  * rebuilt by the next mission (unisolated).
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../support/cli.js';
-import { checkoutFingerprint, git, makeRepo } from '../support/git-repo.js';
+import {
+  firstMission,
+  fleetTable,
+  runScript,
+  signingKeys,
+  startFleet,
+  stopFleet,
+  type Fleet,
+} from '../support/fleet.js';
+import { checkoutFingerprint, git } from '../support/git-repo.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { removeDir, tempDir } from '../support/temp.js';
-import { startWorker, type WorkerProcess } from '../support/worker-process.js';
 import { mirrorDoubts, mirrorFor } from '../../src/workers/sandbox/mirror-cache.js';
 
-type Mode = 'inline' | 'worker';
-type Isolation = 'auto' | 'off';
-const dirs: string[] = [];
 let redis: TestRedis;
-let counter = 0;
-
-interface Fleet {
-  mode: Mode;
-  isolation: Isolation;
-  repo: string;
-  cacheDir: string;
-  home: string;
-  prefix: string;
-  worker: WorkerProcess | null;
-}
 
 const SCOPE = { allowed_change_globs: ['src/**'] };
 /** Shell prelude: `$M` is the mirror (found through the agent's alternates), `$U` the user's repo. */
 const PRELUDE = 'set +e; M=$(dirname "$(head -n1 .git/objects/info/alternates)"); ';
 
-function env(fleet: Fleet): Record<string, string> {
-  return {
-    UH_CACHE_DIR: fleet.cacheDir,
-    UH_ISOLATION: fleet.isolation,
-    HOME: fleet.home,
-    XDG_CONFIG_HOME: join(fleet.home, '.config'),
-    REDIS_URL: redis.url,
-    UH_REDIS_PREFIX: fleet.prefix,
-  };
-}
-
-function mission(fleet: Fleet, script: string): { path: string; id: string } {
-  const id = `op-gitsec-${process.pid}-${++counter}`;
-  const body = {
-    schema_version: 'uh.mission.v0',
-    mission_id: 'm-gitsec',
-    operation_id: id,
-    title: 'hostile agent',
-    objective: 'attack',
-    repository: { url: fleet.repo, ref: 'main' },
-    runtime: 'command',
-    runtime_config_overrides: { command: { argv: ['/bin/sh', '-c', script], kill_grace_ms: 500 } },
-    scope: SCOPE,
-    verification: [{ name: 'ok', argv: ['true'], timeout_seconds: 30 }],
-    timeout_seconds: 60,
-  };
-  const path = join(tempDir('uh-gitsec-mission-'), 'mission.yaml');
-  dirs.push(join(path, '..'));
-  writeFileSync(path, stringify(body));
-  return { path, id };
-}
-
-async function run(fleet: Fleet, script: string): Promise<any> {
-  const { path } = mission(fleet, script);
-  const state = tempDir('uh-gitsec-state-');
-  dirs.push(state);
-  const args =
-    fleet.mode === 'inline'
-      ? ['mission', 'run', path, '--json', '--state-dir', state]
-      : ['mission', 'submit', path, '--wait', '--json', '--state-dir', state];
-  const result = await runCli(args, { cwd: fleet.repo, env: env(fleet) });
-  try {
-    const out = JSON.parse(result.stdout);
-    return out.receipt ?? out;
-  } catch {
-    throw new Error(`uh exited ${result.code}: ${result.stderr}\n${result.stdout}`);
-  }
-}
+const MISSION = {
+  mission_id: 'm-gitsec',
+  scope: SCOPE,
+  verification: [{ name: 'ok', argv: ['true'], timeout_seconds: 30 }],
+};
+const run = (fleet: Fleet, script: string): Promise<any> => runScript(fleet, script, MISSION);
 
 /** Everything of the mirror an attacker would change: config, hooks, info, alternates, refs. */
 function mirrorFingerprint(fleet: Fleet): string {
@@ -145,38 +95,12 @@ interface Baseline {
   mirror: string;
   checkout: string;
   home: string;
+  keys: Record<string, string | null>;
 }
 
 const paths = (receipt: any): string[] => receipt.changed_files.map((f: { path: string }) => f.path);
 const reasons = (receipt: any): string[] =>
   receipt.scope.violations.map((v: { path: string; reason: string }) => `${v.path}:${v.reason}`);
-
-async function newFleet(mode: Mode, isolation: Isolation): Promise<Fleet> {
-  const repo = makeRepo({
-    'README.md': '# demo\n',
-    'src/app.txt': 'v1\n',
-    'docs/guide.md': 'guide\n',
-    'build/.gitignore': 'out/\n',
-  });
-  const cacheDir = tempDir('uh-gitsec-cache-');
-  const home = tempDir('uh-gitsec-home-');
-  dirs.push(repo, cacheDir, home);
-  const prefix = redis.prefix(`gitsec-${mode}-${isolation}-${++counter}`);
-  const fleet: Fleet = { mode, isolation, repo, cacheDir, home, prefix, worker: null };
-  if (mode === 'worker') {
-    const state = tempDir('uh-gitsec-wstate-');
-    dirs.push(state);
-    fleet.worker = await startWorker(['--state-dir', state, '--runtime', 'command', '--concurrency', '1'], {
-      cwd: repo,
-      env: { ...env(fleet), UH_LOG_LEVEL: 'warn' },
-    });
-  }
-  // A first benign mission creates the mirror; its fingerprint is the reference.
-  const first = await run(fleet, 'echo ok > src/ok.txt');
-  expect(first.verdict).toBe('verified');
-  expect(first.isolation.kind).toBe(isolation === 'auto' ? 'bwrap' : 'none');
-  return fleet;
-}
 
 /**
  * The later mission: an out-of-scope file the checks must see; nothing planted may run. With
@@ -195,6 +119,7 @@ async function laterMissionHolds(fleet: Fleet, before: Baseline, marker: string,
   expect(mirrorFingerprint(fleet)).toBe(before.mirror);
   expect(checkoutFingerprint(fleet.repo)).toBe(before.checkout);
   expect(dirFingerprint(fleet.home)).toBe(before.home);
+  expect(signingKeys(fleet)).toEqual(before.keys);
   if (attacked === undefined) return;
   const now = mirrorNow(fleet);
   expect(now.doubts).toEqual([]);
@@ -207,39 +132,44 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await redis?.cleanup();
-  dirs.forEach(removeDir);
 });
 
-const FLEETS: Array<[Mode, Isolation]> = [
-  ['inline', 'auto'],
-  ['inline', 'off'],
-  ['worker', 'auto'],
-  ['worker', 'off'],
-];
-
-describe.each(FLEETS)('hostile agent vs git (%s, UH_ISOLATION=%s)', (mode, isolation) => {
+describe.each(fleetTable())('hostile agent vs git (%s, UH_ISOLATION=%s, as %s)', (mode, isolation, user) => {
   let fleet: Fleet;
   let before: Baseline;
   let marker: string;
 
   beforeAll(async () => {
-    fleet = await newFleet(mode, isolation);
+    fleet = await startFleet({
+      mode,
+      isolation,
+      user,
+      redis,
+      tag: 'gitsec',
+      files: {
+        'README.md': '# demo\n',
+        'src/app.txt': 'v1\n',
+        'docs/guide.md': 'guide\n',
+        'build/.gitignore': 'out/\n',
+      },
+    });
+    // A first benign mission creates the mirror and the keys; their fingerprints are the reference.
+    await firstMission(fleet, MISSION);
     before = {
       mirror: mirrorFingerprint(fleet),
       checkout: checkoutFingerprint(fleet.repo),
       home: dirFingerprint(fleet.home),
+      keys: signingKeys(fleet),
     };
-    marker = join(tempDir('uh-gitsec-mark-'), 'pwned');
-    dirs.push(join(marker, '..'));
-  }, 60_000);
+    marker = join(fleet.tempDir('uh-gitsec-mark-'), 'pwned');
+  }, 90_000);
 
   afterAll(async () => {
-    await fleet?.worker?.stop('SIGKILL');
+    await stopFleet(fleet);
   });
 
   it('core.fsmonitor and core.hooksPath written with git config (own .git and the mirror) never run in uh', async () => {
-    const hooks = join(tempDir('uh-gitsec-hooks-'), 'hooks');
-    dirs.push(join(hooks, '..'));
+    const hooks = join(fleet.tempDir('uh-gitsec-hooks-'), 'hooks');
     const planted = `mkdir -p ${hooks}; for h in pre-commit post-checkout post-index-change reference-transaction; do printf '#!/bin/sh\\ntouch ${marker}\\n' > ${hooks}/$h; chmod +x ${hooks}/$h; done; `;
     const script = `${PRELUDE}${planted}for d in .git "$M"; do git --git-dir="$d" config core.fsmonitor "touch ${marker}"; git --git-dir="$d" config core.hooksPath ${hooks}; done; git config core.fsmonitor "touch ${marker}"; echo x > src/x.txt`;
     const attack = await run(fleet, script);
@@ -324,8 +254,7 @@ describe.each(FLEETS)('hostile agent vs git (%s, UH_ISOLATION=%s)', (mode, isola
   }, 60_000);
 
   it('objects/info/alternates planted in the mirror makes uh rebuild it', async () => {
-    const evil = tempDir('uh-gitsec-evil-');
-    dirs.push(evil);
+    const evil = fleet.tempDir('uh-gitsec-evil-');
     await run(
       fleet,
       `${PRELUDE}mkdir -p "$M/objects/info"; echo ${evil}/objects > "$M/objects/info/alternates"; echo '#!/bin/sh' > "$M/hooks-planted"; echo a > src/a.txt`,

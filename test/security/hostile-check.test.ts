@@ -6,75 +6,37 @@
  * (the agent's script, run by uh) writes nothing of the host's and reads neither the cache nor
  * $HOME; the verdict is the untampered pipeline's (verified: only the script changed).
  *
- * Inline and through a worker, isolated and with UH_ISOLATION=off: unisolated, the check can
+ * Inline and through a worker, isolated and with UH_ISOLATION=off, as root and as the deployment's
+ * user `uh` (test/support/fleet.ts; not root: as the current user only). Unisolated, the check can
  * write anything (nothing stops a process uh runs unisolated), so there the attack asserts the
  * uh-side defence only: the check runs on uh's `.git`, a real directory, whatever the agent left.
  * Another `.git` anywhere in the tree is a nested_repository violation.
  */
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../support/cli.js';
-import { checkoutFingerprint, makeRepo } from '../support/git-repo.js';
+import {
+  firstMission,
+  fleetTable,
+  runScript,
+  signingKeys,
+  startFleet,
+  stopFleet,
+  type Fleet,
+} from '../support/fleet.js';
+import { checkoutFingerprint } from '../support/git-repo.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { removeDir, tempDir } from '../support/temp.js';
-import { startWorker, type WorkerProcess } from '../support/worker-process.js';
 import { treeFingerprint } from './isolation-helpers.js';
 
-type Mode = 'inline' | 'worker';
-type Isolation = 'auto' | 'off';
-const dirs: string[] = [];
 let redis: TestRedis;
-let counter = 0;
 
-interface Fleet {
-  mode: Mode;
-  isolation: Isolation;
-  repo: string;
-  cacheDir: string;
-  home: string;
-  prefix: string;
-  worker: WorkerProcess | null;
-}
-
-const env = (f: Fleet): Record<string, string> => ({
-  UH_CACHE_DIR: f.cacheDir,
-  UH_ISOLATION: f.isolation,
-  HOME: f.home,
-  XDG_CONFIG_HOME: join(f.home, '.config'),
-  REDIS_URL: redis.url,
-  UH_REDIS_PREFIX: f.prefix,
-});
-
-async function run(f: Fleet, script: string): Promise<any> {
-  const body = {
-    schema_version: 'uh.mission.v0',
-    mission_id: 'm-hostile-check',
-    operation_id: `op-hcheck-${process.pid}-${++counter}`,
-    title: 'hostile check',
-    objective: 'attack through the checks',
-    repository: { url: f.repo, ref: 'main' },
-    runtime: 'command',
-    runtime_config_overrides: { command: { argv: ['/bin/sh', '-c', script], kill_grace_ms: 500 } },
-    scope: { allowed_change_globs: ['src/**', 'test.sh'] },
-    verification: [{ name: 'tests', argv: ['sh', 'test.sh'], timeout_seconds: 30 }],
-    timeout_seconds: 60,
-  };
-  const dir = tempDir('uh-hcheck-mission-');
-  const state = tempDir('uh-hcheck-state-');
-  dirs.push(dir, state);
-  writeFileSync(join(dir, 'mission.yaml'), stringify(body));
-  const verb = f.mode === 'inline' ? ['run'] : ['submit', '--wait'];
-  const args = ['mission', ...verb, join(dir, 'mission.yaml'), '--json', '--state-dir', state];
-  const result = await runCli(args, { cwd: f.repo, env: env(f) });
-  try {
-    const out = JSON.parse(result.stdout);
-    return out.receipt ?? out;
-  } catch {
-    throw new Error(`uh exited ${result.code}: ${result.stderr}\n${result.stdout}`);
-  }
-}
+/** The agent rewrites test.sh (in scope) and plants what it likes; the check runs that script. */
+const hostileScope = {
+  mission_id: 'm-hostile-check',
+  scope: { allowed_change_globs: ['src/**', 'test.sh'] },
+  verification: [{ name: 'tests', argv: ['sh', 'test.sh'], timeout_seconds: 30 }],
+};
+const run = (f: Fleet, script: string): Promise<any> => runScript(f, script, hostileScope);
 
 /** Everything the check must not touch: the user's checkout, $HOME, the cache (its pool and mirrors). */
 function baseline(f: Fleet): Record<string, string> {
@@ -83,6 +45,7 @@ function baseline(f: Fleet): Record<string, string> {
     home: treeFingerprint(f.home),
     mirrors: treeFingerprint(join(f.cacheDir, 'mirrors')),
     pool: poolFingerprint(f),
+    keys: JSON.stringify(signingKeys(f)),
   };
 }
 
@@ -118,43 +81,28 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await redis?.cleanup();
-  dirs.forEach(removeDir);
 });
 
-const FLEETS: Array<[Mode, Isolation]> = [
-  ['inline', 'auto'],
-  ['inline', 'off'],
-  ['worker', 'auto'],
-  ['worker', 'off'],
-];
-
-describe.each(FLEETS)('hostile check (%s, UH_ISOLATION=%s)', (mode, isolation) => {
+describe.each(fleetTable())('hostile check (%s, UH_ISOLATION=%s, as %s)', (mode, isolation, user) => {
   let f: Fleet;
   let marker: string;
 
   beforeAll(async () => {
-    const repo = makeRepo({ 'README.md': '# demo\n', 'src/app.txt': 'v1\n', 'test.sh': 'exit 0\n' });
-    const cacheDir = tempDir('uh-hcheck-cache-');
-    const home = tempDir('uh-hcheck-home-');
-    writeFileSync(join(home, 'secret.txt'), 'the user secret\n');
-    const mark = tempDir('uh-hcheck-mark-');
-    dirs.push(repo, cacheDir, home, mark);
-    marker = join(mark, 'seen');
-    f = { mode, isolation, repo, cacheDir, home, prefix: redis.prefix(`hcheck-${++counter}`), worker: null };
-    if (mode === 'worker') {
-      const state = tempDir('uh-hcheck-wstate-');
-      dirs.push(state);
-      f.worker = await startWorker(['--state-dir', state, '--runtime', 'command', '--concurrency', '1'], {
-        cwd: repo,
-        env: { ...env(f), UH_LOG_LEVEL: 'warn' },
-      });
-    }
-    const first = await run(f, 'echo ok > src/ok.txt');
-    expect(first.verdict).toBe('verified');
+    f = await startFleet({
+      mode,
+      isolation,
+      user,
+      redis,
+      tag: 'hcheck',
+      files: { 'README.md': '# demo\n', 'src/app.txt': 'v1\n', 'test.sh': 'exit 0\n' },
+      prepare: (fleet) => writeFileSync(join(fleet.home, 'secret.txt'), 'the user secret\n'),
+    });
+    marker = join(f.tempDir('uh-hcheck-mark-'), 'seen');
+    await firstMission(f, hostileScope);
   }, 90_000);
 
   afterAll(async () => {
-    await f?.worker?.stop('SIGKILL');
+    await stopFleet(f);
   });
 
   const attack = async (plant: string): Promise<void> => {

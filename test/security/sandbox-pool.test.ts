@@ -268,7 +268,7 @@ describe('warm sandboxes: nothing of one mission reaches the next', () => {
     expect(pooledRecords(cacheDir).some((r) => r.operation_id === dirty.events[0]?.data.operation_id)).toBe(false);
     for (const r of pooledRecords(cacheDir)) {
       const p = sandboxPaths(r.path);
-      expect(readdirSync(p.gitDir).sort()).toEqual(['HEAD', 'config', 'objects', 'refs']);
+      expect(readdirSync(p.gitDir).sort()).toEqual(['HEAD', 'config', 'info', 'objects', 'refs']);
       expect(readFileSync(join(p.gitDir, 'config'), 'utf8')).not.toContain('fsmonitor');
     }
     const next = await observe(cacheDir);

@@ -20,6 +20,8 @@ export function runCli(
     env?: Record<string, string | undefined>;
     onSpawn?: (pid: number) => void;
     sampleMemory?: boolean;
+    /** Run as this uid and gid (the test process must be root); unset or null: as this process. */
+    as?: { uid: number; gid: number } | null;
   },
 ): Promise<CliResult> {
   return new Promise((resolve) => {
@@ -27,6 +29,7 @@ export function runCli(
       cwd: options.cwd,
       env: { ...process.env, UH_LOG_LEVEL: 'silent', ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
+      ...(options.as ? { uid: options.as.uid, gid: options.as.gid } : {}),
     });
     let stdout = '';
     let stderr = '';

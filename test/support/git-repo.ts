@@ -9,6 +9,10 @@ const GIT_ENV = {
   GIT_AUTHOR_EMAIL: 'test@uh.invalid',
   GIT_COMMITTER_NAME: 'uh test',
   GIT_COMMITTER_EMAIL: 'test@uh.invalid',
+  // The tests' own git also reads repositories a fleet gave to another user (test/support/fleet.ts).
+  GIT_CONFIG_COUNT: '1',
+  GIT_CONFIG_KEY_0: 'safe.directory',
+  GIT_CONFIG_VALUE_0: '*',
 };
 
 export function git(cwd: string, ...args: string[]): string {

@@ -18,12 +18,18 @@ export interface WorkerProcess {
 
 export async function startWorker(
   args: string[],
-  options: { cwd: string; env: Record<string, string | undefined> },
+  options: {
+    cwd: string;
+    env: Record<string, string | undefined>;
+    /** Run as this uid and gid (the test process must be root); unset or null: as this process. */
+    as?: { uid: number; gid: number } | null;
+  },
 ): Promise<WorkerProcess> {
   const child = spawn(process.execPath, [UH_BIN, 'worker', 'start', ...args], {
     cwd: options.cwd,
     env: { ...process.env, UH_LOG_LEVEL: 'silent', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...(options.as ? { uid: options.as.uid, gid: options.as.gid } : {}),
   });
   let out = '';
   const waiters: Array<() => void> = [];

@@ -18,6 +18,7 @@ import { registerErrorHandling, sendError } from './http-errors.js';
 import { ApiMetrics } from './metrics.js';
 import { eventRoutes } from './routes/events.js';
 import { promoteRoutes } from './routes/promote.js';
+import { recoverRoutes } from './routes/recover.js';
 import { batchRoutes } from './routes/batches.js';
 import { fleetRoutes } from './routes/fleet.js';
 import { healthRoutes } from './routes/health.js';
@@ -81,6 +82,7 @@ export async function buildApiServer(options: ApiOptions): Promise<FastifyInstan
   fleetRoutes(app, ctx);
   batchRoutes(app, ctx);
   promoteRoutes(app, ctx);
+  recoverRoutes(app, ctx);
   dashboardRoutes(app, config);
   await mountBullBoard(app, options.client);
   app.get('/openapi.json', { schema: { summary: 'This OpenAPI 3.0 document', tags: ['health'] } }, async () =>

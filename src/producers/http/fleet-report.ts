@@ -1,7 +1,7 @@
 /**
  * The fleet at a glance, for `uh doctor --redis` and /metrics: queue depth and live workers per
  * runtime, runtimes with queued jobs and no live worker (the fleet cannot make progress there),
- * operations in state unknown, and outbox lag.
+ * operations in state unknown, outbox lag and the live results workers that consume the outbox.
  */
 import type { QueueClient } from '../queue/queue-client.js';
 import { RESULTS_GROUP } from '../../shared/queue/topology.js';
@@ -24,6 +24,8 @@ export interface FleetReport {
   stalled_runtimes: string[];
   unknown_operations: number;
   outbox_lag: number;
+  /** Live results workers (role results): with none, webhooks, batch settlement and promotion wait. */
+  results_workers: number;
 }
 
 /** Operations by state among the newest RECENT_OPERATIONS. */
@@ -59,7 +61,7 @@ export async function fleetReport(client: QueueClient): Promise<FleetReport> {
       queued: c.waiting + c.prioritized,
       delayed: c.delayed,
       active: c.active,
-      live_workers: workers.filter((w) => w.runtimes.includes(runtime)).length,
+      live_workers: workers.filter((w) => w.role === 'runtime' && w.runtimes.includes(runtime)).length,
     });
   }
   return {
@@ -67,6 +69,7 @@ export async function fleetReport(client: QueueClient): Promise<FleetReport> {
     stalled_runtimes: runtimes.filter((r) => r.queued > 0 && r.live_workers === 0).map((r) => r.runtime),
     unknown_operations: (await stateTally(client)).get('unknown') ?? 0,
     outbox_lag: await outboxLag(client),
+    results_workers: workers.filter((w) => w.role === 'results').length,
   };
 }
 

@@ -5,15 +5,21 @@
  */
 import { QueueRecordSchema, type QueueRecord } from '../../shared/queue/operation-store.js';
 import type { QueueClient } from '../queue/queue-client.js';
+import { operationOfJob, queueName } from '../../shared/queue/topology.js';
 
 export interface WorkerView {
   id: string;
+  /** `runtime` (runs missions from its runtime queues) or `results` (webhooks, batches, promotion). */
+  role: 'runtime' | 'results';
   host: string | null;
   pid: number | null;
   runtimes: string[];
   concurrency: number | null;
   running_operations: string[];
   last_heartbeat: string | null;
+  /** Free bytes on the worker's cache filesystem and its floor (runtime workers; null when not reported). */
+  disk_free_bytes: number | null;
+  disk_floor_bytes: number | null;
 }
 
 export const JOB_STATES = ['waiting', 'active', 'delayed', 'prioritized', 'completed', 'failed'] as const;
@@ -35,12 +41,15 @@ function workerView(key: string, raw: string | null): WorkerView | null {
     const b = JSON.parse(raw) as Record<string, unknown>;
     return {
       id: typeof b.id === 'string' ? b.id : key.slice(key.lastIndexOf(':') + 1),
+      role: b.role === 'results' ? 'results' : 'runtime',
       host: typeof b.host === 'string' ? b.host : null,
       pid: typeof b.pid === 'number' ? b.pid : null,
       runtimes: Array.isArray(b.runtimes) ? b.runtimes.map(String) : [],
       concurrency: typeof b.concurrency === 'number' ? b.concurrency : null,
       running_operations: Array.isArray(b.active) ? b.active.map(String) : [],
       last_heartbeat: typeof b.at === 'string' ? b.at : null,
+      disk_free_bytes: typeof b.disk_free_bytes === 'number' ? b.disk_free_bytes : null,
+      disk_floor_bytes: typeof b.disk_floor_bytes === 'number' ? b.disk_floor_bytes : null,
     };
   } catch {
     return null;
@@ -69,16 +78,58 @@ export async function runtimeIds(client: QueueClient, workers?: WorkerView[]): P
   return [...ids].sort();
 }
 
+/**
+ * BullMQ's job counts of a runtime queue, except `active`: only jobs a live worker runs. BullMQ keeps
+ * a dead worker's job active until its lock expires (120 s by default); counted here it would look
+ * like work in progress while nobody runs it (its operation is `unknown` within seconds).
+ */
 export async function queueCounts(
   client: QueueClient,
   runtime: string,
 ): Promise<Record<(typeof JOB_STATES)[number], number>> {
   const queue = await client.queue(runtime);
   const counts = await queue.getJobCounts(...JOB_STATES.map((s) => (s === 'waiting' ? 'wait' : s)));
-  return Object.fromEntries(JOB_STATES.map((s) => [s, counts[s === 'waiting' ? 'wait' : s] ?? 0])) as Record<
+  const out = Object.fromEntries(JOB_STATES.map((s) => [s, counts[s === 'waiting' ? 'wait' : s] ?? 0])) as Record<
     (typeof JOB_STATES)[number],
     number
   >;
+  if (out.active > 0) out.active = await liveActive(client, runtime);
+  return out;
+}
+
+/** Seconds since the oldest job still waiting on a runtime queue was added (BullMQ pushes on the left, takes from the right). */
+export async function oldestWaitingSeconds(client: QueueClient, runtime: string): Promise<number> {
+  const { redis, keys } = client.store;
+  const base = `${keys.bullPrefix}:${queueName(runtime)}`;
+  const [oldest] = await redis.lrange(`${base}:wait`, -1, -1);
+  const at = oldest ? Number(await redis.hget(`${base}:${oldest}`, 'timestamp')) : NaN;
+  return Number.isFinite(at) ? Math.max(0, (Date.now() - at) / 1000) : 0;
+}
+
+/** Active jobs of a runtime queue whose operation is claimed by a worker with a live heartbeat (or not claimed yet). */
+async function liveActive(client: QueueClient, runtime: string): Promise<number> {
+  const { redis, keys } = client.store;
+  const jobIds = await redis.lrange(`${keys.bullPrefix}:${queueName(runtime)}:active`, 0, -1);
+  let live = 0;
+  for (const jobId of jobIds) {
+    const id = operationOfJob(jobId);
+    const [state, worker] = id ? await redis.hmget(keys.op(id), 'state', 'worker') : [null, null];
+    if (state === 'queued') live += 1;
+    else if (state === 'running' || state === 'verifying') {
+      const owner = workerIdOf(worker);
+      if (owner && (await redis.exists(keys.worker(owner))) === 1) live += 1;
+    }
+  }
+  return live;
+}
+
+function workerIdOf(raw: string | null | undefined): string | null {
+  try {
+    const id = (JSON.parse(raw ?? 'null') as { id?: unknown } | null)?.id;
+    return typeof id === 'string' ? id : null;
+  } catch {
+    return null;
+  }
 }
 
 export interface OperationFilter {

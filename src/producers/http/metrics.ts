@@ -4,9 +4,9 @@
  * settled operation) from where the last scrape stopped, with each entry's receipt timings.
  * Names: docs/observability.md.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { QueueClient } from '../queue/queue-client.js';
-import { JOB_STATES, listWorkers, queueCounts, runtimeIds } from './fleet.js';
+import { JOB_STATES, listWorkers, oldestWaitingSeconds, queueCounts, runtimeIds, type WorkerView } from './fleet.js';
 import { outboxLag, RECENT_OPERATIONS, stateTally } from './fleet-report.js';
 
 const BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600];
@@ -35,8 +35,8 @@ export class ApiMetrics {
   });
   private readonly workers = new Gauge({
     name: 'uh_workers_live',
-    help: 'Workers with a live heartbeat, per runtime',
-    labelNames: ['runtime'],
+    help: 'Workers with a live heartbeat: role="runtime" per runtime served, role="results" (outbox consumers)',
+    labelNames: ['role', 'runtime'],
     registers: [this.registry],
   });
   private readonly states = new Gauge({
@@ -55,13 +55,39 @@ export class ApiMetrics {
     help: 'Outbox entries not yet delivered by the results consumer group (lag + pending)',
     registers: [this.registry],
   });
+  private readonly oldestWaiting = new Gauge({
+    name: 'uh_queue_oldest_waiting_seconds',
+    help: 'Age of the oldest job waiting on a runtime queue (0 when none waits)',
+    labelNames: ['runtime'],
+    registers: [this.registry],
+  });
+  private readonly webhookDead = new Gauge({
+    name: 'uh_webhook_dead_letters',
+    help: 'Completions whose webhook failed every attempt (the outbox:dead stream; grows by one per failure)',
+    registers: [this.registry],
+  });
+  private readonly diskFree = new Gauge({
+    name: 'uh_worker_disk_free_bytes',
+    help: "Free bytes on a runtime worker's cache filesystem, from its heartbeat",
+    labelNames: ['worker', 'host'],
+    registers: [this.registry],
+  });
+  private readonly diskFloor = new Gauge({
+    name: 'uh_worker_disk_floor_bytes',
+    help: 'The free-space floor below which a runtime worker stops claiming jobs (UH_MIN_FREE_BYTES)',
+    labelNames: ['worker', 'host'],
+    registers: [this.registry],
+  });
   readonly sseClients = new Gauge({
     name: 'uh_api_sse_clients',
     help: 'Open event streams on this API process',
     registers: [this.registry],
   });
 
-  constructor(private readonly client: QueueClient) {}
+  constructor(private readonly client: QueueClient) {
+    // process_* and nodejs_* of the process serving /metrics (the API, or a worker's --metrics-port).
+    collectDefaultMetrics({ register: this.registry });
+  }
 
   async render(): Promise<string> {
     await Promise.all([this.readFleet(), this.readOutbox(), this.readStates(), this.readOutboxLag()]);
@@ -73,10 +99,27 @@ export class ApiMetrics {
     const runtimes = await runtimeIds(this.client, workers);
     this.workers.reset();
     this.jobs.reset();
+    this.oldestWaiting.reset();
+    this.readDisks(workers);
+    // Always present, 0 when none: the dead-results-worker alert needs a series to compare.
+    this.workers.set({ role: 'results' }, workers.filter((w) => w.role === 'results').length);
     for (const runtime of runtimes) {
-      this.workers.set({ runtime }, workers.filter((w) => w.runtimes.includes(runtime)).length);
+      const serving = workers.filter((w) => w.role === 'runtime' && w.runtimes.includes(runtime));
+      this.workers.set({ role: 'runtime', runtime }, serving.length);
       const counts = await queueCounts(this.client, runtime);
       for (const state of JOB_STATES) this.jobs.set({ runtime, state }, counts[state]);
+      this.oldestWaiting.set({ runtime }, await oldestWaitingSeconds(this.client, runtime));
+    }
+    this.webhookDead.set(await this.client.store.redis.xlen(this.client.store.keys.outboxDead));
+  }
+
+  private readDisks(workers: WorkerView[]): void {
+    this.diskFree.reset();
+    this.diskFloor.reset();
+    for (const w of workers) {
+      const labels = { worker: w.id, host: w.host ?? '' };
+      if (w.disk_free_bytes !== null) this.diskFree.set(labels, w.disk_free_bytes);
+      if (w.disk_floor_bytes !== null) this.diskFloor.set(labels, w.disk_floor_bytes);
     }
   }
 
@@ -87,9 +130,16 @@ export class ApiMetrics {
       if (entries.length === 0) return;
       const completions = entries.map(([, fields]) => parseCompletion(fields));
       const pipe = redis.pipeline();
-      for (const c of completions) pipe.hget(keys.artifacts(c?.operation_id ?? ''), 'receipt');
-      const receipts = (await pipe.exec()) ?? [];
-      completions.forEach((c, i) => c && this.count(c, receipts[i]?.[1]));
+      for (const c of completions) {
+        pipe.hget(keys.artifacts(c?.operation_id ?? ''), 'receipt');
+        pipe.hget(keys.op(c?.operation_id ?? ''), 'runtime_started');
+      }
+      const replies = (await pipe.exec()) ?? [];
+      completions.forEach((c, i) => {
+        // Cancelled before its runtime started (cancelled while queued): its "total" is time spent waiting, not a run.
+        const ran = !(c?.status === 'cancelled' && replies[2 * i + 1]?.[1] !== '1');
+        if (c) this.count(c, ran ? replies[2 * i]?.[1] : null);
+      });
       this.outboxCursor = `(${entries[entries.length - 1]?.[0]}`;
       if (entries.length < 500) return;
     }

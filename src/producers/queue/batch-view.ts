@@ -25,7 +25,7 @@ export async function batchView(
   k?: unknown,
 ): Promise<BatchView> {
   const batch = await new BatchStore(client.redis, client.store.keys).require(batchId);
-  const children = await loadBatchChildren(client.store, batch.record);
+  const children = await loadBatchChildren(client.store, batch.record, batch.retries);
   const report = buildBatchReport(batch.record, children, prices, new Date(), parseK(k, batch.record.trials));
   return { batch_id: batch.record.batch_id, state: batch.state, settled_at: batch.settled_at, report };
 }

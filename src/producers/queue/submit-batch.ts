@@ -5,9 +5,7 @@
  * ordinary pools. Every child is prepared (validated) before anything is written; the batch
  * record is create-once (same batch attaches, another batch under the id is a conflict).
  */
-import type { BatchRecord } from '../../shared/batch/record.js';
-import { batchMissions, newBatchRecord } from '../../shared/batch/record.js';
-import type { Mission } from '../../shared/contracts/mission.js';
+import type { BatchChild, BatchPlan, BatchRecord } from '../../shared/batch/record.js';
 import { OperationConflictError } from '../../shared/errors.js';
 import { BatchStore } from '../../shared/queue/batch-store.js';
 import { eventJson, type OperationJob } from '../../shared/queue/operation-store.js';
@@ -24,9 +22,9 @@ export interface BatchSubmitted {
   enqueued: boolean;
 }
 
-async function prepareChildren(mission: Mission, runtimes: string[], trials: number, options: PrepareOptions) {
-  const jobs: Array<{ job: OperationJob; prompt_digest: string }> = [];
-  for (const child of batchMissions(mission, runtimes, trials)) {
+async function prepareChildren(children: readonly BatchChild[], options: PrepareOptions) {
+  const jobs: Array<{ job: OperationJob; prompt_digest: string; mission_id: string }> = [];
+  for (const child of children) {
     const prepared = await prepareOperation(
       child.mission,
       options,
@@ -40,8 +38,10 @@ async function prepareChildren(mission: Mission, runtimes: string[], trials: num
         base_commit: prepared.baseCommit,
         contract_digest: prepared.contractDigest,
         attempt: 1,
+        ...(prepared.hiddenVerifier ? { hidden_verifier: prepared.hiddenVerifier } : {}),
       },
       prompt_digest: prepared.promptDigest,
+      mission_id: child.mission.mission_id,
     });
   }
   return jobs;
@@ -49,17 +49,16 @@ async function prepareChildren(mission: Mission, runtimes: string[], trials: num
 
 export async function submitBatch(
   client: QueueClient,
-  mission: Mission,
-  runtimes: string[],
-  trials: number,
+  plan: BatchPlan,
   options: PrepareOptions,
 ): Promise<BatchSubmitted> {
-  const jobs = await prepareChildren(mission, runtimes, trials, options);
+  const jobs = await prepareChildren(plan.children, options);
+  const batchId = plan.record.batch_id;
   const batches = new BatchStore(client.redis, client.store.keys);
-  const { kind, batch } = await batches.createOrAttach(newBatchRecord(mission, runtimes, trials, 'queue'));
+  const { kind, batch } = await batches.createOrAttach({ ...plan.record, mode: 'queue' });
   const children = [];
-  for (const { job, prompt_digest } of jobs) {
-    const created = await client.store.createOrAttach(job, { mission_id: mission.mission_id, prompt_digest });
+  for (const { job, prompt_digest, mission_id } of jobs) {
+    const created = await client.store.createOrAttach(job, { mission_id, prompt_digest });
     if (created.kind === 'conflict')
       throw new OperationConflictError(job.operation_id, created.digest, job.contract_digest);
     if (created.kind === 'created')
@@ -69,7 +68,7 @@ export async function submitBatch(
           runtime: job.runtime,
           contract_digest: job.contract_digest,
           base_commit: job.base_commit,
-          batch_id: mission.operation_id,
+          batch_id: batchId,
         }),
       );
     const record = await client.store.get(job.operation_id);

@@ -22,8 +22,18 @@ export const BatchRecordSchema = z.object({
   /** Digest of the mission without its runtime list (the runtimes are compared on their own). */
   mission_digest: z.string().default(''),
   operations: z.array(
-    z.object({ runtime: z.string(), trial: z.number().int().positive().default(1), operation_id: z.string() }),
+    z.object({
+      runtime: z.string(),
+      trial: z.number().int().positive().default(1),
+      operation_id: z.string(),
+      /** The suite task this child runs (absent in a one-mission batch). */
+      task: z.string().optional(),
+    }),
   ),
+  /** A suite's task ids in order (empty: a one-mission batch). Other tasks are another batch. */
+  tasks: z.array(z.string()).default([]),
+  /** The suite's id (a suite batch only). */
+  suite_id: z.string().optional(),
   mode: z.enum(['inline', 'queue']).default('inline'),
   created_at: z.string(),
 });
@@ -66,6 +76,27 @@ export interface BatchChild {
   runtime: string;
   trial: number;
   mission: Mission;
+  /** The suite task (absent in a one-mission batch). */
+  task?: string;
+}
+
+/** A batch ready to create: its record and every child's mission (task × runtime × trial). */
+export interface BatchPlan {
+  record: BatchRecord;
+  children: BatchChild[];
+}
+
+/** The plan of a one-mission batch: runtimes × trials. */
+export function planMissionBatch(
+  mission: Mission,
+  runtimes: string[],
+  trials: number,
+  mode: 'inline' | 'queue',
+): BatchPlan {
+  return {
+    record: newBatchRecord(mission, runtimes, trials, mode),
+    children: batchMissions(mission, runtimes, trials),
+  };
 }
 
 /** One mission per runtime × trial, each its own operation; overrides keep only that runtime's entry. */
@@ -113,6 +144,7 @@ export function newBatchRecord(
       trial: c.trial,
       operation_id: c.mission.operation_id,
     })),
+    tasks: [],
     mode,
     created_at: new Date().toISOString(),
   };
@@ -120,7 +152,12 @@ export function newBatchRecord(
 
 /** What makes two submissions of a batch id the same batch. */
 export function batchIdentity(record: BatchRecord): string {
-  return digestOf({ runtimes: record.runtimes, trials: record.trials, mission_digest: record.mission_digest });
+  return digestOf({
+    runtimes: record.runtimes,
+    trials: record.trials,
+    mission_digest: record.mission_digest,
+    ...(record.tasks.length > 0 ? { tasks: record.tasks } : {}),
+  });
 }
 
 /** Throws `conflict` (exit 2) naming what differs when `wanted` is not the batch `existing`. */
@@ -131,6 +168,8 @@ export function assertSameBatch(existing: BatchRecord, wanted: BatchRecord): voi
     differs.push(`runtimes: existing ${existing.runtimes.join(',')}, submitted ${wanted.runtimes.join(',')}`);
   if (existing.trials !== wanted.trials)
     differs.push(`trials: existing ${existing.trials}, submitted ${wanted.trials}`);
+  if (existing.tasks.join(',') !== wanted.tasks.join(','))
+    differs.push(`tasks: existing ${existing.tasks.join(',') || '-'}, submitted ${wanted.tasks.join(',') || '-'}`);
   if (existing.mission_digest !== wanted.mission_digest)
     differs.push(
       `mission digest: existing ${existing.mission_digest.slice(0, 19)}…, submitted ${wanted.mission_digest.slice(0, 19)}…`,

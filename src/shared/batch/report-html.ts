@@ -4,7 +4,18 @@
  * trial a side-by-side diff (expand/collapse with <details>). Pure.
  */
 import type { BatchReport, RuntimeRow, TrialRow } from './report.js';
-import { checksText, counts, errorsText, msText, num, passKText, passText, pct, usd } from './report-text.js';
+import {
+  checksText,
+  counts,
+  errorsText,
+  matrixRows,
+  msText,
+  num,
+  passKText,
+  passText,
+  pct,
+  usd,
+} from './report-text.js';
 
 export const esc = (s: string): string => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
@@ -142,8 +153,16 @@ function trialDetails(t: TrialRow): string {
     )
     .join('');
   const diff = t.diff === null || t.diff.trim() === '' ? '<p class="sub">no diff</p>' : sideBySide(t.diff);
-  return `<details class="trial" data-operation="${esc(t.operation_id)}" data-status="${esc(t.status)}" data-outcome="${outcomeClass(t)}"><summary><b>${esc(t.runtime)}</b> trial ${t.trial} — <span class="o-${outcomeClass(t)}">${esc(t.status)} / ${esc(t.verdict)}</span> · ${esc(msText(t.duration_ms))} · ${t.changed_files.length} files · <code>${esc(t.operation_id)}</code></summary>
+  return `<details class="trial" data-operation="${esc(t.operation_id)}" data-status="${esc(t.status)}" data-outcome="${outcomeClass(t)}"><summary><b>${esc(t.task ? `${t.task} · ${t.runtime}` : t.runtime)}</b> trial ${t.trial}${t.superseded ? ' (retried)' : ''}${t.reward === null ? '' : ` · reward ${t.reward}`} — <span class="o-${outcomeClass(t)}">${esc(t.status)} / ${esc(t.verdict)}</span> · ${esc(msText(t.duration_ms))} · ${t.changed_files.length} files · <code>${esc(t.operation_id)}</code></summary>
 ${t.error ? `<p class="reasons error">infrastructure error (excluded from the rates): ${esc(t.error)}</p>` : ''}${t.reason ? `<p class="reasons">${esc(t.reason)}</p>` : ''}${checks}${t.final_message ? `<pre>${esc(t.final_message)}</pre>` : ''}${diff}</details>`;
+}
+
+/** The suite's task × runtime matrix (nothing for a one-mission batch). */
+function matrixTable(report: BatchReport): string {
+  if (report.matrix.length === 0) return '';
+  const { header, body } = matrixRows(report);
+  const rows = body.map((r) => `<tr>${r.map((c) => `<td>${esc(c)}</td>`).join('')}</tr>`).join('');
+  return `<h2>Tasks × runtimes</h2><table id="matrix"><thead><tr>${header.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows}</tbody></table>`;
 }
 
 export function renderHtml(report: BatchReport): string {
@@ -155,6 +174,7 @@ export function renderHtml(report: BatchReport): string {
 <h1>${esc(title)}</h1><div class="sub">${batch.runtimes.length} runtimes × ${batch.trials} trials · mission ${esc(batch.mission_id)} · ${report.settled ? 'settled' : 'not settled yet'} · generated ${esc(report.generated_at)} · pass@1 over settled trials with a 95% Wilson interval · pass@k with k = ${report.k} (unbiased estimator) · cost “unknown” = no usage or no price</div>
 ${runtimeTable(report.runtimes)}
 <p class="sub" id="errors" data-errors="${report.trials.filter((t) => t.error !== null).length}">${esc(errorsText(report))}</p>
+${matrixTable(report)}
 <h2>Pass rate and duration</h2>${chartSvg(report.runtimes)}
 <h2>Trials</h2>${report.trials.map(trialDetails).join('\n')}
 <script>${SORT_JS}</script></body></html>

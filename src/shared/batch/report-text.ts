@@ -98,7 +98,25 @@ function reasonLines(report: BatchReport): string[] {
 /** The errors line: how many trials the infrastructure lost, left out of every rate. */
 export function errorsText(report: BatchReport): string {
   const n = report.trials.filter((t) => t.error !== null).length;
-  return `${n} infrastructure error${n === 1 ? '' : 's'} (unknown, lost worker, blocked by the host): excluded from pass rates, durations, tokens and cost`;
+  const retried = report.trials.filter((t) => t.superseded).length;
+  return `${n} infrastructure error${n === 1 ? '' : 's'} (unknown, lost worker, blocked by the host)${retried > 0 ? `, ${retried} retried automatically` : ''}: excluded from pass rates, durations, tokens and cost`;
+}
+
+/** A suite's task × runtime matrix: pass@1 with its denominator (and errors, mean reward) per cell. */
+export function matrixRows(report: BatchReport): { header: string[]; body: string[][] } {
+  const cellText = (c: RuntimeRow) =>
+    `${c.pass_at_1 === null ? 'n/a' : `${Math.round(c.pass_at_1 * 100)}%`} (${c.passed}/${c.settled})${c.errors > 0 ? ` ${c.errors} err` : ''}${c.mean_reward === null ? '' : ` r=${c.mean_reward}`}`;
+  const score = (r: string) => {
+    const v = report.scores[r];
+    return v === null || v === undefined ? 'n/a' : `${Math.round(v * 100)}%`;
+  };
+  return {
+    header: ['task', ...report.batch.runtimes],
+    body: [
+      ...report.matrix.map((m) => [m.task, ...m.cells.map(cellText)]),
+      ['score (mean pass@1)', ...report.batch.runtimes.map(score)],
+    ],
+  };
 }
 
 export function renderTable(report: BatchReport): string {
@@ -108,6 +126,7 @@ export function renderTable(report: BatchReport): string {
     columns(RUNTIME_COLUMNS, report.runtimes.map(runtimeCells)),
     errorsText(report),
     '',
+    ...(report.matrix.length > 0 ? [columns(matrixRows(report).header, matrixRows(report).body), ''] : []),
     columns(TRIAL_COLUMNS, report.trials.map(trialCells)),
   ];
   const reasons = reasonLines(report);

@@ -20,11 +20,25 @@ export interface ChildInput {
   state: string;
   receipt: Receipt | null;
   diff: string | null;
+  /** The suite task (absent in a one-mission batch). */
+  task?: string;
+  /** The operation this one retried after an infrastructure error (absent for a first attempt). */
+  retry_of?: string;
+  /** A later attempt replaced this one (it was an error, retried): counted as an error, never as a result. */
+  superseded?: boolean;
 }
 
 export interface TrialRow {
   runtime: string;
+  /** The suite task, or null in a one-mission batch. */
+  task: string | null;
   trial: number;
+  /** The operation this attempt retried, or null. */
+  retry_of: string | null;
+  /** Replaced by a retry: an error kept for the record, never a result. */
+  superseded: boolean;
+  /** The hidden verifier's reward (0..1), null without one. */
+  reward: number | null;
   operation_id: string;
   /** The receipt's status, or the state of an unsettled child (`unknown` when it cannot be proven). */
   status: string;
@@ -71,6 +85,10 @@ export interface RuntimeRow {
   tokens: number | null;
   cost_usd: number | null;
   files_changed: string[];
+  /** Mean reward over the settled trials that recorded one (null: none did). */
+  mean_reward: number | null;
+  /** Errors retried automatically (each retry is a new child operation). */
+  retried: number;
   /** Per check: passes over every settled trial; a trial that ran no such check counts in `total` as `not_run`. */
   checks: Array<{ name: string; passed: number; total: number; not_run: number }>;
 }
@@ -83,6 +101,10 @@ export interface BatchReport {
   /** The k of pass@k (`--k`, default the trial count). */
   k: number;
   runtimes: RuntimeRow[];
+  /** A suite's task × runtime matrix (empty for a one-mission batch); per runtime its `score` is the mean pass@1 over tasks. */
+  matrix: Array<{ task: string; cells: RuntimeRow[] }>;
+  /** Per runtime: the mean over tasks of pass@1 (tasks with a settled trial), null with none. */
+  scores: Record<string, number | null>;
   trials: TrialRow[];
   generated_at: string;
 }
@@ -175,6 +197,10 @@ export function reasonOf(receipt: Receipt): string | null {
   return [receipt.outcome.message, receipt.outcome.hint].filter(Boolean).join(' — ') || receipt.outcome.raw;
 }
 
+function attemptFields(child: ChildInput): Pick<TrialRow, 'task' | 'retry_of' | 'superseded'> {
+  return { task: child.task ?? null, retry_of: child.retry_of ?? null, superseded: child.superseded === true };
+}
+
 export function trialRow(child: ChildInput, prices: PriceTable): TrialRow {
   const { runtime, trial, operation_id, receipt } = child;
   const diff =
@@ -186,6 +212,8 @@ export function trialRow(child: ChildInput, prices: PriceTable): TrialRow {
   if (!receipt) {
     const status = child.state === 'finished' ? 'unknown' : child.state;
     return {
+      ...attemptFields(child),
+      reward: null,
       runtime,
       trial,
       operation_id,
@@ -193,7 +221,7 @@ export function trialRow(child: ChildInput, prices: PriceTable): TrialRow {
       verdict: '-',
       exit_code: null,
       passed: null,
-      error: status === 'unknown' ? 'unknown: no receipt, dispatch cannot be proven' : null,
+      error: status === 'unknown' || child.superseded ? 'unknown: no receipt, dispatch cannot be proven' : null,
       reason: status === 'unknown' ? 'no receipt: dispatch cannot be proven (uh mission recover)' : null,
       duration_ms: null,
       tokens: null,
@@ -207,6 +235,8 @@ export function trialRow(child: ChildInput, prices: PriceTable): TrialRow {
   }
   const reason = reasonOf(receipt);
   return {
+    ...attemptFields(child),
+    reward: receipt.reward ?? null,
     runtime,
     trial,
     operation_id,
@@ -231,6 +261,12 @@ function countBy(values: readonly string[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const v of values) out[v] = (out[v] ?? 0) + 1;
   return out;
+}
+
+/** The mean of the known values (rounded), null when none is known. */
+function meanOf(values: ReadonlyArray<number | null>): number | null {
+  const known = values.filter((v): v is number => v !== null);
+  return known.length === 0 ? null : rounded(known.reduce((a, b) => a + b, 0) / known.length);
 }
 
 /** Sum when every value is known; else null (unknown, never zero). */
@@ -278,6 +314,8 @@ export function runtimeRow(
     tokens: knownSum(settled.map((t) => t.tokens)),
     cost_usd: knownSum(settled.map((t) => t.cost_usd)),
     files_changed: [...new Set(settled.flatMap((t) => t.changed_files))].sort(),
+    mean_reward: meanOf(settled.map((t) => t.reward)),
+    retried: trials.filter((t) => t.superseded).length,
     checks: checkNames.map((name) => {
       const ran = settled.filter((t) => t.checks.some((c) => c.name === name)).length;
       const passes = settled.filter((t) => t.checks.some((c) => c.name === name && c.passed)).length;
@@ -294,9 +332,24 @@ export function buildBatchReport(
   k = record.trials,
 ): BatchReport {
   const trials = children.map((c) => trialRow(c, prices));
-  const settled = trials.every((t) => t.passed !== null);
+  const current = trials.filter((t) => !t.superseded);
+  const settled = current.every((t) => t.passed !== null);
   const checkNames = [...new Set(trials.flatMap((t) => t.checks.map((c) => c.name)))];
-  const exit_code = !settled ? EXIT.unknown : trials.every((t) => t.passed) ? EXIT.ok : EXIT.failed;
+  const exit_code = !settled ? EXIT.unknown : current.every((t) => t.passed) ? EXIT.ok : EXIT.failed;
+  const matrix = record.tasks.map((task) => ({
+    task,
+    cells: record.runtimes.map((r) =>
+      runtimeRow(
+        r,
+        k,
+        trials.filter((t) => t.runtime === r && t.task === task),
+        checkNames,
+      ),
+    ),
+  }));
+  const scores = Object.fromEntries(
+    record.runtimes.map((r, i) => [r, meanOf(matrix.map((m) => m.cells[i]?.pass_at_1 ?? null))]),
+  );
   return {
     schema_version: 'uh.batch-report.v0',
     batch: record,
@@ -311,6 +364,8 @@ export function buildBatchReport(
         checkNames,
       ),
     ),
+    matrix,
+    scores,
     trials,
     generated_at: now.toISOString(),
   };

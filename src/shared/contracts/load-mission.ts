@@ -55,6 +55,14 @@ export function parseMission(
   const url = mission.repository.url;
   const kind = enforcePolicy(url, policy, source);
   if (kind === 'local') mission.repository.url = isAbsolute(url) ? url : resolve(baseDir, url);
+  // The hidden verifier is read on this (the producer's) host, relative to the mission file: a
+  // producer that refuses local paths (the HTTP API by default) refuses it too.
+  if (mission.verification_hidden && !policy.allowLocal)
+    throw invalidInput(`invalid ${source}: 1 problem`, [
+      'verification_hidden: names a directory on the producer host; local paths are not allowed here (submit with the CLI, or set UH_ALLOW_LOCAL_REPOS=1)',
+    ]);
+  if (mission.verification_hidden && !isAbsolute(mission.verification_hidden.path))
+    mission.verification_hidden.path = resolve(baseDir, mission.verification_hidden.path);
   // A file:// URL stays a URL (cloned into a mirror like any remote), but it must name something.
   if (kind === 'file' && !existsSync(decodeURIComponent(url.slice('file://'.length)))) {
     throw invalidInput(

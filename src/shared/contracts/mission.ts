@@ -136,6 +136,13 @@ export const MissionSchema = z
         network: z.enum(['none', 'egress', 'host']).default('egress'),
         /** Hosts the agent and the checks may reach in `egress` mode: `host[:port]`, `*.suffix[:port]` (docs/security.md). */
         egress: EgressListSchema.default([]),
+        /**
+         * Files the agent creates that the base commit ignores are removed before the diff and the
+         * checks (docs/security.md "What is checked is what ships"); those matching one of these
+         * globs stay, and are staged: in the diff, the scope check and a promotion like any change.
+         * Unset (the contract digest of a mission without it is unchanged): none kept.
+         */
+        keep_ignored: GlobListSchema.optional(),
       })
       .default({ backend: 'git-worktree', env: {}, isolation: 'auto', network: 'egress', egress: [] }),
     scope: z
@@ -145,6 +152,22 @@ export const MissionSchema = z
       })
       .default({ allowed_change_globs: ['**'], forbidden_globs: [] }),
     verification: z.array(CheckSchema).max(LIMITS.checks, `at most ${LIMITS.checks} checks`).default([]),
+    /**
+     * A hidden verifier (docs/batch.md "Hidden verifiers"): a directory on the producer's host with a
+     * `test.sh`, shipped with the job, copied next to the sandbox only after the agent finished and
+     * the diff was taken (never visible to the agent, never in the diff), run as the last check; its
+     * reward (`reward.txt` or `reward.json`, 0..1) is recorded in the receipt.
+     */
+    verification_hidden: z
+      .union([
+        text(4096).min(1),
+        z.strictObject({
+          path: text(4096).min(1),
+          timeout_seconds: z.number().int().positive().max(86_400).default(300),
+        }),
+      ])
+      .transform((v) => (typeof v === 'string' ? { path: v, timeout_seconds: 300 } : v))
+      .optional(),
     timeout_seconds: z
       .number()
       .int()

@@ -39,7 +39,15 @@ export type ChangedFile = z.infer<typeof ChangedFileSchema>;
 export const ScopeViolationSchema = z.lazy(() =>
   z.strictObject({
     path: z.string(),
-    reason: z.enum(['outside_allowed', 'forbidden', 'nested_repository', 'symlink_outside_worktree']),
+    reason: z.enum([
+      'outside_allowed',
+      'forbidden',
+      'nested_repository',
+      'symlink_outside_worktree',
+      'name_refused_by_git',
+      'path_too_deep',
+      'path_too_long',
+    ]),
     glob: z.string().optional(),
   }),
 );
@@ -66,6 +74,9 @@ export const ReceiptSignatureSchema = z.lazy(() =>
   ]),
 );
 export type ReceiptSignature = z.infer<typeof ReceiptSignatureSchema>;
+
+/** The name of the hidden verifier's check in a receipt (`verification_hidden`). */
+export const HIDDEN_CHECK = 'hidden-verifier';
 
 export const ReceiptSchema = z.lazy(() =>
   z.strictObject({
@@ -107,6 +118,8 @@ export const ReceiptSchema = z.lazy(() =>
       .optional(),
     scope: z.strictObject({ ok: z.boolean(), violations: z.array(ScopeViolationSchema) }),
     checks: z.array(CheckResultSchema),
+    /** The hidden verifier's reward, 0..1 (check `hidden-verifier`); absent without one, null when it wrote none. */
+    reward: z.number().min(0).max(1).nullable().optional(),
     usage: UsageSchema,
     final_message: z.string(),
     final_message_source: z.enum(['sentinel', 'native', 'none']),

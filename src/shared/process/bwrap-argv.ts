@@ -3,7 +3,8 @@
  * read-only; `masked` paths are hidden behind an empty tmpfs (the cache dir, the state dir, the
  * user's checkout, the real home; none that a later tmpfs hides anyway); then a private /tmp and a private home, each a fresh tmpfs
  * capped at `tmpfsBytes`, `readable` paths read-only and `writable` paths read-write, in that
- * order, so a path bound later shows through a mask laid earlier. Nothing of the private /tmp
+ * order, so a path bound later shows through a mask laid earlier; last, a read-only /dev/null
+ * over each `hidden` file (root-only files of a root host), which no bind re-exposes. Nothing of the private /tmp
  * and home touches the host's disk: they vanish with the child's mount namespace. The child gets
  * its own PID and IPC namespaces, its own session, dies with its parent, and sees exactly `env`
  * (`--clearenv` + `--setenv`). Run by root, it also gets a user namespace, uid and gid `nobody`
@@ -26,6 +27,8 @@ export interface BwrapPlan {
   readable: readonly string[];
   /** Bound read-write at the same path, over the masks and the readable binds. */
   writable: readonly string[];
+  /** Files covered by a read-only /dev/null, over everything else (existing files only). */
+  hidden?: readonly string[];
   /** false: `--unshare-net` (only a loopback device inside). */
   network: boolean;
   /** Egress mode: `--unshare-net`, the child started by the bridge to uh's proxy (egress-bridge.ts). */
@@ -60,6 +63,7 @@ export function bwrapArgv(plan: BwrapPlan, argv: readonly string[]): string[] {
   for (const path of plan.home === null ? ['/tmp'] : ['/tmp', plan.home]) out.push(...size, '--tmpfs', path);
   for (const path of byDepth(plan.readable)) out.push('--ro-bind-try', path, path);
   for (const path of byDepth(plan.writable)) out.push('--bind-try', path, path);
+  for (const path of plan.hidden ?? []) out.push('--ro-bind', '/dev/null', path);
   out.push(...userNamespaceArgs(plan.uid), '--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session');
   const egress = plan.egress ?? null;
   if (egress) out.push(...egressBwrapArgs(egress));

@@ -17,6 +17,8 @@ export interface StoredBatch {
   record: BatchRecord;
   state: 'running' | 'settled' | 'cancelled';
   settled_at: string | null;
+  /** Per first-attempt operation id, the retries of its infrastructure errors in order (fields `retry:<op>`). */
+  retries: Record<string, string[]>;
 }
 
 const SETTLE_BATCH = `
@@ -41,7 +43,7 @@ export class BatchStore {
         .hsetnx(key, 'state', 'running')
         .zadd(this.keys.batches, Date.now(), record.batch_id)
         .exec();
-      return { kind: 'created', batch: { record, state: 'running', settled_at: null } };
+      return { kind: 'created', batch: { record, state: 'running', settled_at: null, retries: {} } };
     }
     const existing = await this.require(record.batch_id);
     assertSameBatch(existing.record, record);
@@ -51,11 +53,20 @@ export class BatchStore {
   async get(batchId: string): Promise<StoredBatch | null> {
     const h = await this.redis.hgetall(this.keys.batch(batchId));
     if (!h.record) return null;
+    const retries: Record<string, string[]> = {};
+    for (const [field, value] of Object.entries(h))
+      if (field.startsWith('retry:')) retries[field.slice('retry:'.length)] = JSON.parse(value) as string[];
     return {
       record: BatchRecordSchema.parse(JSON.parse(h.record)),
       state: (h.state as StoredBatch['state']) ?? 'running',
       settled_at: h.settled_at || null,
+      retries,
     };
+  }
+
+  /** Record the attempts of one slot (its first operation id → the retries, in order). */
+  async recordRetries(batchId: string, first: string, retries: readonly string[]): Promise<void> {
+    await this.redis.hset(this.keys.batch(batchId), `retry:${first}`, JSON.stringify(retries));
   }
 
   async require(batchId: string): Promise<StoredBatch> {
@@ -67,6 +78,33 @@ export class BatchStore {
         { hint: 'submit it with: uh batch submit <mission> --runtimes a,b' },
       );
     return batch;
+  }
+
+  /** The most recent batches (newest first), each with its state; bounded by `limit`. */
+  async list(limit: number): Promise<
+    Array<{
+      batch_id: string;
+      title: string;
+      state: StoredBatch['state'];
+      tasks: number;
+      runtimes: string[];
+      trials: number;
+      created_at: string;
+    }>
+  > {
+    const ids = await this.redis.zrevrange(this.keys.batches, 0, limit - 1);
+    const batches = await Promise.all(ids.map((id) => this.get(id)));
+    return batches
+      .filter((b): b is StoredBatch => b !== null)
+      .map((b) => ({
+        batch_id: b.record.batch_id,
+        title: b.record.title,
+        state: b.state,
+        tasks: b.record.tasks.length,
+        runtimes: b.record.runtimes,
+        trials: b.record.trials,
+        created_at: b.record.created_at,
+      }));
   }
 
   async report(batchId: string, format: 'json' | 'html'): Promise<string | null> {
@@ -97,10 +135,26 @@ export class BatchStore {
   }
 }
 
-/** Each child's state, receipt and diff, as the report needs them. */
-export async function loadBatchChildren(ops: OperationStore, record: BatchRecord): Promise<ChildInput[]> {
+/**
+ * Each child's state, receipt and diff, as the report needs them: every attempt of every slot
+ * (a retried error, then its retry), all but the last attempt `superseded`.
+ */
+export async function loadBatchChildren(
+  ops: OperationStore,
+  record: BatchRecord,
+  retries: Record<string, string[]> = {},
+): Promise<ChildInput[]> {
+  const attempts = record.operations.flatMap((o) => {
+    const ids = [o.operation_id, ...(retries[o.operation_id] ?? [])];
+    return ids.map((id, i) => ({
+      ...o,
+      operation_id: id,
+      ...(i > 0 ? { retry_of: ids[i - 1] as string } : {}),
+      superseded: i < ids.length - 1,
+    }));
+  });
   return Promise.all(
-    record.operations.map(async (o) => {
+    attempts.map(async (o) => {
       const [op, artifacts] = await Promise.all([
         ops.get(o.operation_id),
         ops.redis.hmget(ops.keys.artifacts(o.operation_id), 'receipt', 'diff'),

@@ -9,6 +9,8 @@ import type { QueueKeys } from './topology.js';
 
 const HeartbeatSchema = z.object({
   id: z.string(),
+  /** runtime: runs missions; results: the outbox consumer (older workers wrote no role: runtime). */
+  role: z.enum(['runtime', 'results']).default('runtime'),
   host: z.string(),
   pid: z.number(),
   runtimes: z.array(z.string()).default([]),
@@ -16,6 +18,8 @@ const HeartbeatSchema = z.object({
   active: z.array(z.string()).default([]),
   /** The id of the key the worker signs receipts with (null or absent: none, or an older worker). */
   receipt_key_id: z.string().nullable().optional(),
+  disk_free_bytes: z.number().nullable().optional(),
+  disk_floor_bytes: z.number().optional(),
   at: z.string(),
 });
 export type Heartbeat = z.infer<typeof HeartbeatSchema>;

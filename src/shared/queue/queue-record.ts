@@ -56,6 +56,8 @@ export interface OperationJob {
   base_commit: string;
   contract_digest: string;
   attempt: number;
+  /** The hidden verifier's bundle (src/operation/hidden-verifier.ts), when the mission has one. */
+  hidden_verifier?: unknown;
 }
 
 /** The outbox entry of a settled operation (the webhook body adds the receipt). */

@@ -37,6 +37,12 @@ export function jobIdFor(operationId: string, attempt = 1): string {
   return attempt === 1 ? `op.${operationId}` : `op.${operationId}@${attempt}`;
 }
 
+/** `op.<id>` / `op.<id>@<attempt>` → `<id>` (the inverse of jobIdFor); null for another job id. */
+export function operationOfJob(jobId: string): string | null {
+  const m = /^op\.([A-Za-z0-9._-]+?)(?:@\d+)?$/.exec(jobId);
+  return m?.[1] ?? null;
+}
+
 export const RESULTS_GROUP = 'results';
 
 /** The queue of batch flow parents (processed by the results worker); its job id is `batch.<id>`. */

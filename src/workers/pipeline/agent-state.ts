@@ -8,7 +8,7 @@
  * copy is removed when the runtime phase ends, so no agent login or cache outlives the run among
  * the operation's artifacts.
  */
-import { cpSync, lstatSync, rmSync, statSync } from 'node:fs';
+import { cpSync, existsSync, lstatSync, rmSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { makeDir } from '../../shared/fs/make-dir.js';
 import type { SpawnGroup } from '../../shared/process/spawn-group.js';
@@ -105,16 +105,28 @@ export function prepareAgentState(
   };
 }
 
-/** A spawn whose children see each state variable pointing at the operation's copy (where it named the configured one). */
+/**
+ * A spawn whose children see each state variable pointing at the operation's copy (where it named
+ * the configured one), and any other variable naming one path inside a configured directory (codex's
+ * `TMPDIR=$CODEX_HOME/tmp`) pointing at the same path inside the copy when the copy has it.
+ */
 export function agentStateSpawn(
   spawn: SpawnGroup,
   state: Readonly<Record<string, string>>,
   copies: Readonly<Record<string, string>>,
 ): SpawnGroup {
+  const trim = (p: string) => p.replace(/\/+$/, '');
   return (options) => {
     const env = { ...options.env };
     for (const [name, seed] of Object.entries(state)) {
-      if (env[name]?.replace(/\/+$/, '') === seed.replace(/\/+$/, '') && copies[name]) env[name] = copies[name];
+      const copy = copies[name];
+      if (!copy) continue;
+      if (trim(env[name] ?? '') === trim(seed)) env[name] = copy;
+      for (const [other, value] of Object.entries(env)) {
+        if (other === name || !value?.startsWith(`${trim(seed)}/`) || value.includes(':')) continue;
+        const moved = copy + value.slice(trim(seed).length);
+        if (existsSync(moved)) env[other] = moved; // a path the copy has (never an install left out of it)
+      }
     }
     return spawn({ ...options, env });
   };

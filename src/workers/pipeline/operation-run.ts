@@ -106,6 +106,8 @@ export interface OperationRun {
   diff: DiffCapture | null;
   violations: ScopeViolation[];
   checks: CheckResult[];
+  /** The hidden verifier's reward (0..1), null when it wrote none or the mission has none. */
+  reward: number | null;
   failure: Outcome | null;
 }
 
@@ -239,6 +241,7 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
     diff: null,
     violations: [],
     checks: [],
+    reward: null,
     failure: null,
   };
   await setState(run, 'running');

@@ -46,6 +46,7 @@ function receiptOf(run: OperationRun, outcome: Outcome, verdict: Verdict, keep: 
     diff: run.diff,
     violations: run.violations,
     checks: run.checks,
+    ...(prepared.hiddenVerifier ? { reward: run.reward } : {}),
     verdict,
     sandbox: { path: sandbox?.path ?? null, retained: sandbox !== null && keep },
     isolation: run.egress ? { ...run.isolation.status, egress: egressSummary(run.egress) } : run.isolation.status,
@@ -70,7 +71,7 @@ export async function settleFinished(run: OperationRun): Promise<ExecuteResult> 
   const outcome = run.failure ?? run.folded.outcome;
   const verdict = decideVerdict({
     scopeViolations: run.violations.length,
-    checksDeclared: mission.verification.length,
+    checksDeclared: mission.verification.length + (run.prepared.hiddenVerifier ? 1 : 0),
     checks: run.checks,
   });
   const keep = keepSandbox(run, outcome, verdict);

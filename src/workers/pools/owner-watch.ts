@@ -18,7 +18,7 @@
  */
 import type { Redis } from 'ioredis';
 import { completionOf, type OperationStore, type QueueRecord } from '../../shared/queue/operation-store.js';
-import { queueName } from '../../shared/queue/topology.js';
+import { operationOfJob, queueName } from '../../shared/queue/topology.js';
 import { recoverQueuedRuntime } from '../../operation/recover-runtime.js';
 import { receiptFromRecovery } from '../../operation/synthesize-receipt.js';
 import { finishOperation } from '../../operation/finish-operation.js';
@@ -42,12 +42,6 @@ export interface OwnerWatchOptions {
    * lapsed while Redis failed over (a Cluster master killed) beats again within that interval.
    */
   suspects?: Map<string, number>;
-}
-
-/** `op.<id>` / `op.<id>@<attempt>` → `<id>` (topology.ts jobIdFor). */
-export function operationOfJob(jobId: string): string | null {
-  const m = /^op\.([A-Za-z0-9._-]+?)(?:@\d+)?$/.exec(jobId);
-  return m?.[1] ?? null;
 }
 
 /**
@@ -100,7 +94,8 @@ async function orphanIfOwnerDead(options: OwnerWatchOptions, id: string, indexed
   if (suspects) {
     const since = suspects.get(record.worker.id);
     if (since === undefined) suspects.set(record.worker.id, Date.now());
-    if (since === undefined || Date.now() - since < options.intervalMs) return null;
+    // The next tick, not a full interval to the millisecond: timer jitter would cost a whole extra interval.
+    if (since === undefined || Date.now() - since < options.intervalMs * 0.75) return null;
   }
   // The dead worker's agent (unisolated: nothing else ends it) is killed before the record says so.
   const agent = endOrphanedGroups(record.journal);

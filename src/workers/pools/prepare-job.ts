@@ -15,6 +15,7 @@ import type { OperationJob } from '../../shared/queue/operation-store.js';
 import { buildMissionPrompt } from '../../shared/runtime/build-prompt.js';
 import { contractDigestOf, type PreparedOperation } from '../../operation/prepare-operation.js';
 import { resolveRuntime } from '../../operation/resolve-runtime.js';
+import { checkHiddenBundle } from '../../operation/hidden-verifier.js';
 import { RUNTIME_CATALOG } from '../operation-ports.js';
 import { resolveInMirror } from '../sandbox/mirror-cache.js';
 
@@ -30,7 +31,8 @@ export async function prepareJob(job: OperationJob, options: PrepareJobOptions):
     job.base_commit,
     options.signal ? { signal: options.signal } : {},
   );
-  const contractDigest = contractDigestOf(mission, runtime, commit);
+  const hiddenVerifier = job.hidden_verifier ? checkHiddenBundle(job.hidden_verifier) : null;
+  const contractDigest = contractDigestOf(mission, runtime, commit, hiddenVerifier);
   if (contractDigest !== job.contract_digest) {
     throw new UhError(
       'conflict',
@@ -41,5 +43,14 @@ export async function prepareJob(job: OperationJob, options: PrepareJobOptions):
     );
   }
   const prompt = buildMissionPrompt(mission);
-  return { mission, runtime, mirror, baseCommit: commit, prompt, promptDigest: sha256(prompt), contractDigest };
+  return {
+    mission,
+    runtime,
+    mirror,
+    baseCommit: commit,
+    prompt,
+    promptDigest: sha256(prompt),
+    contractDigest,
+    hiddenVerifier,
+  };
 }

@@ -26,6 +26,8 @@ import { processOperationJob, type JobSummary, type PoolContext } from './proces
 import { loadReceiptKey } from '../../operation/receipt-signature.js';
 import { startOwnerWatch } from './owner-watch.js';
 import { startDiskGuard } from './disk-guard.js';
+import { freeBytes } from '../sandbox/gc.js';
+import { startWorkerHeartbeat, type RunningHeartbeat } from '../../shared/queue/worker-heartbeat.js';
 
 export interface PoolOptions {
   /** The host's settings, compiled once (src/operation/settings.ts). */
@@ -162,27 +164,19 @@ async function subscribeCancels(pool: Pool): Promise<Redis> {
 }
 
 /** A key per worker, refreshed while it lives: recover tells a dead owner from a slow one by it. */
-async function startHeartbeat(pool: Pool, receipt_key_id: string | null): Promise<NodeJS.Timeout> {
+function startHeartbeat(pool: Pool, receipt_key_id: string | null): Promise<RunningHeartbeat> {
   const { store, worker, active } = pool.ctx;
-  const { config, runtimes } = pool.options;
-  const beat = () =>
-    pool.redis
-      .set(
-        store.keys.worker(worker.id),
-        JSON.stringify({
-          ...worker,
-          runtimes,
-          concurrency: pool.options.concurrency,
-          active: [...active.keys()],
-          receipt_key_id,
-          at: new Date().toISOString(),
-        }),
-        'PX',
-        config.heartbeatMs * 3,
-      )
-      .catch(() => undefined);
-  await beat();
-  return setInterval(beat, config.heartbeatMs);
+  const { config, runtimes, concurrency } = pool.options;
+  return startWorkerHeartbeat(pool.redis, store.keys, config.heartbeatMs, () => ({
+    ...worker,
+    role: 'runtime',
+    runtimes,
+    concurrency,
+    active: [...active.keys()],
+    receipt_key_id,
+    disk_free_bytes: freeBytes(pool.options.settings.cacheDir),
+    ...(pool.options.gc ? { disk_floor_bytes: pool.options.gc.minFreeBytes } : {}),
+  }));
 }
 
 /** The queue of one runtime and its BullMQ worker, every job through `processOperationJob`. */
@@ -242,7 +236,7 @@ async function shutdown(
     reason: string;
     graceMs: number;
     cancelAll: (message: string) => void;
-    heartbeat: NodeJS.Timeout;
+    heartbeat: RunningHeartbeat;
     subscriber: Redis;
   },
 ): Promise<void> {
@@ -259,8 +253,7 @@ async function shutdown(
     : undefined;
   await closing;
   clearTimeout(timer);
-  clearInterval(stop.heartbeat);
-  await redis.del(ctx.store.keys.worker(ctx.worker.id)).catch(() => undefined);
+  await stop.heartbeat.stop();
   await Promise.all([...ctx.queues.values()].map((q) => q.close().catch(() => undefined)));
   stop.subscriber.disconnect();
   for (const c of pool.connections) c.disconnect();

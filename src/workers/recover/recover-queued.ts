@@ -6,7 +6,8 @@
  *   unknown → leftover process groups on this host killed; the runtime's `recover()` asked
  *             (codex-app-server reads the exact turn back); else settled as `--settle`
  *             (failed or cancelled). Ended through finishOperation: signed like every receipt.
- * The inline half (an operation in the local state dir) is recover-inline.ts beside it.
+ * The inline half (an operation in the local state dir) is recover-inline.ts beside it. Callers:
+ * `uh mission recover` and `POST /v1/operations/:id/recover` (the API's recover route).
  */
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
@@ -34,11 +35,14 @@ export interface QueuedRecovery {
   record: QueueRecord;
 }
 
+/** What recovery reads of the host's settings: the state dir (runtime records) and the receipt key it signs with. */
+export type RecoverySettings = Pick<OperationSettings, 'stateDir' | 'receiptKey'>;
+
 export async function recoverQueued(
   handle: QueueHandle,
   record: QueueRecord,
   settle: 'failed' | 'cancelled',
-  settings: OperationSettings,
+  settings: RecoverySettings,
 ): Promise<QueuedRecovery> {
   const steps: string[] = [];
   if (Object.keys(record.journal).length > 0)
@@ -88,7 +92,7 @@ async function settleUnknown(
   handle: QueueHandle,
   record: QueueRecord,
   settle: 'failed' | 'cancelled',
-  settings: OperationSettings,
+  settings: RecoverySettings,
   steps: string[],
 ): Promise<QueueRecord> {
   const killed = killLeftoverGroups(record.journal);

@@ -11,16 +11,21 @@ import type { Logger } from '../../shared/logger.js';
 import type { PriceTable } from '../../shared/prices.js';
 import type { OperationStore } from '../../shared/queue/operation-store.js';
 import { BATCH_QUEUE } from '../../shared/queue/topology.js';
-import { settleBatchIfDone, settleBatchOfOperation } from './settle-batch.js';
+import { settleBatchIfDone, settleBatchOfOperation, type RetryContext } from './settle-batch.js';
 
-export async function startBatchWorker(ops: OperationStore, prices: PriceTable, logger: Logger): Promise<Worker> {
+export async function startBatchWorker(
+  ops: OperationStore,
+  prices: PriceTable,
+  logger: Logger,
+  retry?: RetryContext,
+): Promise<Worker> {
   const { Worker: BullWorker } = await import('bullmq');
   const connection = ops.redis.duplicate();
   const worker = new BullWorker(
     BATCH_QUEUE,
     async (job) => {
       const batchId = String((job.data as { batch_id?: unknown }).batch_id);
-      const outcome = await settleBatchIfDone(ops, batchId, prices);
+      const outcome = await settleBatchIfDone(ops, batchId, prices, retry);
       logger.info({ batch_id: batchId, outcome }, 'batch flow parent processed');
       return { batch_id: batchId, outcome };
     },
@@ -32,9 +37,9 @@ export async function startBatchWorker(ops: OperationStore, prices: PriceTable, 
 }
 
 /** For the completion consumer: settle the batch of a completed child, when it is the last. */
-export function settleBatchAfter(ops: OperationStore, prices: PriceTable, logger: Logger) {
+export function settleBatchAfter(ops: OperationStore, prices: PriceTable, logger: Logger, retry?: RetryContext) {
   return async (completion: { operation_id: string }): Promise<void> => {
-    const outcome = await settleBatchOfOperation(ops, completion.operation_id, prices);
+    const outcome = await settleBatchOfOperation(ops, completion.operation_id, prices, retry);
     if (outcome) logger.info({ operation_id: completion.operation_id, outcome }, 'batch child completed');
   };
 }

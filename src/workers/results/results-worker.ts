@@ -9,9 +9,11 @@
  * never enough to promote, push, deliver a webhook or settle a batch.
  */
 import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
 import type { UhConfig } from '../../shared/config.js';
 import type { Receipt } from '../../shared/contracts/receipt.js';
 import { connectRedis } from '../../shared/queue/redis-connection.js';
+import { startWorkerHeartbeat } from '../../shared/queue/worker-heartbeat.js';
 import { OperationStore } from '../../shared/queue/operation-store.js';
 import { trustReceipt } from '../../operation/trusted-receipt.js';
 import type { OperationSettings } from '../../operation/settings.js';
@@ -39,16 +41,33 @@ export async function startResultsWorker(o: ResultsWorkerOptions): Promise<{ don
   const redis = await connectRedis(o.redisUrl, { name: 'uh-results', cluster: queue.cluster });
   const store = new OperationStore(redis, queue.prefix);
   await ensureResultsGroup(redis, store.keys.outbox);
+  // Listed like any worker (role results): its death is seen by /v1/workers, the metrics and uh doctor --redis.
+  const workerId = `${hostname()}-${process.pid}-results-${randomBytes(3).toString('hex')}`;
+  const heartbeat = await startWorkerHeartbeat(redis, store.keys, queue.heartbeatMs, () => ({
+    id: workerId,
+    role: 'results',
+    host: hostname(),
+    pid: process.pid,
+    runtimes: [],
+    active: [],
+    receipt_key_id: null,
+  }));
   // Dead workers noticed in seconds: operations whose owner's heartbeat expired become unknown.
   o.signal.addEventListener('abort', startOwnerWatch({ redis, store, intervalMs: queue.heartbeatMs, settings }));
   const consumer = o.consumer ?? hostname();
-  const batchWorker = await startBatchWorker(store, settings.prices, logger);
-  const settleBatch = settleBatchAfter(store, settings.prices, logger);
+  // Errors are retried with this host's runtime manifests (docs/batch.md "Errors apart from failures").
+  const retry = {
+    stateDir: settings.stateDir,
+    maxRetries: o.queue.batchErrorRetries,
+    onError: (error: unknown) => logger.warn({ error: String(error) }, 'batch retry not possible here'),
+  };
+  const batchWorker = await startBatchWorker(store, settings.prices, logger, retry);
+  const settleBatch = settleBatchAfter(store, settings.prices, logger, retry);
   const delivery = (d: { id: string; webhook: { ok: boolean; error: string | null } | null }) => ({
     delivery: d.id,
     webhook: d.webhook ? (d.webhook.ok ? 'delivered' : `failed:${d.webhook.error}`) : 'off',
   });
-  onEvent('results-ready', { consumer, webhook: queue.webhook ? 'on' : 'off', pid: process.pid });
+  onEvent('results-ready', { worker: workerId, consumer, webhook: queue.webhook ? 'on' : 'off', pid: process.pid });
   const done = runCompletionConsumer({
     store,
     consumer,
@@ -71,6 +90,7 @@ export async function startResultsWorker(o: ResultsWorkerOptions): Promise<{ don
     onBatchSettled: (b, d) =>
       onEvent('batch-settled', { batch_id: b.batch_id, exit_code: b.exit_code, ...delivery(d) }),
   }).finally(async () => {
+    await heartbeat.stop();
     await batchWorker.close().catch(() => undefined);
     redis.disconnect();
   });

@@ -10,8 +10,17 @@ import { renderHtml } from '../../shared/batch/report-html.js';
 import type { PriceTable } from '../../shared/prices.js';
 import { BatchStore, batchOfOperation, loadBatchChildren } from '../../shared/queue/batch-store.js';
 import type { OperationStore } from '../../shared/queue/operation-store.js';
+import { retryErrors } from './retry-errors.js';
 
-export type SettleOutcome = 'settled' | 'waiting' | 'already' | 'missing';
+export type SettleOutcome = 'settled' | 'waiting' | 'retrying' | 'already' | 'missing';
+
+/** Where the results worker finds the runtime manifests (to retry errors); absent: no retries. */
+export interface RetryContext {
+  stateDir: string;
+  /** Retries per slot (0: none; an unknown child then waits for recover). */
+  maxRetries: number;
+  onError?: (error: unknown) => void;
+}
 
 export interface BatchSettled {
   type: 'batch.settled';
@@ -30,13 +39,27 @@ export async function settleBatchIfDone(
   ops: OperationStore,
   batchId: string,
   prices: PriceTable,
+  retry?: RetryContext,
 ): Promise<SettleOutcome> {
   const batches = new BatchStore(ops.redis, ops.keys);
   const batch = await batches.get(batchId);
   if (!batch) return 'missing';
   if (batch.settled_at) return 'already';
-  const children = await loadBatchChildren(ops, batch.record);
-  if (!children.every((c) => c.state === 'finished')) return 'waiting';
+  const children = await loadBatchChildren(ops, batch.record, batch.retries);
+  let retriesLeft = false;
+  if (retry && retry.maxRetries > 0) {
+    try {
+      if ((await retryErrors(ops, batches, batch, children, retry.stateDir, retry.maxRetries)) > 0) return 'retrying';
+    } catch (error) {
+      retry.onError?.(error);
+      retriesLeft = true; // could not retry here: an unknown child waits for recover, as without retries
+    }
+  }
+  // With retries, an error past its bound is settled (a dead owner's unknown child included).
+  const current = children.filter((c) => !c.superseded);
+  const done = (c: (typeof current)[number]) =>
+    c.state === 'finished' || (retry !== undefined && retry.maxRetries > 0 && !retriesLeft && c.state === 'unknown');
+  if (!current.every(done)) return 'waiting';
   const report = buildBatchReport(batch.record, children, prices);
   const event: BatchSettled = {
     type: 'batch.settled',
@@ -65,7 +88,8 @@ export async function settleBatchOfOperation(
   ops: OperationStore,
   operationId: string,
   prices: PriceTable,
+  retry?: RetryContext,
 ): Promise<SettleOutcome | null> {
   const batchId = await batchOfOperation(ops, operationId);
-  return batchId === null ? null : settleBatchIfDone(ops, batchId, prices);
+  return batchId === null ? null : settleBatchIfDone(ops, batchId, prices, retry);
 }

@@ -16,8 +16,9 @@
  * lock, never one a mission claimed meanwhile), never by path arithmetic. Pooled sandboxes expire
  * like kept ones: their keep_until is the end of their idle lifetime.
  */
-import { existsSync, lstatSync, readdirSync, rmSync, statSync, statfsSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, statSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
+import { removeTree, treeBytes } from '../../shared/fs/deep-tree.js';
 import { withFileLock } from './file-lock.js';
 import { mirrorLockDir } from './mirror-cache.js';
 import { sweepSandboxes } from './retention.js';
@@ -51,22 +52,9 @@ export interface GcPorts {
 
 const DAY = 24 * 3600 * 1000;
 
-/** Bytes under `path` (files and symlinks; directories walked without following links). */
+/** Bytes under `path` (files and symlinks; directories walked without following links), however deep. */
 export function dirBytes(path: string): number {
-  let total = 0;
-  const stack = [path];
-  while (stack.length > 0) {
-    const p = stack.pop() as string;
-    let st;
-    try {
-      st = lstatSync(p);
-    } catch {
-      continue;
-    }
-    if (st.isDirectory()) for (const e of readdirSync(p)) stack.push(join(p, e));
-    else total += st.size;
-  }
-  return total;
+  return treeBytes(path);
 }
 
 function mirrors(cacheDir: string): Array<{ path: string; usedAt: number }> {
@@ -211,14 +199,8 @@ export async function applyGc(
           continue;
         }
       } else if (claimedMirrors.has(item.path)) continue;
-      else if (item.kind === 'operation_dir' || item.kind === 'facts_idle')
-        rmSync(item.path, { recursive: true, force: true });
-      else
-        await withFileLock(
-          mirrorLockDir(item.path),
-          async () => rmSync(item.path, { recursive: true, force: true }),
-          10_000,
-        );
+      else if (item.kind === 'operation_dir' || item.kind === 'facts_idle') removeOrThrow(item.path);
+      else await withFileLock(mirrorLockDir(item.path), async () => removeOrThrow(item.path), 10_000);
       removed.push(item);
     } catch {
       // busy (lock held) or already gone: the next sweep tries again
@@ -226,6 +208,11 @@ export async function applyGc(
   }
   const swept = await sweepSandboxes(cacheDir, now);
   return { removed, orphans: swept.removed };
+}
+
+/** Remove a tree however deep; a tree left behind is not counted as freed (the next sweep tries again). */
+function removeOrThrow(path: string): void {
+  if (!removeTree(path)) throw new Error(`${path} could not be removed`);
 }
 
 /** Free bytes on the filesystem holding `dir` (statfs), or null when it cannot be read. */

@@ -3,7 +3,9 @@
  * nothing read from any config), and the check that uh's private one is still exactly what uh
  * wrote. A git dir here is HEAD (the commit, detached), config, `objects/info/alternates` (the
  * mirror's objects, read-only), empty `objects/pack`, `refs/heads`, `refs/tags`: what
- * `git init --template=` writes, with HEAD detached at the base commit.
+ * `git init --template=` writes, with HEAD detached at the base commit. uh's private (bare) one
+ * also holds `info/attributes` (`NEUTRAL_ATTRIBUTES`): the checkout, the listing, the staging and
+ * the patch then read no attribute from any `.gitattributes`, the agent's or the base's.
  */
 import { lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,6 +17,40 @@ export interface GitDirSpec {
   /** `<mirror>/objects`, real path. */
   alternates: string;
   commit: string;
+}
+
+/**
+ * Every attribute that makes git store, list or print other bytes than the worktree's, set back to
+ * unspecified for every path. `$GIT_DIR/info/attributes` wins over every `.gitattributes` (and over
+ * a macro like `binary` a `.gitattributes` assigns), so whatever an in-tree file says, the blob is
+ * the file's bytes (no eol conversion: `core.autocrlf` is unset in every config uh lets git read;
+ * no `working-tree-encoding`, `filter` or `ident`), binary is decided by content alone (no `-diff`,
+ * no `diff=driver`), and no `export-subst`/`export-ignore` applies. Git 2.39 has no
+ * `--attr-source`; this is its equivalent for every git process uh runs in a sandbox.
+ */
+export const NEUTRAL_ATTRIBUTES = `* ${[
+  'text',
+  'eol',
+  'crlf',
+  'filter',
+  'ident',
+  'working-tree-encoding',
+  'diff',
+  'merge',
+  'binary',
+  'export-subst',
+  'export-ignore',
+  'whitespace',
+]
+  .map((a) => `!${a}`)
+  .join(' ')}\n`;
+
+/** Write (or rewrite) the neutral attributes of uh's private git dir (an older sandbox lacks them). */
+export function writeNeutralAttributes(gitDir: string): void {
+  const path = join(gitDir, 'info', 'attributes');
+  if (fileIs(path, NEUTRAL_ATTRIBUTES)) return;
+  makeDir(join(gitDir, 'info'));
+  writeFileSync(path, NEUTRAL_ATTRIBUTES);
 }
 
 /** sha256 repositories (64-hex commits) need the object format named in their config. Pure. */
@@ -50,6 +86,7 @@ export function writeGitDir(gitDir: string, spec: GitDirSpec): void {
   writeFileSync(join(gitDir, 'config'), gitDirConfig(spec));
   writeFileSync(join(gitDir, 'HEAD'), `${spec.commit}\n`);
   writeFileSync(join(gitDir, 'objects', 'info', 'alternates'), `${spec.alternates}\n`);
+  if (spec.bare) writeNeutralAttributes(gitDir);
 }
 
 /** Point an existing git dir of ours at another commit (HEAD only). */
@@ -80,11 +117,18 @@ const same = (a: string[] | null, b: string[]) => a !== null && a.length === b.l
 
 /**
  * uh's private git dir is exactly as uh wrote it: the same HEAD, config and alternates, no hooks,
- * no info, no refs, no packs, nothing else; loose objects (`objects/xx/`, written by the diff
+ * an `info/` holding only the neutral attributes, no refs, no packs, nothing else; loose objects (`objects/xx/`, written by the diff
  * capture) are the only thing allowed to have appeared. Null when it is; else what is wrong.
  */
 export function privateGitDirDoubt(gitDir: string, spec: GitDirSpec): string | null {
-  return layoutDoubt(gitDir, spec, ['HEAD', 'config', 'objects', 'refs'], true);
+  const doubt = layoutDoubt(gitDir, spec, ['HEAD', 'config', 'info', 'objects', 'refs'], true);
+  if (doubt !== null) return doubt;
+  if (
+    !same(entries(join(gitDir, 'info')), ['attributes']) ||
+    !fileIs(join(gitDir, 'info', 'attributes'), NEUTRAL_ATTRIBUTES)
+  )
+    return 'info/attributes changed';
+  return null;
 }
 
 /**

@@ -25,6 +25,7 @@ import {
   type SandboxView,
 } from './program-paths.js';
 import { refusedSpawn } from './refused-spawn.js';
+import { rootOnlyPaths, type RootOnlyPaths } from './root-only-paths.js';
 
 export { probeBwrap, whichOnPath, type BwrapProbe };
 import type { SpawnGroup } from '../../shared/process/spawn-group.js';
@@ -142,6 +143,8 @@ export interface IsolationScope {
   operatorReadable?: readonly string[];
   /** uh's own files outside the cache and state dirs that are never exposed (its receipt key file). */
   ownSecrets?: readonly string[];
+  /** The uid uh runs as; 0 hides what only root may read (root-only-paths.ts). Unset: this process's. */
+  uid?: number;
 }
 
 /** A local repository URL as a path (absolute paths and file://), else null. */
@@ -187,6 +190,7 @@ const INSTALL_ROOT = installRoot();
 export function isolationPlan(scope: IsolationScope): Omit<BwrapPlan, 'env' | 'cwd'> {
   const home = scope.home && scope.home !== '/' ? scope.home : null;
   const masked = masksOf(scope);
+  const hidden = rootOnlyOf(scope).files;
   const underMask = (p: string) =>
     masked.some((m) => p === m || p.startsWith(`${m}/`)) || p === '/tmp' || p.startsWith('/tmp/');
   const pathDirs = (scope.path ?? '').split(delimiter).filter((d) => d && isAbsolute(d) && underMask(d) && isDir(d));
@@ -208,16 +212,26 @@ export function isolationPlan(scope: IsolationScope): Omit<BwrapPlan, 'env' | 'c
     tmpfsBytes: scope.tmpfsBytes,
     readable: [...readable, ...programBinds(scope, pathDirs, [...readable, ...writable])],
     writable,
+    hidden,
     network: scope.network,
     egress: scope.egress ?? null,
   };
 }
 
 /** The cache dir, the state dir, the user's checkout and the real home (and their real paths), if they exist. */
-function masksOf(scope: IsolationScope): string[] {
+function ownMasks(scope: IsolationScope): string[] {
   return [scope.cacheDir, scope.stateDir, scope.repositoryPath, scope.home]
     .filter((p): p is string => typeof p === 'string' && p !== '/' && isDir(p))
     .flatMap((p) => [...new Set([p, real(p)])]);
+}
+
+/** Run as root: root's home and what only root may read, outside uh's own masks. */
+const rootOnlyOf = (scope: IsolationScope): RootOnlyPaths =>
+  rootOnlyPaths(scope.uid ?? process.getuid?.(), ownMasks(scope));
+
+/** uh's own masks, then (run as root) root's home and the root-only directories. */
+function masksOf(scope: IsolationScope): string[] {
+  return [...ownMasks(scope), ...rootOnlyOf(scope).dirs];
 }
 
 /** How a phase's processes see the host: what is hidden, and what is never re-exposed (program-paths.ts). */

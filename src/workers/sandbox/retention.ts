@@ -4,7 +4,8 @@
  * under the sandboxes root with no record, looked up again right before removal: another process
  * may have just created or renamed it). Runs at start-up of `uh mission run` and workers.
  */
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
+import { removeTree } from '../../shared/fs/deep-tree.js';
 import { join } from 'node:path';
 import { discardSandbox } from './sandbox-pool.js';
 import { metaPath, readRecords, removeSandbox, sandboxesRoot } from './worktree.js';
@@ -39,8 +40,7 @@ export async function sweepSandboxes(cacheDir: string, now: Date): Promise<Sweep
   const privateRoot = join(root, '.uh');
   if (existsSync(privateRoot)) {
     for (const entry of readdirSync(privateRoot)) {
-      if (!existsSync(join(root, entry)) && !known.has(entry))
-        rmSync(join(privateRoot, entry), { recursive: true, force: true });
+      if (!existsSync(join(root, entry)) && !known.has(entry)) removeTree(join(privateRoot, entry));
     }
   }
   return { removed, kept };

@@ -31,6 +31,7 @@ import { randomBytes } from 'node:crypto';
 import { basename, dirname, join, relative, sep } from 'node:path';
 import { z } from 'zod';
 import { UhError } from '../../shared/errors.js';
+import { removeTree } from '../../shared/fs/deep-tree.js';
 import { git, type GitCallOptions } from './git.js';
 import { writeGitDir, type GitDirSpec } from './git-dir.js';
 import type { Mirror } from './mirror-cache.js';
@@ -217,8 +218,11 @@ export async function removeSandbox(
   guardSandboxPath(cacheDir, record.path);
   void call;
   const paths = sandboxPaths(record.path);
-  rmSync(paths.path, { recursive: true, force: true, maxRetries: 3 });
-  rmSync(paths.privateDir, { recursive: true, force: true, maxRetries: 3 });
+  // However deep the agent nested its directories (past PATH_MAX): `removeTree` walks openat-style.
+  if (!removeTree(paths.path) || !removeTree(paths.privateDir))
+    throw new UhError('sandbox', `sandbox ${paths.path} could not be removed`, {
+      hint: 'check its permissions (an entry the worker cannot write), then run `uh gc` again',
+    });
   rmSync(metaPath(cacheDir, record.name), { force: true });
 }
 

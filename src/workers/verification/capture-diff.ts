@@ -49,7 +49,7 @@ import { spawnGroup } from '../../shared/process/spawn-group.js';
 import { UhError } from '../../shared/errors.js';
 import { git, gitArgv, gitEnv, GIT_TIMEOUTS_MS, type GitCallOptions } from '../sandbox/git.js';
 import { sandboxPaths } from '../sandbox/worktree.js';
-import { objectIdBytes } from '../sandbox/git-dir.js';
+import { objectIdBytes, writeNeutralAttributes } from '../sandbox/git-dir.js';
 import type { GitPath } from '../git-path.js';
 import { keptExcludesFile, readBaseFacts } from './base-ignore.js';
 import { readIndexState, writeLooseObject, writeStateTree } from './index-tree.js';
@@ -59,6 +59,7 @@ import { readAgentHead } from './agent-head.js';
 import { RawPatchSplit } from './raw-patch-split.js';
 import { CappedPatchFile, cappedPatchStream, writeCappedPatch, type PatchFacts } from './capped-patch.js';
 import { DEFAULT_DIFF_CAP_BYTES } from '../../shared/config.js';
+import { adjustListing } from './strip-ignored.js';
 import type { ScopeViolation } from './scope-check.js';
 import { byCodeUnit } from '../../shared/compare.js';
 
@@ -90,6 +91,10 @@ export interface DiffCallOptions extends GitCallOptions {
   git: GitPath;
   /** The most bytes `diff.patch` keeps (`UH_DIFF_CAP_BYTES`); default DEFAULT_DIFF_CAP_BYTES. */
   capBytes?: number;
+  /** Ignored files the mission keeps (`stripIgnored`): staged as new files. */
+  keptIgnored?: readonly string[];
+  /** Paths the tree walk flagged (`treeViolations`): never staged (git refuses or skips them). */
+  excluded?: readonly string[];
 }
 
 export { baseFactsDir } from './base-ignore.js';
@@ -173,14 +178,24 @@ export async function captureDiff(
 ): Promise<DiffCapture> {
   const paths = sandboxPaths(workDir);
   if (!existsSync(paths.gitDir) || !existsSync(paths.index)) throw noPrivateGitDir(workDir, paths.gitDir);
-  const { baseFactsDir, git: path, capBytes = DEFAULT_DIFF_CAP_BYTES, ...call } = options;
+  const {
+    baseFactsDir,
+    git: path,
+    capBytes = DEFAULT_DIFF_CAP_BYTES,
+    keptIgnored = [],
+    excluded = [],
+    ...call
+  } = options;
   const index = join(scratchDir, 'diff.index');
   const scratchExcludes = join(scratchDir, 'base-excludes');
   const env = { GIT_INDEX_FILE: index, GIT_LITERAL_PATHSPECS: '1' };
   const g: DiffGit = { path, call, cwd: workDir, gitDir: paths.gitDir, workTree: workDir, env };
+  // No attribute of any `.gitattributes` applies to the listing, the staging or the patch.
+  writeNeutralAttributes(paths.gitDir);
   try {
     const base = await readBaseFacts(paths.gitDir, baseCommit, baseFactsDir ?? null, call);
-    const additions = path.listChanges({ workDir, uhIndex: paths.index, baseCommit, ignoreRules: base.excludes });
+    const listedNew = path.listChanges({ workDir, uhIndex: paths.index, baseCommit, ignoreRules: base.excludes });
+    const additions = listedNew && adjustListing({ paths: listedNew }, keptIgnored, excluded).paths;
     const headCommit = () => readAgentHead(paths.agentGitDir);
     if (additions?.length === 0) {
       writeFileSync(patchPath, '');
@@ -190,8 +205,12 @@ export async function captureDiff(
     // ls-files writes no index (and GIT_OPTIONAL_LOCKS=0 forbids a refresh): uh's own serves.
     const listed = additions
       ? { paths: additions, deleted: [], nested: [], onlyAdded: true }
-      : parseListing(
-          await listChanges(gitOn(g, paths.index), base.excludes, baseCommit, baseFactsDir ?? null, scratchExcludes),
+      : adjustListing(
+          parseListing(
+            await listChanges(gitOn(g, paths.index), base.excludes, baseCommit, baseFactsDir ?? null, scratchExcludes),
+          ),
+          keptIgnored,
+          excluded,
         );
     const at = { workDir, uhIndex: paths.index, index, baseCommit, baseTree: base.tree };
     const result = await stageAndPatch(g, at, listed, { path: patchPath, capBytes });

@@ -3,7 +3,14 @@ import type { ChangedFile } from '../../shared/contracts/receipt.js';
 
 export interface ScopeViolation {
   path: string;
-  reason: 'outside_allowed' | 'forbidden' | 'nested_repository' | 'symlink_outside_worktree';
+  reason:
+    | 'outside_allowed'
+    | 'forbidden'
+    | 'nested_repository'
+    | 'symlink_outside_worktree'
+    | 'name_refused_by_git'
+    | 'path_too_deep'
+    | 'path_too_long';
   glob?: string;
 }
 

@@ -8,8 +8,9 @@
  * A plain change is one where git stores a file's bytes as they are and no path rule applies, so
  * hashing them is all `add` does. Anything else is refused (false) and git stages as before:
  * - any `.gitattributes` (in the index, listed, or in a directory of a listed path: text, eol and
- *   filter attributes change what git stores), or a private git dir whose config is not exactly
- *   the one uh wrote (`core.autocrlf`, `core.filemode`…), or one with an `info/` dir;
+ *   filter attributes change what git stores, unless neutralised), or a private git dir whose
+ *   config is not exactly the one uh wrote (`core.autocrlf`, `core.filemode`…), or one whose
+ *   `info/` holds anything but uh's neutral attributes (`NEUTRAL_ATTRIBUTES`);
  * - a path component outside a conservative set (ASCII letters, digits and `._+@=,-`, not
  *   starting with `.git`, not ending with a dot), so git's own path checks never differ;
  * - a parent that is not a plain directory (a symlink on the way), a listed path that is gone or
@@ -20,9 +21,9 @@
  * what was opened), so a file swapped for a symlink after the listing cannot pull a host file
  * into a blob, and one that grows under the read is staged by git instead.
  */
-import { lstatSync, readFileSync, readlinkSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { gitDirConfig } from '../sandbox/git-dir.js';
+import { gitDirConfig, NEUTRAL_ATTRIBUTES } from '../sandbox/git-dir.js';
 import { MODE_EXEC, MODE_FILE, MODE_SYMLINK } from '../sandbox/index-file.js';
 import { writeLooseObject, type IndexEntry, type IndexState } from './index-tree.js';
 import { readRegularFile } from './read-regular.js';
@@ -96,11 +97,21 @@ function readChanges({ state, workDir, gitDir, listed, hashOnly }: StageInput): 
 /** The private git dir is as uh wrote it in the ways that change what `add` stores. */
 function plainGitDir(gitDir: string, baseCommit: string): boolean {
   try {
-    if (lstatSync(join(gitDir, 'info'), { throwIfNoEntry: false }) !== undefined) return false;
+    const info = readdirOrNull(join(gitDir, 'info'));
+    if (info !== null && (info.join() !== 'attributes' || !neutralAttributes(gitDir))) return false;
     return readFileSync(join(gitDir, 'config'), 'utf8') === gitDirConfig({ bare: true, commit: baseCommit });
   } catch {
     return false;
   }
+}
+
+function readdirOrNull(dir: string): string[] | null {
+  return lstatSync(dir, { throwIfNoEntry: false })?.isDirectory() === true ? readdirSync(dir) : null;
+}
+
+function neutralAttributes(gitDir: string): boolean {
+  const path = join(gitDir, 'info', 'attributes');
+  return lstatSync(path).isFile() && readFileSync(path, 'utf8') === NEUTRAL_ATTRIBUTES;
 }
 
 function isAttributesPath(path: string): boolean {

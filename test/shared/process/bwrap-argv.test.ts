@@ -31,6 +31,14 @@ describe('bwrapArgv', () => {
     expect(argv.slice(-6)).toEqual(['--chdir', plan.cwd, '--', 'sh', '-c', 'echo hi']);
   });
 
+  it('hidden files get a read-only /dev/null after every bind, so no bind re-exposes them', () => {
+    const argv = bwrapArgv({ ...plan, readable: ['/etc'], hidden: ['/etc/shadow'] }, ['true']);
+    const at = argv.indexOf('/etc/shadow');
+    expect(argv.slice(at - 2, at + 1)).toEqual(['--ro-bind', '/dev/null', '/etc/shadow']);
+    expect(at).toBeGreaterThan(argv.lastIndexOf('--bind-try'));
+    expect(at).toBeGreaterThan(argv.indexOf('/etc'));
+  });
+
   it('the private /tmp and home are fresh tmpfs mounts with the size cap, no host directory bound', () => {
     const argv = bwrapArgv(plan, ['true']).join(' ');
     expect(argv).toContain('--size 67108864 --tmpfs /tmp --size 67108864 --tmpfs /home/u --ro-bind-try');

@@ -146,10 +146,10 @@ describe('stageInProcess', () => {
       },
     ],
     [
-      'an info/ dir in the private git dir',
+      'an info/attributes in the private git dir other than the neutral one',
       {},
       (box: Sandbox) => {
-        mkdirSync(join(box.gitDir, 'info'));
+        mkdirSync(join(box.gitDir, 'info'), { recursive: true });
         writeFileSync(join(box.gitDir, 'info', 'attributes'), '* text\n');
         put(box, 'new.txt', 'x\n');
       },

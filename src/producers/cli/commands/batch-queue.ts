@@ -1,8 +1,6 @@
 /** `uh batch submit|status|watch|cancel` and the queued side of `uh batch report`: from any host. */
 import { hostSettingsOf, type UhConfig } from '../../../shared/config.js';
-import { batchRuntimes, parseTrials } from '../../../shared/batch/record.js';
 import type { BatchReport } from '../../../shared/batch/report.js';
-import { loadMissionFile } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { invalidInput } from '../../../shared/errors.js';
 import { BatchStore, type StoredBatch } from '../../../shared/queue/batch-store.js';
@@ -18,29 +16,31 @@ import {
   type CommandSpec,
 } from '../cli-kit.js';
 import { emit, parseFormat, renderReport } from './batch-output.js';
+import { planBatch, PLAN_OPTIONS } from './batch-plan.js';
 
 const REDIS = { redis: { type: 'string' } } as const;
 
 const SUBMIT: CommandSpec = {
   usage:
-    'uh batch submit <mission.yaml> [--runtimes a,b,c] [--trials N] [--wait [--timeout s]] [--format table|md|html|json] [--json] [--redis url] [--state-dir dir]',
+    'uh batch submit <mission.yaml|suite> [--runtimes a,b,c] [--trials N] [--id batch_id] [--wait [--timeout s]] [--format table|md|html|json] [--json] [--redis url] [--state-dir dir]',
   summary:
     'Enqueue a batch as one BullMQ flow: each runtime × trial a child operation run by the runtime pools, the batch the parent, settled by the results worker (uh worker start --results: report, batch.settled). Idempotent on the batch id (operation_id): the same batch attaches; other runtimes, trials or mission under the id are refused (exit 2) and nothing is enqueued.',
   options: {
     ...COMMON_OPTIONS,
     ...REDIS,
-    runtimes: { type: 'string' },
-    trials: { type: 'string', default: '1' },
+    ...PLAN_OPTIONS,
     wait: { type: 'boolean', default: false },
     timeout: { type: 'string' },
     format: { type: 'string' },
   },
   details: [
     '--wait follows the batch until every child is settled (or unknown) and prints the report; exit as uh batch report.',
+    'A suite (a directory of tasks, or a uh.suite.v0 file; Harbor task directories import as tasks) is tasks × runtimes × trials in one flow; its batch id is --id, else <suite_id>-<8 hex> of the tasks, runtimes and trials (other tasks or trials: a new batch id).',
   ],
   examples: [
     'uh batch submit mission.yaml --runtimes codex,pi,qwen --trials 3',
     'uh batch submit mission.yaml --trials 5 --wait --format md > report.md',
+    'uh batch submit suites/smoke --runtimes codex,pi --trials 3',
   ],
 };
 const ONE: Record<'status' | 'watch' | 'cancel', CommandSpec> = {
@@ -111,21 +111,34 @@ async function follow(
 ): Promise<BatchReport | null> {
   const deadline = timeoutMs === undefined ? Infinity : Date.now() + timeoutMs;
   let last = '';
+  let still = Date.now();
   for (;;) {
-    const report = await liveReport(client, await batches.require(batchId), config);
-    const line = report.trials.map((t) => t.status).join(',');
+    const batch = await batches.require(batchId);
+    const report = await liveReport(client, batch, config);
+    const line = report.trials.map((t) => `${t.operation_id}=${t.status}`).join(',');
     if (!quiet && line !== last) process.stderr.write(`uh: ${batchId}: ${summarize(report)}\n`);
+    if (line !== last) still = Date.now();
     last = line;
-    if (report.trials.every((t) => t.status !== 'queued' && t.status !== 'running' && t.status !== 'verifying'))
-      return report;
+    const current = report.trials.filter((t) => !t.superseded);
+    const idle = current.every((t) => !['queued', 'running', 'verifying', 'missing'].includes(t.status));
+    // An unknown child is retried by the results worker (a new child appears) or waits for recover:
+    // give the retry a moment before ending with the recover hint.
+    const waitingRetry = current.some((t) => t.status === 'unknown') && Date.now() - still < UNKNOWN_GRACE_MS;
+    if (batch.state !== 'running' || (idle && !waitingRetry)) return report;
     if (Date.now() > deadline) return null;
     await new Promise((r) => setTimeout(r, 500));
   }
 }
 
+/** How long `watch` waits, with an unknown child and nothing changing, for the results worker's retry. */
+const UNKNOWN_GRACE_MS = 10_000;
+
 function summarize(report: BatchReport): string {
   const counts: Record<string, number> = {};
-  for (const t of report.trials) counts[t.status] = (counts[t.status] ?? 0) + 1;
+  for (const t of report.trials) {
+    const key = t.superseded ? 'retried' : t.status;
+    counts[key] = (counts[key] ?? 0) + 1;
+  }
   return Object.entries(counts)
     .map(([k, v]) => `${v} ${k}`)
     .join(', ');
@@ -152,7 +165,7 @@ async function finish(
     );
     return EXIT.unknown;
   }
-  const unknown = report.trials.filter((t) => t.status === 'unknown');
+  const unknown = report.trials.filter((t) => t.status === 'unknown' && !t.superseded);
   if (unknown.length > 0)
     process.stderr.write(
       `uh: ${unknown.length} child operation(s) unknown: ${unknown.map((t) => t.operation_id).join(', ')}\nhint: uh mission recover <operation_id>, then the batch settles\n`,
@@ -168,13 +181,13 @@ export async function batchSubmit(argv: string[], config: UhConfig): Promise<num
   parseFormat(values.format, values.json);
   if (values.timeout !== undefined && !values.wait) throw invalidInput('--timeout: only with --wait');
   timeoutOf(values.timeout);
-  const trials = parseTrials(values.trials as string);
-  const mission = loadMissionFile(positionals[0] as string);
-  const runtimes = batchRuntimes(mission, values.runtimes as string | undefined);
+  if (values.oracle) throw invalidInput('--oracle: with uh batch run (inline) only');
+  const plan = planBatch(positionals[0] as string, values, config, 'queue');
+  const { runtimes, trials } = plan.record;
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   return withClient(config, values.redis, async (client, batches) => {
     const { submitBatch } = await import('../../queue/submit-batch.js');
-    const submitted = await submitBatch(client, mission, runtimes, trials, {
+    const submitted = await submitBatch(client, plan, {
       stateDir,
       cacheDir: config.core.cacheDir,
       host: hostSettingsOf(config),
@@ -189,11 +202,12 @@ export async function batchSubmit(argv: string[], config: UhConfig): Promise<num
           enqueued: submitted.enqueued,
           runtimes,
           trials,
+          tasks: submitted.record.tasks,
           operations: submitted.record.operations,
         });
       else
         process.stdout.write(
-          `${attached ? 'attached to existing' : 'queued'} batch ${id}: ${runtimes.length} runtimes × ${trials} trials = ${submitted.record.operations.length} operations\nfollow: uh batch watch ${id}\n`,
+          `${attached ? 'attached to existing' : 'queued'} batch ${id}: ${plan.record.tasks.length > 0 ? `${plan.record.tasks.length} tasks × ` : ''}${runtimes.length} runtimes × ${trials} trials = ${submitted.record.operations.length} operations\nfollow: uh batch watch ${id}\n`,
         );
       return EXIT.ok;
     }
@@ -251,10 +265,11 @@ export async function batchCancel(argv: string[], config: UhConfig): Promise<num
     const batch = await batches.require(positionals[0] as string);
     const { cancelOperation } = await import('../../queue/cancel-operation.js');
     const results: Array<{ operation_id: string; result: string }> = [];
-    for (const o of batch.record.operations) {
-      const record = await client.store.get(o.operation_id);
+    const ids = batch.record.operations.flatMap((o) => [o.operation_id, ...(batch.retries[o.operation_id] ?? [])]);
+    for (const id of ids) {
+      const record = await client.store.get(id);
       results.push({
-        operation_id: o.operation_id,
+        operation_id: id,
         result: record
           ? await cancelOperation(client, record, `batch ${batch.record.batch_id} cancelled`, config.receipts)
           : 'missing',

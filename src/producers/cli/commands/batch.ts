@@ -2,15 +2,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostSettingsOf, type UhConfig } from '../../../shared/config.js';
-import {
-  batchRuntimes,
-  newBatchRecord,
-  parseTrials,
-  batchMissions,
-  type BatchRecord,
-} from '../../../shared/batch/record.js';
+import type { BatchRecord } from '../../../shared/batch/record.js';
 import { buildBatchReport, parseK, type BatchReport, type ChildInput } from '../../../shared/batch/report.js';
-import { loadMissionFile, repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { invalidInput } from '../../../shared/errors.js';
 import { createLogger } from '../../../shared/logger.js';
@@ -18,16 +11,16 @@ import { operationDir, readReceipt, readRecord } from '../../../operation/operat
 import { batchPath, createBatchRecord, readBatchRecord } from '../../batch.js';
 import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, type CommandSpec } from '../cli-kit.js';
 import { emit, parseFormat, renderReport } from './batch-output.js';
+import { planBatch, PLAN_OPTIONS } from './batch-plan.js';
 
 const RUN: CommandSpec = {
   usage:
-    'uh batch run <mission.yaml> [--runtimes a,b,c] [--trials N] [--k K] [--concurrency N] [--format table|md|html|json] [--json] [--state-dir dir]',
+    'uh batch run <mission.yaml|suite> [--runtimes a,b,c] [--trials N] [--id batch_id] [--oracle] [--k K] [--concurrency N] [--format table|md|html|json] [--json] [--state-dir dir]',
   summary:
     'Run one mission on several runtimes inline, N trials each, and compare them. Each runtime × trial is its own operation (<operation_id>.<runtime>, or <operation_id>.<runtime>.t<k> with --trials > 1); the batch is <operation_id>, created once: running it again attaches, another runtime list, trial count or mission under the id is refused (exit 2). Exit 0 when every run exited 0, else 1.',
   options: {
     ...COMMON_OPTIONS,
-    runtimes: { type: 'string' },
-    trials: { type: 'string', default: '1' },
+    ...PLAN_OPTIONS,
     k: { type: 'string' },
     concurrency: { type: 'string', default: '1' },
     format: { type: 'string' },
@@ -35,11 +28,13 @@ const RUN: CommandSpec = {
   details: [
     'Runtimes come from --runtimes, else from the mission (runtime: [a, b]); runtime_config_overrides are keyed by runtime id.',
     '--k K: pass@k for that k (1 ≤ K ≤ trials, unbiased estimator; default the trial count).',
+    "A suite (a directory of tasks or a uh.suite.v0 file; Harbor task directories import as tasks) runs tasks × runtimes × trials; --oracle runs each Harbor task's solution/solve.sh as the agent.",
     'Cost uses the price table $UH_PRICES / $UH_PRICES_FILE (docs/batch.md).',
   ],
   examples: [
     'uh batch run mission.yaml --runtimes codex,pi,hermes-proxy --trials 3',
     'uh batch run mission.yaml --concurrency 3 --json > report.json',
+    'uh batch run suites/smoke --oracle',
   ],
 };
 
@@ -92,11 +87,9 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 16)
     throw invalidInput(`--concurrency: "${values.concurrency}" must be a whole number from 1 to 16`);
   const format = parseFormat(values.format, values.json);
-  const trials = parseTrials(values.trials as string);
-  const k = parseK(values.k, trials);
-  const mission = loadMissionFile(positionals[0] as string, repositoryPolicy(config.core, 'cli'));
-  const runtimes = batchRuntimes(mission, values.runtimes as string | undefined);
-  const children = batchMissions(mission, runtimes, trials);
+  const plan = planBatch(positionals[0] as string, values, config, 'inline');
+  const k = parseK(values.k, plan.record.trials);
+  const { children } = plan;
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   // Refuse bad input for every runtime before anything runs or is written.
   const { prepareOperation } = await import('../../../operation/prepare-operation.js');
@@ -107,7 +100,7 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
       { stateDir, cacheDir: config.core.cacheDir, host: hostSettingsOf(config) },
       operationPorts(config.core),
     );
-  const { record, kind } = createBatchRecord(stateDir, newBatchRecord(mission, runtimes, trials, 'inline'));
+  const { record, kind } = createBatchRecord(stateDir, plan.record);
   if (kind === 'attached' && format !== 'json')
     process.stderr.write(`uh: batch ${record.batch_id} exists: attaching (finished runs are not run again)\n`);
   const { runInline } = await import('../../../workers/inline/run-inline.js');

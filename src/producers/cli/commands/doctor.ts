@@ -1,18 +1,22 @@
 /**
  * `uh doctor`: is this machine ready? Node and git versions, state and cache dirs writable,
- * Redis reachable (when configured), and each runtime's own check. Exit 0 when the core
+ * Redis reachable (when configured), and each configured runtime's own check, under bwrap inside
+ * the isolation a mission would give it. Exit 0 when the core
  * (node, git, dirs, and Redis if asked for) is fine, 3 otherwise; runtimes only inform.
  */
-import { probeBwrap, type BwrapProbe } from '../../../shared/process/bwrap-probe.js';
+import { probeBwrap, ROOT_SANDBOX_ID, type BwrapProbe } from '../../../shared/process/bwrap-probe.js';
 import { runtimeFetch } from '../../../shared/transport/http-fetch.js';
 import { execFileSync } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { redisUrlFor, type UhConfig } from '../../../shared/config.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { errorMessage } from '../../../shared/errors.js';
 import { spawnGroup } from '../../../shared/process/spawn-group.js';
-import { loadAllRuntimeAdapters } from '../../../workers/runtimes/registry.js';
-import { mergeConfig } from '../../../operation/resolve-runtime.js';
+import { RUNTIME_CATALOG } from '../../../workers/operation-ports.js';
+import { checkInIsolation } from '../../../workers/pipeline/isolated-check.js';
+import { loadManifest, manifestPath, mergeConfig } from '../../../operation/resolve-runtime.js';
+import type { AnyRuntimeAdapter } from '../../../shared/runtime/v1/index.js';
 import {
   COMMON_OPTIONS,
   helpText,
@@ -39,6 +43,8 @@ interface Finding {
   ok: boolean;
   detail: string;
   hint?: string;
+  /** A runtime check under bwrap: what it could not see there (a refused program, a refused host). */
+  unseen?: string[];
   core: boolean;
 }
 
@@ -127,18 +133,29 @@ async function fleetFindings(
       hint: 'GET /v1/operations?state=unknown lists them; see docs/queue.md (unknown operations)',
       core: false,
     });
-    findings.push({
-      what: 'outbox lag',
-      ok: true,
-      detail: `${report.outbox_lag} entr${report.outbox_lag === 1 ? 'y' : 'ies'} not yet delivered`,
-      core: false,
-    });
+    findings.push(...outboxFindings(report));
     const { liveWorkers } = await import('../../../shared/queue/live-workers.js');
     findings.push(...fleetKeyFindings(await liveWorkers(client.redis, client.store.keys), keyring));
     return { findings, report };
   } finally {
     await client.close();
   }
+}
+
+/** The outbox and its consumers: entries waiting with no live results worker stall webhooks, batches and promotion (core). */
+function outboxFindings(report: import('../../http/fleet-report.js').FleetReport): Finding[] {
+  const lag = report.outbox_lag;
+  const waiting = `${lag} entr${lag === 1 ? 'y' : 'ies'} not yet delivered`;
+  return [
+    { what: 'outbox lag', ok: true, detail: waiting, core: false },
+    {
+      what: 'results worker',
+      ok: report.results_workers > 0 || lag === 0,
+      detail: report.results_workers > 0 ? `${report.results_workers} live` : `none live; ${waiting}`,
+      hint: 'start one (uh worker start --results): webhooks, batch settlement and promotion wait for it',
+      core: true,
+    },
+  ];
 }
 
 const mib = (bytes: number): string => `${Math.round((bytes / 1024 / 1024) * 10) / 10} MiB`;
@@ -158,11 +175,15 @@ function isolationFinding(config: UhConfig): Finding {
     ok.tmpfsSize
       ? `private /tmp and home of at most ${mib(config.core.isolationTmpfsBytes)}`
       : 'private /tmp and home UNCAPPED (this bwrap has no --size: bubblewrap 0.7 or newer caps them)';
+  const asRoot =
+    process.getuid?.() === 0
+      ? `; as root: a user namespace, uid ${ROOT_SANDBOX_ID}, no capabilities, root-only files hidden`
+      : '';
   return probe.ok
     ? {
         what: 'isolation',
         ok: true,
-        detail: `bwrap (${probe.path}): runtimes and checks are isolated, ${tmpfs(probe)}`,
+        detail: `bwrap (${probe.path}): runtimes and checks are isolated, ${tmpfs(probe)}${asRoot}`,
         core: mode === 'require',
       }
     : {
@@ -172,6 +193,22 @@ function isolationFinding(config: UhConfig): Finding {
         hint: 'install bubblewrap (apt-get install bubblewrap) and allow unprivileged user namespaces; docs/security.md "Isolation"',
         core: mode === 'require',
       };
+}
+
+/**
+ * What network a mission's agent gets: egress by default (its own namespace, out only through
+ * uh's proxy to the runtime's endpoints and the mission's allowlist), whether a mission may ask
+ * for the host's network, and that unisolated runs have no network boundary at all.
+ */
+export function networkFinding(config: UhConfig): Finding {
+  const host = config.policy.allowMissionNetworkHost
+    ? 'a mission may ask for network: host (UH_ALLOW_MISSION_NETWORK_HOST=1)'
+    : 'network: host refused (UH_ALLOW_MISSION_NETWORK_HOST unset)';
+  const detail =
+    config.core.isolation === 'off'
+      ? 'host: unisolated runs use the host network (UH_ISOLATION=off); sandbox.network and sandbox.egress have no effect'
+      : `egress by default: out only through uh's proxy to the runtime's endpoints and sandbox.egress; ${host}`;
+  return { what: 'network', ok: true, detail, core: false };
 }
 
 /** Node, git, and the state and cache dirs: what every run needs. */
@@ -197,21 +234,76 @@ function hostFindings(config: UhConfig, stateDir: string): Finding[] {
   return findings;
 }
 
-/** Each registered runtime's own check, on its example config (a finding, never core). */
-async function runtimeFindings(config: UhConfig): Promise<Finding[]> {
+/** The runtimes to check: every registered one (its manifest in the state dir, else its example config) and every other manifest there. */
+async function configuredRuntimes(
+  stateDir: string,
+): Promise<Array<{ id: string; adapter: AnyRuntimeAdapter; config: Record<string, unknown>; source: string }>> {
+  const out = [];
+  const dir = join(stateDir, 'adapters');
+  const own = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.yaml')) : [];
+  const ids = [...new Set([...RUNTIME_CATALOG.ids, ...own.map((f) => f.slice(0, -5)).sort()])];
+  for (const id of ids) {
+    const { manifest, source } = await loadManifest(stateDir, id, RUNTIME_CATALOG);
+    const adapter = await RUNTIME_CATALOG.load(manifest.runtime_kind);
+    if (!adapter) continue;
+    const configured = existsSync(manifestPath(stateDir, id));
+    const over = configured ? manifest.runtime_config : (adapter.exampleConfig ?? {});
+    out.push({ id, adapter, config: mergeConfig(adapter.defaultConfig, over), source });
+  }
+  return out;
+}
+
+/**
+ * Each configured runtime's own check (a finding, never core). Under bwrap it runs inside the
+ * isolation a mission's runtime gets (workers/pipeline/isolated-check.ts); what it could not see
+ * there is said.
+ */
+async function runtimeFindings(config: UhConfig, stateDir: string): Promise<Finding[]> {
   const findings: Finding[] = [];
-  for (const adapter of await loadAllRuntimeAdapters()) {
-    const what = `runtime ${adapter.id}`;
-    const parsed = adapter.configSchema.safeParse(mergeConfig(adapter.defaultConfig, adapter.exampleConfig ?? {}));
+  const probe = config.core.isolation === 'off' ? null : probeBwrap(config.childEnv.PATH);
+  for (const { id, adapter, config: raw, source } of await configuredRuntimes(stateDir)) {
+    const what = `runtime ${id}`;
+    const parsed = adapter.configSchema.safeParse(raw);
     if (!parsed.success) {
-      const hint = `uh adapter add ${adapter.id}, then uh adapter check ${adapter.id}`;
+      const hint = `uh adapter add ${id}, then uh adapter check ${id} (${source})`;
       findings.push({ what, ok: false, detail: 'needs a runtime_config to check', hint, core: false });
       continue;
     }
     const io = { spawn: spawnGroup, fetch: runtimeFetch, now: () => Date.now(), env: config.childEnv };
-    const result = await adapter.check(parsed.data, io);
-    const hint = result.hint ? { hint: result.hint } : {};
-    findings.push({ what, ok: result.ok, detail: result.summary, ...hint, core: false });
+    if (!probe?.ok) {
+      const result = await adapter.check(parsed.data, io);
+      findings.push({
+        what,
+        ok: result.ok,
+        detail: result.summary,
+        ...(result.hint ? { hint: result.hint } : {}),
+        core: false,
+      });
+      continue;
+    }
+    const host = {
+      bwrap: probe,
+      cacheDir: config.core.cacheDir,
+      stateDir,
+      tmpfsBytes: config.core.isolationTmpfsBytes,
+      readable: config.core.isolationReadable,
+      ownSecrets: [config.receipts.keyFile],
+      network: 'egress' as const,
+      env: config.childEnv,
+      fetch: runtimeFetch,
+    };
+    const { result, unseen } = await checkInIsolation(adapter, parsed.data, host);
+    const detail = `${result.summary} (checked under bwrap, as a mission runs it)`;
+    const seen =
+      unseen.length === 0 ? {} : { unseen, hint: `inside the isolation it could not see: ${unseen.join('; ')}` };
+    findings.push({
+      what,
+      ok: result.ok && unseen.length === 0,
+      detail,
+      ...(result.hint ? { hint: result.hint } : {}),
+      ...seen,
+      core: false,
+    });
   }
   return findings;
 }
@@ -248,8 +340,8 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
   findings.push(...receipts.findings);
   const fleet = problem === null && !redis.defaulted ? await fleetFindings(config, redisUrl, receipts.keyring) : null;
   findings.push(...(fleet?.findings ?? []));
-  findings.push(isolationFinding(config));
-  findings.push(...(await runtimeFindings(config)));
+  findings.push(isolationFinding(config), networkFinding(config));
+  findings.push(...(await runtimeFindings(config, stateDir)));
   const ok = findings.filter((f) => f.core).every((f) => f.ok);
   if (values.json) writeJson({ ok, findings, ...(fleet ? { fleet: fleet.report } : {}) });
   else printFindings(findings, ok, (fleet?.report.stalled_runtimes.length ?? 0) > 0);

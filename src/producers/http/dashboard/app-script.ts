@@ -5,6 +5,7 @@
  * Requests ride the HttpOnly session cookie; the script never sees the token.
  */
 import { EVENT_TYPES } from '../../../shared/contracts/event.js';
+import { BATCH_PAGES } from './batches-script.js';
 
 const SCRIPT = String.raw`(function () {
   'use strict';
@@ -156,6 +157,12 @@ const SCRIPT = String.raw`(function () {
       api('/v1/operations/' + encodeURIComponent(id) + '/cancel', { method: 'POST' }).then(function (res) { return res.json(); })
         .then(function (body) { outcome.textContent = 'Cancel: ' + (body.outcome || (body.error && body.error.message)); }).catch(failed);
     } });
+    // An unknown operation (dispatch not proven) is settled by recover, never re-run: the server decides how.
+    var recover = el('button', { type: 'button', class: 'danger', 'data-testid': 'recover', text: 'Recover', hidden: true, onclick: function () {
+      recover.disabled = true;
+      api('/v1/operations/' + encodeURIComponent(id) + '/recover', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }).then(function (res) { return res.json(); })
+        .then(function (body) { outcome.textContent = 'Recover: ' + (body.steps ? body.steps.join('; ') : (body.error && body.error.message)); return settle(); }).catch(failed);
+    } });
     // A record's verdict is not proof: once the receipt is read, an untrusted one shows the verdict as unproven.
     function header(op, sig) {
       var verdict = sig && sig.state !== 'valid' ? badge('v-', 'unproven') : badge('v-', op.verdict);
@@ -163,6 +170,7 @@ const SCRIPT = String.raw`(function () {
         el('p', {}, [el('code', { text: op.operation_id }), ' ', op.runtime, ' ', badge('s-', op.state), ' ', badge('st-', op.status), ' ', verdict,
           op.exit_code === null ? '' : ' exit ' + op.exit_code, op.unknown_reason ? ' \u2014 ' + op.unknown_reason : '']));
       cancel.hidden = !!SETTLED[op.state];
+      recover.hidden = op.state !== 'unknown';
     }
     var SIGNATURE_TEXT = { valid: 'signature valid', unsigned: 'UNSIGNED receipt', invalid: 'INVALID signature', unknown_key: 'signed by an unknown key' };
     // A verified operation can become a branch (docs/promotion.md); the server decides the policy.
@@ -194,7 +202,7 @@ const SCRIPT = String.raw`(function () {
           .then(function (text) { diffBox.replaceChildren(diffView(text)); }).catch(failed);
       });
     }
-    show([el('p', {}, [el('a', { href: '#/', text: '\u2190 operations' })]), head, cancel, outcome, el('h2', { text: 'Events' }), streaming, events, result]);
+    show([el('p', {}, [el('a', { href: '#/', text: '\u2190 operations' })]), head, cancel, recover, outcome, el('h2', { text: 'Events' }), streaming, events, result]);
     json('/v1/operations/' + encodeURIComponent(id)).then(function (body) {
       header(body.operation);
       source = new EventSource('/v1/operations/' + encodeURIComponent(id) + '/events');
@@ -231,8 +239,8 @@ const SCRIPT = String.raw`(function () {
   }
   function workersPage() {
     pollPage('Workers', '/v1/workers', function (body) {
-      return table('workers', ['worker', 'host', 'runtimes', 'concurrency', 'running', 'last heartbeat'], body.workers.map(function (w) {
-        return el('tr', {}, [el('td', { text: w.id }), el('td', { text: w.host || '' }), el('td', { text: w.runtimes.join(', ') }), el('td', { text: w.concurrency }),
+      return table('workers', ['worker', 'role', 'host', 'runtimes', 'concurrency', 'running', 'last heartbeat'], body.workers.map(function (w) {
+        return el('tr', {}, [el('td', { text: w.id }), el('td', { text: w.role || 'runtime' }), el('td', { text: w.host || '' }), el('td', { text: w.runtimes.join(', ') }), el('td', { text: w.concurrency == null ? '' : w.concurrency }),
           el('td', {}, w.running_operations.map(function (id) { return el('div', {}, [opLink(id)]); })), el('td', { text: w.last_heartbeat || '' })]);
       }));
     });
@@ -247,6 +255,7 @@ const SCRIPT = String.raw`(function () {
     });
   }
 
+__BATCH_PAGES__
   function route() {
     clearLive();
     logout.hidden = false;
@@ -255,6 +264,8 @@ const SCRIPT = String.raw`(function () {
     if (m) operationPage(decodeURIComponent(m[1]));
     else if (hash === '#/workers') workersPage();
     else if (hash === '#/queues') queuesPage();
+    else if (hash === '#/batches') batchesPage();
+    else if (/^#\/batch\/(.+)$/.test(hash)) batchPage(decodeURIComponent(hash.slice('#/batch/'.length)));
     else operationsPage();
   }
   logout.addEventListener('click', function () {
@@ -267,5 +278,8 @@ const SCRIPT = String.raw`(function () {
 
 /** The script with the event names of this build (one SSE listener per named event). */
 export function dashboardScript(): string {
-  return SCRIPT.replace('__EVENT_NAMES__', JSON.stringify([...EVENT_TYPES, 'end']));
+  return SCRIPT.replace('__EVENT_NAMES__', JSON.stringify([...EVENT_TYPES, 'end'])).replace(
+    '__BATCH_PAGES__',
+    BATCH_PAGES,
+  );
 }

@@ -19,6 +19,7 @@ export const DASHBOARD_HTML = `<!doctype html>
 <a href="#/" data-testid="nav-operations">Operations</a>
 <a href="#/workers" data-testid="nav-workers">Workers</a>
 <a href="#/queues" data-testid="nav-queues">Queues</a>
+<a href="#/batches" data-testid="nav-batches">Batches</a>
 <a href="/admin/queues/">BullMQ</a>
 </nav>
 <button type="button" id="logout" hidden>Log out</button>

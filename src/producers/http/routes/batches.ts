@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
+import { BatchStore } from '../../../shared/queue/batch-store.js';
 import { batchReportHtml, batchView } from '../../queue/batch-view.js';
+import { batchSubmitRoute } from './batch-submit.js';
 import type { RouteContext } from '../context.js';
 
 const BatchParams = z.strictObject({ id: z.string().min(1).max(128).describe('batch_id') });
@@ -14,6 +16,21 @@ const ReportQuery = z.strictObject({
 
 /** Queued batches (`uh batch submit`): the record, its children and the report (docs/batch.md). */
 export function batchRoutes(app: FastifyInstance, ctx: RouteContext): void {
+  batchSubmitRoute(app, ctx);
+  app.get(
+    '/v1/batches',
+    {
+      schema: {
+        summary: 'Queued batches, newest first, with their state (the dashboard’s batches page)',
+        tags: ['batches'],
+        querystring: z.strictObject({ limit: z.coerce.number().int().min(1).max(500).default(50) }),
+      },
+    },
+    async (req) => {
+      const { limit } = req.query as { limit: number };
+      return { batches: await new BatchStore(ctx.client.redis, ctx.client.store.keys).list(limit) };
+    },
+  );
   app.get(
     '/v1/batches/:id',
     {

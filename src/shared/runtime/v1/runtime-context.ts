@@ -73,4 +73,9 @@ export interface CheckContextV1 {
   readonly now: () => number;
   readonly env: Readonly<Record<string, string | undefined>>;
   readonly signal?: AbortSignal;
+  /**
+   * A scratch directory the check may start its children in (`uh doctor` under isolation: the one
+   * writable directory they see, as a mission's work dir). Unset: the check makes its own.
+   */
+  readonly workDir?: string;
 }

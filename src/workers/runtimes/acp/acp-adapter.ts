@@ -4,7 +4,12 @@
  * `["codex-acp"]`…) with `env`, driven over JSON-RPC on stdio. `hermes-acp` is the same machinery
  * with Hermes defaults (`createAcpAdapter`).
  */
-import { envEndpointEntries, jsonTextBaseUrlEntries } from '../../../shared/runtime/provider-egress.js';
+import { join } from 'node:path';
+import {
+  envEndpointEntries,
+  jsonTextBaseUrlEntries,
+  tomlBaseUrlEntries,
+} from '../../../shared/runtime/provider-egress.js';
 import type { z } from 'zod';
 import { secretEnvValues } from '../../../shared/redact.js';
 import type { RuntimeAdapterV1 } from '../../../shared/runtime/v1/index.js';
@@ -46,11 +51,14 @@ export function createAcpAdapter<Config extends AcpCommonSettings>(
     // Under uh's isolation: the agent's configured HOME / XDG / *_HOME dirs become writable copies of the operation's own.
     isolation: (config) => ({ writable: [], ...agentStateEnv(config.env) }),
 
-    // Egress mode: the provider endpoints its env names (`OPENAI_BASE_URL`, a JSON config's `baseURL`).
+    // Egress mode: the provider endpoints its env names (`OPENAI_BASE_URL`, a JSON config's
+    // `baseURL`, the `base_url`s of `$CODEX_HOME/config.toml` for codex-acp).
     egress: (config, { env }) => {
       const all = { ...env, ...config.env };
       const json = Object.values(all).filter((v): v is string => v?.trimStart().startsWith('{') === true);
-      return [...envEndpointEntries(all), ...json.flatMap(jsonTextBaseUrlEntries)];
+      const codexHome = config.env.CODEX_HOME;
+      const toml = codexHome ? tomlBaseUrlEntries(join(codexHome, 'config.toml')) : [];
+      return [...envEndpointEntries(all), ...json.flatMap(jsonTextBaseUrlEntries), ...toml];
     },
 
     async check(config, ctx) {

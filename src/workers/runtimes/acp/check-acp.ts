@@ -37,8 +37,8 @@ export async function checkAcpAgent(
   let scratch: string | undefined;
   let client: AcpClient | undefined;
   try {
-    scratch = await mkdtemp(join(tmpdir(), 'uh-acp-check-'));
-    client = new AcpClient({ spawn: ctx.spawn, argv: config.command, cwd: scratch, env, killGraceMs: 500 });
+    const cwd = ctx.workDir ?? (scratch = await mkdtemp(join(tmpdir(), 'uh-acp-check-')));
+    client = new AcpClient({ spawn: ctx.spawn, argv: config.command, cwd, env, killGraceMs: 500 });
     const init = await client.initialize(Math.min(config.request_timeout_ms, CHECK_TIMEOUT_MS));
     const methods = init.authMethods ?? [];
     const agent = [init.agentInfo?.name, init.agentInfo?.version].filter(Boolean).join(' ') || program;

@@ -104,12 +104,23 @@ export function codexHomeOf(config: CodexCommonSettings, env: ChildEnv): string 
   return env.HOME ? join(env.HOME, '.codex') : null;
 }
 
-/** Under uh's isolation codex needs its CODEX_HOME writable (auth, config, thread rollouts). */
+/**
+ * Under uh's isolation codex needs its CODEX_HOME writable (auth, config, thread rollouts). With
+ * `seed`, a CODEX_HOME the config names (`codex_home`, `env.CODEX_HOME`) is agent state instead: the
+ * operation gets a writable copy of it and the configured one (the user's config.toml) is never
+ * written. Without it (codex-app-server: its mission threads and recovery need the same home across
+ * operations), and for codex's default `~/.codex`, the home itself stays writable.
+ */
 export function codexIsolation(
   config: CodexCommonSettings,
   env: ChildEnv,
   extra: string[] = [],
-): { writable: string[] } {
+  seed = false,
+): { writable: string[]; state?: Record<string, string> } {
+  const configured = config.codex_home ?? config.env.CODEX_HOME;
+  if (seed && configured && isAbsolute(configured)) {
+    return { writable: extra, state: { CODEX_HOME: configured.replace(/\/+$/, '') } };
+  }
   const home = codexHomeOf(config, env);
   return { writable: [...(home ? [home] : []), ...extra] };
 }

@@ -78,7 +78,8 @@ export const codexAdapter: RuntimeAdapterV1<CodexSettings> = {
   egress: (config, { env }) => codexEgress(config, env),
 
   // The -o file lives in the (otherwise hidden) log dir: bound writable, created before the run.
-  isolation: (config, { env, logDir }) => codexIsolation(config, env, [join(logDir, LAST_MESSAGE_FILE)]),
+  // A configured codex_home is seeded into the operation's own copy: the user's config.toml is never rewritten.
+  isolation: (config, { env, logDir }) => codexIsolation(config, env, [join(logDir, LAST_MESSAGE_FILE)], true),
 
   async prepare({ config, prompt, workDir }) {
     const argv = buildCodexArgv(

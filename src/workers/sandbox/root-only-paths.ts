@@ -1,0 +1,120 @@
+/**
+ * What only root may read, for a sandbox uh starts as root (docs/security.md "Root hosts"). The
+ * agent is `nobody` with no capabilities in its user namespace, but its kernel uid is still 0:
+ * the owner bits of every root-owned file still apply to it, so `/etc/shadow` (0640 root:shadow),
+ * the SSH host keys (0600) and `/root` would be readable through the read-only host. These are
+ * the paths of that kind, for the plan to hide: root's home, and what a walk of the places such
+ * secrets live finds readable by uid/gid 0 but by no other user (no "other" bit): directories
+ * (hidden whole, behind a tmpfs) and regular files (a read-only `/dev/null` over each).
+ *
+ * The walk is bounded: `/etc`, `/var/log`, `/var/backups`, `/var/spool` and `/var/cache/debconf`
+ * whole; the first level of `/var/lib`, `/var/cache`, `/boot`, `/srv`, `/opt`, `/home`, `/mnt`
+ * and `/media` (root-only directories there, such as `/var/lib/private`); at most
+ * `WALK_BUDGET` entries; never into the paths the plan already hides (`skip`), a symlink, or a
+ * shared temp dir (sticky and world-writable). A directory with more than `FILES_PER_DIR`
+ * root-only files (a journal) is hidden whole instead, so the bwrap command line stays short.
+ * Reads the file system; never writes.
+ */
+import { lstatSync, readdirSync, type Stats } from 'node:fs';
+import { join } from 'node:path';
+
+export interface RootOnlyPaths {
+  /** Hidden behind an empty tmpfs (root's home first). */
+  dirs: string[];
+  /** Covered by a read-only /dev/null. */
+  files: string[];
+}
+
+/** Where the walk looks, and how deep (Infinity: the whole tree). */
+export const ROOT_ONLY_WALK: ReadonlyArray<readonly [string, number]> = [
+  ['/etc', Infinity],
+  ['/var/log', Infinity],
+  ['/var/backups', Infinity],
+  ['/var/spool', Infinity],
+  ['/var/cache/debconf', Infinity],
+  ...['/var/lib', '/var/cache', '/boot', '/srv', '/opt', '/home', '/mnt', '/media'].map((p) => [p, 1] as const),
+];
+export const WALK_BUDGET = 20_000;
+export const FILES_PER_DIR = 32;
+
+type Mode = Pick<Stats, 'uid' | 'gid' | 'mode' | 'isDirectory'>;
+
+/** The permission bits that apply to uid 0 and gid 0 without capabilities (owner, else group, else other). */
+function agentBits(st: Mode): number {
+  if (st.uid === 0) return (st.mode >> 6) & 7;
+  if (st.gid === 0) return (st.mode >> 3) & 7;
+  return st.mode & 7;
+}
+
+/** Readable (files) or enterable (directories) by the agent, and by no other user. */
+export function rootOnly(st: Mode): boolean {
+  const bit = st.isDirectory() ? 1 : 4;
+  return (agentBits(st) & bit) !== 0 && (st.mode & bit) === 0;
+}
+
+const isSharedTemp = (st: Stats): boolean => (st.mode & 0o1002) === 0o1002;
+
+const lstat = (p: string): Stats | null => {
+  try {
+    return lstatSync(p);
+  } catch {
+    return null;
+  }
+};
+
+/** The root-only paths of this host outside `skip` (and what is under it). */
+export function findRootOnlyPaths(
+  skip: readonly string[],
+  walk: ReadonlyArray<readonly [string, number]> = ROOT_ONLY_WALK,
+  budget = WALK_BUDGET,
+): RootOnlyPaths {
+  const out: RootOnlyPaths = { dirs: lstat('/root')?.isDirectory() ? ['/root'] : [], files: [] };
+  const skipped = (p: string) => skip.some((s) => p === s || p.startsWith(`${s}/`));
+  let left = budget;
+  const visit = (dir: string, depth: number, isRoot: boolean): void => {
+    let names: string[];
+    try {
+      names = readdirSync(dir).sort();
+    } catch {
+      return;
+    }
+    const files: string[] = [];
+    for (const name of names) {
+      if (--left < 0) break;
+      const path = join(dir, name);
+      const st = skipped(path) ? null : lstat(path);
+      if (st === null || st.isSymbolicLink()) continue;
+      if (st.isFile() && rootOnly(st)) files.push(path);
+      else if (st.isDirectory() && rootOnly(st)) out.dirs.push(path);
+      else if (st.isDirectory() && depth > 1 && !isSharedTemp(st) && (agentBits(st) & 5) === 5)
+        visit(path, depth - 1, false);
+    }
+    if (files.length > FILES_PER_DIR && !isRoot) out.dirs.push(dir);
+    else out.files.push(...files);
+  };
+  for (const [root, depth] of walk) {
+    const st = skipped(root) ? null : lstat(root);
+    if (st?.isDirectory() && rootOnly(st)) out.dirs.push(root);
+    else if (st?.isDirectory()) visit(root, depth, true);
+  }
+  return out;
+}
+
+const MEMO_MS = 30_000;
+let memo: { key: string; at: number; paths: RootOnlyPaths } | null = null;
+
+/**
+ * `findRootOnlyPaths` for a sandbox run as `uid` (none unless 0), walked at most once per
+ * `MEMO_MS` for the same `skip` (a worker's phases and missions), each path checked again here:
+ * the plan never names one that is gone (bwrap could not mount over it on the read-only host).
+ */
+export function rootOnlyPaths(uid: number | undefined, skip: readonly string[], now = Date.now()): RootOnlyPaths {
+  if (uid !== 0) return { dirs: [], files: [] };
+  const key = skip.join('\0');
+  if (memo === null || memo.key !== key || now - memo.at >= MEMO_MS || now < memo.at)
+    memo = { key, at: now, paths: findRootOnlyPaths(skip) };
+  return {
+    dirs: memo.paths.dirs.filter((p) => lstat(p)?.isDirectory()),
+    files: memo.paths.files.filter((p) => lstat(p)?.isFile()),
+  };
+}
