@@ -7,6 +7,7 @@
 import type { Env, IsolationMode, UhConfig } from '../shared/config.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import type { PriceTable } from '../shared/prices.js';
+import type { MissionLimits } from '../shared/process/mission-limits.js';
 import type { HostPolicy, HostSettings } from '../shared/host-policy.js';
 import type { ReceiptKeySource } from './receipt-signature.js';
 import { DEFAULT_PATH_BOUNDS, type PathBounds } from '../shared/path-bounds.js';
@@ -45,10 +46,16 @@ export interface OperationSettings {
    * with a marker, flagged in the receipt (`diff.truncated`) and never promoted.
    */
   readonly diff: { readonly capBytes: number };
+  /** `UH_LIMIT_*`: each mission's ceiling; `sandbox.limits` may only lower them (docs/security.md#limits). */
+  readonly limits: MissionLimits;
   /** What a mission may ask of this host (`UH_ALLOW_MISSION_ISOLATION_OFF`, `UH_ENV_PASSTHROUGH_ALLOW`). */
   readonly policy: HostPolicy;
   /** Where the receipt signing key comes from; never logged. */
   readonly receiptKey: ReceiptKeySource;
+  /** `UH_SECRETS_DIR`: `{secret_ref: name}` in `sandbox.env` is read from `<dir>/<name>`; null: refs are blocked. */
+  readonly secretsDir: string | null;
+  /** `UH_REDIS_PASSWORD_FILE`: a secret location (never exposed to a sandbox) whose value is scrubbed. */
+  readonly redisPasswordFile: string | null;
   /** Token usage priced into `usage.cost_usd` when both are known. */
   readonly prices: PriceTable;
   /** The worker's environment, filtered by the allowlist for the runtime and checks. */
@@ -78,8 +85,11 @@ export function compileSettings(config: UhConfig, overrides: SettingsOverrides):
     isolation: { mode: core.isolation, tmpfsBytes: core.isolationTmpfsBytes, readable: core.isolationReadable },
     gitFastPath: core.gitFastPath,
     diff: { capBytes: core.diffCapBytes },
+    limits: core.limits,
     policy: config.policy,
     receiptKey: config.receipts,
+    secretsDir: core.secretsDir,
+    redisPasswordFile: config.queue.passwordFile,
     prices: core.prices,
     env: config.childEnv,
     logger: overrides.logger ?? silentLogger,

@@ -20,6 +20,7 @@ import { operationPorts } from '../workers/operation-ports.js';
 import type { QueueClient } from './queue/queue-client.js';
 
 import { JOB_OPTIONS } from '../shared/queue/topology.js';
+import { assertNoClearSecrets } from '../shared/secret-env.js';
 export { JOB_OPTIONS };
 
 export interface SubmitResult {
@@ -54,6 +55,8 @@ export async function submitOperations(
   missions: readonly Mission[],
   options: SubmitOptions,
 ): Promise<Array<SubmitResult | OperationConflictError>> {
+  // The mission is the job's payload (and the record's, and the `mission` artifact): no secret in clear.
+  for (const mission of missions) assertNoClearSecrets(mission.sandbox.env);
   const prepared = await Promise.all(
     missions.map((mission) =>
       prepareOperation(mission, options, operationPorts({ gitFastPath: options.host?.gitFastPath ?? true })),

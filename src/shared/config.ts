@@ -14,6 +14,7 @@ import { invalidInput } from './errors.js';
 import { PriceTableSchema, type PriceTable } from './prices.js';
 import type { HostPolicy, HostSettings } from './host-policy.js';
 import { DEFAULT_TMPFS_BYTES } from './process/bwrap-argv.js';
+import { DEFAULT_LIMITS, type MissionLimits } from './process/mission-limits.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -52,6 +53,7 @@ const flagValue = () => z.enum(['0', '1', 'true', 'false']);
 const count = () => z.coerce.number().int().nonnegative();
 const ms = () => z.coerce.number().int().positive();
 const days = () => z.coerce.number().nonnegative();
+const positive = () => z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 /** `NAME,PREFIX_*,…`: environment variable names or prefixes, as `sandbox.env_passthrough` takes them. */
 const nameList = () =>
   z
@@ -97,6 +99,10 @@ const VARIABLES = {
   // host policy: what a mission may ask for (shared/host-policy.ts)
   UH_ALLOW_MISSION_ISOLATION_OFF: v(flagValue, "honour a mission's sandbox.isolation: off (never under require)"),
   UH_ALLOW_MISSION_NETWORK_HOST: v(flagValue, "honour a mission's sandbox.network: host (the host's whole network)"),
+  UH_SECRETS_DIR: v(
+    () => z.string().min(1),
+    'worker: where {secret_ref: name} values of sandbox.env are read (<dir>/<name>)',
+  ),
   UH_ENV_PASSTHROUGH_ALLOW: v(nameList, 'names a mission may pass through with sandbox.env_passthrough', []),
   UH_ISOLATION_TMPFS_BYTES: v(
     () =>
@@ -115,9 +121,19 @@ const VARIABLES = {
         .refine((s) => s.split(':').every((p) => p === '' || p.startsWith('/')), 'colon-separated absolute paths'),
     'paths every isolated process may read (colon-separated)',
   ),
+  // per-mission limits (shared/process/mission-limits.ts); a mission's sandbox.limits only lowers them
+  UH_LIMIT_PROCESSES: v(positive, 'processes (tasks) per mission', DEFAULT_LIMITS.processes),
+  UH_LIMIT_MEMORY_BYTES: v(positive, 'memory per mission (bytes)', DEFAULT_LIMITS.memory_bytes),
+  UH_LIMIT_SHM_BYTES: v(positive, '/dev/shm per mission (bytes)', DEFAULT_LIMITS.shm_bytes),
+  UH_LIMIT_WORKTREE_BYTES: v(positive, 'worktree bytes per mission', DEFAULT_LIMITS.worktree_bytes),
+  UH_LIMIT_WORKTREE_FILES: v(positive, 'worktree entries per mission', DEFAULT_LIMITS.worktree_files),
   // queue
   REDIS_URL: v(() => z.string().url(), '--redis'),
   UH_REDIS_CLUSTER: v(flagValue, 'Redis Cluster mode (REDIS_URL names a seed node)'),
+  UH_REDIS_PASSWORD_FILE: v(
+    () => z.string().min(1),
+    "file holding the password of the Redis URL's user (a mounted secret; docs/deploy.md)",
+  ),
   UH_REDIS_PREFIX: v(
     () => z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'letters, digits, . _ - only (no ":")'),
     'Redis key prefix',
@@ -181,6 +197,8 @@ export interface QueueConfig {
   cluster: boolean;
   /** `UH_BATCH_ERROR_RETRIES`: retries per batch slot of an infrastructure error (0: none). */
   batchErrorRetries: number;
+  /** `UH_REDIS_PASSWORD_FILE`: the password of a Redis URL that has none (its role's ACL user). */
+  passwordFile: string | null;
 }
 
 /** Disk bounds of a worker host (docs/deploy.md, "Disk"). */
@@ -223,6 +241,10 @@ export interface UhConfig {
     gitFastPath: boolean;
     /** `UH_DIFF_CAP_BYTES`: the most bytes a mission's `diff.patch` keeps; the receipt says when it was cut. */
     diffCapBytes: number;
+    /** `UH_LIMIT_*`: each mission's ceiling (docs/security.md#limits); a mission may only lower them. */
+    limits: MissionLimits;
+    /** `UH_SECRETS_DIR`: the files `{secret_ref: name}` in `sandbox.env` resolve to (`<dir>/<name>`). */
+    secretsDir: string | null;
   };
   /** What a mission may ask of this host: checked by producers and again by workers on every job. */
   policy: HostPolicy;
@@ -327,6 +349,14 @@ export function loadConfig(env: Env = process.env): UhConfig {
       isolationReadable: (e.UH_ISOLATION_READABLE ?? '').split(':').filter((p) => p !== ''),
       gitFastPath: flag(e.UH_GIT_FAST_PATH) ?? true,
       diffCapBytes: e.UH_DIFF_CAP_BYTES,
+      limits: {
+        processes: e.UH_LIMIT_PROCESSES,
+        memory_bytes: e.UH_LIMIT_MEMORY_BYTES,
+        shm_bytes: e.UH_LIMIT_SHM_BYTES,
+        worktree_bytes: e.UH_LIMIT_WORKTREE_BYTES,
+        worktree_files: e.UH_LIMIT_WORKTREE_FILES,
+      },
+      secretsDir: e.UH_SECRETS_DIR ?? null,
     },
     policy: {
       allowMissionIsolationOff: flag(e.UH_ALLOW_MISSION_ISOLATION_OFF) ?? false,
@@ -353,6 +383,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
         : null,
       retryMaxAttempts: e.UH_RETRY_MAX_ATTEMPTS ?? null,
       cluster: flag(e.UH_REDIS_CLUSTER) ?? false,
+      passwordFile: e.UH_REDIS_PASSWORD_FILE ?? null,
     },
     gc: {
       intervalMs: e.UH_GC_INTERVAL_MS,
@@ -409,8 +440,32 @@ export function redisUrlFor(queue: QueueConfig, flag?: string): { url: string; d
     const parsed = z.string().url().safeParse(flag);
     if (!parsed.success)
       throw invalidInput(`--redis: "${flag}" is not a URL`, [], 'e.g. --redis redis://127.0.0.1:6379');
-    return { url: flag, defaulted: false };
+    return { url: withPasswordFile(flag, queue.passwordFile), defaulted: false };
   }
-  if (queue.redisUrl) return { url: queue.redisUrl, defaulted: false };
-  return { url: DEFAULT_REDIS_URL, defaulted: true };
+  if (queue.redisUrl) return { url: withPasswordFile(queue.redisUrl, queue.passwordFile), defaulted: false };
+  return { url: withPasswordFile(DEFAULT_REDIS_URL, queue.passwordFile), defaulted: true };
+}
+
+/**
+ * A URL with no password gets the one in UH_REDIS_PASSWORD_FILE (first line), so deploy files keep
+ * the password in a secret and the URL (`redis://uh-worker@redis:6379`) in plain config.
+ */
+function withPasswordFile(url: string, file: string | null): string {
+  if (!file) return url;
+  const u = new URL(url);
+  if (u.password) return url;
+  let password: string;
+  try {
+    password = (readFileSync(file, 'utf8').split(/\r?\n/)[0] ?? '').trim();
+  } catch (error) {
+    throw invalidInput(
+      `UH_REDIS_PASSWORD_FILE: cannot read ${file}: ${(error as Error).message}`,
+      [],
+      "mount the role's Redis password secret there",
+    );
+  }
+  if (!password)
+    throw invalidInput(`UH_REDIS_PASSWORD_FILE: ${file} is empty`, [], "write the role's Redis password in it");
+  u.password = encodeURIComponent(password);
+  return u.toString();
 }

@@ -10,7 +10,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readApiConfig } from '../../src/producers/http/api-config.js';
 import { buildApiServer } from '../../src/producers/http/api-server.js';
-import { generateKeyPair, readPublicKeys, type Keyring } from '../../src/operation/receipt-keys.js';
+import { generateKeyPair } from '../../src/operation/receipt-keys.js';
 import { QueueClient } from '../../src/producers/queue/queue-client.js';
 import { loadConfig } from '../../src/shared/config.js';
 import { makeRepo } from '../support/git-repo.js';
@@ -43,7 +43,6 @@ let client: QueueClient;
 let browser: Browser;
 let base = '';
 let gates = '';
-let receiptKeys: Keyring;
 const dirs: string[] = [];
 const problems: string[] = [];
 
@@ -125,7 +124,6 @@ beforeAll(async () => {
       UH_RECEIPT_SIGNING_KEY_FILE: fleet.privateFile,
     },
   });
-  receiptKeys = { publicKeys: readPublicKeys([fleet.publicFile]), secrets: new Map() };
   client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
   app = await buildApiServer({
     client,
@@ -136,7 +134,6 @@ beforeAll(async () => {
     repositoryPolicy: { allowLocal: true, allowHttp: false },
     prices: {},
     receiptKey: { key: undefined, keyFile: '/nonexistent/receipt.key', publicKeys: [fleet.publicFile] },
-    receiptKeys,
     promotionIdentity: { author: { name: 'T', email: 't@localhost' }, committer: { name: 'T', email: 't@localhost' } },
   });
   base = await app.listen({ port: 0, host: '127.0.0.1' });

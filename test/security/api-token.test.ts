@@ -19,7 +19,7 @@ import { hostileMission, requireBwrap } from './isolation-helpers.js';
 /** The agent: can it read the token file, and what does the API answer it without the token? */
 const PROBE = [
   'code() { curl -s -o /dev/null -w "%{http_code}" "$@"; }',
-  '{ if cat "$TOKEN_FILE" >/dev/null 2>&1; then echo "token-file: readable"; else echo "token-file: unreadable"; fi',
+  '{ if cat "$PROBE_FILE" >/dev/null 2>&1; then echo "token-file: readable"; else echo "token-file: unreadable"; fi',
   '  echo "tokenless: $(code "$API/v1/operations/$OP")"',
   '  echo "guessed: $(code -H "authorization: Bearer guessed-token-0123456789" "$API/v1/operations/$OP/diff")"',
   '  echo "cancel: $(code -X POST "$API/v1/operations/$OP/cancel")"',
@@ -124,7 +124,7 @@ describe('--insecure-loopback, and an agent in a bwrap sandbox on the same host'
     const operationId = `op-apitoken-${process.pid}`;
     const patched = hostileMission(repo, PROBE.replaceAll('$OP', operationId), {
       operation_id: operationId,
-      sandbox: { network: 'host', env: { API: base, TOKEN_FILE: apiTokenFile(cache) } },
+      sandbox: { network: 'host', env: { API: base, PROBE_FILE: apiTokenFile(cache) } },
     });
     // The CLI client (no UH_API_TOKEN, no --token) reads <cache>/api-token for a loopback API.
     const submitted = await runCli(['mission', 'submit', patched.path, '--api', base, '--wait', '--json'], {

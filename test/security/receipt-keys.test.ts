@@ -376,7 +376,6 @@ describe('queue mode: every consumer refuses a forged or unsigned receipt (table
     receiptText = (await redis.redis.hget(artifactsKey, 'receipt')) as string;
     const config = loadConfig(producer);
     client = await QueueClient.open(config.queue, redis.url);
-    const { loadKeyring } = await import('../../src/operation/receipt-keys.js');
     api = await buildApiServer({
       client,
       config: readApiConfig({ UH_API_TOKEN: 'receipt-keys-token-0123456789abcdef' }, '127.0.0.1'),
@@ -386,7 +385,6 @@ describe('queue mode: every consumer refuses a forged or unsigned receipt (table
       repositoryPolicy: { allowLocal: true, allowHttp: false },
       prices: {},
       receiptKey: config.receipts,
-      receiptKeys: loadKeyring(config.receipts),
       promotionIdentity: {
         author: { name: 'T', email: 't@localhost' },
         committer: { name: 'T', email: 't@localhost' },

@@ -38,6 +38,9 @@ const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
   api: {
     start: async () => (await import('./commands/api-start.js')).apiStart,
   },
+  deploy: {
+    'redis-acl': async () => (await import('./commands/deploy-redis-acl.js')).deployRedisAcl,
+  },
   doctor: {
     '': async () => (await import('./commands/doctor.js')).doctor,
   },
@@ -77,6 +80,7 @@ usage: uh <group> <command> [options]   (every command takes --help)
   uh receipt verify <file>         check a receipt's signature (--public-key k.pub; exit 0 valid, 6 not, 2 bad input)
   uh receipt key --public          print this host's receipt public key (--generate <dir>: a fleet key pair)
   uh api start                     serve queue mode over HTTP (submit, status, artifacts, SSE events)
+  uh deploy redis-acl --passwords <dir>   the fleet's Redis ACL file: one user per role (docs/deploy.md)
   uh doctor                        is this machine ready (node, git, dirs, Redis, runtimes)?
   uh gc [--dry-run]                apply the cache retention policy; list what it frees, with sizes
 

@@ -27,6 +27,7 @@ import { operationRoutes } from './routes/operations.js';
 import { receiptKeyRoutes } from './routes/receipt-key.js';
 import { mountBullBoard } from './dashboard/bull-board.js';
 import { dashboardRoutes } from './dashboard/routes.js';
+import { loadKeyring } from '../../operation/receipt-keys.js';
 
 export type { ApiOptions } from './context.js';
 
@@ -70,6 +71,7 @@ export async function buildApiServer(options: ApiOptions): Promise<FastifyInstan
   });
   const ctx: RouteContext = {
     ...options,
+    keyring: loadKeyring(options.receiptKey),
     hub: new EventHub(options.client.store, config.sseMaxClients, `uh-api-sse-${process.pid}`),
     metrics: new ApiMetrics(options.client),
   };

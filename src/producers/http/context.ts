@@ -31,16 +31,20 @@ export interface ApiOptions {
   hostSettings?: HostSettings;
   /** The price table for batch reports (config `UH_PRICES`); {} when unset. */
   prices: PriceTable;
-  /** Where the key comes from that signs the receipt of an operation cancelled while queued. */
+  /**
+   * The receipt keys (UH_RECEIPT_SIGNING_KEY_FILE, UH_RECEIPT_PUBLIC_KEYS, …): the one that signs
+   * the receipt of an operation cancelled while queued, and the keyring every served receipt is
+   * verified with (built once by buildApiServer).
+   */
   receiptKey: ReceiptKeySource;
   /** Author and committer of promotions made through the API (UH_PROMOTION_AUTHOR / _COMMITTER of the server). */
   promotionIdentity: { author: Person; committer: Person };
-  /** The keys receipts are verified with (UH_RECEIPT_PUBLIC_KEYS, …); none: every signed receipt is `unknown_key`. */
-  receiptKeys?: Keyring;
 }
 
 /** What every route file gets: the options plus the server's shared event hub and metrics. */
 export interface RouteContext extends ApiOptions {
+  /** `loadKeyring(receiptKey)`: the keys served receipts are verified with. */
+  keyring: Keyring;
   hub: EventHub;
   metrics: ApiMetrics;
 }

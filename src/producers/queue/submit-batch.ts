@@ -14,6 +14,7 @@ import { prepareOperation, type PrepareOptions } from '../../operation/prepare-o
 import { operationPorts } from '../../workers/operation-ports.js';
 import { JOB_OPTIONS } from '../submit.js';
 import type { QueueClient } from './queue-client.js';
+import { assertNoClearSecrets } from '../../shared/secret-env.js';
 
 export interface BatchSubmitted {
   kind: 'created' | 'attached';
@@ -52,6 +53,8 @@ export async function submitBatch(
   plan: BatchPlan,
   options: PrepareOptions,
 ): Promise<BatchSubmitted> {
+  // the batch record and every child's payload live in Redis
+  for (const child of plan.children) assertNoClearSecrets(child.mission.sandbox.env);
   const jobs = await prepareChildren(plan.children, options);
   const batchId = plan.record.batch_id;
   const batches = new BatchStore(client.redis, client.store.keys);

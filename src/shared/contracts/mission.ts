@@ -4,6 +4,7 @@ import { MissionPromotionSchema } from './promotion.js';
 import { classifyRepositoryUrl, refProblem } from './git-inputs.js';
 import { LIMITS } from './input-limits.js';
 import { EgressListSchema } from './egress.js';
+import { SecretRefSchema } from './secret-ref.js';
 
 /** Capabilities a mission may require of its runtime (spec "Capability model"). */
 export const CAPABILITIES = [
@@ -106,7 +107,9 @@ export const MissionSchema = z
             z
               .string()
               .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name (at most 128 characters)'),
-            text(LIMITS.envValueChars),
+            // In clear, or `{secret_ref: name}`: resolved on the worker (secret-ref.ts). A queued mission
+            // never carries a secret-looking name's value in clear (the producer refuses it).
+            z.union([text(LIMITS.envValueChars), SecretRefSchema]),
           )
           .refine((env) => Object.keys(env).length <= LIMITS.envEntries, `at most ${LIMITS.envEntries} variables`)
           .default({}),
@@ -136,6 +139,16 @@ export const MissionSchema = z
         network: z.enum(['none', 'egress', 'host']).default('egress'),
         /** Hosts the agent and the checks may reach in `egress` mode: `host[:port]`, `*.suffix[:port]` (docs/security.md). */
         egress: EgressListSchema.default([]),
+        /** Lower than the host's `UH_LIMIT_*` (never higher: the host's value wins); docs/security.md#limits. */
+        limits: z
+          .strictObject({
+            processes: z.number().int().positive().optional(),
+            memory_bytes: z.number().int().positive().optional(),
+            shm_bytes: z.number().int().positive().optional(),
+            worktree_bytes: z.number().int().positive().optional(),
+            worktree_files: z.number().int().positive().optional(),
+          })
+          .optional(),
         /**
          * Files the agent creates that the base commit ignores are removed before the diff and the
          * checks (docs/security.md "What is checked is what ships"); those matching one of these

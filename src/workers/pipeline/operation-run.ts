@@ -6,7 +6,7 @@
  * `diff` and `violations` (diff), `checks` (checks); `failure` by whichever phase ends the run
  * early (a cancel, a pipeline error). `timings` gains one entry per timed phase.
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { CheckResult, Receipt } from '../../shared/contracts/receipt.js';
@@ -22,12 +22,14 @@ import type { OperationSettings } from '../../operation/settings.js';
 import type { FilesTarget } from '../../operation/finish-operation.js';
 import { outcomeOfError } from '../../operation/outcome-of-error.js';
 import { buildRuntimeEnv, type RuntimeEnv } from '../../shared/process/runtime-env.js';
+import { resolveMissionEnv, type ResolvedEnv } from '../../shared/secret-env.js';
 import { initialFold, type FoldedRuntime } from '../../shared/runtime/fold-events.js';
 import type { AbortReasonV1, RuntimeJournalV1 } from '../../shared/runtime/v1/index.js';
 import { operationDir, writeRecord, type OperationRecord } from '../../operation/operation-files.js';
 import type { PreparedOperation } from '../../operation/prepare-operation.js';
 import { decideIsolation, probeBwrap, type IsolationDecision } from '../sandbox/isolation.js';
 import { egressFor, type OperationEgress } from './egress-phase.js';
+import { runLimitsFor, type RunLimits } from './limits-phase.js';
 import type { Sandbox } from '../sandbox/worktree.js';
 import { EventLog } from '../state/event-log.js';
 import type { DiffCapture } from '../verification/capture-diff.js';
@@ -97,8 +99,12 @@ export interface OperationRun {
   readonly events: EventLog;
   /** Decided once at open: bwrap or not (and why), or a refusal when isolation is required. */
   readonly isolation: IsolationDecision;
+  /** A `{secret_ref}` of `sandbox.env` this worker cannot resolve: the runtime never starts (blocked). */
+  readonly secretRefusal: { message: string; hint: string } | null;
   /** Egress mode under isolation: uh's proxy (closed by executeOperation) and the sandbox's bridge to it. */
   readonly egress: OperationEgress | null;
+  /** The mission's limits (the host's, lowered by the mission), how they hold here, and what was hit. */
+  readonly limits: RunLimits;
   sandbox: Sandbox | null;
   /** monotonicMs() at which `timeout_seconds` ends: set when the runtime starts; it bounds the diff too. */
   deadlineMs: number | null;
@@ -115,7 +121,7 @@ export interface OperationRun {
  * The runtime's and the checks' environments: an allowlist of the worker's (never all of it),
  * what the adapter and the mission pass through, the mission's `sandbox.env` and port range.
  */
-function sandboxEnv(options: ExecuteOptions): RuntimeEnv {
+function sandboxEnv(options: ExecuteOptions, missionEnv: Record<string, string>): RuntimeEnv {
   const { mission, runtime } = options.prepared;
   const built = buildRuntimeEnv({
     // env passthrough: the worker's environment, filtered by the allowlist below
@@ -123,7 +129,7 @@ function sandboxEnv(options: ExecuteOptions): RuntimeEnv {
     adapterNames: runtime.adapter.envPassthrough?.(runtime.config) ?? [],
     passthrough: mission.sandbox.env_passthrough ?? [],
     passthroughAllow: options.settings.policy.envPassthroughAllow,
-    missionEnv: mission.sandbox.env,
+    missionEnv,
   });
   if (mission.sandbox.port_range) {
     for (const env of [built.runtime, built.checks]) {
@@ -162,8 +168,19 @@ function keyTexts(key: ReceiptKey): string[] {
   return [pem, body];
 }
 
-function secretsOf(options: ExecuteOptions, env: RuntimeEnv): string[] {
-  const { mission, runtime } = options.prepared;
+/** The first line of the worker's Redis password file, when it has one (never given to an agent). */
+function redisPassword(file: string | null): string[] {
+  if (!file) return [];
+  try {
+    const password = (readFileSync(file, 'utf8').split(/\r?\n/)[0] ?? '').trim();
+    return password ? [password] : [];
+  } catch {
+    return [];
+  }
+}
+
+function secretsOf(options: ExecuteOptions, env: RuntimeEnv, resolved: ResolvedEnv): string[] {
+  const { runtime } = options.prepared;
   let signingKey: string[] = [];
   try {
     const key = loadReceiptKey(options.settings.receiptKey, false);
@@ -173,8 +190,8 @@ function secretsOf(options: ExecuteOptions, env: RuntimeEnv): string[] {
   }
   // env passthrough: the worker's environment, only to learn which of its own secrets to scrub
   const host = hostSecretValues(options.settings.env);
-  const mine = [...runtime.secrets, ...secretEnvValues(mission.sandbox.env), ...env.secrets];
-  return [...new Set([...mine, ...host, ...signingKey])];
+  const mine = [...runtime.secrets, ...secretEnvValues(resolved.env), ...resolved.secrets, ...env.secrets];
+  return [...new Set([...mine, ...host, ...signingKey, ...redisPassword(options.settings.redisPasswordFile)])];
 }
 
 function newRecord(options: ExecuteOptions, startedAt: Date): OperationRecord {
@@ -210,8 +227,10 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
   const dir = operationDir(options.settings.stateDir, mission.operation_id);
   const startedAt = now();
   const t0 = monotonicMs();
-  const env = sandboxEnv(options);
-  const secrets = secretsOf(options, env);
+  // {secret_ref} values resolved here, in memory only; an unresolvable one blocks the runtime (runtime-phase.ts).
+  const resolved = resolveMissionEnv(mission.sandbox.env, options.settings.secretsDir);
+  const env = sandboxEnv(options, resolved.env);
+  const secrets = secretsOf(options, env, resolved);
   const isolation = isolationFor(options, env.runtime);
   writeFileSync(join(dir, 'mission.json'), `${JSON.stringify(redact(mission, secrets), null, 2)}\n`);
   const events = new EventLog(join(dir, 'events.jsonl'), mission.operation_id, now);
@@ -234,7 +253,9 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
     record: newRecord(options, startedAt),
     events,
     isolation,
+    secretRefusal: resolved.missing,
     egress: await egressFor(prepared, isolation, env.runtime),
+    limits: runLimitsFor(options.settings.limits, mission.sandbox.limits, isolation, options.settings.env.PATH),
     sandbox: null,
     deadlineMs: null,
     folded: initialFold({ status: 'failed', raw: 'not_started', message: 'runtime did not start', timed_out: false }),

@@ -141,7 +141,7 @@ export interface IsolationScope {
   egress?: EgressBridge | null;
   /** `UH_ISOLATION_READABLE`: read-only for every process, unless that would re-expose a secret location. */
   operatorReadable?: readonly string[];
-  /** uh's own files outside the cache and state dirs that are never exposed (its receipt key file). */
+  /** uh's own files outside the cache and state dirs that are never exposed (its receipt key file, the Redis password file); a directory among them (UH_SECRETS_DIR) is also masked. */
   ownSecrets?: readonly string[];
   /** The uid uh runs as; 0 hides what only root may read (root-only-paths.ts). Unset: this process's. */
   uid?: number;
@@ -220,7 +220,8 @@ export function isolationPlan(scope: IsolationScope): Omit<BwrapPlan, 'env' | 'c
 
 /** The cache dir, the state dir, the user's checkout and the real home (and their real paths), if they exist. */
 function ownMasks(scope: IsolationScope): string[] {
-  return [scope.cacheDir, scope.stateDir, scope.repositoryPath, scope.home]
+  // ownSecrets that are directories (UH_SECRETS_DIR) are hidden wherever they are; files (the key) stay unbound.
+  return [scope.cacheDir, scope.stateDir, scope.repositoryPath, scope.home, ...(scope.ownSecrets ?? [])]
     .filter((p): p is string => typeof p === 'string' && p !== '/' && isDir(p))
     .flatMap((p) => [...new Set([p, real(p)])]);
 }

@@ -47,7 +47,7 @@ export async function apiStart(argv: string[], config: UhConfig): Promise<number
   const mint = values['insecure-loopback'] === true ? () => writeLoopbackToken(config.core.cacheDir) : undefined;
   const apiConfig = readApiConfig(config.childEnv, host, mint);
   const { loadKeyring } = await import('../../../operation/receipt-keys.js');
-  const receiptKeys = loadKeyring(config.receipts); // before Redis: a bad UH_RECEIPT_PUBLIC_KEYS is exit 2
+  loadKeyring(config.receipts); // before Redis: a bad UH_RECEIPT_PUBLIC_KEYS is exit 2 (the server loads it again)
   const { QueueClient } = await import('../../queue/queue-client.js');
   const client = await QueueClient.open(config.queue, queueRedisUrl(config, values.redis));
   const { buildApiServer } = await import('../../http/api-server.js');
@@ -62,7 +62,6 @@ export async function apiStart(argv: string[], config: UhConfig): Promise<number
     hostSettings: hostSettingsOf(config),
     receiptKey: config.receipts,
     promotionIdentity: promotionIdentity({}, config.childEnv),
-    receiptKeys,
   });
   try {
     await app.listen({ port, host });

@@ -4,7 +4,8 @@
  * must not retry it), so BullMQ files every settled mission under "completed". The board's
  * name formatter puts the verdict in front of each job's name ("FAILED · op-1", "CANCELLED ·
  * op-2", "VERIFIED · op-3", "VERIFICATION_FAILED · op-4") from the job's return value, so a failed or cancelled mission never
- * reads as a plain completion. Queues are re-read (new runtimes) at most every 5 s.
+ * reads as a plain completion. A job's data (its mission) is shown with every secret-looking value
+ * masked. Queues are re-read (new runtimes) at most every 5 s.
  */
 import { createBullBoard } from '@bull-board/api';
 import { BullMQAdapter } from '@bull-board/api/bullMQAdapter';
@@ -12,6 +13,7 @@ import { FastifyAdapter } from '@bull-board/fastify';
 import type { FastifyInstance } from 'fastify';
 import type { QueueClient } from '../../queue/queue-client.js';
 import { runtimeIds } from '../fleet.js';
+import { maskSecretFields } from '../../../shared/secret-env.js';
 
 export const BOARD_PATH = '/admin/queues';
 const REFRESH_MS = 5000;
@@ -54,6 +56,8 @@ export async function mountBullBoard(app: FastifyInstance, client: QueueClient):
           displayName: `runtime ${runtime}`,
         });
         adapter.setFormatter('name', boardJobName);
+        // A job's data is its mission: secret-looking values masked (refs shown by name).
+        adapter.setFormatter('data', (data) => maskSecretFields(data) as typeof data);
         return adapter;
       }),
     );

@@ -6,7 +6,6 @@ import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-
 import { cancelOperation } from '../../queue/cancel-operation.js';
 import { operationOr404, type RouteContext } from '../context.js';
 import { listOperations } from '../fleet.js';
-import { emptyKeyring } from '../../../operation/receipt-keys.js';
 import { receiptTrustOfText } from '../../../operation/receipt-trust.js';
 
 export const OperationParams = z.strictObject({ id: z.string().min(1).max(128).describe('operation_id') });
@@ -62,7 +61,7 @@ function artifactRoutes(app: FastifyInstance, ctx: RouteContext): void {
             hint: 'wait until it settles: GET /v1/operations/<id>/events',
           });
         if (name === 'receipt') {
-          const trust = receiptTrustOfText(body, ctx.receiptKeys ?? emptyKeyring());
+          const trust = receiptTrustOfText(body, ctx.keyring);
           reply.header('x-uh-signature-state', trust.state).header('x-uh-signature-key-id', trust.key_id ?? '');
         }
         return reply.type(type).send(body);
@@ -103,7 +102,7 @@ export function operationRoutes(app: FastifyInstance, ctx: RouteContext): void {
       const receipt = (await ctx.client.store.artifacts(id)).receipt;
       if (!receipt) return { operation: listed(record), receipt: null, signature: null };
       // The receipt as stored, and whether its signature verifies: only `valid` may be shown as the outcome.
-      const signature = receiptTrustOfText(receipt, ctx.receiptKeys ?? emptyKeyring());
+      const signature = receiptTrustOfText(receipt, ctx.keyring);
       return { operation: listed(record), receipt: parsedOrText(receipt), signature };
     },
   );

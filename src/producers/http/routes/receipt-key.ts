@@ -1,4 +1,3 @@
-import type { KeyObject } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { publicKeyPem } from '../../../operation/receipt-keys.js';
 import type { RouteContext } from '../context.js';
@@ -8,7 +7,7 @@ export function receiptKeyRoutes(app: FastifyInstance, ctx: RouteContext): void 
   const summary =
     'The receipt public keys (PEM) and their key ids: verify receipts anywhere (uh receipt verify --public-key)';
   app.get('/v1/receipt-key', { schema: { summary, tags: ['receipts'] } }, async () => {
-    const entries = [...(ctx.receiptKeys?.publicKeys ?? new Map<string, KeyObject>()).entries()];
+    const entries = [...ctx.keyring.publicKeys.entries()];
     return {
       keys: entries.map(([key_id, key]) => ({ alg: 'ed25519' as const, key_id, public_key: publicKeyPem(key) })),
     };
