@@ -72,7 +72,7 @@ describe('an inline run on a known repository', () => {
       `diff --git a/hello.txt b/hello.txt\nnew file mode 100644\nindex ${'0'.repeat(40)}..${execFileSync('git', ['hash-object', '--stdin'], { input: 'hello\n' }).toString().trim()}\n--- /dev/null\n+++ b/hello.txt\n@@ -0,0 +1 @@\n+hello\n`,
     );
   });
-  it('with the fast path off, git lists, stages, diffs and resets; the receipt and the patch are the same', async () => {
+  it('with the fast path off, git lists (the changes and the ignored files), stages, diffs and resets; the same receipt and patch', async () => {
     const repo = makeRepo({ 'README.md': '# demo\n', '.gitignore': '*.log\n', 'src/app.ts': 'export {};\n' });
     const cacheDir = tempDir('uh-inline-slow-cache-');
     const stateDir = tempDir('uh-inline-slow-state-');
@@ -81,10 +81,11 @@ describe('an inline run on a known repository', () => {
     const fast = await run(repo, cacheDir, stateDir, script, true);
     await run(repo, cacheDir, stateDir, script, false); // a pooled sandbox, reset by git
     const count = (name: string) => spawnCounts()[`git ${name}`] ?? 0;
-    const before = ['ls-files', 'add', 'diff-tree', 'read-tree', 'rev-parse'].map(count);
+    const names = ['ls-files', 'update-index', 'add', 'diff-tree', 'read-tree', 'rev-parse'];
+    const before = names.map(count);
     const slow = await run(repo, cacheDir, stateDir, script, false);
-    const after = ['ls-files', 'add', 'diff-tree', 'read-tree', 'rev-parse'].map(count);
-    expect(after.map((c, i) => c - before[i]!)).toEqual([1, 1, 1, 1, 1]);
+    const after = names.map(count);
+    expect(after.map((c, i) => c - before[i]!)).toEqual([2, 1, 0, 1, 1, 1]);
     expect(slow.receipt.changed_files).toEqual(fast.receipt.changed_files);
     const facts = (r: typeof fast.receipt) => ({ digest: r.diff_digest, bytes: r.diff_bytes, tree: r.final_tree });
     expect(facts(slow.receipt)).toEqual(facts(fast.receipt));
