@@ -92,7 +92,7 @@ describe('acp runtime against the scripted fake agent', () => {
     expect(r.journal.find((m) => m.permission_result)).toMatchObject({ permission_result: 'once' });
     const [audit] = ofType(r.events, 'runtime.permission');
     expect(audit?.data).toMatchObject({
-      request: { tool_call_id: 'tc-8e6b0d2f41a9', kind: 'edit', paths: [join(r.workDir, 'hello.txt')] },
+      request: { tool_call_id: 'edit-approval-1', kind: 'edit', paths: [join(r.workDir, 'hello.txt')] },
       answer: { outcome: { outcome: 'selected', optionId: 'allow_once' } },
       allowed: true,
       policy: 'sandbox',
