@@ -32,6 +32,10 @@ export interface ReceiptInput {
     digest: string;
     headCommit: string | null;
     tree: string | null;
+    /** Against the host's cap (`capped-patch.ts`); absent: a diff made before the cap. */
+    truncated?: boolean;
+    bytesTotal?: number;
+    capBytes?: number;
   } | null;
   violations: Receipt['scope']['violations'];
   checks: CheckResult[];
@@ -42,6 +46,8 @@ export interface ReceiptInput {
   sandbox: Receipt['sandbox'];
   /** How the runtime and checks were isolated (absent for receipts synthesized without a run). */
   isolation?: Receipt['isolation'];
+  /** The limits in force and how they held (absent for receipts synthesized without a run). */
+  limits?: Receipt['limits'];
   secrets: readonly string[];
 }
 
@@ -50,6 +56,14 @@ function withCost(usage: Usage, prices: PriceTable, keys: readonly string[]): Us
   if (usage.cost_usd !== undefined) return usage;
   const cost = costOf(usage, prices, keys);
   return cost === null ? usage : { ...usage, cost_usd: cost };
+}
+
+/** The receipt's `diff` facts, when the capture measured them against a cap. */
+function diffCap(diff: ReceiptInput['diff']): Pick<Receipt, 'diff'> {
+  if (diff?.capBytes === undefined) return {};
+  return {
+    diff: { truncated: diff.truncated === true, bytes_total: diff.bytesTotal ?? diff.bytes, cap_bytes: diff.capBytes },
+  };
 }
 
 /** The receipt of an operation, on every path: the exit code follows from status and verdict, secrets redacted. */
@@ -78,6 +92,7 @@ export function buildReceipt(input: ReceiptInput): Receipt {
       changed_files: input.diff?.changed ?? [],
       diff_digest: input.diff?.digest ?? 'none',
       diff_bytes: input.diff?.bytes ?? 0,
+      ...diffCap(input.diff),
       scope: { ok: input.violations.length === 0, violations: input.violations },
       checks: input.checks,
       ...(input.reward !== undefined ? { reward: input.reward } : {}),
@@ -87,6 +102,7 @@ export function buildReceipt(input: ReceiptInput): Receipt {
       exit_code: exitCodeFor(input.outcome.status, verdict),
       sandbox: input.sandbox,
       ...(input.isolation ? { isolation: input.isolation } : {}),
+      ...(input.limits ? { limits: input.limits } : {}),
       labels: mission.labels ?? {},
       ...(mission.promotion && mission.promotion !== 'none' ? { promotion: mission.promotion } : {}),
     },

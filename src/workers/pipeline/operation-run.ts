@@ -1,7 +1,8 @@
 /**
  * The one context every pipeline phase reads and writes (src/workers/execute-operation.ts).
  * Fixed at open: the prepared operation, its dir, clock, spawn, logger, environment, secrets, the
- * record and the event log. Written by one phase each: `sandbox` (sandbox), `folded` (runtime),
+ * record and the event log. Written by one phase each: `sandbox` (sandbox), `folded` and
+ * `deadlineMs` (runtime),
  * `diff` and `violations` (diff), `checks` (checks); `failure` by whichever phase ends the run
  * early (a cancel, a pipeline error). `timings` gains one entry per timed phase.
  */
@@ -28,6 +29,7 @@ import { operationDir, writeRecord, type OperationRecord } from '../../operation
 import type { PreparedOperation } from '../../operation/prepare-operation.js';
 import { decideIsolation, probeBwrap, type IsolationDecision } from '../sandbox/isolation.js';
 import { egressFor, type OperationEgress } from './egress-phase.js';
+import { runLimitsFor, type RunLimits } from './limits-phase.js';
 import type { Sandbox } from '../sandbox/worktree.js';
 import { EventLog } from '../state/event-log.js';
 import type { DiffCapture } from '../verification/capture-diff.js';
@@ -101,7 +103,11 @@ export interface OperationRun {
   readonly secretRefusal: { message: string; hint: string } | null;
   /** Egress mode under isolation: uh's proxy (closed by executeOperation) and the sandbox's bridge to it. */
   readonly egress: OperationEgress | null;
+  /** The mission's limits (the host's, lowered by the mission), how they hold here, and what was hit. */
+  readonly limits: RunLimits;
   sandbox: Sandbox | null;
+  /** monotonicMs() at which `timeout_seconds` ends: set when the runtime starts; it bounds the diff too. */
+  deadlineMs: number | null;
   folded: FoldedRuntime;
   diff: DiffCapture | null;
   violations: ScopeViolation[];
@@ -249,7 +255,9 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
     isolation,
     secretRefusal: resolved.missing,
     egress: await egressFor(prepared, isolation, env.runtime),
+    limits: runLimitsFor(options.settings.limits, mission.sandbox.limits, isolation, options.settings.env.PATH),
     sandbox: null,
+    deadlineMs: null,
     folded: initialFold({ status: 'failed', raw: 'not_started', message: 'runtime did not start', timed_out: false }),
     diff: null,
     violations: [],
