@@ -138,11 +138,24 @@ export function mergeToolCall(state: AcpTranscriptState, report: ToolCallFields)
     const value = report[key];
     if (value !== undefined && value !== null) (merged as Record<string, unknown>)[key] = value;
   }
-  const locations = [...(known?.locations ?? []), ...(report.locations ?? [])];
+  const locations = [...(known?.locations ?? []), ...(report.locations ?? []), ...diffLocations(report)];
   const unique = locations.filter((l, i) => locations.findIndex((o) => o.path === l.path) === i);
   if (unique.length) merged.locations = unique;
   state.knownTools.set(report.toolCallId, merged);
   return merged;
+}
+
+/**
+ * The paths of a report's `diff` content blocks, as locations: an agent may name the file it
+ * edits only there (Hermes' edit approval request has no locations, only the diff).
+ */
+function diffLocations(report: ToolCallFields): { path: string }[] {
+  const content = (report as { content?: unknown }).content;
+  if (!Array.isArray(content)) return [];
+  return content.flatMap((block: unknown) => {
+    const b = block as { type?: unknown; path?: unknown } | null;
+    return b && b.type === 'diff' && typeof b.path === 'string' && b.path !== '' ? [{ path: b.path }] : [];
+  });
 }
 
 function toolName(update: ToolCallFields & { name?: unknown }, known: string | undefined): string {

@@ -51,15 +51,24 @@ export function toolCallPaths(toolCall: ToolCallFields, workDir: string): string
   const raw: string[] = [];
   for (const location of toolCall.locations ?? []) raw.push(location.path);
   const input = toolCall.rawInput;
-  if (input && typeof input === 'object' && !Array.isArray(input)) {
-    for (const [key, value] of Object.entries(input as Record<string, unknown>)) {
-      if (!PATH_KEYS.has(key)) continue;
-      if (typeof value === 'string') raw.push(value);
-      else if (Array.isArray(value)) for (const v of value) if (typeof v === 'string') raw.push(v);
-    }
-  }
+  pathMembers(input, raw);
+  // Hermes wraps the tool's own arguments: rawInput {tool, arguments: {path, …}}.
+  if (isRecord(input)) pathMembers(input.arguments, raw);
   const all = raw.filter((p) => p.trim() !== '').map((p) => (p.startsWith('~') ? p : resolve(workDir, p)));
   return [...new Set(all)];
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+function pathMembers(input: unknown, into: string[]): void {
+  if (!isRecord(input)) return;
+  for (const [key, value] of Object.entries(input)) {
+    if (!PATH_KEYS.has(key)) continue;
+    if (typeof value === 'string') into.push(value);
+    else if (Array.isArray(value)) for (const v of value) if (typeof v === 'string') into.push(v);
+  }
 }
 
 export function isInside(path: string, workDir: string): boolean {

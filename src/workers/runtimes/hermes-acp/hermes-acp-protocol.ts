@@ -10,8 +10,14 @@
  *   current versions, after it in older ones.
  * - A prompt for an unknown session answers `stopReason: "refusal"`; a second prompt on a busy
  *   session is queued and answered `end_turn` at once (so we send one prompt at a time).
- * - session/request_permission offers the options below; anything but `selected` with one of the
- *   offered ids is a deny.
+ * - session/request_permission for a dangerous command (acp_adapter/permissions.py) offers the
+ *   options below (allow_always only when a permanent grant is possible); an edit approval
+ *   (acp_adapter/edit_approval.py, at 6751a74c) offers only allow_once "Allow edit" and deny, under
+ *   its own id `edit-approval-N`, with the path only in a `diff` content block and in
+ *   rawInput `{tool, arguments: {path, …}}` (no locations). Anything but `selected` with one of
+ *   the offered ids is a deny.
+ * - Tool calls (acp_adapter/tools.py at df1f08ab) have ids `tc-<12 hex>` and no status until
+ *   their `tool_call_update`.
  */
 export const HERMES_TERMINAL_AUTH_METHOD_ID = 'hermes-setup';
 

@@ -125,6 +125,7 @@ const HERMES_PROXY_ROWS: readonly Row[] = [
         f.httpError &&
         env !== null &&
         (env.type === 'upstream_auth_failed' ||
+          env.type === 'credential_pool_exhausted' ||
           AUTH_MESSAGE.test(env.message) ||
           AUTH_MESSAGE.test(String(env.code ?? '')))
       );
@@ -134,6 +135,16 @@ const HERMES_PROXY_ROWS: readonly Row[] = [
       raw: f.httpRaw,
       message: `upstream auth failed: ${f.x.errorEnvelope!.message}`,
       hint: f.reauth,
+    }),
+  ],
+  [
+    'proxy cannot reach its upstream',
+    (f) => f.httpError && envField(f, 'upstream_unreachable'),
+    (f) => ({
+      status: 'blocked',
+      raw: f.httpRaw,
+      message: `the proxy could not reach its upstream: ${f.x.errorEnvelope!.message}`,
+      hint: 'check the proxy host\'s network and "hermes proxy status", then re-run',
     }),
   ],
   [
@@ -162,11 +173,12 @@ const HERMES_PROXY_ROWS: readonly Row[] = [
   ],
   [
     'path not forwarded',
-    (f) => f.httpError && envField(f, 'path_not_allowed'),
+    // The proxy's own 404 for a /v1 path, or its web server's plain `404: Not Found` outside /v1.
+    (f) => f.httpError && (envField(f, 'path_not_allowed') || (f.x.httpStatus === 404 && f.x.errorEnvelope === null)),
     (f) => ({
       status: 'failed',
       raw: f.httpRaw,
-      message: `proxy does not forward this path (${f.what}): ${f.x.errorEnvelope!.message}`,
+      message: `proxy does not forward this path (${f.what}): ${f.verbatim}`,
       hint: `runtime_config.endpoint must be the proxy base including /v1 (e.g. http://127.0.0.1:8645/v1); got ${f.x.endpoint}`,
     }),
   ],

@@ -1,14 +1,20 @@
 /**
- * The wire of a local `hermes proxy` (Hermes Agent ≥ 0.14): OpenAI Chat Completions over HTTP on
- * `127.0.0.1:8645/v1`, bearer required on every request (value ignored).
+ * The wire of a local `hermes proxy` (Hermes Agent ≥ 0.14; hermes-agent hermes_cli/proxy/server.py
+ * at 7d9c6eaf957fdf505790f70ce33a767937960a50): OpenAI Chat Completions over HTTP on
+ * `127.0.0.1:8645/v1`. The proxy replaces the client's Authorization with its upstream bearer and
+ * streams the upstream's status, headers and body back unmodified.
  *
  *   POST <endpoint>/chat/completions  {model, messages, stream, temperature, max_tokens?, stream_options?}
  *     200 text/event-stream   `data: {chat.completion.chunk}\n\n` … `data: [DONE]\n\n`;
  *                             the last chunk may carry `usage` (with `stream_options.include_usage`)
  *     200 application/json    one `chat.completion` (stream false, or a proxy that does not stream)
  *     4xx/5xx                 `{"error":{"message","type","code"}}` as JSON, even when stream was
- *                             asked for (401 upstream_auth_failed, 404 path_not_allowed, 404 model,
- *                             429 + Retry-After, 5xx); some bodies are not JSON at all
+ *                             asked for. The proxy's own have type == code: 401
+ *                             upstream_auth_failed, 404 path_not_allowed (a /v1 path it does not
+ *                             forward), 502 upstream_unreachable, 504 upstream_timeout, 503
+ *                             credential_pool_exhausted, 500 proxy_error; the upstream's pass
+ *                             through (404 model, 429 + Retry-After, 5xx). Outside /v1 the web
+ *                             server answers a plain-text `404: Not Found`; some bodies are not JSON
  *   GET <endpoint>/models             200 `{"object":"list","data":[{"id"}…]}`; 401 when logged out
  *
  * Schemas are lenient about extra keys (the upstream adds vendor fields) and strict about the

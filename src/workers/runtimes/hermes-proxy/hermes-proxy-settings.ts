@@ -33,7 +33,10 @@ export const HermesProxySettingsSchema = z.strictObject({
     .transform((url) => url.replace(/\/+$/, '')),
   /** Model id passed verbatim (whatever the upstream exposes; `uh adapter check` lists them). */
   model: z.string().trim().min(1, 'is required: the model id the proxy should route to'),
-  /** Bearer value; the proxy ignores it but requires the header. Treated as a secret. */
+  /**
+   * Bearer value. The proxy itself drops it and attaches its own upstream bearer (hermes-agent
+   * hermes_cli/proxy/server.py); it is sent for whatever may sit in front of it. A secret.
+   */
   auth_token: z
     .string()
     .refine((t) => t.trim() !== '' && !/[\r\n]/.test(t), 'must be a non-empty single-line string')

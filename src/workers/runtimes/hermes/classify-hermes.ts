@@ -11,7 +11,7 @@ export interface HermesExitFacts extends ProcessEndFacts {
   /** The end of stdout in text mode (Hermes prints some errors there); '' in stream-json mode. */
   stdoutTail: string;
   /** The stream-json terminal record; null in text mode or when it never came. */
-  result: Pick<HermesResult, 'exit_code' | 'failed' | 'failure_reason' | 'error' | 'interrupted'> | null;
+  result: Pick<HermesResult, 'exit_code' | 'error'> | null;
 }
 
 /**
@@ -28,7 +28,7 @@ export function classifyHermes(f: HermesExitFacts): Outcome {
       'install Hermes Agent >= 0.14.0 (pip install hermes-agent) or set runtime_config.binary (uh adapter check hermes)',
   });
   if (early) return early;
-  const resultFailed = f.result !== null && (f.result.exit_code !== 0 || f.result.failed === true);
+  const resultFailed = f.result !== null && (f.result.exit_code !== 0 || (f.result.error ?? '') !== '');
   const exitFailed = f.signal !== null || (f.exitCode !== null && f.exitCode !== 0);
   if (resultFailed || exitFailed) {
     const text = [f.result?.error ?? '', f.stderrTail, f.stdoutTail].filter((t) => t !== '').join('\n');
@@ -65,10 +65,7 @@ export function classifyHermes(f: HermesExitFacts): Outcome {
     };
   }
   if (f.result !== null && resultFailed) {
-    const why =
-      f.result.error ??
-      f.result.failure_reason ??
-      (f.result.interrupted ? 'interrupted' : `exit code ${f.result.exit_code}`);
+    const why = f.result.error || (f.result.exit_code === 130 ? 'interrupted' : `exit code ${f.result.exit_code}`);
     return {
       status: 'failed',
       raw: `result:exit_code:${f.result.exit_code}`,

@@ -32,16 +32,27 @@ interface RunEnd {
   logs: string[];
 }
 
+/** What one launch hands to either mode; `end` is filled in as the child exits. */
+interface HermesRun {
+  config: HermesSettings;
+  argv: string[];
+  env: Record<string, string | undefined>;
+  stdin: 'ignore' | { text: string };
+  ctx: RuntimeContextV1;
+  scanner: SentinelScanner;
+  end: RunEnd;
+}
+
 /** stream-json mode: JSONL through the shared transport. */
-async function* runStreamJson(
-  config: HermesSettings,
-  argv: string[],
-  env: Record<string, string | undefined>,
-  stdin: 'ignore' | { text: string },
-  ctx: RuntimeContextV1,
-  scanner: SentinelScanner,
-  end: RunEnd,
-): AsyncGenerator<RuntimeEventV1> {
+async function* runStreamJson({
+  config,
+  argv,
+  env,
+  stdin,
+  ctx,
+  scanner,
+  end,
+}: HermesRun): AsyncGenerator<RuntimeEventV1> {
   const state = newHermesRunState();
   let pid: number | undefined;
   const items = runCliJsonl({
@@ -95,15 +106,7 @@ async function* runStreamJson(
 }
 
 /** Quiet text mode (`-Q`, no `--format`): stdout is the answer, `session_id: …` is on stderr. */
-async function* runText(
-  config: HermesSettings,
-  argv: string[],
-  env: Record<string, string | undefined>,
-  stdin: 'ignore' | { text: string },
-  ctx: RuntimeContextV1,
-  scanner: SentinelScanner,
-  end: RunEnd,
-): AsyncGenerator<RuntimeEventV1> {
+async function* runText({ config, argv, env, stdin, ctx, scanner, end }: HermesRun): AsyncGenerator<RuntimeEventV1> {
   const stdoutLog = join(ctx.logDir, 'hermes.stdout.log');
   const stderrLog = join(ctx.logDir, 'hermes.stderr.log');
   const stdoutTail = new TailBuffer(4096);
@@ -219,8 +222,8 @@ export const hermesAdapter: RuntimeAdapterV1<HermesSettings> = {
         usage: {},
         logs: [],
       };
-      if (mode.format === 'stream-json') yield* runStreamJson(config, argv, env, stdin, ctx, scanner, end);
-      else yield* runText(config, argv, env, stdin, ctx, scanner, end);
+      const hermesRun: HermesRun = { config, argv, env, stdin, ctx, scanner, end };
+      yield* mode.format === 'stream-json' ? runStreamJson(hermesRun) : runText(hermesRun);
       const outcome = classifyHermes({ ...end.facts, abort: ctx.signal.aborted ? abortReasonOf(ctx.signal) : null });
       yield {
         type: 'runtime.finished',

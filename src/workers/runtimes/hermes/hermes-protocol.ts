@@ -1,5 +1,6 @@
 /**
- * The wire of `hermes chat -q <prompt> --format stream-json` (Hermes Agent's `stream_json.py`):
+ * The wire of `hermes chat -q <prompt> --format stream-json` (Hermes Agent's
+ * `hermes_cli/stream_json.py`, read at b817e728023197716be14fefb0d6241ef2aa6be4):
  * one JSON object per stdout line, diagnostics and `session_id: <id>` on stderr.
  *
  *   {"type":"system","subtype":"init","model":"…","session_id":"20260418_…","timestamp":…}  first
@@ -8,10 +9,13 @@
  *   {"type":"tool_result","name":"write_file","tool_call_id"?,"output":"…","duration_ms":120,"is_error":false}
  *   {"type":"result","session_id":"…","exit_code":0,"text":"<final response>","duration_ms":…,
  *    "tokens":{"input":5000,"output":200,"total":5200,"cache_read":0,"cache_write":0},
- *    "failed"?:true,"failure_reason"?:"…","error"?:"…","interrupted"?:true}            last
+ *    "error"?:"…"}                                                                        last
  *
  * Exactly one `result` ends a run, failures included (exit_code 1, 130 when interrupted), and
- * the process exits with that code. Without `--format` (older CLIs), `-Q` prints the final
+ * the process exits with that code. There is no `failed` flag on the wire: the exit code is it.
+ * Releases before that commit reported a bare `error` (no `failed`) with exit_code 0, so an
+ * `error` counts as a failure too. `tool_call_id` is only present when the agent passes one (the
+ * CLI's tool executor does not), so tools pair by name. Without `--format` (older CLIs), `-Q` prints the final
  * response as plain text on stdout and `session_id: <id>` on stderr: no JSON at all.
  */
 import { z } from 'zod';
@@ -53,10 +57,7 @@ const KNOWN = {
       })
       .optional(),
     duration_ms: z.number().optional(),
-    failed: z.boolean().optional(),
-    failure_reason: z.string().optional(),
     error: z.string().optional(),
-    interrupted: z.boolean().optional(),
   }),
 } as const;
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   endTurn,
+  mergeToolCall,
   newTranscriptState,
   translateSessionUpdate,
 } from '../../../../src/workers/runtimes/acp/acp-events.js';
@@ -134,5 +135,16 @@ describe('translateSessionUpdate', () => {
     expect(translateSessionUpdate({ sessionUpdate: 'tool_call', toolCallId: 'c1', title: 'x' }, state, false)).toEqual(
       [],
     );
+  });
+});
+
+describe('mergeToolCall', () => {
+  it("takes the paths of diff content blocks as locations (Hermes' edit approval names its file only there)", () => {
+    const merged = mergeToolCall(newTranscriptState(), {
+      toolCallId: 'edit-approval-1',
+      kind: 'edit',
+      content: [{ type: 'diff', path: '/w/a.txt', oldText: null, newText: 'x' }],
+    } as never);
+    expect(merged.locations).toEqual([{ path: '/w/a.txt' }]);
   });
 });

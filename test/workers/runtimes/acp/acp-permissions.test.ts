@@ -49,6 +49,18 @@ describe('decidePermission', () => {
       false,
     ],
     ['a home-relative path', 'sandbox', call('read', { rawInput: { path: '~/.ssh/id_rsa' } }), false],
+    [
+      "Hermes' edit approval: the path only in rawInput.arguments",
+      'sandbox',
+      call('edit', { rawInput: { tool: 'write_file', arguments: { path: `${WORK}/a.txt`, content: 'x' } } }),
+      true,
+    ],
+    [
+      "Hermes' edit approval outside the work dir",
+      'sandbox',
+      call('edit', { rawInput: { tool: 'write_file', arguments: { path: '/etc/hosts', content: 'x' } } }),
+      false,
+    ],
     ['an edit naming no path', 'sandbox', call('edit'), false],
     ['a shell command (execute)', 'sandbox', call('execute', { rawInput: { command: 'rm -rf build' } }), false],
     ['a fetch', 'sandbox', call('fetch', { rawInput: { url: 'https://example.com' } }), false],

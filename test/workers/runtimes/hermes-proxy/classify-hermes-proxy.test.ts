@@ -127,6 +127,21 @@ const ROWS: Row[] = [
     { status: 'blocked', messageHas: 'model "nope" not available on this proxy' },
   ],
   [
+    'HTTP 503 credential_pool_exhausted → blocked, re-auth hint',
+    http(503, 'credential_pool_exhausted', 'All upstream credentials are exhausted or rejected.'),
+    { status: 'blocked', raw: 'http:503:credential_pool_exhausted', hintHas: 'hermes auth status nous' },
+  ],
+  [
+    'HTTP 502 upstream_unreachable → blocked (the proxy host cannot reach its upstream)',
+    http(502, 'upstream_unreachable', 'upstream connection failed: Cannot connect to host'),
+    { status: 'blocked', raw: 'http:502:upstream_unreachable', hintHas: 'hermes proxy status' },
+  ],
+  [
+    'HTTP 404 without an envelope (endpoint outside /v1) → failed (configuration)',
+    { httpStatus: 404, errorBody: '404: Not Found', contentChars: 0, complete: false, finishReason: null },
+    { status: 'failed', raw: 'http:404', hintHas: 'must be the proxy base including /v1' },
+  ],
+  [
     'HTTP 404 path_not_allowed → failed (configuration)',
     http(404, 'path_not_allowed', 'Path /chat/completions is not allowed'),
     { status: 'failed', raw: 'http:404:path_not_allowed', hintHas: 'must be the proxy base including /v1' },

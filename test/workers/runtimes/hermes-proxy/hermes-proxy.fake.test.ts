@@ -106,9 +106,34 @@ const ROWS: Row[] = [
     { status: 'blocked', hintHas: 'hermes auth status chatgpt' },
   ],
   [
-    'missing bearer → 401 → blocked with re-auth hint',
-    () => config({ model: 'no-bearer' }),
-    { status: 'blocked', raw: /^http:401/, hintHas: 'hermes auth status' },
+    '401 upstream_auth_failed, not logged in → blocked with re-auth hint',
+    () => config({ model: 'not-logged-in' }),
+    {
+      status: 'blocked',
+      raw: 'http:401:upstream_auth_failed',
+      messageHas: 'Not logged into Nous Portal',
+      hintHas: 'hermes auth status nous',
+    },
+  ],
+  [
+    '503 credential_pool_exhausted → blocked with re-auth hint',
+    () => config({ model: 'pool-exhausted' }),
+    { status: 'blocked', raw: 'http:503:credential_pool_exhausted', hintHas: 'hermes auth status nous' },
+  ],
+  [
+    '502 upstream_unreachable → blocked, names the proxy host',
+    () => config({ model: 'upstream-unreachable' }),
+    {
+      status: 'blocked',
+      raw: 'http:502:upstream_unreachable',
+      messageHas: 'the proxy could not reach its upstream',
+      hintHas: 'hermes proxy status',
+    },
+  ],
+  [
+    '504 upstream_timeout → failed, verbatim',
+    () => config({ model: 'upstream-timeout' }),
+    { status: 'failed', raw: 'http:504:upstream_timeout', messageHas: 'upstream request timed out' },
   ],
   [
     '403 → blocked with re-auth hint',
@@ -125,9 +150,19 @@ const ROWS: Row[] = [
     },
   ],
   [
-    '404 path_not_allowed (endpoint without /v1) → failed, configuration',
+    "endpoint without /v1 (the web server's plain 404) → failed, configuration",
     () => config({ endpoint: fake.origin }),
-    { status: 'failed', raw: 'http:404:path_not_allowed', hintHas: 'including /v1' },
+    { status: 'failed', raw: 'http:404', messageHas: '404: Not Found', hintHas: 'including /v1' },
+  ],
+  [
+    '404 path_not_allowed (a /v1 path the proxy does not forward) → failed, configuration',
+    () => config({ endpoint: `${fake.origin}/v1/openai` }),
+    {
+      status: 'failed',
+      raw: 'http:404:path_not_allowed',
+      messageHas: 'Path /v1/openai/chat/completions is not forwarded by this proxy. Allowed: /chat/completions',
+      hintHas: 'including /v1',
+    },
   ],
   [
     '429 → blocked with retry_after_ms from Retry-After',

@@ -14,7 +14,7 @@ const ok: HermesExitFacts = {
 };
 const failed = (error: string, exit = 1): Partial<HermesExitFacts> => ({
   exitCode: exit,
-  result: { exit_code: exit, failed: true, error },
+  result: { exit_code: exit, error },
 });
 const cancel = { kind: 'cancel' as const, message: 'cancelled by user' };
 const timeout = { kind: 'timeout' as const, message: 'mission timed out after 5 s', timeoutMs: 5000 };
@@ -37,7 +37,7 @@ describe('classifyHermes', () => {
     ['mission timeout', { exitCode: null, signal: 'SIGTERM', result: null, abort: timeout }, 'failed', 'timeout', true],
     [
       'cancel (interrupted result 130)',
-      { exitCode: 130, result: { exit_code: 130, failed: true, interrupted: true }, abort: cancel },
+      { exitCode: 130, result: { exit_code: 130 }, abort: cancel },
       'cancelled',
       'cancel',
     ],
@@ -81,8 +81,8 @@ describe('classifyHermes', () => {
       'result:exit_code:1',
     ],
     [
-      'failed result but exit 0',
-      { exitCode: 0, result: { exit_code: 0, failed: true, failure_reason: 'schema' } },
+      'a bare error with exit_code 0 (releases before b817e728)',
+      { exitCode: 0, result: { exit_code: 0, error: 'provider unavailable' } },
       'failed',
       'result:exit_code:0',
     ],
