@@ -42,6 +42,8 @@ export interface ReceiptInput {
   sandbox: Receipt['sandbox'];
   /** How the runtime and checks were isolated (absent for receipts synthesized without a run). */
   isolation?: Receipt['isolation'];
+  /** The limits in force and how they held (absent for receipts synthesized without a run). */
+  limits?: Receipt['limits'];
   secrets: readonly string[];
 }
 
@@ -87,6 +89,7 @@ export function buildReceipt(input: ReceiptInput): Receipt {
       exit_code: exitCodeFor(input.outcome.status, verdict),
       sandbox: input.sandbox,
       ...(input.isolation ? { isolation: input.isolation } : {}),
+      ...(input.limits ? { limits: input.limits } : {}),
       labels: mission.labels ?? {},
       ...(mission.promotion && mission.promotion !== 'none' ? { promotion: mission.promotion } : {}),
     },

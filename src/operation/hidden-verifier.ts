@@ -7,11 +7,12 @@
  * Bundle rules: regular files only (a link or device is refused), at most 256 files and 2 MiB,
  * relative paths without `..`; `test.sh` must exist.
  */
-import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { z } from 'zod';
 import { digestOf } from '../shared/digest.js';
 import { invalidInput, UhError } from '../shared/errors.js';
+import { makeDir } from '../shared/fs/make-dir.js';
 
 export const HIDDEN_MAX_FILES = 256;
 export const HIDDEN_MAX_BYTES = 2 * 1024 * 1024;
@@ -86,7 +87,7 @@ export function checkHiddenBundle(value: unknown): HiddenBundle {
 export function writeHiddenVerifier(bundle: HiddenBundle, dir: string): void {
   for (const f of bundle.files) {
     const path = join(dir, f.path);
-    mkdirSync(dirname(path), { recursive: true });
+    makeDir(dirname(path));
     writeFileSync(path, Buffer.from(f.content_b64, 'base64'));
     chmodSync(path, f.executable ? 0o755 : 0o644);
   }

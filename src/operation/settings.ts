@@ -7,6 +7,7 @@
 import type { Env, IsolationMode, UhConfig } from '../shared/config.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import type { PriceTable } from '../shared/prices.js';
+import type { MissionLimits } from '../shared/process/mission-limits.js';
 import type { HostPolicy, HostSettings } from '../shared/host-policy.js';
 import type { ReceiptKeySource } from './receipt-signature.js';
 import { DEFAULT_PATH_BOUNDS, type PathBounds } from '../shared/path-bounds.js';
@@ -40,6 +41,8 @@ export interface OperationSettings {
    * answer; false runs git for every one of them (src/workers/git-path.ts picks the implementation).
    */
   readonly gitFastPath: boolean;
+  /** `UH_LIMIT_*`: each mission's ceiling; `sandbox.limits` may only lower them (docs/security.md#limits). */
+  readonly limits: MissionLimits;
   /** What a mission may ask of this host (`UH_ALLOW_MISSION_ISOLATION_OFF`, `UH_ENV_PASSTHROUGH_ALLOW`). */
   readonly policy: HostPolicy;
   /** Where the receipt signing key comes from; never logged. */
@@ -76,6 +79,7 @@ export function compileSettings(config: UhConfig, overrides: SettingsOverrides):
     },
     isolation: { mode: core.isolation, tmpfsBytes: core.isolationTmpfsBytes, readable: core.isolationReadable },
     gitFastPath: core.gitFastPath,
+    limits: core.limits,
     policy: config.policy,
     receiptKey: config.receipts,
     secretsDir: core.secretsDir,

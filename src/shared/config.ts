@@ -14,6 +14,7 @@ import { invalidInput } from './errors.js';
 import { PriceTableSchema, type PriceTable } from './prices.js';
 import type { HostPolicy, HostSettings } from './host-policy.js';
 import { DEFAULT_TMPFS_BYTES } from './process/bwrap-argv.js';
+import { DEFAULT_LIMITS, type MissionLimits } from './process/mission-limits.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -49,6 +50,7 @@ const flagValue = () => z.enum(['0', '1', 'true', 'false']);
 const count = () => z.coerce.number().int().nonnegative();
 const ms = () => z.coerce.number().int().positive();
 const days = () => z.coerce.number().nonnegative();
+const positive = () => z.coerce.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 /** `NAME,PREFIX_*,…`: environment variable names or prefixes, as `sandbox.env_passthrough` takes them. */
 const nameList = () =>
   z
@@ -111,6 +113,12 @@ const VARIABLES = {
         .refine((s) => s.split(':').every((p) => p === '' || p.startsWith('/')), 'colon-separated absolute paths'),
     'paths every isolated process may read (colon-separated)',
   ),
+  // per-mission limits (shared/process/mission-limits.ts); a mission's sandbox.limits only lowers them
+  UH_LIMIT_PROCESSES: v(positive, 'processes (tasks) per mission', DEFAULT_LIMITS.processes),
+  UH_LIMIT_MEMORY_BYTES: v(positive, 'memory per mission (bytes)', DEFAULT_LIMITS.memory_bytes),
+  UH_LIMIT_SHM_BYTES: v(positive, '/dev/shm per mission (bytes)', DEFAULT_LIMITS.shm_bytes),
+  UH_LIMIT_WORKTREE_BYTES: v(positive, 'worktree bytes per mission', DEFAULT_LIMITS.worktree_bytes),
+  UH_LIMIT_WORKTREE_FILES: v(positive, 'worktree entries per mission', DEFAULT_LIMITS.worktree_files),
   // queue
   REDIS_URL: v(() => z.string().url(), '--redis'),
   UH_REDIS_CLUSTER: v(flagValue, 'Redis Cluster mode (REDIS_URL names a seed node)'),
@@ -223,6 +231,8 @@ export interface UhConfig {
     isolationReadable: string[];
     /** `UH_GIT_FAST_PATH` (default on): uh answers some git questions itself (workers/git-path.ts); off: git does. */
     gitFastPath: boolean;
+    /** `UH_LIMIT_*`: each mission's ceiling (docs/security.md#limits); a mission may only lower them. */
+    limits: MissionLimits;
     /** `UH_SECRETS_DIR`: the files `{secret_ref: name}` in `sandbox.env` resolve to (`<dir>/<name>`). */
     secretsDir: string | null;
   };
@@ -328,6 +338,13 @@ export function loadConfig(env: Env = process.env): UhConfig {
       isolationTmpfsBytes: e.UH_ISOLATION_TMPFS_BYTES,
       isolationReadable: (e.UH_ISOLATION_READABLE ?? '').split(':').filter((p) => p !== ''),
       gitFastPath: flag(e.UH_GIT_FAST_PATH) ?? true,
+      limits: {
+        processes: e.UH_LIMIT_PROCESSES,
+        memory_bytes: e.UH_LIMIT_MEMORY_BYTES,
+        shm_bytes: e.UH_LIMIT_SHM_BYTES,
+        worktree_bytes: e.UH_LIMIT_WORKTREE_BYTES,
+        worktree_files: e.UH_LIMIT_WORKTREE_FILES,
+      },
       secretsDir: e.UH_SECRETS_DIR ?? null,
     },
     policy: {

@@ -18,7 +18,12 @@ import type { OperationSettings } from '../operation/settings.js';
 import { objectFormatOf, objectIdBytes } from './sandbox/git-dir.js';
 import { readIndexEntries } from './sandbox/index-file.js';
 import { readLocalRef } from './sandbox/local-ref.js';
-import { worktreeAdditions, worktreeUnchanged, type UnchangedBounds } from './sandbox/worktree-scrub.js';
+import {
+  worktreeAdditions,
+  worktreeIgnored,
+  worktreeUnchanged,
+  type UnchangedBounds,
+} from './sandbox/worktree-scrub.js';
 import { addedFilesPatch, type AddedFile } from './verification/added-patch.js';
 import { compileIgnoreRules } from './verification/ignore-rules.js';
 import { writeIndexTree } from './verification/index-tree.js';
@@ -47,6 +52,8 @@ export interface GitPath {
    * is exactly the base commit, the new files when only files were added; null: git lists.
    */
   listChanges(input: ListingInput): string[] | null;
+  /** What `ls-files --others --ignored` would list under `input.ignoreRules`; null: git lists. */
+  listIgnored(input: ListingInput): string[] | null;
   /** `git add --all --force` of the listed paths into `input.state`; null (state untouched): git stages. */
   stage(input: StageInput): Map<string, StagedFile> | null;
   /** The tree of an index `git add` wrote, its tree objects written; null: `git write-tree`. */
@@ -91,11 +98,30 @@ function listedInProcess({ workDir, uhIndex, baseCommit, ignoreRules }: ListingI
   }
 }
 
+/** Entries the in-process listing of ignored files walks at most (past them git lists). */
+const MAX_IGNORED_VISITED = 5000;
+
+/** The agent's ignored files without git, for a small index and rules `ignore-rules.ts` takes; null: git lists. */
+function ignoredInProcess({ workDir, uhIndex, baseCommit, ignoreRules }: ListingInput): string[] | null {
+  try {
+    const entries = readIndexEntries(uhIndex, objectIdBytes(baseCommit), UNCHANGED_BOUNDS.maxEntries);
+    const ignored = compileIgnoreRules(ignoreRules);
+    if (entries === null || ignored === null) return null;
+    return worktreeIgnored(workDir, entries, ignored, {
+      maxEntries: UNCHANGED_BOUNDS.maxEntries,
+      maxVisited: MAX_IGNORED_VISITED,
+    });
+  } catch {
+    return null;
+  }
+}
+
 /** The fast path: uh's readers of git's files, each answering only where it is sure of git's answer. */
 export const IN_PROCESS_GIT: GitPath = Object.freeze({
   kind: 'in-process',
   localRef: readLocalRef,
   listChanges: listedInProcess,
+  listIgnored: ignoredInProcess,
   stage: stageInProcess,
   indexTree: writeIndexTree,
   addedPatch: addedFilesPatch,
@@ -106,6 +132,7 @@ export const GIT_PROCESSES: GitPath = Object.freeze({
   kind: 'processes',
   localRef: () => null,
   listChanges: () => null,
+  listIgnored: () => null,
   stage: () => null,
   indexTree: () => null,
   addedPatch: () => null,

@@ -11,7 +11,7 @@
  *                    needs a container backend, which uh does not have: refused with the reason.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { LIMITS } from '../../shared/contracts/input-limits.js';
 import { MissionSchema, type Mission } from '../../shared/contracts/mission.js';
@@ -20,6 +20,8 @@ import { readHiddenVerifier } from '../../operation/hidden-verifier.js';
 import { invalidInput, UhError } from '../../shared/errors.js';
 import { GIT_HARDENING_ARGS, hardenedGitEnv } from '../../shared/git-hardening.js';
 import { parseTaskToml, type TaskToml } from './task-toml.js';
+import type { Env } from '../../shared/config.js';
+import { makeDir } from '../../shared/fs/make-dir.js';
 
 export const isHarborTask = (dir: string): boolean => existsSync(join(dir, 'task.toml'));
 
@@ -34,11 +36,11 @@ export function containerNeed(dir: string, toml: TaskToml): string | null {
   return null;
 }
 
-function git(cwd: string, args: string[]): string {
+function git(cwd: string, args: string[], env: Env): string {
   return execFileSync('git', [...GIT_HARDENING_ARGS, ...args], {
     cwd,
     env: {
-      ...hardenedGitEnv(process.env),
+      ...hardenedGitEnv(env),
       GIT_AUTHOR_DATE: '2000-01-01T00:00:00Z',
       GIT_COMMITTER_DATE: '2000-01-01T00:00:00Z',
     },
@@ -47,28 +49,23 @@ function git(cwd: string, args: string[]): string {
 }
 
 /** The environment directory as a repository in the cache: one commit, same content → same commit. */
-export function environmentRepository(envDir: string, cacheDir: string): string {
+export function environmentRepository(envDir: string, cacheDir: string, env: Env): string {
   const work = join(cacheDir, 'harbor-envs', `${basename(envDir)}-${process.pid}-${Date.now()}`);
-  mkdirSync(work, { recursive: true });
-  git(work, ['init', '-q', '-b', 'main']);
-  git(work, ['--work-tree', envDir, 'add', '-A', '.']);
-  const tree = git(work, ['write-tree']);
+  makeDir(work);
+  git(work, ['init', '-q', '-b', 'main'], env);
+  git(work, ['--work-tree', envDir, 'add', '-A', '.'], env);
+  const tree = git(work, ['write-tree'], env);
   const final = join(cacheDir, 'harbor-envs', tree);
   if (existsSync(final)) {
     rmSync(work, { recursive: true, force: true }); // our own fresh scratch repository
     return final;
   }
-  const commit = git(work, [
-    '-c',
-    'user.name=uh',
-    '-c',
-    'user.email=uh@localhost',
-    'commit-tree',
-    tree,
-    '-m',
-    'harbor environment',
-  ]);
-  git(work, ['update-ref', 'refs/heads/main', commit]);
+  const commit = git(
+    work,
+    ['-c', 'user.name=uh', '-c', 'user.email=uh@localhost', 'commit-tree', tree, '-m', 'harbor environment'],
+    env,
+  );
+  git(work, ['update-ref', 'refs/heads/main', commit], env);
   try {
     renameSync(work, final);
   } catch {
@@ -85,7 +82,12 @@ export interface HarborImport {
 }
 
 /** The task as a mission, or a clear refusal (exit 2). `runtimes`: the suite's. */
-export function importHarborTask(dir: string, taskId: string, runtimes: string[], cacheDir: string): HarborImport {
+export function importHarborTask(
+  dir: string,
+  taskId: string,
+  runtimes: string[],
+  where: { cacheDir: string; env: Env },
+): HarborImport {
   const toml = parseTaskToml(readFileSync(join(dir, 'task.toml'), 'utf8'), join(dir, 'task.toml'));
   const need = containerNeed(dir, toml);
   if (need)
@@ -109,7 +111,7 @@ export function importHarborTask(dir: string, taskId: string, runtimes: string[]
       operation_id: taskId,
       title,
       objective,
-      repository: { url: environmentRepository(envDir, cacheDir), ref: 'main' },
+      repository: { url: environmentRepository(envDir, where.cacheDir, where.env), ref: 'main' },
       runtime: runtimes,
       timeout_seconds: seconds(toml.agent?.timeout_sec, 1800),
       verification_hidden: {

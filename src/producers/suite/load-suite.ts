@@ -14,6 +14,7 @@ import { parseOrThrow } from '../../shared/contracts/zod-issues.js';
 import type { Suite, SuiteTask } from '../../shared/batch/suite-plan.js';
 import { invalidInput } from '../../shared/errors.js';
 import { importHarborTask, isHarborTask } from './harbor-task.js';
+import type { Env } from '../../shared/config.js';
 
 export const SuiteFileSchema = z.strictObject({
   schema_version: z.literal('uh.suite.v0'),
@@ -53,6 +54,8 @@ function taskPaths(dir: string): string[] {
 
 interface LoadOptions {
   cacheDir: string;
+  /** The environment git runs with (the config's childEnv). */
+  env: Env;
   policy: RepositoryPolicy;
   runtimes: string[];
 }
@@ -62,7 +65,7 @@ function loadTask(path: string, options: LoadOptions): SuiteTask {
   const taskId = isDir ? basename(path) : basename(path, extname(path));
   if (!ID_PATTERN.test(taskId)) throw invalidInput(`task ${path}: "${taskId}" is not a valid task id`);
   if (isDir && isHarborTask(path)) {
-    const imported = importHarborTask(path, taskId, options.runtimes, options.cacheDir);
+    const imported = importHarborTask(path, taskId, options.runtimes, options);
     return { task_id: taskId, format: 'harbor', mission: imported.mission, solution: imported.solution };
   }
   const file = isDir ? join(path, MISSION_NAMES.find((m) => existsSync(join(path, m))) as string) : path;
@@ -70,10 +73,7 @@ function loadTask(path: string, options: LoadOptions): SuiteTask {
 }
 
 /** The suite at `path`; `runtimes` from `--runtimes` (else the suite's). */
-export function loadSuite(
-  path: string,
-  flags: { runtimes: string[]; cacheDir: string; policy: RepositoryPolicy },
-): Suite {
+export function loadSuite(path: string, flags: LoadOptions): Suite {
   const full = resolve(path);
   const isDir = statSync(full).isDirectory();
   const fileOf = isDir ? ['suite.yaml', 'suite.yml'].map((n) => join(full, n)).find((p) => existsSync(p)) : full;

@@ -19,6 +19,7 @@ export const EVENT_TYPES = [
   'runtime.raw',
   'runtime.steering',
   'runtime.finished',
+  'limits.exceeded',
   'diff.captured',
   'scope.checked',
   'verification.check',

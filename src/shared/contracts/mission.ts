@@ -139,6 +139,16 @@ export const MissionSchema = z
         network: z.enum(['none', 'egress', 'host']).default('egress'),
         /** Hosts the agent and the checks may reach in `egress` mode: `host[:port]`, `*.suffix[:port]` (docs/security.md). */
         egress: EgressListSchema.default([]),
+        /** Lower than the host's `UH_LIMIT_*` (never higher: the host's value wins); docs/security.md#limits. */
+        limits: z
+          .strictObject({
+            processes: z.number().int().positive().optional(),
+            memory_bytes: z.number().int().positive().optional(),
+            shm_bytes: z.number().int().positive().optional(),
+            worktree_bytes: z.number().int().positive().optional(),
+            worktree_files: z.number().int().positive().optional(),
+          })
+          .optional(),
         /**
          * Files the agent creates that the base commit ignores are removed before the diff and the
          * checks (docs/security.md "What is checked is what ships"); those matching one of these

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { OutcomeSchema, RuntimeIdentitySchema, UsageSchema } from './runtime-result.js';
 import { RuntimeStatusSchema, VerdictSchema } from './status.js';
 import { MissionPromotionSchema } from './promotion.js';
+import { LIMIT_NAMES } from '../process/mission-limits.js';
 
 export const CheckResultSchema = z.lazy(() =>
   z.strictObject({
@@ -124,6 +125,26 @@ export const ReceiptSchema = z.lazy(() =>
         egress: z
           .strictObject({ allowed: z.array(z.string()), asked: z.array(z.string()), refused: z.array(z.string()) })
           .optional(),
+      })
+      .optional(),
+    /**
+     * The per-mission limits in force (the host's, lowered by the mission), how each held on this
+     * host, the one exceeded (the outcome's `raw` names it too), and the worktree as measured after
+     * the agent exited. Absent in receipts written before limits.
+     */
+    limits: z
+      .strictObject({
+        backend: z.enum(['cgroup', 'rlimit', 'none']),
+        processes: z.number().int().positive(),
+        memory_bytes: z.number().int().positive(),
+        shm_bytes: z.number().int().positive(),
+        worktree_bytes: z.number().int().positive(),
+        worktree_files: z.number().int().positive(),
+        held: z.record(z.enum(LIMIT_NAMES), z.enum(['cgroup', 'rlimit+watcher', 'watcher', 'tmpfs', 'none'])),
+        exceeded: z.strictObject({ limit: z.enum(LIMIT_NAMES), observed: z.number().nonnegative() }).nullable(),
+        worktree: z
+          .strictObject({ bytes: z.number().int().nonnegative(), files: z.number().int().nonnegative() })
+          .nullable(),
       })
       .optional(),
     labels: z.record(z.string(), z.string()),

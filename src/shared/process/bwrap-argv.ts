@@ -8,7 +8,9 @@
  * and home touches the host's disk: they vanish with the child's mount namespace. The child gets
  * its own PID and IPC namespaces, its own session, dies with its parent, and sees exactly `env`
  * (`--clearenv` + `--setenv`). Run by root, it also gets a user namespace, uid and gid `nobody`
- * and no capabilities (`userNamespaceArgs`).
+ * and no capabilities (`userNamespaceArgs`). With `shmBytes`, `/dev` is read-only and `/dev/shm` a
+ * tmpfs of that size; `limitPrefix` (prlimit) starts the child under the mission's rlimits, inside
+ * the user namespace, so RLIMIT_NPROC counts the sandbox's tasks only.
  */
 import { byCodeUnit } from '../compare.js';
 import { bridgedArgv, egressBwrapArgs, egressEnv, type EgressBridge } from './egress-bridge.js';
@@ -23,6 +25,13 @@ export interface BwrapPlan {
   home: string | null;
   /** The size cap of the private /tmp and home (`--size`), or null where bwrap lacks `--size` (before 0.7). */
   tmpfsBytes: number | null;
+  /**
+   * The size of the child's own `/dev/shm` (a tmpfs; `/dev` itself then read-only, so nothing
+   * else under it fills memory), or null: `/dev/shm` a directory of bwrap's unsized `/dev`.
+   */
+  shmBytes?: number | null;
+  /** Put before the child's argv inside the sandbox: the rlimits' `prlimit … --` (mission-limits.ts). */
+  limitPrefix?: readonly string[];
   /** Bound read-only at the same path, over the masks. */
   readable: readonly string[];
   /** Bound read-write at the same path, over the masks and the readable binds. */
@@ -58,6 +67,8 @@ function neededMasks(plan: BwrapPlan): string[] {
 
 export function bwrapArgv(plan: BwrapPlan, argv: readonly string[]): string[] {
   const out = [plan.bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
+  const shm = plan.shmBytes ?? null;
+  if (shm !== null) out.push('--remount-ro', '/dev', '--size', String(shm), '--tmpfs', '/dev/shm');
   for (const path of neededMasks(plan)) out.push('--tmpfs', path);
   const size = plan.tmpfsBytes === null ? [] : ['--size', String(plan.tmpfsBytes)];
   for (const path of plan.home === null ? ['/tmp'] : ['/tmp', plan.home]) out.push(...size, '--tmpfs', path);
@@ -72,6 +83,7 @@ export function bwrapArgv(plan: BwrapPlan, argv: readonly string[]): string[] {
   for (const [key, value] of Object.entries({ ...plan.env, ...(egress ? egressEnv(egress) : {}) })) {
     if (value !== undefined) out.push('--setenv', key, value);
   }
-  out.push('--chdir', plan.cwd, '--', ...(egress ? bridgedArgv(egress, argv) : argv));
+  const limited = [...(plan.limitPrefix ?? []), ...argv];
+  out.push('--chdir', plan.cwd, '--', ...(egress ? bridgedArgv(egress, limited) : limited));
   return out;
 }

@@ -2,8 +2,9 @@
  * The isolated spawn of one phase (runtime or checks): when the operation's isolation decision
  * is bwrap, every child runs under bubblewrap with a fresh private home and /tmp, tmpfs mounts
  * of its own namespace capped at `isolationTmpfsBytes` (they leave nothing on the host to
- * remove), its program and what that needs visible read-only (program-paths.ts). Unisolated,
- * `run.spawn` as is.
+ * remove), its own `/dev/shm` of the mission's size, the mission's rlimits (limits-phase.ts), its
+ * program and what that needs visible read-only (program-paths.ts). Unisolated, `run.spawn` under
+ * the rlimits.
  */
 import type { SpawnGroup } from '../../shared/process/spawn-group.js';
 import {
@@ -16,6 +17,7 @@ import {
 import type { ProgramRefusal } from '../sandbox/program-paths.js';
 import { gitDirSpec, type Sandbox } from '../sandbox/worktree.js';
 import type { OperationRun } from './operation-run.js';
+import { rlimitedSpawn } from './limits-phase.js';
 
 export interface PhaseSpawn {
   spawn: SpawnGroup;
@@ -30,7 +32,7 @@ export function phaseSpawn(
   extra: { writable: string[]; readable?: string[]; checks?: boolean } = { writable: [] },
 ): PhaseSpawn {
   const { use, status } = run.isolation;
-  if (!use) return { spawn: run.spawn, isolated: false, refusal: () => null };
+  if (!use) return { spawn: rlimitedSpawn(run.spawn, run.limits.prefix), isolated: false, refusal: () => null };
   const scope: IsolationScope = {
     bwrap: use.path,
     worktree: sandbox.path,
@@ -51,7 +53,11 @@ export function phaseSpawn(
       ...(run.settings.secretsDir ? [run.settings.secretsDir] : []),
     ],
   };
-  const plan = isolationPlan(scope);
+  const plan = {
+    ...isolationPlan(scope),
+    shmBytes: use.tmpfsSize ? run.limits.values.shm_bytes : null,
+    limitPrefix: run.limits.prefix,
+  };
   let refused: ProgramRefusal | null = null;
   const onRefuse = (r: ProgramRefusal) => {
     refused ??= r;

@@ -28,6 +28,7 @@ import { operationDir, writeRecord, type OperationRecord } from '../../operation
 import type { PreparedOperation } from '../../operation/prepare-operation.js';
 import { decideIsolation, probeBwrap, type IsolationDecision } from '../sandbox/isolation.js';
 import { egressFor, type OperationEgress } from './egress-phase.js';
+import { runLimitsFor, type RunLimits } from './limits-phase.js';
 import type { Sandbox } from '../sandbox/worktree.js';
 import { EventLog } from '../state/event-log.js';
 import type { DiffCapture } from '../verification/capture-diff.js';
@@ -101,6 +102,8 @@ export interface OperationRun {
   readonly secretRefusal: { message: string; hint: string } | null;
   /** Egress mode under isolation: uh's proxy (closed by executeOperation) and the sandbox's bridge to it. */
   readonly egress: OperationEgress | null;
+  /** The mission's limits (the host's, lowered by the mission), how they hold here, and what was hit. */
+  readonly limits: RunLimits;
   sandbox: Sandbox | null;
   folded: FoldedRuntime;
   diff: DiffCapture | null;
@@ -249,6 +252,7 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
     isolation,
     secretRefusal: resolved.missing,
     egress: await egressFor(prepared, isolation, env.runtime),
+    limits: runLimitsFor(options.settings.limits, mission.sandbox.limits, isolation, options.settings.env.PATH),
     sandbox: null,
     folded: initialFold({ status: 'failed', raw: 'not_started', message: 'runtime did not start', timed_out: false }),
     diff: null,

@@ -21,6 +21,8 @@ import { bwrapProbeFile, cancelReason, setState, timed, type OperationRun } from
 import { reprobeBwrap } from '../../shared/process/bwrap-probe.js';
 import { agentStateSpawn, prepareAgentState, type AgentState } from './agent-state.js';
 import { stderrTailLines, withStderrTail } from './stderr-tail.js';
+import { watchedSpawn, watchLimits } from './limits-watch.js';
+import { limitOutcome } from './limits-phase.js';
 
 export async function runtimePhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
   if (!cancelReason(run)) await run.options.hooks?.beforeRuntime?.();
@@ -56,8 +58,12 @@ export function writeRuntimeResult(run: OperationRun): void {
   writeFileSync(join(run.dir, 'runtime-result.yaml'), toYaml(redact(toRuntimeResult(run), run.secrets)));
 }
 
-/** Abort on the mission timeout or the caller's cancel, whichever comes first. */
-function missionSignal(run: OperationRun): { signal: AbortSignal; dispose: () => void } {
+/** Abort on the mission timeout, the caller's cancel or `abort` (a limit reached), whichever comes first. */
+function missionSignal(run: OperationRun): {
+  signal: AbortSignal;
+  abort: (reason: AbortReasonV1) => void;
+  dispose: () => void;
+} {
   const { mission } = run.prepared;
   const outer = run.options.signal;
   const controller = new AbortController();
@@ -76,6 +82,7 @@ function missionSignal(run: OperationRun): { signal: AbortSignal; dispose: () =>
   else outer?.addEventListener('abort', onCancel, { once: true });
   return {
     signal: controller.signal,
+    abort: (reason) => controller.abort(reason),
     dispose: () => {
       clearTimeout(timer);
       outer?.removeEventListener('abort', onCancel);
@@ -131,11 +138,20 @@ function scrubbingSpawn(spawn: SpawnGroup, secrets: readonly string[]): SpawnGro
 /** Launch the adapter under the mission timeout; append each event as it happens and fold it. */
 async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<FoldedRuntime> {
   const { mission, runtime, prompt } = run.prepared;
-  const { signal, dispose } = missionSignal(run);
+  const { signal, abort, dispose } = missionSignal(run);
   const folded = initialFold();
   const toolIds = new Set<string>();
   const { phase, state } = runtimeSpawn(run, sandbox);
   const stderrFiles: string[] = [];
+  const watch = watchLimits({
+    limits: run.limits.values,
+    worktree: sandbox.path,
+    isolated: phase.isolated,
+    onHit: (hit) => {
+      run.limits.hit = hit;
+      abort({ kind: 'cancel', message: limitOutcome(hit, run.limits.values).message });
+    },
+  });
   try {
     const plan = await runtime.adapter.prepare({
       config: runtime.config,
@@ -143,17 +159,23 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
       workDir: sandbox.path,
       mission: { missionId: mission.mission_id, operationId: mission.operation_id },
     });
-    const recording = { ...phase, spawn: recordingStderr(phase.spawn, stderrFiles) };
+    const recording = { ...phase, spawn: watchedSpawn(recordingStderr(phase.spawn, stderrFiles), watch) };
     const session = runtime.adapter.launch(plan, runtimeContext(run, sandbox, signal, recording));
     for await (const event of guardTerminal(session.events)) {
       foldOne(folded, event, toolIds);
       run.events.append(event.type, event.data as Record<string, unknown>);
     }
   } finally {
+    watch.stop();
     dispose();
     state?.dispose();
   }
   const refusal = phase.refusal();
+  if (run.limits.hit) {
+    folded.outcome = limitOutcome(run.limits.hit, run.limits.values);
+    run.events.append('limits.exceeded', { ...run.limits.hit });
+    return folded;
+  }
   if (refusal) {
     const { message, hint } = refusal;
     folded.outcome = { status: 'blocked', raw: 'isolation:hidden_path', message, hint, timed_out: false };

@@ -14,12 +14,16 @@ import { finishOperation, type FilesTarget } from '../../operation/finish-operat
 import { scrubOperationFiles } from '../results/scrub-files.js';
 import { decideVerdict } from '../results/verdict.js';
 import { retentionPhase } from './sandbox-phases.js';
+import { limitsReceipt } from './limits-phase.js';
 import { runtimeIdentity } from './runtime-phase.js';
 import { setState, type ExecuteResult, type OperationRun } from './operation-run.js';
 import { monotonicMs } from '../../shared/clock.js';
 
 /** A sandbox is removed only after a completed run whose changes are verified or unverified (or when asked to keep it). */
 function keepSandbox(run: OperationRun, outcome: Outcome, verdict: Verdict): boolean {
+  // A tree over its worktree bounds is removed, not kept: keeping it would keep what the bound refused.
+  const hit = run.limits.hit?.limit;
+  if ((hit === 'worktree_bytes' || hit === 'worktree_files') && !run.settings.sandbox.keepAll) return false;
   const succeeded = outcome.status === 'completed' && (verdict === 'verified' || verdict === 'unverified');
   return run.settings.sandbox.keepAll || !succeeded;
 }
@@ -50,6 +54,7 @@ function receiptOf(run: OperationRun, outcome: Outcome, verdict: Verdict, keep: 
     verdict,
     sandbox: { path: sandbox?.path ?? null, retained: sandbox !== null && keep },
     isolation: run.egress ? { ...run.isolation.status, egress: egressSummary(run.egress) } : run.isolation.status,
+    limits: limitsReceipt(run.limits),
     secrets: run.secrets,
   });
 }

@@ -18,6 +18,9 @@ import { removeEmptyDirs, stripIgnored } from '../verification/strip-ignored.js'
 import { walkTree } from '../verification/tree-violations.js';
 import { phaseSpawn } from './isolation-phase.js';
 import { cancelReason, setState, timed, type OperationRun } from './operation-run.js';
+import { limitOutcome, measureWorktree } from './limits-phase.js';
+import { watchedSpawn, watchLimits } from './limits-watch.js';
+import type { SpawnedGroup } from '../../shared/process/spawn-group.js';
 
 export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
   const { folded, prepared } = run;
@@ -26,6 +29,13 @@ export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<vo
     thread_id: folded.thread_id,
     turn_id: folded.turn_id,
   });
+  // Over its worktree bounds, the tree is never diffed: the run fails naming the bound.
+  const over = measureWorktree(run.limits, sandbox);
+  if (over !== null) {
+    run.failure = limitOutcome(over, run.limits.values);
+    if (run.folded.outcome.raw !== run.failure.raw) run.events.append('limits.exceeded', { ...over });
+    return;
+  }
   // The worktree's `.git` is uh's before anything reads it; any other `.git` is a nested repository,
   // and a name git refuses or a path past the bounds is a violation by name (never silently left out).
   const replaced = restoreGitLink(sandbox);
@@ -36,7 +46,8 @@ export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<vo
   const { ignored, diff } = await timed(run, 'diff', async () => {
     const keep = prepared.mission.sandbox.keep_ignored ?? [];
     const at = { workDir: sandbox.path, baseCommit: prepared.baseCommit, scratchDir: run.dir, factsDir };
-    const ignored = await stripIgnored({ ...at, keep, excluded });
+    const listInProcess = gitPathOf(run.settings).listIgnored;
+    const ignored = await stripIgnored({ ...at, keep, excluded, listInProcess });
     removeEmptyDirs(sandbox.path, emptyDirs);
     const diff = await captureDiff(sandbox.path, prepared.baseCommit, join(run.dir, 'diff.patch'), run.dir, {
       baseFactsDir: factsDir,
@@ -80,19 +91,39 @@ async function declaredChecks(run: OperationRun, sandbox: Sandbox): Promise<void
   const { signal } = run.options;
   restoreGitLink(sandbox); // the checks run on uh's `.git`, whatever a previous phase left
   const phase = phaseSpawn(run, sandbox, { writable: [], checks: true });
-  run.checks = await timed(run, 'checks', () =>
-    runChecks({
-      checks: mission.verification,
-      workDir: sandbox.path,
-      logDir: run.dir,
-      env: run.checkEnv,
-      secrets: run.secrets,
-      spawn: phase.spawn,
-      ...(signal ? { signal } : {}),
-      onResult: ({ output_head: _head, output_tail: tail, ...r }) =>
-        run.events.append('verification.check', { ...r, output_tail: tail.slice(-1024) }),
-    }),
-  );
+  // The checks are the agent's code too: the watcher stops the one that reaches a limit.
+  const spawned: SpawnedGroup[] = [];
+  const watch = watchLimits({
+    limits: run.limits.values,
+    worktree: sandbox.path,
+    isolated: phase.isolated,
+    onHit: (hit) => {
+      run.limits.hit ??= hit;
+      for (const child of spawned) child.terminate();
+    },
+  });
+  try {
+    run.checks = await timed(run, 'checks', () =>
+      runChecks({
+        checks: mission.verification,
+        workDir: sandbox.path,
+        logDir: run.dir,
+        env: run.checkEnv,
+        secrets: run.secrets,
+        spawn: watchedSpawn(phase.spawn, watch, spawned),
+        ...(signal ? { signal } : {}),
+        onResult: ({ output_head: _head, output_tail: tail, ...r }) =>
+          run.events.append('verification.check', { ...r, output_tail: tail.slice(-1024) }),
+      }),
+    );
+  } finally {
+    watch.stop();
+  }
+  const hit = watch.hit();
+  if (hit) {
+    run.failure = limitOutcome(hit, run.limits.values);
+    run.events.append('limits.exceeded', { ...hit, phase: 'checks' });
+  }
   const reason = cancelReason(run);
   if (reason)
     run.failure = {

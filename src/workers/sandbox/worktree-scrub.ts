@@ -288,3 +288,48 @@ export function worktreeDoubt(
   if (doubt === null && seen !== t.files.size) doubt = `${t.files.size - seen} tracked path(s) missing`;
   return doubt;
 }
+
+/**
+ * The files `ls-files --others --ignored` would list under the ignore rules `ignored`: every
+ * untracked file (or symlink) that is ignored itself or lies below an ignored directory, sorted
+ * as git sorts them. Read-only. Null on any doubt, the caller asks git: more than `maxEntries`
+ * tracked entries or `maxVisited` entries walked, a submodule, a `.git` below the top, a name
+ * outside printable ASCII.
+ */
+export function worktreeIgnored(
+  root: string,
+  entries: readonly IndexEntry[],
+  ignored: (path: string, isDir: boolean) => boolean,
+  bounds: { maxEntries: number; maxVisited: number },
+): string[] | null {
+  if (entries.length > bounds.maxEntries || entries.some((e) => e.mode === MODE_GITLINK)) return null;
+  const out: string[] = [];
+  let visited = 0;
+  let doubt = false;
+  // Below an untracked directory: ignored entries are listed whole, the others looked into.
+  const untracked = (rel: string, abs: string, isDir: boolean, under: boolean): boolean => {
+    visited += 1;
+    const name = rel.slice(rel.lastIndexOf('/') + 1);
+    if (name === '.git' || !ASCII_NAME.test(name) || visited > bounds.maxVisited) return false;
+    const hidden = under || ignored(rel, isDir);
+    if (!isDir) {
+      if (hidden) out.push(rel);
+      return true;
+    }
+    return readdirSync(abs, { withFileTypes: true }).every((d) =>
+      untracked(`${rel}/${d.name}`, join(abs, d.name), d.isDirectory(), hidden),
+    );
+  };
+  walk(
+    root,
+    tracked(entries),
+    (rel, abs, kind, isDir) => {
+      if (doubt) return false;
+      if (kind === 'extra') doubt = !untracked(rel, abs, isDir, false);
+      else if (!ASCII_NAME.test(rel.slice(rel.lastIndexOf('/') + 1))) doubt = true;
+      return !doubt;
+    },
+    () => doubt,
+  );
+  return doubt ? null : out.sort();
+}

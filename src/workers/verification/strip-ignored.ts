@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import picomatch from 'picomatch';
 import { git, type GitCallOptions } from '../sandbox/git.js';
 import { sandboxPaths } from '../sandbox/worktree.js';
+import type { GitPath } from '../git-path.js';
 import { keptExcludesFile, readBaseFacts } from './base-ignore.js';
 
 export interface StripInput {
@@ -31,6 +32,8 @@ export interface StripInput {
   scratchDir: string;
   /** uh's cache of base facts (`baseFactsDir`), or null. */
   factsDir: string | null;
+  /** The fast path's listing (`GitPath.listIgnored`); null from it, or absent: git lists. */
+  listInProcess?: GitPath['listIgnored'];
 }
 
 export interface Stripped {
@@ -45,18 +48,33 @@ export async function stripIgnored(input: StripInput, call: GitCallOptions = {})
   const paths = sandboxPaths(input.workDir);
   const base = await readBaseFacts(paths.gitDir, input.baseCommit, input.factsDir, call);
   if (base.excludes === '') return { removed: [], kept: [] };
+  const listed = input.listInProcess?.({
+    workDir: input.workDir,
+    uhIndex: paths.index,
+    baseCommit: input.baseCommit,
+    ignoreRules: base.excludes,
+  });
+  const listing = listed ? listed.join('\0') : await listWithGit(input, base.excludes, call);
+  return removeListed(input, listing);
+}
+
+/** `ls-files --others --ignored` under the base's rules, over uh's git dir and index (NUL-separated). */
+async function listWithGit(input: StripInput, excludes: string, call: GitCallOptions): Promise<string> {
+  const paths = sandboxPaths(input.workDir);
   const scratch = join(input.scratchDir, 'ignored-excludes');
-  let rules = input.factsDir ? keptExcludesFile(input.factsDir, input.baseCommit, base.excludes) : null;
-  if (rules === null) writeFileSync((rules = scratch), base.excludes);
-  let listing: string;
+  let rules = input.factsDir ? keptExcludesFile(input.factsDir, input.baseCommit, excludes) : null;
+  if (rules === null) writeFileSync((rules = scratch), excludes);
   try {
     const args = ['ls-files', '-z', '--others', '--ignored', `--exclude-from=${rules}`];
     const env = { GIT_INDEX_FILE: paths.index, GIT_LITERAL_PATHSPECS: '1' };
-    listing = (await git(args, { ...call, cwd: input.workDir, gitDir: paths.gitDir, workTree: input.workDir, env }))
-      .stdout;
+    const at = { ...call, cwd: input.workDir, gitDir: paths.gitDir, workTree: input.workDir, env };
+    return (await git(args, at)).stdout;
   } finally {
     rmSync(scratch, { force: true });
   }
+}
+
+function removeListed(input: StripInput, listing: string): Stripped {
   const keep = input.keep.length > 0 ? picomatch([...input.keep], { dot: true }) : () => false;
   const flagged = (path: string) => input.excluded.some((e) => path === e || path.startsWith(`${e}/`));
   const out: Stripped = { removed: [], kept: [] };

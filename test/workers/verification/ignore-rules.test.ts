@@ -9,6 +9,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { compileIgnoreRules } from '../../../src/workers/verification/ignore-rules.js';
+import { readIndexEntries } from '../../../src/workers/sandbox/index-file.js';
+import { worktreeIgnored } from '../../../src/workers/sandbox/worktree-scrub.js';
 import { makeRepo } from '../../support/git-repo.js';
 import { removeDir, tempDir } from '../../support/temp.js';
 import { seeded } from '../../support/spawned.js';
@@ -137,5 +139,55 @@ describe('compileIgnoreRules', () => {
     expect(test('out', false)).toBe(false);
     expect(test('out', true)).toBe(true);
     expect(test('a/out/file', false)).toBe(true);
+  });
+});
+
+describe("worktreeIgnored (the agent's ignored files, removed before the checks)", () => {
+  it('lists exactly what git ls-files --others --ignored --exclude-from lists, over 100 generated cases', () => {
+    const rnd = seeded(20261203);
+    for (let round = 0; round < 100; round++) {
+      const rules = PATTERNS.filter(() => rnd() < 0.25).join('\n') + '\n';
+      const tracked = {
+        'README.md': '#\n',
+        'src/keep.ts': 'k\n',
+        'build/tracked.txt': 't\n',
+        'docs/guide/a.md': 'a\n',
+      };
+      const repo = makeRepo(tracked);
+      dirs.push(repo);
+      for (const f of randomTree(rnd).filter(
+        (f) => !Object.keys(tracked).some((t) => t === f || t.startsWith(`${f}/`) || f.startsWith(`${t}/`)),
+      )) {
+        mkdirSync(dirname(join(repo, f)), { recursive: true });
+        writeFileSync(join(repo, f), 'x');
+      }
+      const rulesFile = join(tempDir('uh-ignored-list-'), 'rules');
+      dirs.push(dirname(rulesFile));
+      writeFileSync(rulesFile, rules);
+      const args = ['ls-files', '-z', '--others', '--ignored', `--exclude-from=${rulesFile}`];
+      const env = { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null' };
+      const gits = execFileSync('git', args, { cwd: repo, env }).toString().split('\0').filter(Boolean).sort();
+      const entries = readIndexEntries(join(repo, '.git', 'index'), 20) ?? [];
+      const ignored = compileIgnoreRules(rules)!;
+      const ours = worktreeIgnored(repo, entries, ignored, { maxEntries: 500, maxVisited: 5000 });
+      expect(ours, `rules:\n${rules}`).toEqual(gits);
+    }
+  });
+
+  it('leaves to git what it cannot be sure of: a nested .git, a name outside ASCII, past its bounds', () => {
+    const repo = makeRepo({ 'README.md': '#\n' });
+    dirs.push(repo);
+    const entries = readIndexEntries(join(repo, '.git', 'index'), 20) ?? [];
+    const all = () => true;
+    mkdirSync(join(repo, 'build'));
+    writeFileSync(join(repo, 'build', 'a.o'), 'x');
+    expect(worktreeIgnored(repo, entries, all, { maxEntries: 500, maxVisited: 5000 })).toEqual(['build/a.o']);
+    expect(worktreeIgnored(repo, entries, all, { maxEntries: 500, maxVisited: 1 })).toBeNull();
+    expect(worktreeIgnored(repo, entries, all, { maxEntries: 0, maxVisited: 5000 })).toBeNull();
+    writeFileSync(join(repo, 'build', 'caf\u00e9'), 'x');
+    expect(worktreeIgnored(repo, entries, all, { maxEntries: 500, maxVisited: 5000 })).toBeNull();
+    removeDir(join(repo, 'build'));
+    mkdirSync(join(repo, 'vendor', '.git'), { recursive: true });
+    expect(worktreeIgnored(repo, entries, all, { maxEntries: 500, maxVisited: 5000 })).toBeNull();
   });
 });

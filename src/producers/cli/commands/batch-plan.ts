@@ -57,6 +57,7 @@ export function planBatch(
   const loaded = loadSuite(path, {
     runtimes: values.oracle ? [ORACLE] : list(values.runtimes),
     cacheDir: config.core.cacheDir,
+    env: config.childEnv,
     policy,
   });
   const suite = values.oracle ? oracleSuite(loaded) : loaded;

@@ -29,6 +29,7 @@ import {
 import { makeDir } from '../../../shared/fs/make-dir.js';
 import type { Keyring } from '../../../operation/receipt-keys.js';
 import { fleetKeyFindings, receiptKeyFindings } from '../receipt-doctor.js';
+import { limitsFindings } from '../limits-doctor.js';
 
 const DOCTOR: CommandSpec = {
   usage: 'uh doctor [--json] [--redis url] [--state-dir dir]',
@@ -340,7 +341,7 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
   findings.push(...receipts.findings);
   const fleet = problem === null && !redis.defaulted ? await fleetFindings(config, redisUrl, receipts.keyring) : null;
   findings.push(...(fleet?.findings ?? []));
-  findings.push(isolationFinding(config), networkFinding(config));
+  findings.push(isolationFinding(config), networkFinding(config), ...limitsFindings(config));
   findings.push(...(await runtimeFindings(config, stateDir)));
   const ok = findings.filter((f) => f.core).every((f) => f.ok);
   if (values.json) writeJson({ ok, findings, ...(fleet ? { fleet: fleet.report } : {}) });
