@@ -15,6 +15,7 @@ import { runJsonRpcBench } from './jsonrpc-ndjson.bench.js';
 import { runCodexAppServerBench } from './codex-app-server.bench.js';
 import { runPiJsonl } from './pi-jsonl.js';
 import { runQueueLatency } from './queue-latency.js';
+import { runDiffCapture } from './diff-capture.js';
 
 export const SUITES: BenchSuite[] = [
   { name: 'inline', run: runInlineVsFloor },
@@ -24,4 +25,5 @@ export const SUITES: BenchSuite[] = [
   { name: 'pi-jsonl', run: runPiJsonl },
   { name: 'queue', run: runQueueLatency },
   { name: 'hermes-proxy-sse', run: runHermesProxySseBench },
+  { name: 'diff', run: runDiffCapture },
 ];

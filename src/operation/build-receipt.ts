@@ -32,6 +32,10 @@ export interface ReceiptInput {
     digest: string;
     headCommit: string | null;
     tree: string | null;
+    /** Against the host's cap (`capped-patch.ts`); absent: a diff made before the cap. */
+    truncated?: boolean;
+    bytesTotal?: number;
+    capBytes?: number;
   } | null;
   violations: Receipt['scope']['violations'];
   checks: CheckResult[];
@@ -52,6 +56,14 @@ function withCost(usage: Usage, prices: PriceTable, keys: readonly string[]): Us
   if (usage.cost_usd !== undefined) return usage;
   const cost = costOf(usage, prices, keys);
   return cost === null ? usage : { ...usage, cost_usd: cost };
+}
+
+/** The receipt's `diff` facts, when the capture measured them against a cap. */
+function diffCap(diff: ReceiptInput['diff']): Pick<Receipt, 'diff'> {
+  if (diff?.capBytes === undefined) return {};
+  return {
+    diff: { truncated: diff.truncated === true, bytes_total: diff.bytesTotal ?? diff.bytes, cap_bytes: diff.capBytes },
+  };
 }
 
 /** The receipt of an operation, on every path: the exit code follows from status and verdict, secrets redacted. */
@@ -80,6 +92,7 @@ export function buildReceipt(input: ReceiptInput): Receipt {
       changed_files: input.diff?.changed ?? [],
       diff_digest: input.diff?.digest ?? 'none',
       diff_bytes: input.diff?.bytes ?? 0,
+      ...diffCap(input.diff),
       scope: { ok: input.violations.length === 0, violations: input.violations },
       checks: input.checks,
       ...(input.reward !== undefined ? { reward: input.reward } : {}),

@@ -41,6 +41,11 @@ export interface OperationSettings {
    * answer; false runs git for every one of them (src/workers/git-path.ts picks the implementation).
    */
   readonly gitFastPath: boolean;
+  /**
+   * `UH_DIFF_CAP_BYTES`: the most bytes of a mission's `diff.patch`; a longer patch is cut there
+   * with a marker, flagged in the receipt (`diff.truncated`) and never promoted.
+   */
+  readonly diff: { readonly capBytes: number };
   /** `UH_LIMIT_*`: each mission's ceiling; `sandbox.limits` may only lower them (docs/security.md#limits). */
   readonly limits: MissionLimits;
   /** What a mission may ask of this host (`UH_ALLOW_MISSION_ISOLATION_OFF`, `UH_ENV_PASSTHROUGH_ALLOW`). */
@@ -79,6 +84,7 @@ export function compileSettings(config: UhConfig, overrides: SettingsOverrides):
     },
     isolation: { mode: core.isolation, tmpfsBytes: core.isolationTmpfsBytes, readable: core.isolationReadable },
     gitFastPath: core.gitFastPath,
+    diff: { capBytes: core.diffCapBytes },
     limits: core.limits,
     policy: config.policy,
     receiptKey: config.receipts,

@@ -2,6 +2,7 @@
  * Which finished operations may become a branch: a pure table over (status, verdict). Only a
  * completed and `verified` operation promotes; `unverified` only when the promoter says so
  * explicitly; everything else never (a scope violation above all: its diff broke the contract).
+ * And never a diff cut at the host's size cap (`diff.truncated`), whatever the verdict.
  */
 import type { Receipt } from '../shared/contracts/receipt.js';
 import { invalidInput, type UhError } from '../shared/errors.js';
@@ -35,11 +36,11 @@ export function promotionPolicy(receipt: Pick<Receipt, 'status' | 'verdict'>): {
 
 /** The refusal to raise, or null when the operation may be promoted. Exit 2: bad input, nothing changed. */
 export function policyRefusal(
-  receipt: Pick<Receipt, 'operation_id' | 'status' | 'verdict'>,
+  receipt: Pick<Receipt, 'operation_id' | 'status' | 'verdict' | 'diff'>,
   allowUnverified: boolean,
 ): UhError | null {
   const { decision, why } = promotionPolicy(receipt);
-  if (decision === 'allow' || (decision === 'needs_flag' && allowUnverified)) return null;
+  if (decision === 'allow' || (decision === 'needs_flag' && allowUnverified)) return truncatedRefusal(receipt);
   const what = `status ${receipt.status}, verdict ${receipt.verdict}`;
   if (decision === 'needs_flag') {
     return invalidInput(
@@ -63,5 +64,19 @@ export function notFinishedRefusal(operationId: string, state: string): UhError 
     state === 'unknown'
       ? `settle it first: uh mission recover ${operationId}`
       : `wait for it: uh mission status ${operationId}`,
+  );
+}
+
+/**
+ * A diff cut at the host's cap (`UH_DIFF_CAP_BYTES`) holds part of the change: applied, it would
+ * commit a tree the checks never saw. Never promoted, whatever the verdict.
+ */
+function truncatedRefusal(receipt: Pick<Receipt, 'operation_id' | 'diff'>): UhError | null {
+  const diff = receipt.diff;
+  if (!diff?.truncated) return null;
+  return invalidInput(
+    `operation ${receipt.operation_id} cannot be promoted: its diff was truncated at ${diff.cap_bytes} of ${diff.bytes_total} bytes (UH_DIFF_CAP_BYTES), and a partial patch is never promoted`,
+    [],
+    'raise UH_DIFF_CAP_BYTES on the workers (or make the change smaller) and run the mission again',
   );
 }

@@ -21,6 +21,9 @@ export type Env = Readonly<Record<string, string | undefined>>;
 /** `UH_ISOLATION`: bubblewrap for runtimes and checks where it works, required, or off. */
 export type IsolationMode = 'auto' | 'require' | 'off';
 
+/** `UH_DIFF_CAP_BYTES` when unset: the most bytes a mission's `diff.patch` keeps (50 MiB). */
+export const DEFAULT_DIFF_CAP_BYTES = 50 * 1024 * 1024;
+
 /** Where a queue command connects when neither `--redis` nor `REDIS_URL` says (as BullMQ does). */
 export const DEFAULT_REDIS_URL = 'redis://127.0.0.1:6379';
 
@@ -88,6 +91,11 @@ const VARIABLES = {
   UH_PRICES_FILE: v(text, 'price table file (JSON)'),
   UH_ISOLATION: v(() => z.enum(['auto', 'require', 'off']), 'OS isolation of runtimes and checks (bubblewrap)', 'auto'),
   UH_GIT_FAST_PATH: v(flagValue, 'in-process git fast path of the diff and the ref lookup (0 = git processes only)'),
+  UH_DIFF_CAP_BYTES: v(
+    ms,
+    "size cap of a mission's diff.patch (bytes; past it: truncated, never promoted)",
+    DEFAULT_DIFF_CAP_BYTES,
+  ),
   // host policy: what a mission may ask for (shared/host-policy.ts)
   UH_ALLOW_MISSION_ISOLATION_OFF: v(flagValue, "honour a mission's sandbox.isolation: off (never under require)"),
   UH_ALLOW_MISSION_NETWORK_HOST: v(flagValue, "honour a mission's sandbox.network: host (the host's whole network)"),
@@ -231,6 +239,8 @@ export interface UhConfig {
     isolationReadable: string[];
     /** `UH_GIT_FAST_PATH` (default on): uh answers some git questions itself (workers/git-path.ts); off: git does. */
     gitFastPath: boolean;
+    /** `UH_DIFF_CAP_BYTES`: the most bytes a mission's `diff.patch` keeps; the receipt says when it was cut. */
+    diffCapBytes: number;
     /** `UH_LIMIT_*`: each mission's ceiling (docs/security.md#limits); a mission may only lower them. */
     limits: MissionLimits;
     /** `UH_SECRETS_DIR`: the files `{secret_ref: name}` in `sandbox.env` resolve to (`<dir>/<name>`). */
@@ -338,6 +348,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       isolationTmpfsBytes: e.UH_ISOLATION_TMPFS_BYTES,
       isolationReadable: (e.UH_ISOLATION_READABLE ?? '').split(':').filter((p) => p !== ''),
       gitFastPath: flag(e.UH_GIT_FAST_PATH) ?? true,
+      diffCapBytes: e.UH_DIFF_CAP_BYTES,
       limits: {
         processes: e.UH_LIMIT_PROCESSES,
         memory_bytes: e.UH_LIMIT_MEMORY_BYTES,

@@ -33,6 +33,23 @@ describe('promotion policy', () => {
     expect(policyRefusal({ operation_id: 'op', status: 'completed', verdict: 'unverified' }, true)).toBeNull();
     expect(policyRefusal({ operation_id: 'op', status: 'completed', verdict: 'verified' }, false)).toBeNull();
   });
+
+  it('refuses a truncated diff whatever the verdict (a partial patch is never promoted), and not one under the cap', () => {
+    const cut = { truncated: true, bytes_total: 320 * 2 ** 20, cap_bytes: 50 * 2 ** 20 };
+    for (const [verdict, flag] of [
+      ['verified', false],
+      ['unverified', true],
+    ] as const) {
+      const refusal = policyRefusal({ operation_id: 'op', status: 'completed', verdict, diff: cut }, flag);
+      expect(refusal?.kind).toBe('invalid_input');
+      expect(refusal?.message).toContain('truncated at 52428800 of 335544320 bytes');
+      expect(refusal?.hint).toContain('UH_DIFF_CAP_BYTES');
+    }
+    const whole = { truncated: false, bytes_total: 10, cap_bytes: 50 * 2 ** 20 };
+    expect(
+      policyRefusal({ operation_id: 'op', status: 'completed', verdict: 'verified', diff: whole }, false),
+    ).toBeNull();
+  });
 });
 
 describe('branch names', () => {

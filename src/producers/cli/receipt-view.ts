@@ -63,6 +63,10 @@ export function printReceiptSummary(receipt: Receipt, dir: string, attached: boo
   for (const f of receipt.changed_files.slice(0, 20))
     lines.push(`  ${f.status.padEnd(8)} ${f.from ? `${f.from} → ` : ''}${f.path}`);
   if (receipt.changed_files.length > 20) lines.push(`  … and ${receipt.changed_files.length - 20} more`);
+  if (receipt.diff?.truncated)
+    lines.push(
+      `  diff truncated: diff.patch keeps ${receipt.diff.cap_bytes} of ${receipt.diff.bytes_total} bytes (UH_DIFF_CAP_BYTES); it will not be promoted`,
+    );
   if (receipt.final_message) lines.push(`  final: ${receipt.final_message.split('\n')[0]?.slice(0, 160)}`);
   lines.push(`  receipt: ${join(dir, 'receipt.json')}`);
   if (receipt.sandbox.retained && receipt.sandbox.path) lines.push(`  sandbox kept: ${receipt.sandbox.path}`);

@@ -21,6 +21,7 @@ export const EVENT_TYPES = [
   'runtime.finished',
   'limits.exceeded',
   'diff.captured',
+  'diff.stopped',
   'scope.checked',
   'verification.check',
   'operation.cancel_requested',

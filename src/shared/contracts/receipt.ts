@@ -79,6 +79,27 @@ export type ReceiptSignature = z.infer<typeof ReceiptSignatureSchema>;
 /** The name of the hidden verifier's check in a receipt (`verification_hidden`). */
 export const HIDDEN_CHECK = 'hidden-verifier';
 
+/** How the runtime and checks were isolated: see the receipt's `isolation`. */
+export const ReceiptIsolationSchema = z.lazy(() =>
+  z.strictObject({
+    kind: z.enum(['bwrap', 'none']),
+    reason: z.string().nullable(),
+    network: z.enum(['none', 'egress', 'host', 'on']),
+    egress: z
+      .strictObject({ allowed: z.array(z.string()), asked: z.array(z.string()), refused: z.array(z.string()) })
+      .optional(),
+  }),
+);
+
+/** `diff.patch` against the host's cap: see the receipt's `diff`. */
+export const DiffCapSchema = z.lazy(() =>
+  z.strictObject({
+    truncated: z.boolean(),
+    bytes_total: z.number().int().nonnegative(),
+    cap_bytes: z.number().int().positive(),
+  }),
+);
+
 export const ReceiptSchema = z.lazy(() =>
   z.strictObject({
     schema_version: z.literal('uh.receipt.v0'),
@@ -102,7 +123,15 @@ export const ReceiptSchema = z.lazy(() =>
     verdict: VerdictSchema,
     changed_files: z.array(ChangedFileSchema),
     diff_digest: z.string(),
+    /** Bytes of `diff.patch` as stored (what `diff_digest` covers). */
     diff_bytes: z.number().int().nonnegative(),
+    /**
+     * `diff.patch` against the host's cap (`UH_DIFF_CAP_BYTES`): `truncated` when it holds only the
+     * first `cap_bytes` of the `bytes_total` the whole patch has, then a marker line. The changed
+     * files and the scope check are complete either way; a truncated diff is never promoted.
+     * Absent in receipts written before the cap, and when the run ended before the diff.
+     */
+    diff: DiffCapSchema.optional(),
     scope: z.strictObject({ ok: z.boolean(), violations: z.array(ScopeViolationSchema) }),
     checks: z.array(CheckResultSchema),
     /** The hidden verifier's reward, 0..1 (check `hidden-verifier`); absent without one, null when it wrote none. */
@@ -117,16 +146,7 @@ export const ReceiptSchema = z.lazy(() =>
      * their network (`on` in receipts written before egress mode: the host's). `egress`: the allowlist
      * in force and the hosts asked for and refused (bounded).
      */
-    isolation: z
-      .strictObject({
-        kind: z.enum(['bwrap', 'none']),
-        reason: z.string().nullable(),
-        network: z.enum(['none', 'egress', 'host', 'on']),
-        egress: z
-          .strictObject({ allowed: z.array(z.string()), asked: z.array(z.string()), refused: z.array(z.string()) })
-          .optional(),
-      })
-      .optional(),
+    isolation: ReceiptIsolationSchema.optional(),
     /**
      * The per-mission limits in force (the host's, lowered by the mission), how each held on this
      * host, the one exceeded (the outcome's `raw` names it too), and the worktree as measured after

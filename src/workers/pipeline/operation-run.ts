@@ -1,7 +1,8 @@
 /**
  * The one context every pipeline phase reads and writes (src/workers/execute-operation.ts).
  * Fixed at open: the prepared operation, its dir, clock, spawn, logger, environment, secrets, the
- * record and the event log. Written by one phase each: `sandbox` (sandbox), `folded` (runtime),
+ * record and the event log. Written by one phase each: `sandbox` (sandbox), `folded` and
+ * `deadlineMs` (runtime),
  * `diff` and `violations` (diff), `checks` (checks); `failure` by whichever phase ends the run
  * early (a cancel, a pipeline error). `timings` gains one entry per timed phase.
  */
@@ -105,6 +106,8 @@ export interface OperationRun {
   /** The mission's limits (the host's, lowered by the mission), how they hold here, and what was hit. */
   readonly limits: RunLimits;
   sandbox: Sandbox | null;
+  /** monotonicMs() at which `timeout_seconds` ends: set when the runtime starts; it bounds the diff too. */
+  deadlineMs: number | null;
   folded: FoldedRuntime;
   diff: DiffCapture | null;
   violations: ScopeViolation[];
@@ -254,6 +257,7 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
     egress: await egressFor(prepared, isolation, env.runtime),
     limits: runLimitsFor(options.settings.limits, mission.sandbox.limits, isolation, options.settings.env.PATH),
     sandbox: null,
+    deadlineMs: null,
     folded: initialFold({ status: 'failed', raw: 'not_started', message: 'runtime did not start', timed_out: false }),
     diff: null,
     violations: [],

@@ -21,6 +21,7 @@ import { bwrapProbeFile, cancelReason, setState, timed, type OperationRun } from
 import { reprobeBwrap } from '../../shared/process/bwrap-probe.js';
 import { agentStateSpawn, prepareAgentState, type AgentState } from './agent-state.js';
 import { stderrTailLines, withStderrTail } from './stderr-tail.js';
+import { monotonicMs } from '../../shared/clock.js';
 import { watchedSpawn, watchLimits } from './limits-watch.js';
 import { limitOutcome } from './limits-phase.js';
 
@@ -68,6 +69,7 @@ function missionSignal(run: OperationRun): {
   const outer = run.options.signal;
   const controller = new AbortController();
   const timeoutMs = mission.timeout_seconds * 1000;
+  run.deadlineMs = monotonicMs() + timeoutMs; // the diff phase gets what is left (diff-deadline.ts)
   const timer = setTimeout(
     () =>
       controller.abort({

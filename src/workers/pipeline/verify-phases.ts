@@ -1,20 +1,22 @@
 /**
- * The verification phases over the sandbox after the runtime: the diff against the base commit
- * and the scope check (writes `run.diff`, `run.violations`, state `verifying`), then the
- * mission's checks when the runtime completed within scope (writes `run.checks`, and
- * `run.failure` when a cancel lands during them).
+ * The verification phases over the sandbox after the runtime: the diff against the base commit,
+ * inside the mission's deadline (`diff-deadline.ts`), and the scope check (writes `run.diff`,
+ * `run.violations`, state `verifying`, and `run.failure` when the deadline or a cancel stops the
+ * diff), then the mission's checks when the runtime completed within scope (writes `run.checks`,
+ * and `run.failure` when a cancel lands during them).
  */
 import { join } from 'node:path';
 import type { Sandbox } from '../sandbox/worktree.js';
 import { gitPathOf } from '../git-path.js';
-import { baseFactsDir, captureDiff } from '../verification/capture-diff.js';
+import { baseFactsDir, captureDiff, type DiffCapture } from '../verification/capture-diff.js';
+import { diffBound, diffTimeoutOutcome } from './diff-deadline.js';
 import { runChecks } from '../verification/run-checks.js';
 import { readReward, writeHiddenVerifier } from '../../operation/hidden-verifier.js';
 import { HIDDEN_CHECK } from '../../shared/contracts/receipt.js';
 import { makeDir } from '../../shared/fs/make-dir.js';
 import { checkScope, type ScopeViolation } from '../verification/scope-check.js';
 import { restoreGitLink } from '../sandbox/git-link.js';
-import { removeEmptyDirs, stripIgnored } from '../verification/strip-ignored.js';
+import { removeEmptyDirs, stripIgnored, type Stripped } from '../verification/strip-ignored.js';
 import { walkTree } from '../verification/tree-violations.js';
 import { phaseSpawn } from './isolation-phase.js';
 import { cancelReason, setState, timed, type OperationRun } from './operation-run.js';
@@ -40,29 +42,16 @@ export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<vo
   // and a name git refuses or a path past the bounds is a violation by name (never silently left out).
   const replaced = restoreGitLink(sandbox);
   const { violations: walked, emptyDirs } = walkTree(sandbox.path, run.settings.sandbox.paths);
-  const excluded = walked.map((v) => v.path);
-  const factsDir = baseFactsDir(run.settings.cacheDir);
-  // The checks run on exactly the diff's tree: the agent's ignored files go (unless kept, then staged).
-  const { ignored, diff } = await timed(run, 'diff', async () => {
-    const keep = prepared.mission.sandbox.keep_ignored ?? [];
-    const at = { workDir: sandbox.path, baseCommit: prepared.baseCommit, scratchDir: run.dir, factsDir };
-    const listInProcess = gitPathOf(run.settings).listIgnored;
-    const ignored = await stripIgnored({ ...at, keep, excluded, listInProcess });
-    removeEmptyDirs(sandbox.path, emptyDirs);
-    const diff = await captureDiff(sandbox.path, prepared.baseCommit, join(run.dir, 'diff.patch'), run.dir, {
-      baseFactsDir: factsDir,
-      git: gitPathOf(run.settings),
-      keptIgnored: ignored.kept,
-      excluded,
-    });
-    return { ignored, diff };
-  });
+  const got = await boundedDiff(run, sandbox, { excluded: walked.map((v) => v.path), emptyDirs });
+  if (got === null) return;
+  const { ignored, diff } = got;
   run.diff = diff;
   run.events.append('diff.captured', {
     files: diff.changed.length,
     bytes: diff.bytes,
     digest: diff.digest,
     head_commit: diff.headCommit,
+    ...(diff.truncated ? { truncated: true, bytes_total: diff.bytesTotal, cap_bytes: diff.capBytes } : {}),
     ...(replaced === null ? {} : { git_link_restored: replaced }),
     ...(ignored.removed.length + ignored.kept.length === 0
       ? {}
@@ -76,6 +65,57 @@ export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<vo
   const flagged = [...diff.flagged, ...walked.filter((v) => !diff.flagged.some((f) => under(v, f)))];
   run.violations = [...checkScope(diff.changed, prepared.mission.scope), ...flagged];
   run.events.append('scope.checked', { ok: run.violations.length === 0, violations: run.violations });
+}
+
+/**
+ * The diff under the mission's deadline and the operation's cancel (`diff-deadline.ts`); null when
+ * either stopped it (`run.failure` says why, unless the runtime's own outcome already does).
+ */
+async function boundedDiff(
+  run: OperationRun,
+  sandbox: Sandbox,
+  tree: { excluded: string[]; emptyDirs: string[] },
+): Promise<{ ignored: Stripped; diff: DiffCapture } | null> {
+  const { prepared, settings } = run;
+  const completed = run.failure === null && run.folded.outcome.status === 'completed';
+  // After a runtime that did not complete (a cancel among them) the diff records what it left.
+  const bound = diffBound(run.deadlineMs, completed, completed ? run.options.signal : undefined);
+  const factsDir = baseFactsDir(settings.cacheDir);
+  try {
+    // The checks run on exactly the diff's tree: the agent's ignored files go (unless kept, then staged).
+    return await timed(run, 'diff', async () => {
+      const keep = prepared.mission.sandbox.keep_ignored ?? [];
+      const at = { workDir: sandbox.path, baseCommit: prepared.baseCommit, scratchDir: run.dir, factsDir };
+      const listInProcess = gitPathOf(run.settings).listIgnored;
+      const input = { ...at, keep, excluded: tree.excluded, listInProcess };
+      const ignored = await stripIgnored(input, { signal: bound.signal });
+      removeEmptyDirs(sandbox.path, tree.emptyDirs);
+      const diff = await captureDiff(sandbox.path, prepared.baseCommit, join(run.dir, 'diff.patch'), run.dir, {
+        baseFactsDir: factsDir,
+        git: gitPathOf(settings),
+        keptIgnored: ignored.kept,
+        excluded: tree.excluded,
+        capBytes: settings.diff.capBytes,
+        signal: bound.signal,
+      });
+      return { ignored, diff };
+    });
+  } catch (error) {
+    const cancelled = completed ? cancelReason(run) : null;
+    if (!cancelled && !bound.expired()) throw error;
+    run.events.append('diff.stopped', { reason: cancelled ? 'cancel' : 'deadline', allowed_ms: bound.allowedMs });
+    if (cancelled)
+      run.failure = {
+        status: 'cancelled',
+        raw: 'cancel',
+        message: `${cancelled.message} (during the diff)`,
+        timed_out: false,
+      };
+    else if (completed) run.failure = diffTimeoutOutcome(prepared.mission.timeout_seconds, bound.allowedMs ?? 0);
+    return null;
+  } finally {
+    bound.dispose();
+  }
 }
 
 export async function checksPhase(run: OperationRun, sandbox: Sandbox): Promise<void> {

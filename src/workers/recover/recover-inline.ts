@@ -128,6 +128,7 @@ async function settleWith(
   if (record.sandbox_path && existsSync(record.sandbox_path) && record.base_commit) {
     diff = await captureDiff(record.sandbox_path, record.base_commit, join(dir, 'diff.patch'), dir, {
       git: gitPathOf(settings),
+      capBytes: settings.diff.capBytes,
     });
     steps.push(`diff of the retained sandbox: ${diff.changed.length} file(s)`);
   }

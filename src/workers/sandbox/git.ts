@@ -36,6 +36,11 @@ export interface GitOptions extends GitCallOptions {
   workTree?: string;
   /** Written to git's stdin (then closed), e.g. a `--pathspec-from-file=-` list; unset: no stdin. */
   input?: string;
+  /**
+   * A stderr line starting with this fails the call (`exit`, the line in the message), whatever
+   * git's exit code: for a command that skips an input with a warning and goes on.
+   */
+  stderrFails?: string;
 }
 
 const MINUTE = 60_000;
@@ -46,6 +51,7 @@ export const GIT_TIMEOUTS_MS: Readonly<Record<string, number>> = {
   worktree: 10 * MINUTE, // add and remove touch every file of the tree
   reset: 10 * MINUTE, // the checkout of a sandbox
   add: 10 * MINUTE, // hashes every changed file for the diff
+  'update-index': 10 * MINUTE, // the same, for the diff's staging
   diff: 10 * MINUTE,
   'rev-parse': 30_000,
   config: 30_000,
@@ -115,8 +121,11 @@ export async function git(args: readonly string[], options: GitOptions): Promise
     if (outBytes > maxBuffer) child.terminate();
     else out.push(chunk);
   });
+  const refusal = stderrWatch(options.stderrFails);
   child.stderr?.on('data', (chunk: Buffer) => {
-    errTail = (errTail + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
+    const text = chunk.toString('utf8');
+    refusal.feed(text);
+    errTail = (errTail + text).slice(-STDERR_TAIL_BYTES);
   });
   const result = await child.result;
   const code = result.exitCode ?? -1;
@@ -128,12 +137,30 @@ export async function git(args: readonly string[], options: GitOptions): Promise
         ? 'timeout'
         : outBytes > maxBuffer
           ? 'output_too_large'
-          : code === 0 || options.okCodes?.includes(code)
+          : refusal.line() === null && (code === 0 || options.okCodes?.includes(code))
             ? null
             : 'exit';
   if (failure === null) return { stdout: Buffer.concat(out).toString('utf8'), code };
-  const stderr = (result.spawnError?.message ?? errTail).trim().split('\n').slice(-3).join(' ');
+  const stderr = refusal.line() ?? (result.spawnError?.message ?? errTail).trim().split('\n').slice(-3).join(' ');
   throw gitError(failure, subcommand, options.repository ?? options.cwd, { timeoutMs, stderr });
+}
+
+/** The first stderr line that starts with `prefix` (none without one), however long stderr gets. */
+function stderrWatch(prefix: string | undefined): { feed: (text: string) => void; line: () => string | null } {
+  let carry = '';
+  let hit: string | null = null;
+  const scan = (line: string) => {
+    if (hit === null && prefix !== undefined && line.startsWith(prefix)) hit = line.slice(0, 1024);
+  };
+  return {
+    feed: (text) => {
+      if (prefix === undefined || hit !== null) return;
+      const lines = (carry + text).split('\n');
+      carry = (lines.pop() ?? '').slice(0, 4096);
+      lines.forEach(scan);
+    },
+    line: () => (scan(carry), hit),
+  };
 }
 
 function gitError(

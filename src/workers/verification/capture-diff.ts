@@ -20,8 +20,9 @@
  * lists them, under the base's ignore rules when `ignore-rules.ts` takes them). Otherwise one
  * `ls-files` lists every modified, deleted and untracked path; when it lists none the final tree
  * is the base tree and nothing else runs.
- * Otherwise one `add` stages exactly those paths, given on its stdin (deleted ones leave by
- * `rm --cached` first, one more process), and the final tree is built from the index it wrote
+ * Otherwise one `update-index` stages exactly those paths, given on its stdin, in time linear in
+ * their number (`stage-with-git.ts`: `add` with N pathspecs is quadratic; one more process drops
+ * paths beyond a symbolic link first), and the final tree is built from the index it wrote
  * (`index-tree.ts`; `write-tree` when that reader cannot vouch for it); a plain change (no
  * attributes, plain names, small files: `stage-in-process.ts`) is staged and its tree built in
  * process, with no git process at all. Then one `diff-tree --patch-with-raw` gives the names
@@ -39,7 +40,6 @@ import {
   statSync,
   utimesSync,
   writeFileSync,
-  createWriteStream,
 } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { pipeline } from 'node:stream/promises';
@@ -54,8 +54,11 @@ import type { GitPath } from '../git-path.js';
 import { keptExcludesFile, readBaseFacts } from './base-ignore.js';
 import { readIndexState, writeLooseObject, writeStateTree } from './index-tree.js';
 import type { StagedFile } from './stage-in-process.js';
+import { stageWithGit } from './stage-with-git.js';
 import { readAgentHead } from './agent-head.js';
 import { RawPatchSplit } from './raw-patch-split.js';
+import { CappedPatchFile, cappedPatchStream, writeCappedPatch, type PatchFacts } from './capped-patch.js';
+import { DEFAULT_DIFF_CAP_BYTES } from '../../shared/config.js';
 import { adjustListing } from './strip-ignored.js';
 import type { ScopeViolation } from './scope-check.js';
 import { byCodeUnit } from '../../shared/compare.js';
@@ -63,8 +66,14 @@ import { byCodeUnit } from '../../shared/compare.js';
 export interface DiffCapture {
   changed: ChangedFile[];
   patchPath: string;
+  /** Bytes of `patchPath` as written, and their digest (under the cap: `capped-patch.ts`). */
   bytes: number;
   digest: string;
+  /** The patch was longer than `capBytes`: the file holds its first `capBytes`, then a marker. */
+  truncated: boolean;
+  /** Bytes of the whole patch, as git (or `added-patch.ts`) printed it. */
+  bytesTotal: number;
+  capBytes: number;
   headCommit: string | null;
   /** The tree of the sandbox's final state (what the patch applied to the base commit yields). */
   tree: string | null;
@@ -80,6 +89,8 @@ export interface DiffCallOptions extends GitCallOptions {
   baseFactsDir?: string;
   /** Who answers the git questions: the fast path or git processes (`gitPathOf(settings)`). */
   git: GitPath;
+  /** The most bytes `diff.patch` keeps (`UH_DIFF_CAP_BYTES`); default DEFAULT_DIFF_CAP_BYTES. */
+  capBytes?: number;
   /** Ignored files the mission keeps (`stripIgnored`): staged as new files. */
   keptIgnored?: readonly string[];
   /** Paths the tree walk flagged (`treeViolations`): never staged (git refuses or skips them). */
@@ -88,7 +99,12 @@ export interface DiffCallOptions extends GitCallOptions {
 
 export { baseFactsDir } from './base-ignore.js';
 
-type GitRun = (args: string[], extra?: { okCodes?: number[]; input?: string }) => Promise<{ stdout: string }>;
+const EMPTY_DIGEST = `sha256:${createHash('sha256').digest('hex')}`;
+
+type GitRun = (
+  args: string[],
+  extra?: { okCodes?: number[]; input?: string; stderrFails?: string },
+) => Promise<{ stdout: string }>;
 
 interface DiffGit {
   path: GitPath;
@@ -99,7 +115,6 @@ interface DiffGit {
   env: Record<string, string>;
 }
 
-const EMPTY_DIGEST = `sha256:${createHash('sha256').digest('hex')}`;
 const TREE = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
 function noPrivateGitDir(workDir: string, gitDir: string): UhError {
@@ -126,21 +141,19 @@ function gitOn(g: DiffGit, indexFile: string): GitRun {
 }
 
 type Listing = ReturnType<typeof parseListing>;
-interface Staged {
-  changed: ChangedFile[];
-  bytes: number;
-  digest: string;
-  tree: string | null;
-}
+type Patched = { changed: ChangedFile[] } & PatchFacts;
+type Staged = Patched & { tree: string | null };
+const NO_PATCH: PatchFacts = { bytes: 0, digest: EMPTY_DIGEST, truncated: false, bytesTotal: 0 };
 
 /** Stage what the listing names, build the final tree, and write the patch against the base. */
 async function stageAndPatch(
   g: DiffGit,
   at: { workDir: string; uhIndex: string; index: string; baseCommit: string; baseTree: string | null },
   listed: Listing,
-  patchPath: string,
+  patch: { path: string; capBytes: number },
 ): Promise<Staged> {
-  const unchanged: Staged = { changed: [], bytes: 0, digest: EMPTY_DIGEST, tree: at.baseTree };
+  const patchPath = patch.path;
+  const unchanged: Staged = { changed: [], ...NO_PATCH, tree: at.baseTree };
   if (listed.paths.length === 0) return (writeFileSync(patchPath, ''), unchanged);
   const where = {
     workDir: at.workDir,
@@ -151,8 +164,8 @@ async function stageAndPatch(
   };
   const { tree, added } = await stageAndTree(g.path, gitOn(g, at.index), where, listed);
   if (tree === at.baseTree) return (writeFileSync(patchPath, ''), unchanged);
-  const patch = added ? writeAddedPatch(added, patchPath) : await diffAndPatch(g, at.baseCommit, tree, patchPath);
-  return { ...patch, tree };
+  const patched = added ? writeAddedPatch(added, patch) : await diffAndPatch(g, at.baseCommit, tree, patch);
+  return { ...patched, tree };
 }
 
 /** `call` bounds the git calls (timeout, abort signal). */
@@ -165,7 +178,14 @@ export async function captureDiff(
 ): Promise<DiffCapture> {
   const paths = sandboxPaths(workDir);
   if (!existsSync(paths.gitDir) || !existsSync(paths.index)) throw noPrivateGitDir(workDir, paths.gitDir);
-  const { baseFactsDir, git: path, keptIgnored = [], excluded = [], ...call } = options;
+  const {
+    baseFactsDir,
+    git: path,
+    capBytes = DEFAULT_DIFF_CAP_BYTES,
+    keptIgnored = [],
+    excluded = [],
+    ...call
+  } = options;
   const index = join(scratchDir, 'diff.index');
   const scratchExcludes = join(scratchDir, 'base-excludes');
   const env = { GIT_INDEX_FILE: index, GIT_LITERAL_PATHSPECS: '1' };
@@ -179,7 +199,7 @@ export async function captureDiff(
     const headCommit = () => readAgentHead(paths.agentGitDir);
     if (additions?.length === 0) {
       writeFileSync(patchPath, '');
-      const empty = { changed: [], patchPath, bytes: 0, digest: EMPTY_DIGEST, flagged: [] };
+      const empty = { changed: [], patchPath, ...NO_PATCH, capBytes, flagged: [] };
       return { ...empty, headCommit: headCommit(), tree: base.tree };
     }
     // ls-files writes no index (and GIT_OPTIONAL_LOCKS=0 forbids a refresh): uh's own serves.
@@ -193,15 +213,16 @@ export async function captureDiff(
           excluded,
         );
     const at = { workDir, uhIndex: paths.index, index, baseCommit, baseTree: base.tree };
-    const result = await stageAndPatch(g, at, listed, patchPath);
+    const result = await stageAndPatch(g, at, listed, { path: patchPath, capBytes });
     const nested = listed.nested.map((path): ChangedFile => ({ path, status: 'added' }));
     const changed = [...result.changed, ...nested].sort((a, b) => byCodeUnit(a.path, b.path));
     const flagged = [
       ...listed.nested.map((path): ScopeViolation => ({ path, reason: 'nested_repository' })),
       ...escapingSymlinks(workDir, changed),
     ];
-    const { bytes, digest, tree } = result;
-    return { changed, patchPath, bytes, digest, headCommit: headCommit(), tree, flagged };
+    const { bytes, digest, truncated, bytesTotal, tree } = result;
+    const facts = { bytes, digest, truncated, bytesTotal, capBytes };
+    return { changed, patchPath, ...facts, headCommit: headCommit(), tree, flagged };
   } finally {
     for (const file of [index, scratchExcludes]) rmSync(file, { force: true });
   }
@@ -227,22 +248,17 @@ interface AddedChange {
   patch: Buffer;
 }
 
-function writeAddedPatch(
-  added: AddedChange,
-  patchPath: string,
-): { changed: ChangedFile[]; bytes: number; digest: string } {
-  writeFileSync(patchPath, added.patch);
+function writeAddedPatch(added: AddedChange, patch: { path: string; capBytes: number }): Patched {
   return {
     changed: added.paths.map((path): ChangedFile => ({ path, status: 'added' })),
-    bytes: added.patch.length,
-    digest: `sha256:${createHash('sha256').update(added.patch).digest('hex')}`,
+    ...writeCappedPatch(patch.path, added.patch, patch.capBytes),
   };
 }
 
 /**
  * Stage the listed paths and name the final tree. A plain change is staged and its tree built in
- * process (`stage-in-process.ts`, `index-tree.ts`); else `add` stages it and the tree is built
- * from the index `add` wrote, or by `git write-tree` when that reader cannot vouch for it. The
+ * process (`stage-in-process.ts`, `index-tree.ts`); else git stages it (`stage-with-git.ts`) and
+ * the tree is built from the index git wrote, or by `git write-tree` when that reader cannot vouch for it. The
  * final tree is what a promotion must reproduce; if git cannot write it either, promotion checks
  * the diff digest only (null). New text files alone (`added`, their patch made here) need no git
  * process after this one, so their objects are never written: only their ids are computed.
@@ -277,29 +293,11 @@ async function stageAndTree(
     if (written !== null) return { tree: written, added: null };
   }
   copyIndex(at.uhIndex, at.index);
-  await stage(run, listed);
+  await stageWithGit(run, at.workDir, listed.paths);
   const built = path.indexTree(at.index, objectsDir, hashBytes);
   if (built !== null) return { tree: built, added: null };
   const written = (await run(['write-tree'], { okCodes: [1, 128] })).stdout.trim();
   return { tree: TREE.test(written) ? written : null, added: null };
-}
-
-/**
- * Stage exactly the listed paths. Deleted paths leave the index by `rm --cached` first: `add`
- * refuses a pathspec "beyond a symbolic link" (a tracked directory the agent replaced by a
- * link), which `rm --cached` matches against the index alone. One process without deletions.
- */
-async function stage(run: GitRun, listed: { paths: string[]; deleted: string[] }): Promise<void> {
-  const gone = new Set(listed.deleted);
-  const rest = listed.paths.filter((path) => !gone.has(path));
-  if (gone.size > 0)
-    await run(['rm', '--cached', '--quiet', '--ignore-unmatch', '--pathspec-from-file=-', '--pathspec-file-nul'], {
-      input: `${listed.deleted.join('\0')}\0`,
-    });
-  if (rest.length === 0) return;
-  await run(['add', '--all', '--force', '--pathspec-from-file=-', '--pathspec-file-nul'], {
-    input: `${rest.join('\0')}\0`,
-  });
 }
 
 /**
@@ -380,8 +378,9 @@ async function diffAndPatch(
   g: DiffGit,
   baseCommit: string,
   tree: string | null,
-  patchPath: string,
-): Promise<{ changed: ChangedFile[]; bytes: number; digest: string }> {
+  patch: { path: string; capBytes: number },
+): Promise<Patched> {
+  const patchPath = patch.path;
   // --full-index: whole object ids, so the patch is the same whatever else the store holds.
   const options = ['--no-ext-diff', '--no-textconv', '--binary', '--full-index', '-M', '--patch-with-raw', '-z'];
   const args = tree ? ['diff-tree', '-r', ...options, baseCommit, tree] : ['diff', '--cached', ...options, baseCommit];
@@ -395,10 +394,11 @@ async function diffAndPatch(
     ...(g.call.signal ? { signal: g.call.signal } : {}),
   });
   const split = new RawPatchSplit();
+  const file = cappedPatchStream(new CappedPatchFile(patchPath, patch.capBytes));
   const [exit, copied] = await Promise.all([
     child.result,
     child.stdout
-      ? pipeline(child.stdout, split, createWriteStream(patchPath)).then(
+      ? pipeline(child.stdout, split, file.stream).then(
           () => null,
           (error: unknown) => error,
         )
@@ -413,7 +413,7 @@ async function diffAndPatch(
     throw new UhError('sandbox', `the diff could not be written to ${patchPath}: ${(copied as Error).message}`, {
       hint: 'check the free space of the state dir',
     });
-  return { changed: split.changed(), bytes: split.bytes, digest: split.digest() };
+  return { changed: split.changed(), ...file.facts() };
 }
 
 /** Changed symlinks whose target resolves outside the worktree (absolute, `..`, or through another link). */

@@ -3,7 +3,8 @@
  * process (compared with uh's index in process; one, the listing, when a racy entry must be
  * hashed and attributes could convert it). A plain change costs two (the listing, one diff-tree for names and
  * patch together: staged and its tree built in process); one git must stage (a repository with
- * `.gitattributes`) three, four when a tracked file was deleted (`rm --cached` first). The patch
+ * `.gitattributes`) three, deletions included (one `update-index`), four when a tracked path lies
+ * beyond a symbolic link (`update-index --force-remove` first). The patch
  * is the one `git diff --cached --binary -M` would print, either way. (New files alone cost
  * less: test/workers/verification/added-patch.test.ts.)
  */
@@ -37,7 +38,7 @@ const sandboxOf = (files: Record<string, string>, id: string) => freshSandbox(fi
 describe('captureDiff processes', () => {
   it.each([
     ['a plain change: staged in process', {}, 0, 2],
-    ['with .gitattributes: staged by git', { '.gitattributes': '*.bin binary\n' }, 1, 4],
+    ['with .gitattributes: staged by git', { '.gitattributes': '*.bin binary\n' }, 1, 3],
   ])(
     'when nothing changed, no git process (one with attributes); %s (%s), names and patch consistent',
     async (_name, extra: Record<string, string>, unchanged, processes) => {
@@ -162,9 +163,9 @@ describe('captureDiff processes', () => {
 
   it.each([
     ['in process', {}, 4], // 2 for the base facts, listing, diff-tree
-    ['by git', { '.gitattributes': '*.bin binary\n' }, 6], // 2 for the base facts, listing, rm --cached, add, diff-tree
+    ['by git', { '.gitattributes': '*.bin binary\n' }, 6], // 2 for the base facts, listing, 2 update-index, diff-tree
   ])(
-    'a tracked directory replaced by a symlink, staged %s: its files deleted, the link added (add alone refuses paths beyond a link)',
+    'a tracked directory replaced by a symlink, staged %s: its files deleted, the link added (git refuses paths beyond a link)',
     async (_name, extra: Record<string, string>, processes) => {
       const { sandbox, commit, scratch, baseFactsDir, patch } = await sandboxOf(
         { 'README.md': '# one\n', 'docs/guide.md': 'guide\n', 'src/app.txt': 'app\n', ...extra },
