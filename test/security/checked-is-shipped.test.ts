@@ -12,89 +12,44 @@
  * - a path past the depth/length bounds (deeper than PATH_MAX), and a name git refuses: scope
  *   violations by name, never silently missing from the diff; gc removes the deep sandbox and
  *   counts its bytes.
- * Inline and through a worker, isolated and with UH_ISOLATION=off; every time the user's
- * checkout, $HOME and the cache's mirrors are untouched.
+ * Fleets (test/support/fleet.ts): inline and through a worker, isolated and with UH_ISOLATION=off,
+ * as root; as the deployment's user `uh` on the deployment's configuration only (bwrap, inline and
+ * through a worker). Measured on the 2-core machine: the four fleets as root took 88 s, each fleet
+ * 20 s or more (eight missions and a gc), so every fleet doubled would add some 60-90 s to a suite
+ * that must stay under 15 min; the six here took 93 s. Not root: as the current user only.
+ * After every attack the user's checkout, $HOME, the cache's mirrors and the signing keys are as
+ * before it, every pooled sandbox is pristine (the base tree) and, isolated, the host's root unwritten.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { stringify } from 'yaml';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { removeTree } from '../../src/shared/fs/deep-tree.js';
 import { runCli } from '../support/cli.js';
-import { checkoutFingerprint, makeRepo } from '../support/git-repo.js';
+import {
+  commandMission,
+  DEPLOY_USER,
+  fleetEnv,
+  fleetTable,
+  poolPristine,
+  runMission,
+  signingKeys,
+  startFleet,
+  stopFleet,
+  type Fleet,
+} from '../support/fleet.js';
+import { checkoutFingerprint } from '../support/git-repo.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { tempDir } from '../support/temp.js';
-import { startWorker, type WorkerProcess } from '../support/worker-process.js';
 import { treeFingerprint } from './isolation-helpers.js';
 
-type Mode = 'inline' | 'worker';
-type Isolation = 'auto' | 'off';
-const dirs: string[] = [];
 let redis: TestRedis;
-let counter = 0;
-
-interface Fleet {
-  mode: Mode;
-  isolation: Isolation;
-  repo: string;
-  cacheDir: string;
-  home: string;
-  /** Where operation dirs (diff.patch) are written: the CLI's state dir inline, the worker's otherwise. */
-  stateDir: string;
-  prefix: string;
-  worker: WorkerProcess | null;
-}
-
-const env = (f: Fleet): Record<string, string> => ({
-  UH_CACHE_DIR: f.cacheDir,
-  UH_ISOLATION: f.isolation,
-  UH_SANDBOX_KEEP_HOURS: '0',
-  HOME: f.home,
-  XDG_CONFIG_HOME: join(f.home, '.config'),
-  REDIS_URL: redis.url,
-  UH_REDIS_PREFIX: f.prefix,
-});
 
 const TEST_SH = 'set -e\npython3 -B -c "import app; assert app.add(2, 2) == 4"\n! grep -q BACKDOOR src/app.txt\n';
 
 interface Outcome {
   receipt: any;
   patch: string;
-}
-
-async function run(f: Fleet, script: string, sandbox: Record<string, unknown> = {}): Promise<Outcome> {
-  const operationId = `op-shipped-${process.pid}-${++counter}`;
-  const body = {
-    schema_version: 'uh.mission.v0',
-    mission_id: 'm-shipped',
-    operation_id: operationId,
-    title: 'checked is shipped',
-    objective: 'make the checks see something else than what ships',
-    repository: { url: f.repo, ref: 'main' },
-    runtime: 'command',
-    runtime_config_overrides: { command: { argv: ['/bin/sh', '-c', script], kill_grace_ms: 500 } },
-    sandbox,
-    scope: { allowed_change_globs: ['**'] },
-    verification: [{ name: 'tests', argv: ['sh', 'test.sh'], timeout_seconds: 30 }],
-    timeout_seconds: 60,
-  };
-  const dir = tempDir('uh-shipped-mission-');
-  dirs.push(dir);
-  writeFileSync(join(dir, 'mission.yaml'), stringify(body));
-  const verb = f.mode === 'inline' ? ['run'] : ['submit', '--wait'];
-  const state = f.mode === 'inline' ? f.stateDir : tempDir('uh-shipped-cstate-');
-  const args = ['mission', ...verb, join(dir, 'mission.yaml'), '--json', '--state-dir', state];
-  const result = await runCli(args, { cwd: f.repo, env: env(f) });
-  let receipt: any;
-  try {
-    const out = JSON.parse(result.stdout);
-    receipt = out.receipt ?? out;
-  } catch {
-    throw new Error(`uh exited ${result.code}: ${result.stderr}\n${result.stdout}`);
-  }
-  const patchPath = join(f.stateDir, 'operations', operationId, 'diff.patch');
-  return { receipt, patch: existsSync(patchPath) ? readFileSync(patchPath, 'latin1') : '' };
+  /** The state dir the operation was recorded in (the CLI's inline, the worker's otherwise). */
+  stateDir: string;
 }
 
 function baseline(f: Fleet): Record<string, string> {
@@ -102,7 +57,37 @@ function baseline(f: Fleet): Record<string, string> {
     checkout: checkoutFingerprint(f.repo),
     home: treeFingerprint(f.home),
     mirrors: treeFingerprint(join(f.cacheDir, 'mirrors')),
+    keys: JSON.stringify(signingKeys(f)),
   };
+}
+
+/** Run the agent `script` (the fleet's first mission creates the mirror, the pool and the keys). */
+async function runOnce(f: Fleet, script: string, sandbox: Record<string, unknown> = {}): Promise<Outcome> {
+  const mission = commandMission(f, script, {
+    mission_id: 'm-shipped',
+    title: 'checked is shipped',
+    objective: 'make the checks see something else than what ships',
+    sandbox,
+    scope: { allowed_change_globs: ['**'] },
+    verification: [{ name: 'tests', argv: ['sh', 'test.sh'], timeout_seconds: 30 }],
+  });
+  const { receipt, operationDir } = await runMission(f, mission);
+  const patchPath = join(operationDir, 'diff.patch');
+  const patch = existsSync(patchPath) ? readFileSync(patchPath, 'latin1') : '';
+  return { receipt, patch, stateDir: dirname(dirname(operationDir)) };
+}
+
+/** An attack: `runOnce`; the checkout, $HOME, mirrors and keys are as before it, the pool pristine. */
+async function run(f: Fleet, script: string, sandbox: Record<string, unknown> = {}): Promise<Outcome> {
+  const before = baseline(f);
+  // Isolated, the agent also tries the host's root (unisolated nothing would stop it: not asserted).
+  const host = `/uh-shipped-${process.pid}`;
+  const tries = f.isolation === 'auto' ? `(echo pwned > ${host}) 2>/dev/null; ` : '';
+  const outcome = await runOnce(f, `${tries}${script}`, sandbox);
+  expect(existsSync(host)).toBe(false);
+  expect(baseline(f)).toEqual(before);
+  expect(poolPristine(f)).toBe(true);
+  return outcome;
 }
 
 /** The blob id git gives `bytes` (SHA-1 repositories). */
@@ -127,47 +112,37 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await redis?.cleanup();
-  for (const dir of dirs) removeTree(dir);
 });
 
-const FLEETS: Array<[Mode, Isolation]> = [
-  ['inline', 'auto'],
-  ['inline', 'off'],
-  ['worker', 'auto'],
-  ['worker', 'off'],
-];
+/** Every fleet as root (or the current user); as `uh`, isolated only (the deployment's configuration). */
+const FLEETS = fleetTable().filter(([, isolation, user]) => user !== DEPLOY_USER || isolation === 'auto');
 
-describe.each(FLEETS)('what is checked is what ships (%s, UH_ISOLATION=%s)', (mode, isolation) => {
+describe.each(FLEETS)('what is checked is what ships (%s, UH_ISOLATION=%s, as %s)', (mode, isolation, user) => {
   let f: Fleet;
-  let before: Record<string, string>;
 
   beforeAll(async () => {
-    const repo = makeRepo({
-      'README.md': '# demo\n',
-      '.gitignore': '__pycache__/\n*.pyc\nbuild/\n',
-      'app.py': 'def add(a, b):\n    return a + b\n',
-      'src/app.txt': 'v1\n',
-      'test.sh': TEST_SH,
+    f = await startFleet({
+      mode,
+      isolation,
+      user,
+      redis,
+      tag: 'shipped',
+      env: { UH_SANDBOX_KEEP_HOURS: '0' },
+      files: {
+        'README.md': '# demo\n',
+        '.gitignore': '__pycache__/\n*.pyc\nbuild/\n',
+        'app.py': 'def add(a, b):\n    return a + b\n',
+        'src/app.txt': 'v1\n',
+        'test.sh': TEST_SH,
+      },
     });
-    const cacheDir = tempDir('uh-shipped-cache-');
-    const home = tempDir('uh-shipped-home-');
-    const stateDir = tempDir('uh-shipped-state-');
-    dirs.push(repo, cacheDir, home, stateDir);
-    f = { mode, isolation, repo, cacheDir, home, stateDir, prefix: redis.prefix(`shipped-${++counter}`), worker: null };
-    if (mode === 'worker') {
-      f.worker = await startWorker(['--state-dir', stateDir, '--runtime', 'command', '--concurrency', '1'], {
-        cwd: repo,
-        env: { ...env(f), UH_LOG_LEVEL: 'warn' },
-      });
-    }
-    const first = await run(f, 'echo v2 > src/app.txt');
+    const first = await runOnce(f, 'echo v2 > src/app.txt');
     expect(first.receipt.verdict).toBe('verified');
-    before = baseline(f);
+    expect(first.receipt.isolation?.kind).toBe(isolation === 'auto' ? 'bwrap' : 'none');
   }, 90_000);
 
   afterAll(async () => {
-    await f?.worker?.stop('SIGKILL');
-    expect(baseline(f)).toEqual(before);
+    await stopFleet(f);
   });
 
   // A sourceless module: `import helper` finds helper.pyc beside app.py; the promoted branch has none.
@@ -239,12 +214,12 @@ describe.each(FLEETS)('what is checked is what ships (%s, UH_ISOLATION=%s)', (mo
     const name = 'd'.repeat(200);
     // 30 levels of 200 bytes: about 6 KB, past PATH_MAX; relative mkdir/chdir keep every call short.
     const deep = `python3 -c "import os; os.makedirs('src', exist_ok=True); os.chdir('src'); [(os.mkdir('${name}'), os.chdir('${name}')) for _ in range(30)]; open('deep.txt', 'w').write('x' * 300000)"`;
-    const { receipt } = await run(f, `${deep} && echo v2 > src/app.txt`);
+    const { receipt, stateDir } = await run(f, `${deep} && echo v2 > src/app.txt`);
     const first = `src/${Array.from({ length: 6 }, () => name).join('/')}`;
     expect(receipt.scope.violations).toContainEqual({ path: first, reason: 'path_too_long' });
     expect(receipt.verdict).toBe('scope_violation');
     const sandboxes = join(f.cacheDir, 'sandboxes');
-    const gc = await runCli(['gc', '--json', '--state-dir', f.stateDir], { cwd: f.repo, env: env(f) });
+    const gc = await runCli(['gc', '--json', '--state-dir', stateDir], { cwd: f.repo, env: fleetEnv(f), as: f.as });
     const out = JSON.parse(gc.stdout);
     const item = out.items.find((i: { operation_id?: string }) => i.operation_id === receipt.operation_id);
     expect(item).toBeDefined();

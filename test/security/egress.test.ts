@@ -6,27 +6,40 @@
  * scripted server on 127.0.0.1:0) is reached both through HTTP(S)_PROXY (curl) and through the
  * transparent path (Node 20's fetch, which ignores the proxy variables). The same agent in `host`
  * mode (where the fleet allows it) reaches all of them: the test reaches the defence it names.
- * Inline, through a worker on real Redis, and as the unprivileged `nobody` (when the suite runs as
- * root, as here); a name reaches its server through the sandbox's /etc/hosts forwarder; the real
+ * The attack cases also run as fleets (test/support/fleet.ts): isolated, inline and through a
+ * worker on real Redis, as root and as the deployment's user `uh` (not root: as the current user),
+ * each asserting the host, the user's checkout, $HOME, the mirrors, the pool and the signing keys
+ * are untouched and the verdict is verified; a name reaches its server through the sandbox's
+ * /etc/hosts forwarder; the real
  * codex runs its mission in egress mode (the real pi: test/integration/mission-run-pi-hermes.test.ts).
  * Needs bwrap and Redis on 127.0.0.1:6379.
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { hostname } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { runCli, UH_BIN, type CliResult } from '../support/cli.js';
+import { runCli } from '../support/cli.js';
+import {
+  agentUid,
+  commandMission,
+  firstMission,
+  fleetTable,
+  poolPristine,
+  runMission,
+  signingKeys,
+  startFleet,
+  stopFleet,
+  type Fleet,
+} from '../support/fleet.js';
 import { checkoutFingerprint, makeRepo } from '../support/git-repo.js';
 import { realRuntimeBinary } from '../support/real-runtimes.js';
 import { startResponsesServer, type ResponsesServer } from '../support/responses-server.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { removeDir, tempDir } from '../support/temp.js';
-import { startWorker } from '../support/worker-process.js';
-import { hostileMission, requireBwrap } from './isolation-helpers.js';
+import { hostileMission, requireBwrap, treeFingerprint } from './isolation-helpers.js';
 
 /** Each probe's outcome, written to net.json in the worktree (so it lands in the diff). */
 const PROBE = String.raw`
@@ -222,51 +235,27 @@ describe('egress: the default network of an isolated agent', () => {
   });
 });
 
-/** `uh` as the unprivileged `nobody` (the non-root deployment of infra/), or as is when not root. */
-function runCliAsNobody(args: string[], cwd: string, env: Record<string, string>): Promise<CliResult> {
-  const asRoot = process.getuid?.() === 0;
-  const argv = [process.execPath, UH_BIN, ...args];
-  const [program, ...rest] = asRoot
-    ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--', ...argv]
-    : argv;
-  return new Promise((resolve) => {
-    const child = spawn(program!, rest, { cwd, env: { ...process.env, UH_LOG_LEVEL: 'silent', ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => (stdout += c));
-    child.stderr.on('data', (c) => (stderr += c));
-    child.on('close', (code) => resolve({ code, stdout, stderr, peakRssKb: 0 }));
-  });
+/** The lines the patch adds to `path`. */
+function addedTo(patch: string, path: string): string {
+  const section = patch.split(/^diff --git /m).find((d) => d.startsWith(`a/${path} b/${path}\n`)) ?? '';
+  return section
+    .split('\n')
+    .filter((l) => l.startsWith('+') && !l.startsWith('+++'))
+    .map((l) => l.slice(1))
+    .join('\n');
 }
 
-describe('egress: as a non-root worker user', () => {
-  it('the same refusals and the same allowed server for an unprivileged uh', async () => {
-    const root = tempDir('uh-egress-nobody-');
-    created.push(root);
-    const own = makeRepo({ 'README.md': '# demo\n', 'probe.cjs': PROBE }, join(root, 'repo'));
-    for (const d of ['cache', 'state', 'home']) mkdirSync(join(root, d));
-    if (process.getuid?.() === 0) execFileSync('chown', ['-R', '65534:65534', root]);
-    const script = `node probe.cjs 6379 ${ports.api} ${ports.other} ${ports.model}; id -u > uid.txt`;
-    const { path, operationId } = hostileMission(own, script, { sandbox: { egress: [`127.0.0.1:${ports.model}`] } });
-    execFileSync('chmod', ['-R', 'a+rX', dirname(path)]);
-    const before = { ...hits };
-    const env = { UH_CACHE_DIR: join(root, 'cache'), HOME: join(root, 'home'), TMPDIR: '/tmp' };
-    const r = await runCliAsNobody(['mission', 'run', path, '--json', '--state-dir', join(root, 'state')], own, env);
-    expect(r.code, r.stderr).toBe(0);
-    const receipt = JSON.parse(r.stdout);
-    expect(receipt.isolation).toMatchObject({ kind: 'bwrap', network: 'egress' });
-    const patch = readFileSync(join(root, 'state', 'operations', operationId, 'diff.patch'), 'utf8');
-    if (process.getuid?.() === 0) expect(patch).toContain('+65534');
-    expect(patch).toContain('"redis_direct": "error: ECONNREFUSED"');
-    expect(patch).toMatch(/"redis_proxy": "answered: HTTP\/1\.1 403/);
-    expect(patch).toContain('"model_fetch": "200"');
-    expect(hits.api - before.api).toBe(0);
-    expect(hits.other - before.other).toBe(0);
-    expect(receipt.isolation.egress.refused).toContain('127.0.0.1:6379 (not allowed)');
-  });
-});
+/** What the probe must leave as it was: the user's checkout, $HOME, the mirrors, the keys. */
+function fleetBaseline(f: Fleet): Record<string, string> {
+  return {
+    checkout: checkoutFingerprint(f.repo),
+    home: treeFingerprint(f.home),
+    mirrors: treeFingerprint(join(f.cacheDir, 'mirrors')),
+    keys: JSON.stringify(signingKeys(f)),
+  };
+}
 
-describe('egress: through a worker on real Redis', () => {
+describe('egress: fleets (test/support/fleet.ts)', () => {
   let redis: TestRedis;
   beforeAll(async () => {
     redis = await startTestRedis('egress');
@@ -275,26 +264,59 @@ describe('egress: through a worker on real Redis', () => {
     await redis?.cleanup();
   });
 
-  it('the worker runs the agent in egress mode the same way: its own Redis unreachable from inside', async () => {
-    const stateDir = tempDir('uh-egress-state-');
-    created.push(stateDir);
-    const env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: redis.prefix('egress'), UH_CACHE_DIR: cacheDir, HOME: home };
-    const worker = await startWorker(['--state-dir', stateDir, '--runtime', 'command'], { cwd: repo, env });
-    try {
-      await worker.waitForOutput('ready');
-      const before = { ...hits };
-      const { code, receipt, net } = await runProbe({ egress: [`127.0.0.1:${ports.model}`] }, env, { stateDir });
-      expect(code, worker.output()).toBe(0);
+  describe.each(fleetTable(['inline', 'worker'], ['auto']))('(%s, UH_ISOLATION=%s, as %s)', (mode, isolation, user) => {
+    let f: Fleet;
+    beforeAll(async () => {
+      f = await startFleet({
+        mode,
+        isolation,
+        user,
+        redis,
+        tag: 'egress',
+        files: { 'README.md': '# demo\n', 'src/app.txt': 'v1\n', 'probe.cjs': PROBE },
+      });
+      await firstMission(f, { verification: [REDIS_REFUSED_CHECK] });
+    }, 90_000);
+    afterAll(async () => {
+      await stopFleet(f);
+    });
+
+    it("refuses Redis (its own fleet's too), the API and a loopback port nobody allowed; reaches the allowed model server", async () => {
+      const hostFile = `/uh-egress-${process.pid}`;
+      const script = `(echo pwned > ${hostFile}) 2>/dev/null; node probe.cjs 6379 ${ports.api} ${ports.other} ${ports.model}; id -u > uid.txt`;
+      const mission = commandMission(f, script, {
+        mission_id: 'm-egress',
+        sandbox: { egress: [`127.0.0.1:${ports.model}`] },
+        scope: { allowed_change_globs: ['net.json', 'uid.txt'] },
+        verification: [REDIS_REFUSED_CHECK],
+      });
+      const before = fleetBaseline(f);
+      const hitsBefore = { ...hits };
+      const { receipt, operationDir } = await runMission(f, mission);
+      const patch = readFileSync(join(operationDir, 'diff.patch'), 'utf8');
+      const net = JSON.parse(addedTo(patch, 'net.json')) as Record<string, string>;
       expect(net.redis_direct).toBe('error: ECONNREFUSED');
-      expect(net.redis_proxy).toMatch(/^answered: HTTP\/1\.1 403/);
-      expect(net.api_proxy).toMatch(/^answered: HTTP\/1\.1 403/);
+      expect(net.api_direct).toBe('error: ECONNREFUSED');
+      expect(net.other_direct).toBe('error: ECONNREFUSED');
+      for (const key of ['redis_proxy', 'api_proxy', 'other_proxy', 'metadata_proxy'])
+        expect(net[key], key).toMatch(/^answered: HTTP\/1\.1 403/);
+      expect(net.model_curl).toBe('200');
       expect(net.model_fetch).toBe('200');
-      expect(hits.api - before.api).toBe(0);
+      expect(hits.api - hitsBefore.api).toBe(0);
+      expect(hits.other - hitsBefore.other).toBe(0);
+      expect(hits.model - hitsBefore.model).toBe(2);
+      expect(addedTo(patch, 'uid.txt')).toBe(String(agentUid(f)));
+      // The untampered verdict: the check (Redis unreachable from it too) passes, nothing out of scope.
+      expect(receipt.scope.violations).toEqual([]);
+      expect(receipt.verdict).toBe('verified');
       expect(receipt.isolation).toMatchObject({ kind: 'bwrap', network: 'egress' });
-      expect(receipt.isolation.egress.refused).toContain('127.0.0.1:6379 (not allowed)');
-    } finally {
-      await worker.stop('SIGTERM');
-    }
+      expect(receipt.isolation.egress.refused).toEqual(
+        expect.arrayContaining(['127.0.0.1:6379 (not allowed)', `127.0.0.1:${ports.api} (not allowed)`]),
+      );
+      expect(existsSync(hostFile)).toBe(false);
+      expect(fleetBaseline(f)).toEqual(before);
+      expect(poolPristine(f)).toBe(true);
+    }, 60_000);
   });
 });
 

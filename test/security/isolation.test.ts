@@ -3,7 +3,10 @@
  * real Redis: writes to $HOME, the state dir, the cache dir and the mirror, the user's checkout,
  * another sandbox and /tmp outside the agent's private tmp all fail or land nowhere visible; the
  * verdict of the agent's own in-scope change stands; `sandbox.network: none` blocks a connect to
- * a server on 127.0.0.1 (test/security/egress.test.ts covers the default egress mode). Needs bwrap (fails with a clear message without it).
+ * a server on 127.0.0.1 (test/security/egress.test.ts covers the default egress mode). As the
+ * deployment's user `uh` too (a fleet, inline and through a worker): pool poisoning, reading the
+ * signing key and writing the checkout, $HOME, the cache or / all fail, the verdict stands. Needs
+ * bwrap (fails with a clear message without it).
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -11,6 +14,17 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
+import {
+  commandMission,
+  firstMission,
+  fleetTable,
+  poolPristine,
+  runMission,
+  signingKeys,
+  startFleet,
+  stopFleet,
+  type Fleet,
+} from '../support/fleet.js';
 import { checkoutFingerprint, makeRepo } from '../support/git-repo.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { removeDir, tempDir } from '../support/temp.js';
@@ -290,3 +304,72 @@ describe('isolation: a hostile agent through a worker on real Redis', () => {
     }
   });
 });
+
+/**
+ * The same boundary for the deployment's user (infra/ runs the worker as `uh`; test/support/fleet.ts
+ * creates it when the suite runs as root, else this is the current user): the attacks an auditor
+ * tries first, as that user, inline and through a worker, under bubblewrap.
+ */
+describe.each(fleetTable(['inline', 'worker'], ['auto']).filter(([, , user]) => user !== 'root'))(
+  'isolation: a hostile agent as the deployment user (%s, UH_ISOLATION=%s, as %s)',
+  (mode, isolation, user) => {
+    let redis: TestRedis;
+    let f: Fleet;
+    const mission = { mission_id: 'm-iso-user', verification: [check] };
+    beforeAll(async () => {
+      redis = await startTestRedis('iso-user');
+      f = await startFleet({
+        mode,
+        isolation,
+        user,
+        redis,
+        tag: 'iso-user',
+        files: { 'src/app.txt': 'v1\n' },
+        cacheOutsideTmp: true,
+      });
+      await firstMission(f, { ...mission, verification: [{ name: 'ok', argv: ['true'], timeout_seconds: 30 }] });
+    }, 90_000);
+    afterAll(async () => {
+      await stopFleet(f);
+      await redis?.cleanup();
+    });
+
+    it('cannot poison the pool, read the signing key, or write the checkout, $HOME, the cache or /', async () => {
+      const host = `/uh-iso-user-${process.pid}`;
+      const script = [
+        `try() { name="$1"; shift; if sh -c "$*" 2>/dev/null; then echo "$name" >> escaped.txt; fi; }`,
+        `try pool 'for d in ${f.cacheDir}/sandboxes/pool*; do echo BACKDOOR >> "$d/src/app.txt" || exit 1; done; ls -d ${f.cacheDir}/sandboxes/pool*'`,
+        `try signing-key 'cat ${f.cacheDir}/receipt-signing.pem | grep -q PRIVATE'`,
+        `try checkout 'echo x > ${f.repo}/pwned'`,
+        `try home 'echo x > ${f.home}/.profile'`,
+        `try cache 'echo x > ${f.cacheDir}/pwned'`,
+        `try host 'echo x > ${host}'`,
+        'echo ok > result.txt',
+      ].join('\n');
+      const before = {
+        checkout: checkoutFingerprint(f.repo),
+        home: treeFingerprint(f.home),
+        keys: JSON.stringify(signingKeys(f)),
+      };
+      const { receipt, operationDir } = await runMission(f, commandMission(f, script, mission));
+      const patch = readFileSync(join(operationDir, 'diff.patch'), 'utf8');
+      // escaped.txt lists each write that did not fail: one to $HOME, the checkout or the cache dir
+      // may land in the agent's private tmp and home (harmless: the host's copies are asserted below);
+      // the pool (cache outside /tmp, really there to attack), the signing key and / must fail.
+      const escaped = [...patch.matchAll(/^\+([a-z-]+)$/gm)].map((m) => m[1]);
+      expect(escaped, patch).not.toContain('pool');
+      expect(escaped, patch).not.toContain('signing-key');
+      expect(escaped, patch).not.toContain('host');
+      expect(receipt.verdict).toBe('verified');
+      expect(receipt.isolation?.kind).toBe('bwrap');
+      expect({
+        checkout: checkoutFingerprint(f.repo),
+        home: treeFingerprint(f.home),
+        keys: JSON.stringify(signingKeys(f)),
+      }).toEqual(before);
+      expect(poolPristine(f)).toBe(true);
+      expect(existsSync(join(f.cacheDir, 'pwned'))).toBe(false);
+      expect(existsSync(host)).toBe(false);
+    }, 60_000);
+  },
+);

@@ -11,14 +11,16 @@
  * table (`fleetTable`) names that user, so no case is skipped, only absent.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chownSync, lstatSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, lstatSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { removeTree } from '../../src/shared/fs/deep-tree.js';
+import { treeFingerprint } from '../security/isolation-helpers.js';
 import { runCli } from './cli.js';
 import { makeRepo } from './git-repo.js';
 import type { TestRedis } from './redis.js';
-import { hostTempDir, removeDir, tempDir } from './temp.js';
+import { hostTempDir, tempDir } from './temp.js';
 import { startWorker, type WorkerProcess } from './worker-process.js';
 
 export type Mode = 'inline' | 'worker';
@@ -89,6 +91,8 @@ export interface Fleet {
   /** A new temp dir owned by the fleet's user, removed by `stopFleet`. */
   tempDir: (prefix: string) => string;
   dirs: string[];
+  /** The fleet's extra environment (`FleetOptions.env`). */
+  env: Record<string, string>;
 }
 
 export interface FleetOptions {
@@ -104,6 +108,8 @@ export interface FleetOptions {
   cacheOutsideTmp?: boolean;
   /** Called before the worker starts, with the dirs made (files to plant in home or cache). */
   prepare?: (fleet: Fleet) => void;
+  /** More environment for every uh the fleet runs (the CLI and the worker), over `fleetEnv`'s. */
+  env?: Record<string, string>;
 }
 
 let counter = 0;
@@ -113,6 +119,7 @@ export function fleetEnv(fleet: Fleet): Record<string, string> {
   const user: Record<string, string> = fleet.as === null ? {} : { USER: fleet.user, LOGNAME: fleet.user };
   return {
     ...user,
+    ...fleet.env,
     UH_CACHE_DIR: fleet.cacheDir,
     UH_ISOLATION: fleet.isolation,
     HOME: fleet.home,
@@ -146,6 +153,7 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
     redisUrl: o.redis.url,
     tempDir: (prefix) => own(tempDir(prefix)),
     dirs,
+    env: o.env ?? {},
   };
   o.prepare?.(fleet);
   chownTree(fleet.home, as);
@@ -160,7 +168,8 @@ export async function startFleet(o: FleetOptions): Promise<Fleet> {
 
 export async function stopFleet(fleet: Fleet | undefined): Promise<void> {
   await fleet?.worker?.stop('SIGKILL');
-  fleet?.dirs.forEach(removeDir);
+  // removeTree: a sandbox deeper than PATH_MAX (an attack) is removed too.
+  fleet?.dirs.forEach((d) => removeTree(d));
 }
 
 /** A mission for the `command` runtime whose agent is `sh -c script`; `patch` merges over it. */
@@ -226,6 +235,31 @@ export function signingKeys(fleet: Fleet): Record<string, string | null> {
   };
   return { 'receipt.key': read('receipt.key'), 'receipt-signing.pem': read('receipt-signing.pem') };
 }
+
+/** Each pooled sandbox's worktree (the warm pool a later mission takes from), `.git` aside. */
+export function poolTrees(fleet: Fleet): string[] {
+  const root = join(fleet.cacheDir, 'sandboxes');
+  if (!existsSync(root)) return [];
+  return readdirSync(root)
+    .filter((n) => n.startsWith('pool') && statSync(join(root, n)).isDirectory())
+    .map((n) => treeFingerprint(join(root, n), skipGit));
+}
+
+/** The pool as it is now, for a before/after comparison. */
+export function poolFingerprint(fleet: Fleet): string {
+  return poolTrees(fleet).join('\n');
+}
+
+/**
+ * Whether every pooled sandbox is pristine: its tree is the user's checkout's (the base commit),
+ * so a later mission that takes it starts from what was asked, whatever a mission took or returned.
+ */
+export function poolPristine(fleet: Fleet): boolean {
+  const base = treeFingerprint(fleet.repo, skipGit);
+  return poolTrees(fleet).every((t) => t === base);
+}
+
+const skipGit = (rel: string): boolean => rel === '.git' || rel.startsWith('.git/');
 
 /**
  * The uid the fleet's agent has, as it sees it: isolated as root, `nobody` (65534) in a user
