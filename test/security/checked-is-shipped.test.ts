@@ -27,9 +27,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import {
   commandMission,
-  DEPLOY_USER,
   fleetEnv,
   fleetTable,
+  asDeployed,
   poolPristine,
   runMission,
   signingKeys,
@@ -115,7 +115,7 @@ afterAll(async () => {
 });
 
 /** Every fleet as root (or the current user); as `uh`, isolated only (the deployment's configuration). */
-const FLEETS = fleetTable().filter(([, isolation, user]) => user !== DEPLOY_USER || isolation === 'auto');
+const FLEETS = fleetTable().filter(asDeployed);
 
 describe.each(FLEETS)('what is checked is what ships (%s, UH_ISOLATION=%s, as %s)', (mode, isolation, user) => {
   let f: Fleet;

@@ -42,6 +42,14 @@ export function fleetTable(
   return modes.flatMap((m) => isolations.flatMap((i) => FLEET_USERS.map((u): [Mode, Isolation, string] => [m, i, u])));
 }
 
+/**
+ * Rows worth running as the deployment's user: isolated ones. Unisolated, the defences left are
+ * uh's own (hardened git, uh's records), the same whatever the uid, so those rows run as root
+ * only; this keeps the doubled suites inside CI's time.
+ */
+export const asDeployed = ([, isolation, user]: [Mode, Isolation, string]): boolean =>
+  user !== DEPLOY_USER || isolation === 'auto';
+
 /** A uid and gid to run as; null: this process's own. */
 export type RunAs = { uid: number; gid: number } | null;
 
