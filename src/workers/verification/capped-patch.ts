@@ -9,63 +9,19 @@
  * Memory stays flat: chunks go straight to the file; past the cap they are only counted. The
  * digest covers the file as written (kept bytes and marker), so it still proves the artifact.
  */
-import { closeSync, openSync, writeSync } from 'node:fs';
-import { createHash } from 'node:crypto';
+import { CappedFile, type CappedFacts } from './capped-file.js';
 import { Writable } from 'node:stream';
 
 export const PATCH_TRUNCATION_MARKER = (kept: number, total: number) =>
   `\n[… uh truncated this diff at UH_DIFF_CAP_BYTES: kept the first ${kept} of ${total} bytes; the receipt says diff.truncated …]\n`;
 
 /** What was written: `bytes` and `digest` of the file; `bytesTotal` of the whole patch. */
-export interface PatchFacts {
-  bytes: number;
-  digest: string;
-  truncated: boolean;
-  bytesTotal: number;
-}
+export type PatchFacts = CappedFacts;
 
-/** The patch file under its cap: `write` each chunk, then `close` once. Synchronous, like `CappedFile`. */
-export class CappedPatchFile {
-  private fd: number | null;
-  private kept = 0;
-  private total = 0;
-  private written = 0;
-  private readonly hash = createHash('sha256');
-
-  constructor(
-    readonly path: string,
-    private readonly capBytes: number,
-  ) {
-    this.fd = openSync(path, 'w');
-  }
-
-  write(chunk: Buffer): void {
-    this.total += chunk.length;
-    const room = this.capBytes - this.kept;
-    if (room <= 0) return;
-    const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
-    this.put(part);
-    this.kept += part.length;
-  }
-
-  close(): PatchFacts {
-    const truncated = this.total > this.kept;
-    if (truncated) this.put(Buffer.from(PATCH_TRUNCATION_MARKER(this.kept, this.total)));
-    this.release();
-    return { bytes: this.written, digest: `sha256:${this.hash.digest('hex')}`, truncated, bytesTotal: this.total };
-  }
-
-  /** Close the file without facts (a failed capture). */
-  release(): void {
-    if (this.fd !== null) closeSync(this.fd);
-    this.fd = null;
-  }
-
-  private put(bytes: Buffer): void {
-    if (this.fd === null) throw new Error(`${this.path} is closed`);
-    for (let at = 0; at < bytes.length;) at += writeSync(this.fd, bytes, at);
-    this.hash.update(bytes);
-    this.written += bytes.length;
+/** The patch file under its cap: a `CappedFile` whose marker names `UH_DIFF_CAP_BYTES`. */
+export class CappedPatchFile extends CappedFile {
+  constructor(path: string, capBytes: number) {
+    super(path, capBytes, PATCH_TRUNCATION_MARKER);
   }
 }
 

@@ -62,7 +62,7 @@ export async function runChecks(options: RunChecksOptions): Promise<CheckResult[
       duration_ms: Math.round(exit.durationMs),
       timed_out: exit.timedOut,
       passed: exit.exitCode === 0 && !exit.timedOut && !exit.aborted,
-      output_bytes: captured.bytes,
+      output_bytes: captured.bytesTotal,
       output_truncated: captured.truncated,
       output_digest: captured.digest,
       log: logPath,
