@@ -84,29 +84,30 @@ function randomTree(rnd: () => number): string[] {
   return kept;
 }
 
+/** One generated case: rules of the subset, a repository with tracked files, new files written in it. */
+function generatedCase(rnd: () => number): { rules: string; rulesFile: string; repo: string; fresh: string[] } {
+  const rules = PATTERNS.filter(() => rnd() < 0.25).join('\n') + '\n';
+  const tracked = { 'README.md': '#\n', 'src/keep.ts': 'k\n', 'build/tracked.txt': 't\n', 'docs/guide/a.md': 'a\n' };
+  const repo = makeRepo(tracked);
+  dirs.push(repo);
+  const fresh = randomTree(rnd).filter(
+    (f) => !Object.keys(tracked).some((t) => t === f || t.startsWith(`${f}/`) || f.startsWith(`${t}/`)),
+  );
+  for (const f of fresh) {
+    mkdirSync(dirname(join(repo, f)), { recursive: true });
+    writeFileSync(join(repo, f), 'x');
+  }
+  const rulesFile = join(tempDir('uh-ignore-rules-'), 'rules');
+  dirs.push(dirname(rulesFile));
+  writeFileSync(rulesFile, rules);
+  return { rules, rulesFile, repo, fresh };
+}
+
 describe('compileIgnoreRules', () => {
   it('leaves in exactly what git ls-files --others --exclude-from lists, over 150 generated cases', () => {
     const rnd = seeded(20261202);
     for (let round = 0; round < 150; round++) {
-      const rules = PATTERNS.filter(() => rnd() < 0.25).join('\n') + '\n';
-      const tracked = {
-        'README.md': '#\n',
-        'src/keep.ts': 'k\n',
-        'build/tracked.txt': 't\n',
-        'docs/guide/a.md': 'a\n',
-      };
-      const repo = makeRepo(tracked);
-      dirs.push(repo);
-      const fresh = randomTree(rnd).filter(
-        (f) => !Object.keys(tracked).some((t) => t === f || t.startsWith(`${f}/`) || f.startsWith(`${t}/`)),
-      );
-      for (const f of fresh) {
-        mkdirSync(dirname(join(repo, f)), { recursive: true });
-        writeFileSync(join(repo, f), 'x');
-      }
-      const rulesFile = join(tempDir('uh-ignore-rules-'), 'rules');
-      dirs.push(dirname(rulesFile));
-      writeFileSync(rulesFile, rules);
+      const { rules, rulesFile, repo, fresh } = generatedCase(rnd);
       const gits = execFileSync('git', ['ls-files', '-z', '--others', `--exclude-from=${rulesFile}`], {
         cwd: repo,
         env: { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null' },
@@ -146,24 +147,7 @@ describe("worktreeIgnored (the agent's ignored files, removed before the checks)
   it('lists exactly what git ls-files --others --ignored --exclude-from lists, over 100 generated cases', () => {
     const rnd = seeded(20261203);
     for (let round = 0; round < 100; round++) {
-      const rules = PATTERNS.filter(() => rnd() < 0.25).join('\n') + '\n';
-      const tracked = {
-        'README.md': '#\n',
-        'src/keep.ts': 'k\n',
-        'build/tracked.txt': 't\n',
-        'docs/guide/a.md': 'a\n',
-      };
-      const repo = makeRepo(tracked);
-      dirs.push(repo);
-      for (const f of randomTree(rnd).filter(
-        (f) => !Object.keys(tracked).some((t) => t === f || t.startsWith(`${f}/`) || f.startsWith(`${t}/`)),
-      )) {
-        mkdirSync(dirname(join(repo, f)), { recursive: true });
-        writeFileSync(join(repo, f), 'x');
-      }
-      const rulesFile = join(tempDir('uh-ignored-list-'), 'rules');
-      dirs.push(dirname(rulesFile));
-      writeFileSync(rulesFile, rules);
+      const { rules, rulesFile, repo } = generatedCase(rnd);
       const args = ['ls-files', '-z', '--others', '--ignored', `--exclude-from=${rulesFile}`];
       const env = { ...process.env, GIT_CONFIG_GLOBAL: '/dev/null' };
       const gits = execFileSync('git', args, { cwd: repo, env }).toString().split('\0').filter(Boolean).sort();
