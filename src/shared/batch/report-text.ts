@@ -82,7 +82,7 @@ function trialCells(t: TrialRow): string[] {
   const passedChecks = t.checks.filter((c) => c.passed).length;
   return [
     t.runtime,
-    t.error === null ? t.status : `${t.status} (error)`,
+    t.error === null ? t.status : `${t.status} (error${t.superseded ? ', retried' : ''})`,
     t.verdict,
     String(t.changed_files.length),
     t.checks.length === 0 ? '-' : `${passedChecks}/${t.checks.length}`,
