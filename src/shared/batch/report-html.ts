@@ -172,7 +172,7 @@ function linksHtml(links: readonly TrialLink[]): string {
 /** Tokens, cost and model of a trial, when known. */
 function usageHtml(t: TrialRow): string {
   if (t.tokens === null && t.cost_usd === null && t.model === null) return '';
-  return ` · <span class="usage">${esc([`${num(t.tokens)} tokens`, usd(t.cost_usd), t.model ?? ''].filter(Boolean).join(' · '))}</span>`;
+  return ` · <small class="usage">${esc([`${num(t.tokens)} tokens`, usd(t.cost_usd), t.model ?? ''].filter(Boolean).join(' · '))}</small>`;
 }
 
 function trialDetails(t: TrialRow, links: readonly TrialLink[]): string {
