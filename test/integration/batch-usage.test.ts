@@ -7,6 +7,7 @@
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { marked } from 'marked';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { FAKE_AGENT, runCli } from '../support/cli.js';
@@ -194,8 +195,16 @@ describe('usage reported by command agents', () => {
     };
     const a = await cli(['batch', 'run', suiteFile('before', 1000, 'hi'), '--id', 'cmp-a', '--json']);
     expect(a.code, a.stderr).toBe(1); // beta never writes README.md
-    const b = await cli(['batch', 'run', suiteFile('after', 1500, 'nope'), '--id', 'cmp-b', '--json']);
+    const summary = join(work, 'step-summary.md');
+    const b = await cli(['batch', 'run', suiteFile('after', 1500, 'nope'), '--id', 'cmp-b', '--json'], {
+      GITHUB_STEP_SUMMARY: summary,
+    });
     expect(b.code, b.stderr).toBe(1);
+    // In a CI step, the Markdown report is its summary: the runtimes, the task × runtime matrix, the trials.
+    const tables = (await marked.parse(readFileSync(summary, 'utf8'))).match(/<table>[\s\S]*?<\/table>/g) ?? [];
+    expect(tables).toHaveLength(3);
+    expect(tables[1]).toMatch(/<th>task<\/th>\s*<th>alpha<\/th>\s*<th>beta<\/th>/);
+    expect(tables[1]).toMatch(/<td>readme<\/td>\s*<td>0% \(0\/1\)<\/td>/);
 
     const json = await cli(['batch', 'compare', 'cmp-a', 'cmp-b', '--json']);
     expect(json.code, json.stderr).toBe(0);

@@ -166,6 +166,9 @@ export function renderMarkdown(report: BatchReport): string {
     '',
     errorsText(report),
     '',
+    ...(report.matrix.length > 0
+      ? ['## Tasks × runtimes', '', mdTable(matrixRows(report).header, matrixRows(report).body), '']
+      : []),
     '## Trials',
     '',
     mdTable(

@@ -1,10 +1,11 @@
 /** `uh batch run|report`: inline batches, and the report of any batch (local state or Redis). */
-import { existsSync } from 'node:fs';
+import { appendFileSync, existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { hostSettingsOf, type UhConfig } from '../../../shared/config.js';
 import { buildBatchReport, parseK, type BatchReport } from '../../../shared/batch/report.js';
 import type { HtmlOptions } from '../../../shared/batch/report-html.js';
 import { apiTrialLinks } from '../../../shared/batch/report-links.js';
+import { renderMarkdown } from '../../../shared/batch/report-text.js';
 import type { Mission } from '../../../shared/contracts/mission.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { invalidInput } from '../../../shared/errors.js';
@@ -116,6 +117,8 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
     process.stderr.write(`uh: ${retried} infrastructure error(s) retried (UH_BATCH_ERROR_RETRIES=${max})\n`);
   const report = buildBatchReport(record, localChildren(stateDir, record), config.core.prices, new Date(), k);
   process.stdout.write(renderReport(report, format, { links: fileTrialLinks(stateDir, process.cwd()) }));
+  // In a GitHub Actions step: the Markdown report (runtimes, task × runtime matrix, trials) as its summary.
+  if (config.ci.stepSummary) appendFileSync(config.ci.stepSummary, `${renderMarkdown(report)}\n`);
   return report.exit_code;
 }
 
