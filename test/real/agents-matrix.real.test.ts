@@ -173,7 +173,11 @@ interface Run {
 }
 
 /** One mission through `uh mission run` as the user with the fake home and nvm's bin first on PATH. */
-async function mission(runtime: string, config: Record<string, unknown>, cancelWhen?: () => Promise<boolean>) {
+async function mission(
+  runtime: string,
+  config: Record<string, unknown>,
+  cancelWhen?: (opDir: string) => Promise<boolean>,
+) {
   const operationId = `op-matrix-${process.pid}-${++counter}`;
   const repo = makeRepo({ 'README.md': '# matrix\n' });
   const dir = tempDir('uh-matrix-mission-');
@@ -194,8 +198,9 @@ async function mission(runtime: string, config: Record<string, unknown>, cancelW
   writeFileSync(join(dir, 'mission.yaml'), stringify(spec));
   const env = { UH_CACHE_DIR: cacheDir, HOME: home, PATH: `${prefixBin}:/usr/local/bin:/usr/bin:/bin` };
   const args = ['mission', 'run', join(dir, 'mission.yaml'), '--json', '--state-dir', stateDir];
-  const r = await runCli(args, { cwd: repo, env, onSpawn: cancelWhen && ((pid) => void cancelLater(pid, cancelWhen)) });
   const opDir = join(stateDir, 'operations', operationId);
+  const ready = cancelWhen && (() => cancelWhen(opDir));
+  const r = await runCli(args, { cwd: repo, env, onSpawn: ready && ((pid) => void cancelLater(pid, ready)) });
   const receipt = JSON.parse(readFileSync(join(opDir, 'receipt.json'), 'utf8')) as Run['receipt'];
   const patch = existsSync(join(opDir, 'diff.patch')) ? readFileSync(join(opDir, 'diff.patch'), 'utf8') : '';
   const run: Run = { ...r, receipt, patch };
@@ -497,6 +502,15 @@ describe('the ACP SDK example agent from an nvm prefix through uh mission run un
     const r = await mission('acp', agent());
     expect(r.receipt.status, why(r)).toBe('completed');
     expect(r.receipt.final_message).toContain("I'll skip the configuration update.");
+  }, 200_000);
+  // It has no model to answer 401 and its only edit is outside the work dir (hard-coded): a cancel
+  // once its first tool call is in the operation's events (it waits ~1 s between steps).
+  it('Ctrl-C mid-turn cancels', async () => {
+    const toolCallSeen = async (opDir: string) => {
+      const events = join(opDir, 'events.jsonl');
+      return existsSync(events) && readFileSync(events, 'utf8').includes('"runtime.tool_call"');
+    };
+    expectCancelled(await mission('acp', agent(), toolCallSeen));
   }, 200_000);
 });
 
