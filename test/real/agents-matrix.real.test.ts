@@ -465,8 +465,11 @@ describe('codex-acp from an nvm prefix, ~/.codex seeded, through uh mission run 
       { kind: 'message', text: 'Created hello.txt.' },
     ]);
     const r = await mission('acp', codexAcp());
-    const q = (await responses.requests())[0]!;
     expectEdited(r, 'hello from codex-acp');
+    // codex offered the model its apply_patch tool (from the catalog entry) and ran the patch itself.
+    const [first, second] = await responses.requests();
+    expect(first?.body.tools).toContainEqual(expect.objectContaining({ type: 'custom', name: 'apply_patch' }));
+    expect(JSON.stringify(second?.body.input)).toContain('"custom_tool_call_output"');
   }, 200_000);
   it('a 401 from the provider is blocked', async () => {
     await responses.script([{ kind: 'http', status: 401, body: { error: { message: 'bad key' } } }]);
