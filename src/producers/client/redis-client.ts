@@ -70,6 +70,7 @@ export async function redisClient(options: {
         stateDir,
         cacheDir,
         host: hostSettingsOf(config),
+        tenant: config.core.tenant,
         ...(o.runtime ? { runtime: o.runtime } : {}),
       });
       return { operationId: parsed.operation_id, attached: got.kind === 'attached', state: got.record.state };

@@ -76,6 +76,30 @@ export function keysFor(plain: string) {
 }
 export type QueueKeys = ReturnType<typeof keysFor>;
 
+/** An operation job's tenant (`default` when the producer set none). */
+export function tenantOf(job: { tenant?: string }): string {
+  return job.tenant || 'default';
+}
+
+/**
+ * A mission's `priority` as a BullMQ job priority (1 is taken first; every job has one, since
+ * BullMQ takes un-prioritised jobs before all prioritised ones): CI over normal over batch.
+ */
+export const JOB_PRIORITY = { ci: 1, normal: 10, batch: 100 } as const;
+export type MissionPriority = keyof typeof JOB_PRIORITY;
+
+const isPriority = (v: unknown): v is MissionPriority => typeof v === 'string' && v in JOB_PRIORITY;
+
+/** The job's class: what the producer set (a batch child: `batch` unless its mission says), else the mission's, else normal. */
+export function priorityOf(job: { mission: unknown; priority?: string }): MissionPriority {
+  const asked = (job.mission as { priority?: unknown } | null)?.priority;
+  return isPriority(job.priority) ? job.priority : isPriority(asked) ? asked : 'normal';
+}
+
+export function jobPriority(job: { mission: unknown; priority?: string }): number {
+  return JOB_PRIORITY[priorityOf(job)];
+}
+
 /** Jobs are bookkeeping only (our record is the truth): keep them a day for dashboards. */
 export const JOB_OPTIONS = {
   attempts: 1,
