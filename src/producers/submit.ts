@@ -14,7 +14,7 @@
 import type { Mission } from '../shared/contracts/mission.js';
 import { OperationConflictError } from '../shared/errors.js';
 import { eventJson, type CreateResult, type OperationJob, type QueueRecord } from '../shared/queue/operation-store.js';
-import { jobIdFor, jobPriority, queueName } from '../shared/queue/topology.js';
+import { jobIdFor, jobOrder, queueName } from '../shared/queue/topology.js';
 import { prepareOperation, type PrepareOptions, type PreparedOperation } from '../operation/prepare-operation.js';
 import { operationPorts } from '../workers/operation-ports.js';
 import type { QueueClient } from './queue/queue-client.js';
@@ -137,7 +137,7 @@ async function enqueue(
         list.map((e) => ({
           name: 'operation',
           data: e.job,
-          opts: { ...JOB_OPTIONS, jobId: e.jobId, priority: jobPriority(e.job) },
+          opts: { ...JOB_OPTIONS, jobId: e.jobId, ...jobOrder(e.job) },
         })),
       );
     }),

@@ -74,7 +74,12 @@ const nameList = () =>
 const tenantQuotas = () =>
   z
     .string()
-    .transform((s) => s.split(',').map((p) => p.trim()).filter((p) => p !== ''))
+    .transform((s) =>
+      s
+        .split(',')
+        .map((p) => p.trim())
+        .filter((p) => p !== ''),
+    )
     .pipe(
       z.array(
         z

@@ -107,37 +107,41 @@ describe('worker logs', () => {
   it.each([
     { mode: 'plain', flags: [] as string[] },
     { mode: '--json', flags: ['--json'] },
-  ])('$mode: stdout and stderr are all NDJSON through start, a mission and stop', async ({ mode, flags }) => {
-    const prefix = redis.prefix(mode === 'plain' ? 'plain' : 'json');
-    const state = tempDir('uh-nd-state-');
-    const cache = tempDir('uh-nd-cache-');
-    dirs.push(state, cache);
-    const env = {
-      REDIS_URL: redis.url,
-      UH_REDIS_PREFIX: prefix,
-      UH_CACHE_DIR: cache,
-      UH_ISOLATION: 'off',
-      UH_LOG_LEVEL: 'debug',
-    };
-    // Without --runtime: the runtimes not ready here are skipped, said in a log line.
-    const worker = run(['worker', 'start', '--state-dir', state, ...flags], env);
-    await worker.until(() => /"event":"ready"/.test(worker.stdout() + worker.stderr()), 'ready');
-    await runMission(prefix, `logs-${mode === 'plain' ? 'p' : 'j'}`, state, cache);
-    worker.child.kill('SIGTERM');
-    expect(await worker.exited).toBe(0);
-    const out = ndjson(worker.stdout(), 'stdout');
-    const err = ndjson(worker.stderr(), 'stderr');
-    const lifecycle = mode === 'plain' ? err : out;
-    expect(lifecycle.map((l) => l.event)).toEqual(expect.arrayContaining(['ready', 'stopping', 'stopped']));
-    if (mode === 'plain') {
-      expect(out).toEqual([]);
-      const ready = err.find((l) => l.event === 'ready');
-      expect(ready?.msg).toMatch(/^uh worker: ready worker=/);
-    }
-    // The pipeline's own lines (claim, runtime start, settle) are pino lines on stderr.
-    expect(err.map((l) => l.msg)).toEqual(expect.arrayContaining(['claim', 'runtime start', 'settle']));
-    expect(err.every((l) => typeof l.level === 'number' && typeof l.time === 'number')).toBe(true);
-  }, 120_000);
+  ])(
+    '$mode: stdout and stderr are all NDJSON through start, a mission and stop',
+    async ({ mode, flags }) => {
+      const prefix = redis.prefix(mode === 'plain' ? 'plain' : 'json');
+      const state = tempDir('uh-nd-state-');
+      const cache = tempDir('uh-nd-cache-');
+      dirs.push(state, cache);
+      const env = {
+        REDIS_URL: redis.url,
+        UH_REDIS_PREFIX: prefix,
+        UH_CACHE_DIR: cache,
+        UH_ISOLATION: 'off',
+        UH_LOG_LEVEL: 'debug',
+      };
+      // Without --runtime: the runtimes not ready here are skipped, said in a log line.
+      const worker = run(['worker', 'start', '--state-dir', state, ...flags], env);
+      await worker.until(() => /"event":"ready"/.test(worker.stdout() + worker.stderr()), 'ready');
+      await runMission(prefix, `logs-${mode === 'plain' ? 'p' : 'j'}`, state, cache);
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toBe(0);
+      const out = ndjson(worker.stdout(), 'stdout');
+      const err = ndjson(worker.stderr(), 'stderr');
+      const lifecycle = mode === 'plain' ? err : out;
+      expect(lifecycle.map((l) => l.event)).toEqual(expect.arrayContaining(['ready', 'stopping', 'stopped']));
+      if (mode === 'plain') {
+        expect(out).toEqual([]);
+        const ready = err.find((l) => l.event === 'ready');
+        expect(ready?.msg).toMatch(/^uh worker: ready worker=/);
+      }
+      // The pipeline's own lines (claim, runtime start, settle) are pino lines on stderr.
+      expect(err.map((l) => l.msg)).toEqual(expect.arrayContaining(['claim', 'runtime start', 'settle']));
+      expect(err.every((l) => typeof l.level === 'number' && typeof l.time === 'number')).toBe(true);
+    },
+    120_000,
+  );
 });
 
 describe('the API access log', () => {
@@ -171,7 +175,13 @@ describe('the API access log', () => {
     const auth = { authorization: `Bearer ${TOKEN}` };
     const requests = [
       { path: '/v1/operations', headers: auth, status: 200, route: '/v1/operations', token_id: 'ci-team-a' },
-      { path: '/v1/operations/nope?x=1', headers: auth, status: 404, route: '/v1/operations/:id', token_id: 'ci-team-a' },
+      {
+        path: '/v1/operations/nope?x=1',
+        headers: auth,
+        status: 404,
+        route: '/v1/operations/:id',
+        token_id: 'ci-team-a',
+      },
       { path: '/metrics', headers: auth, status: 403, route: '/metrics', token_id: 'ci-team-a' },
       { path: '/v1/operations', headers: {}, status: 401, route: '/v1/operations', token_id: null },
       { path: '/healthz', headers: {}, status: 200, route: '/healthz', token_id: null },

@@ -29,7 +29,6 @@ const TOKENS = {
   'a-ci': { tenant: 'team-a', scopes: ['read', 'submit', 'cancel'] },
   'b-ci': { tenant: 'team-b', scopes: ['read', 'submit', 'cancel'] },
 } as const;
-type TokenId = keyof typeof TOKENS;
 /** Each token's secret: known to this test only; the file holds its hash. */
 const secret = (id: string) => `tok-${id}-${'s'.repeat(32)}`;
 const bearer = (id: string) => ({ authorization: `Bearer ${id === 'admin' ? ADMIN : secret(id)}` });
@@ -141,7 +140,12 @@ const ROUTES: Array<{ method: string; path: string; route: string; scope: string
   { method: 'GET', path: '/v1/operations/nope', route: '/v1/operations/:id', scope: 'read' },
   { method: 'GET', path: '/v1/operations/nope/receipt', route: '/v1/operations/:id/receipt', scope: 'read' },
   { method: 'GET', path: '/v1/operations/nope/diff', route: '/v1/operations/:id/diff', scope: 'read' },
-  { method: 'GET', path: '/v1/operations/nope/final-message', route: '/v1/operations/:id/final-message', scope: 'read' },
+  {
+    method: 'GET',
+    path: '/v1/operations/nope/final-message',
+    route: '/v1/operations/:id/final-message',
+    scope: 'read',
+  },
   { method: 'GET', path: '/v1/operations/nope/events', route: '/v1/operations/:id/events', scope: 'read' },
   { method: 'GET', path: '/v1/receipt-key', route: '/v1/receipt-key', scope: 'read' },
   { method: 'GET', path: '/v1/workers', route: '/v1/workers', scope: 'read' },
@@ -153,8 +157,20 @@ const ROUTES: Array<{ method: string; path: string; route: string; scope: string
   { method: 'POST', path: '/v1/missions', route: '/v1/missions', scope: 'submit', body: {} },
   { method: 'POST', path: '/v1/batches', route: '/v1/batches', scope: 'submit', body: {} },
   { method: 'POST', path: '/v1/operations/nope/cancel', route: '/v1/operations/:id/cancel', scope: 'cancel' },
-  { method: 'POST', path: '/v1/operations/nope/promote', route: '/v1/operations/:id/promote', scope: 'promote', body: {} },
-  { method: 'POST', path: '/v1/operations/nope/recover', route: '/v1/operations/:id/recover', scope: 'admin', body: {} },
+  {
+    method: 'POST',
+    path: '/v1/operations/nope/promote',
+    route: '/v1/operations/:id/promote',
+    scope: 'promote',
+    body: {},
+  },
+  {
+    method: 'POST',
+    path: '/v1/operations/nope/recover',
+    route: '/v1/operations/:id/recover',
+    scope: 'admin',
+    body: {},
+  },
   { method: 'GET', path: '/metrics', route: '/metrics', scope: 'admin' },
   { method: 'GET', path: '/admin/queues/', route: '/admin/queues/', scope: 'admin' },
   { method: 'GET', path: '/admin/queues/api/queues', route: '/admin/queues/api/queues', scope: 'admin' },
@@ -166,7 +182,9 @@ const SINGLE: Array<{ token: string; scope: string }> = [
   { token: 'a-promote', scope: 'promote' },
   { token: 'admin', scope: 'admin' },
 ];
-const TABLE = ROUTES.flatMap((r) => SINGLE.map((t) => ({ ...r, ...t, allowed: t.scope === 'admin' || t.scope === r.scope })));
+const TABLE = ROUTES.flatMap((r) =>
+  SINGLE.map((t) => ({ ...r, ...t, allowed: t.scope === 'admin' || t.scope === r.scope })),
+);
 
 describe('scopes: each scope × each route', () => {
   it.each(TABLE)('$token $method $path: allowed=$allowed', async ({ token, method, path, body, allowed, route }) => {
@@ -174,7 +192,9 @@ describe('scopes: each scope × each route', () => {
     if (allowed) expect([401, 403], `${res.status}`).not.toContain(res.status);
     else {
       expect(res.status).toBe(403);
-      expect((JSON.parse(res.text) as { error: { message: string } }).error.message).toContain(`token "${token === 'admin' ? 'api-token' : token}" lacks the`);
+      expect((JSON.parse(res.text) as { error: { message: string } }).error.message).toContain(
+        `token "${token === 'admin' ? 'api-token' : token}" lacks the`,
+      );
     }
     const line = await accessLine(res.headers.get('x-request-id'));
     expect(line).toMatchObject({
@@ -190,7 +210,7 @@ describe('scopes: each scope × each route', () => {
   });
 
   it('no token, a wrong one, or a removed one: 401 with an access line naming no token', async () => {
-    for (const headers of [{}, { authorization: 'Bearer not-a-token-0123456789' }]) {
+    for (const headers of [{}, { authorization: 'Bearer not-a-token-0123456789' }] as Array<Record<string, string>>) {
       const res = await fetch(`${base}/v1/operations`, { headers });
       expect(res.status).toBe(401);
       const line = await accessLine(res.headers.get('x-request-id'));
@@ -214,8 +234,10 @@ describe('tenant isolation', () => {
     expect((await client.store.get('a-op-1'))?.tenant).toBe('team-a');
     expect((await client.store.get('b-op-1'))?.tenant).toBe('team-b');
     const queue = await client.queue('command');
-    expect((await queue.getJob('op.b-op-1'))?.opts.priority).toBe(1);
-    expect((await queue.getJob('op.a-op-1'))?.opts.priority).toBe(10);
+    // CI goes to the front of the wait list; both stay in it (what KEDA and the queue-age metric count).
+    expect((await queue.getJob('op.b-op-1'))?.opts.lifo).toBe(true);
+    expect((await queue.getJob('op.a-op-1'))?.opts.lifo).toBeUndefined();
+    expect(await queue.getJobCounts('wait', 'prioritized')).toEqual({ wait: 2, prioritized: 0 });
   });
 
   it('another tenant’s operation is 404 on get, artifacts, events and cancel; lists are filtered', async () => {
@@ -287,18 +309,22 @@ describe('the tokens file', () => {
   const hash = 'a'.repeat(64);
 
   it('is parsed at start-up; each error names the bad entry', () => {
-    expect(errorOf(`tokens:\n  - {id: ok, tenant: t, scopes: [read], sha256: ${hash}}\n  - {id: bad, tenant: t, scopes: [write], sha256: ${hash.replace(/a/g, 'b')}}\n`)).toMatch(
-      /tokens\[1\] \(id "bad"\) is invalid[\s\S]*tokens\[1\] \(id "bad"\)\.scopes\.0: /,
-    );
+    expect(
+      errorOf(
+        `tokens:\n  - {id: ok, tenant: t, scopes: [read], sha256: ${hash}}\n  - {id: bad, tenant: t, scopes: [write], sha256: ${hash.replace(/a/g, 'b')}}\n`,
+      ),
+    ).toMatch(/tokens\[1\] \(id "bad"\) is invalid[\s\S]*tokens\[1\] \(id "bad"\)\.scopes\.0: /);
     expect(errorOf(`tokens:\n  - {id: raw, tenant: t, scopes: [read], token: hunter2}\n`)).toMatch(
       /tokens\[0\] \(id "raw"\)/,
     );
     expect(errorOf(`tokens:\n  - {id: short, tenant: t, scopes: [read], sha256: abc}\n`)).toMatch(
       /tokens\[0\] \(id "short"\)\.sha256: the SHA-256 of the token as 64 hex digits/,
     );
-    expect(errorOf(`tokens:\n  - {id: x, tenant: t, scopes: [read], sha256: ${hash}}\n  - {id: y, tenant: t, scopes: [read], sha256: ${hash}}\n`)).toMatch(
-      /tokens\[1\] \(id "y"\) repeats the sha256 of tokens\[0\]/,
-    );
+    expect(
+      errorOf(
+        `tokens:\n  - {id: x, tenant: t, scopes: [read], sha256: ${hash}}\n  - {id: y, tenant: t, scopes: [read], sha256: ${hash}}\n`,
+      ),
+    ).toMatch(/tokens\[1\] \(id "y"\) repeats the sha256 of tokens\[0\]/);
     expect(errorOf('nope: 1\n')).toMatch(/expected \{tokens: \[entries…\]\}/);
     // A file alone is enough: no UH_API_TOKEN needed.
     expect(errorOf(`tokens:\n  - {id: x, tenant: t, scopes: [read], sha256: ${hash}}\n`)).toBe('');

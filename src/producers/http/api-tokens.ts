@@ -72,7 +72,11 @@ export function readTokensFile(file: string): TokenEntry[] {
   try {
     doc = parseYaml(readFileSync(file, 'utf8'), { maxAliasCount: 10 });
   } catch (error) {
-    throw invalidInput(`UH_API_TOKENS_FILE: cannot read ${file}: ${(error as Error).message}`, [], 'a YAML or JSON file');
+    throw invalidInput(
+      `UH_API_TOKENS_FILE: cannot read ${file}: ${(error as Error).message}`,
+      [],
+      'a YAML or JSON file',
+    );
   }
   const top = FileSchema.safeParse(doc);
   if (!top.success)
@@ -87,7 +91,9 @@ export function readTokensFile(file: string): TokenEntry[] {
     ] as const) {
       const first = seen.get(k);
       if (first !== undefined)
-        throw invalidInput(`UH_API_TOKENS_FILE: ${file}: tokens[${i}] (id "${e.id}") repeats the ${what} of tokens[${first}]`);
+        throw invalidInput(
+          `UH_API_TOKENS_FILE: ${file}: tokens[${i}] (id "${e.id}") repeats the ${what} of tokens[${first}]`,
+        );
       seen.set(k, i);
     }
   });

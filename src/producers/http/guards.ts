@@ -93,7 +93,8 @@ function checkToken(config: ApiConfig, req: FastifyRequest, reply: FastifyReply)
   }
   req.auth = entry;
   // A matched route declares its scope (none declared: admin); an unknown route answers 404 to any token.
-  const scope: Scope | undefined = req.routeOptions.url === undefined ? undefined : (req.routeOptions.config.scope ?? 'admin');
+  const scope: Scope | undefined =
+    req.routeOptions.url === undefined ? undefined : (req.routeOptions.config.scope ?? 'admin');
   if (scope === undefined || hasScope(entry, scope)) return true;
   sendError(
     reply,

@@ -9,7 +9,7 @@ import type { BatchChild, BatchPlan, BatchRecord } from '../../shared/batch/reco
 import { OperationConflictError } from '../../shared/errors.js';
 import { BatchStore } from '../../shared/queue/batch-store.js';
 import { eventJson, type OperationJob } from '../../shared/queue/operation-store.js';
-import { BATCH_QUEUE, batchJobId, jobPriority, queueName } from '../../shared/queue/topology.js';
+import { BATCH_QUEUE, batchJobId, jobOrder, queueName } from '../../shared/queue/topology.js';
 import { prepareOperation, type PrepareOptions } from '../../operation/prepare-operation.js';
 import { operationPorts } from '../../workers/operation-ports.js';
 import { JOB_OPTIONS } from '../submit.js';
@@ -86,7 +86,7 @@ export async function submitBatch(
         queueName: queueName(record.runtime),
         data: record.job,
         prefix: client.store.keys.bullPrefix,
-        opts: { ...JOB_OPTIONS, jobId: record.job_id, priority: jobPriority(record.job), ignoreDependencyOnFailure: true },
+        opts: { ...JOB_OPTIONS, jobId: record.job_id, ...jobOrder(record.job), ignoreDependencyOnFailure: true },
       });
     }
   }

@@ -82,13 +82,17 @@ export function tenantOf(job: { tenant?: string }): string {
 }
 
 /**
- * A mission's `priority` as a BullMQ job priority (1 is taken first; every job has one, since
- * BullMQ takes un-prioritised jobs before all prioritised ones): CI over normal over batch.
+ * A mission's `priority` as BullMQ queue order: `ci` jobs are added with `lifo` (to the end of the
+ * wait list workers take from: before every waiting job); `normal` (unset) and `batch` are FIFO.
+ * Not BullMQ's `priority` option: BullMQ keeps prioritised jobs in a sorted set it reads only
+ * when the wait list is empty, and the KEDA triggers (infra/k8s) and the queue-age metric count
+ * the wait list; every job stays in it this way.
  */
-export const JOB_PRIORITY = { ci: 1, normal: 10, batch: 100 } as const;
-export type MissionPriority = keyof typeof JOB_PRIORITY;
+export const MISSION_PRIORITIES = ['ci', 'normal', 'batch'] as const;
+export type MissionPriority = (typeof MISSION_PRIORITIES)[number];
 
-const isPriority = (v: unknown): v is MissionPriority => typeof v === 'string' && v in JOB_PRIORITY;
+const isPriority = (v: unknown): v is MissionPriority =>
+  typeof v === 'string' && (MISSION_PRIORITIES as readonly string[]).includes(v);
 
 /** The job's class: what the producer set (a batch child: `batch` unless its mission says), else the mission's, else normal. */
 export function priorityOf(job: { mission: unknown; priority?: string }): MissionPriority {
@@ -96,8 +100,9 @@ export function priorityOf(job: { mission: unknown; priority?: string }): Missio
   return isPriority(job.priority) ? job.priority : isPriority(asked) ? asked : 'normal';
 }
 
-export function jobPriority(job: { mission: unknown; priority?: string }): number {
-  return JOB_PRIORITY[priorityOf(job)];
+/** The BullMQ add options of the job's class: `{lifo: true}` for CI, none otherwise. */
+export function jobOrder(job: { mission: unknown; priority?: string }): { lifo?: true } {
+  return priorityOf(job) === 'ci' ? { lifo: true } : {};
 }
 
 /** Jobs are bookkeeping only (our record is the truth): keep them a day for dashboards. */

@@ -27,7 +27,7 @@ import {
   type TenantQuotas,
 } from '../../shared/queue/operation-store.js';
 import type { QueueRecord } from '../../shared/queue/queue-record.js';
-import { jobIdFor, jobPriority, tenantOf } from '../../shared/queue/topology.js';
+import { jobIdFor, jobOrder, tenantOf } from '../../shared/queue/topology.js';
 import { executeOperation, type ExecuteResult } from '../execute-operation.js';
 import { collectArtifacts } from '../results/store-artifacts.js';
 import { retryDecision, type RetryRule } from '../results/retry-policy.js';
@@ -280,11 +280,15 @@ async function scheduleRetry(run: JobRun, receipt: Receipt, dir: string): Promis
     eventJson(id, 'operation.queued', { attempt, delay_ms: decision.delayMs, reason: decision.rule }),
   );
   const queue = ctx.queues.get(data.runtime);
-  await queue?.add('operation', { ...data, attempt }, {
-    jobId,
-    delay: decision.delayMs,
-    priority: jobPriority(data),
-  });
+  await queue?.add(
+    'operation',
+    { ...data, attempt },
+    {
+      jobId,
+      delay: decision.delayMs,
+      ...jobOrder(data),
+    },
+  );
   return { state: 'retry', attempt, dir };
 }
 

@@ -20,7 +20,9 @@ export function fleetRoutes(app: FastifyInstance, ctx: RouteContext): void {
       const ids = [...new Set(workers.flatMap((w) => w.running_operations))];
       const records = await ctx.client.store.getMany(ids);
       const own = new Set(ids.filter((_, i) => records[i]?.tenant === req.auth?.tenant));
-      return { workers: workers.map((w) => ({ ...w, running_operations: w.running_operations.filter((id) => own.has(id)) })) };
+      return {
+        workers: workers.map((w) => ({ ...w, running_operations: w.running_operations.filter((id) => own.has(id)) })),
+      };
     },
   );
 
@@ -46,7 +48,10 @@ export function fleetRoutes(app: FastifyInstance, ctx: RouteContext): void {
 
   app.get(
     '/metrics',
-    { config: { scope: 'admin' }, schema: { summary: 'Prometheus text format (docs/observability.md)', tags: ['fleet'] } },
+    {
+      config: { scope: 'admin' },
+      schema: { summary: 'Prometheus text format (docs/observability.md)', tags: ['fleet'] },
+    },
     async (_req, reply) => {
       ctx.metrics.sseClients.set(ctx.hub.openClients);
       const text = await ctx.metrics.render();
