@@ -14,7 +14,7 @@
 import type { Mission } from '../shared/contracts/mission.js';
 import { OperationConflictError } from '../shared/errors.js';
 import { eventJson, type CreateResult, type OperationJob, type QueueRecord } from '../shared/queue/operation-store.js';
-import { jobIdFor, queueName } from '../shared/queue/topology.js';
+import { jobIdFor, jobOrder, queueName } from '../shared/queue/topology.js';
 import { prepareOperation, type PrepareOptions, type PreparedOperation } from '../operation/prepare-operation.js';
 import { operationPorts } from '../workers/operation-ports.js';
 import type { QueueClient } from './queue/queue-client.js';
@@ -29,8 +29,11 @@ export interface SubmitResult {
   queue: string;
 }
 
-/** Where to prepare, and this host's policy (`host`): a mission it refuses is never enqueued. */
-type SubmitOptions = PrepareOptions;
+/**
+ * Where to prepare, and this host's policy (`host`): a mission it refuses is never enqueued;
+ * `tenant`: whose operation it is (the API: the token's; the CLI: UH_TENANT), never the mission's say.
+ */
+type SubmitOptions = PrepareOptions & { tenant?: string };
 
 export async function submitOperation(
   client: QueueClient,
@@ -70,6 +73,7 @@ export async function submitOperations(
     contract_digest: p.contractDigest,
     attempt: 1,
     ...(p.hiddenVerifier ? { hidden_verifier: p.hiddenVerifier } : {}),
+    ...(options.tenant ? { tenant: options.tenant } : {}),
   }));
   const { store } = client;
   const created = await store.createOrAttachMany(
@@ -130,7 +134,11 @@ async function enqueue(
     [...byRuntime].map(async ([runtime, list]) => {
       const queue = await client.queue(runtime);
       await queue.addBulk(
-        list.map((e) => ({ name: 'operation', data: e.job, opts: { ...JOB_OPTIONS, jobId: e.jobId } })),
+        list.map((e) => ({
+          name: 'operation',
+          data: e.job,
+          opts: { ...JOB_OPTIONS, jobId: e.jobId, ...jobOrder(e.job) },
+        })),
       );
     }),
   );

@@ -131,6 +131,8 @@ function poolContext(options: PoolOptions, redis: Redis, workerId: string): Pool
     queues: new Map<string, Queue>(),
     active: new Map<string, AbortController>(),
     retryPolicy: withMaxAttempts(RETRY_POLICY, config.retryMaxAttempts),
+    quotas: config.tenantQuotas,
+    quotaRetryMs: config.quotaRetryMs,
   };
 }
 
