@@ -15,6 +15,7 @@
  */
 import { renameSync } from 'node:fs';
 import { join } from 'node:path';
+import type { RuntimeCatalog } from '../../operation/ports.js';
 import type { Job, Queue } from 'bullmq';
 import type { Receipt } from '../../shared/contracts/receipt.js';
 import { UhError } from '../../shared/errors.js';
@@ -48,6 +49,8 @@ export interface PoolContext {
   active: Map<string, AbortController>;
   /** Which settled outcomes run again as a new attempt (results/retry-policy.ts). */
   retryPolicy: readonly RetryRule[];
+  /** The registered runtimes with the fleet's published manifests (read from Redis at each job). */
+  runtimes: RuntimeCatalog;
 }
 
 export interface JobSummary {
@@ -162,6 +165,7 @@ async function prepareOrSettle(run: JobRun, record: QueueRecord): Promise<Prepar
       cacheDir: ctx.settings.cacheDir,
       signal: run.controller.signal,
       host,
+      runtimes: ctx.runtimes,
     });
   } catch (error) {
     const receipt = synthesizeReceipt(record, outcomeOfError(error, run.controller.signal));
