@@ -180,7 +180,9 @@ describe('uh adapter publish', () => {
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain('colour');
     writeFileSync(bad, stringify({ schema_version: 'uh.adapter.v0', id: 'x', name: 'x', runtime_kind: 'nope' }));
-    expect((await uh(h, ['adapter', 'publish', bad])).stderr).toContain('runtime_kind "nope" is not a registered runtime');
+    expect((await uh(h, ['adapter', 'publish', bad])).stderr).toContain(
+      'runtime_kind "nope" is not a registered runtime',
+    );
     expect(await redis.redis.exists(`{${prefix}}/adapters`)).toBe(0);
 
     const ok = await uh(h, ['adapter', 'publish', manifestFile(join(dir('uh-ap-count-'), 'n'), '1.0.0'), '--json']);

@@ -59,11 +59,17 @@ export class AdapterStore {
     };
     const previous = await this.get(manifest.id).catch(() => undefined);
     const json = JSON.stringify(record);
-    await this.redis
-      .multi()
-      .hset(this.keys.current, manifest.id, json)
-      .hset(this.keys.versions, `${manifest.id}@${record.digest}`, json)
-      .exec();
+    try {
+      await this.redis
+        .multi()
+        .hset(this.keys.current, manifest.id, json)
+        .hset(this.keys.versions, `${manifest.id}@${record.digest}`, json)
+        .exec();
+    } catch (error) {
+      // A worker role's user may only read these keys: Redis refuses the write (NOPERM, the MULTI aborted).
+      if (/NOPERM|EXECABORT/.test(String((error as Error).message))) throw refusedWrite(this.keys.current, error);
+      throw error;
+    }
     return { record, previous: previous?.digest ?? null };
   }
 
@@ -117,6 +123,17 @@ export class AdapterStore {
       },
     };
   }
+}
+
+function refusedWrite(key: string, cause: unknown): UhError {
+  return new UhError(
+    'invalid_input',
+    `Redis refused to write ${key} (NOPERM): this user may only read published manifests`,
+    {
+      hint: 'publish as the producer or api Redis user (docs/deploy.md#redis-acl-users)',
+      cause,
+    },
+  );
 }
 
 function tampered(where: string, why: string): UhError {
