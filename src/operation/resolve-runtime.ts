@@ -25,6 +25,8 @@ export interface ResolvedRuntime {
   manifestSource: string;
   /** `sha256:…` of the manifest (canonical JSON): a worker refuses a job validated against another. */
   manifestDigest: string;
+  /** No manifest file or published one: the runtime's built-in default (code, versioned with uh itself). */
+  manifestBuiltIn: boolean;
   adapter: AnyRuntimeAdapter;
   config: unknown;
   /** The config with secrets replaced, safe for digests, receipts and dry runs. */
@@ -132,6 +134,7 @@ export async function resolveRuntime(
     manifest,
     manifestSource: source,
     manifestDigest: digest,
+    manifestBuiltIn: source === `built-in ${manifest.id}`,
     adapter,
     config,
     publicConfig: redact(config, secrets),

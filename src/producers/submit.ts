@@ -70,7 +70,9 @@ export async function submitOperations(
     mission: p.mission,
     base_commit: p.baseCommit,
     contract_digest: p.contractDigest,
-    manifest_digest: p.runtime.manifestDigest,
+    // An operator's manifest (a file, a published one) travels by digest; a built-in default changes
+    // only with uh's version, which a rolling upgrade mixes: the contract digest covers its config.
+    ...(p.runtime.manifestBuiltIn ? {} : { manifest_digest: p.runtime.manifestDigest }),
     attempt: 1,
     ...(p.hiddenVerifier ? { hidden_verifier: p.hiddenVerifier } : {}),
   }));
