@@ -62,6 +62,8 @@ export interface OperationJob {
   mission: unknown;
   base_commit: string;
   contract_digest: string;
+  /** `sha256:…` of the adapter manifest the producer resolved: a worker resolving another refuses the job. */
+  manifest_digest?: string;
   attempt: number;
   /** The hidden verifier's bundle (src/operation/hidden-verifier.ts), when the mission has one. */
   hidden_verifier?: unknown;

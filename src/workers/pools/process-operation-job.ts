@@ -15,6 +15,7 @@
  */
 import { renameSync } from 'node:fs';
 import { join } from 'node:path';
+import type { RuntimeCatalog } from '../../operation/ports.js';
 import type { Job, Queue } from 'bullmq';
 import type { Receipt } from '../../shared/contracts/receipt.js';
 import { UhError } from '../../shared/errors.js';
@@ -58,6 +59,8 @@ export interface PoolContext {
   quotas: TenantQuotas | null;
   /** How long a job over its tenant's quota is delayed before it is tried again (UH_TENANT_QUOTA_RETRY_MS). */
   quotaRetryMs: number;
+  /** The registered runtimes with the fleet's published manifests (read from Redis at each job). */
+  runtimes: RuntimeCatalog;
 }
 
 export interface JobSummary {
@@ -187,6 +190,7 @@ async function prepareOrSettle(run: JobRun, record: QueueRecord): Promise<Prepar
       cacheDir: ctx.settings.cacheDir,
       signal: run.controller.signal,
       host,
+      runtimes: ctx.runtimes,
     });
   } catch (error) {
     const receipt = synthesizeReceipt(record, outcomeOfError(error, run.controller.signal));

@@ -86,12 +86,37 @@ function parseGrace(value: string | undefined, fallback: number): number {
  */
 async function readyRuntimes(
   candidates: string[],
-  o: { explicit: boolean; allowUnready: boolean; stateDir: string; config: UhConfig; say: WorkerEvent },
+  o: {
+    explicit: boolean;
+    allowUnready: boolean;
+    stateDir: string;
+    config: UhConfig;
+    redisUrl: string;
+    say: WorkerEvent;
+  },
 ): Promise<string[]> {
   const { checkRuntime } = await import('./adapter.js');
+  const { connectRedis } = await import('../../../shared/queue/redis-connection.js');
+  const { AdapterStore } = await import('../../../shared/queue/adapter-store.js');
+  // A runtime with no manifest on this host resolves to the fleet's published one (uh adapter publish).
+  const redis = await connectRedis(o.redisUrl, { name: 'uh-worker-start', cluster: o.config.queue.cluster });
+  const manifests = new AdapterStore(redis, o.config.queue.prefix).source();
+  try {
+    return await checkEach(candidates, o, (id) => checkRuntime(id, o.stateDir, o.config, manifests));
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function checkEach(
+  candidates: string[],
+  o: { explicit: boolean; allowUnready: boolean; say: WorkerEvent },
+  check: (id: string) => ReturnType<typeof import('./adapter.js').checkRuntime>,
+): Promise<string[]> {
   const ready: string[] = [];
   for (const id of candidates) {
-    const { result, checked } = await checkRuntime(id, o.stateDir, o.config);
+    const { result, checked, source, digest } = await check(id);
+    if (!source.startsWith('built-in ')) o.say('manifest', { runtime: id, digest, source });
     // An incomplete host config (command's argv) is completed by each mission: nothing to check here.
     if (result.ok || !checked) ready.push(id);
     else if (o.allowUnready) {
@@ -165,12 +190,20 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
   const asked = (values.runtime as string[] | undefined) ?? [];
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const candidates = asked.length > 0 ? asked : values.results ? [] : [...RUNTIME_IDS];
-  const say = lifecycleLine(values.json === true);
+  const say = (event: string, data: Record<string, unknown>) =>
+    values.json
+      ? writeJson({ event, ...data })
+      : process.stderr.write(
+          `uh worker: ${event} ${Object.entries(data)
+            .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`)
+            .join(' ')}\n`,
+        );
   const runtimes = await readyRuntimes(candidates, {
     explicit: asked.length > 0,
     allowUnready: values['allow-unready'] === true,
     stateDir,
     config,
+    redisUrl,
     say,
   });
   const { compileSettings } = await import('../../../operation/settings.js');
