@@ -82,7 +82,7 @@ export function probeCgroupV2(root = '/sys/fs/cgroup', self = '/proc/self/cgroup
   if (line === undefined) return { delegated: false, reason: 'no cgroup v2 membership in /proc/self/cgroup' };
   if (read(join(root, 'cgroup.controllers')) === null)
     return { delegated: false, reason: `${root} is not a cgroup v2 hierarchy (cgroup v1 or hybrid)` };
-  const path = join(root, line.slice(3).trim());
+  const path = join(root, line.slice(3).trim()).replace(/(.)\/$/, '$1');
   const controllers = (read(join(path, 'cgroup.controllers')) ?? '').split(/\s+/);
   const missing = ['memory', 'pids'].filter((c) => !controllers.includes(c));
   if (missing.length > 0) return { delegated: false, reason: `${path} lacks the ${missing.join(' and ')} controller` };

@@ -108,6 +108,7 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
   process.once('SIGINT', () => controller.abort({ kind: 'cancel', message: 'cancelled by SIGINT' }));
   const { compileSettings } = await import('../../../operation/settings.js');
   const settings = compileSettings(config, { stateDir, logger: createLogger(config.core.logLevel) });
+  void settings.limitBackend; // probed now: UH_LIMIT_BACKEND=cgroup with no cgroup here is exit 2 before anything starts
   const queue = children.map((c) => c.mission);
   const worker = async () => {
     for (let m = queue.shift(); m !== undefined; m = queue.shift()) {
