@@ -135,7 +135,7 @@ async function declaredChecks(run: OperationRun, sandbox: Sandbox): Promise<void
   const cgroup = openPhaseCgroup(run.limits, 'checks', mission.operation_id);
   const phase = phaseSpawn(run, sandbox, { writable: [], checks: true }, cgroup);
   const spawned: SpawnedGroup[] = [];
-  let closed: LimitHit | null = null;
+  let closed: LimitHit | null;
   const watch = watchLimits({
     limits: run.limits.values,
     worktree: sandbox.path,
