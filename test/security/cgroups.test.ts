@@ -8,7 +8,8 @@
  *   forks (a `setsid` daemon included); closing kills them all at once and removes the cgroup;
  * - the cgroup v1 path the same way, where this process may write the pids and memory hierarchies;
  * - a crashed owner's cgroups (uh's name, a dead pid) are emptied and removed by `uh gc`, their
- *   processes killed, and a live owner's are left alone.
+ *   processes killed, and a live owner's are left alone; and a worker SIGKILLed mid-mission leaves
+ *   its agent's cgroup with the agent in it, which the next worker sweeps at start.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
@@ -21,7 +22,12 @@ import {
   type CgroupBackend,
 } from '../../src/shared/process/cgroup-probe.js';
 import { cgroupParents, createMissionCgroup, type MissionCgroup } from '../../src/shared/process/mission-cgroup.js';
+import { cgroupsOf } from '../../src/shared/process/mission-cgroup.js';
 import { runCli } from '../support/cli.js';
+import { commandMission, fleetEnv, startFleet, stopFleet } from '../support/fleet.js';
+import { startTestRedis } from '../support/redis.js';
+import { startWorker } from '../support/worker-process.js';
+import { stringify } from 'yaml';
 import { removeDir, tempDir } from '../support/temp.js';
 
 const dirs: string[] = [];
@@ -50,8 +56,8 @@ const v1 = chooseLimitBackend('auto');
 const V1: Array<[string, CgroupBackend]> = v1.kind === 'cgroup-v1' ? [[v1.pids, v1]] : [];
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function until(what: string, ok: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5000;
+async function until(what: string, ok: () => boolean, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms;
   while (!ok()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await pause(20);
@@ -69,7 +75,7 @@ const aliveNow = (pid: number): boolean => {
 
 /** Start `sh` through the cgroup's join: it forks a sleeper and a setsid daemon, prints their pids. */
 function startJoined(cgroup: MissionCgroup, pidsFile: string) {
-  const script = `sleep 60 & echo $! > ${pidsFile}; setsid sleep 60 & echo $! >> ${pidsFile}; cat /proc/self/cgroup > ${pidsFile}.cg; wait`;
+  const script = `sleep 60 & echo $! > ${pidsFile}; setsid sleep 60 & echo $! >> ${pidsFile}; cat /proc/self/cgroup > ${pidsFile}.tmp && mv ${pidsFile}.tmp ${pidsFile}.cg; wait`;
   return spawn(cgroup.join[0] as string, [...cgroup.join.slice(1), '/bin/sh', '-c', script], { stdio: 'ignore' });
 }
 
@@ -163,3 +169,56 @@ describe.each(
     }
   }, 30_000);
 });
+
+describe.each(V1.map(([parent]) => [parent]))('a crashed worker (cgroup v1 under %s)', () => {
+  it("leaves its agent's cgroup, agent inside; the next worker kills the agent and removes the cgroup at start", async () => {
+    const redis = await startTestRedis('cgcrash');
+    // Unisolated: no bwrap --die-with-parent, so the agent outlives its worker (the crash path).
+    const f = await startFleet({
+      mode: 'worker',
+      isolation: 'off',
+      user: 'root',
+      redis,
+      tag: 'cgcrash',
+      files: { 'a.txt': '1\n' },
+    });
+    const marker = `uhcrash${process.pid}`;
+    const mission = commandMission(f, `sleep 60; : ${marker}`);
+    const id = String(mission.operation_id);
+    const file = join(f.tempDir('uh-cgcrash-m-'), 'mission.yaml');
+    writeFileSync(file, stringify(mission));
+    let next: Awaited<ReturnType<typeof startWorker>> | null = null;
+    try {
+      expect((await runCli(['mission', 'submit', file, '--json'], { cwd: f.repo, env: fleetEnv(f) })).code).toBe(0);
+      await until(
+        'the agent in its cgroup',
+        () => cgroupsOf(id).some((d) => read(join(d, 'cgroup.procs')).trim() !== ''),
+        30_000,
+      );
+      await f.worker?.stop('SIGKILL');
+      const left = cgroupsOf(id);
+      expect(left.length).toBeGreaterThan(0);
+      const agents = left.flatMap((d) => read(join(d, 'cgroup.procs')).split('\n').filter(Boolean).map(Number));
+      expect(agents.some(aliveNow)).toBe(true);
+      const state = f.tempDir('uh-cgcrash-w2-');
+      next = await startWorker(['--state-dir', state, '--runtime', 'command', '--concurrency', '1'], {
+        cwd: f.repo,
+        env: { ...fleetEnv(f), UH_LOG_LEVEL: 'warn' },
+      });
+      await until('the sweep at start', () => cgroupsOf(id).length === 0, 30_000);
+      await until('the agent to die', () => agents.every((p) => !aliveNow(p)));
+    } finally {
+      await next?.stop('SIGKILL');
+      await stopFleet(f);
+      await redis.cleanup();
+    }
+  }, 90_000);
+});
+
+function read(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
