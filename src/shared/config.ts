@@ -14,6 +14,7 @@ import { invalidInput } from './errors.js';
 import { PriceTableSchema, type PriceTable } from './prices.js';
 import type { HostPolicy, HostSettings } from './host-policy.js';
 import { DEFAULT_TMPFS_BYTES } from './process/bwrap-argv.js';
+import type { LimitBackendMode } from './process/cgroup-probe.js';
 import { DEFAULT_LIMITS, type MissionLimits } from './process/mission-limits.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
@@ -149,6 +150,11 @@ const VARIABLES = {
     'paths every isolated process may read (colon-separated)',
   ),
   // per-mission limits (shared/process/mission-limits.ts); a mission's sandbox.limits only lowers them
+  UH_LIMIT_BACKEND: v(
+    () => z.enum(['auto', 'cgroup', 'rlimit']),
+    'what holds the processes and memory limits: auto (a delegated cgroup v2, else writable cgroup v1, else rlimits), cgroup (insist), rlimit',
+    'auto',
+  ),
   UH_LIMIT_PROCESSES: v(positive, 'processes (tasks) per mission', DEFAULT_LIMITS.processes),
   UH_LIMIT_MEMORY_BYTES: v(positive, 'memory per mission (bytes)', DEFAULT_LIMITS.memory_bytes),
   UH_LIMIT_SHM_BYTES: v(positive, '/dev/shm per mission (bytes)', DEFAULT_LIMITS.shm_bytes),
@@ -281,6 +287,8 @@ export interface UhConfig {
     gitFastPath: boolean;
     /** `UH_DIFF_CAP_BYTES`: the most bytes a mission's `diff.patch` keeps; the receipt says when it was cut. */
     diffCapBytes: number;
+    /** `UH_LIMIT_BACKEND`: what holds processes and memory (shared/process/cgroup-probe.ts). */
+    limitBackend: LimitBackendMode;
     /** `UH_LIMIT_*`: each mission's ceiling (docs/security.md#limits); a mission may only lower them. */
     limits: MissionLimits;
     /** `UH_SECRETS_DIR`: the files `{secret_ref: name}` in `sandbox.env` resolve to (`<dir>/<name>`). */
@@ -391,6 +399,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       isolationReadable: (e.UH_ISOLATION_READABLE ?? '').split(':').filter((p) => p !== ''),
       gitFastPath: flag(e.UH_GIT_FAST_PATH) ?? true,
       diffCapBytes: e.UH_DIFF_CAP_BYTES,
+      limitBackend: e.UH_LIMIT_BACKEND,
       limits: {
         processes: e.UH_LIMIT_PROCESSES,
         memory_bytes: e.UH_LIMIT_MEMORY_BYTES,

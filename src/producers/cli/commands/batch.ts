@@ -99,6 +99,7 @@ export async function batchRun(argv: string[], config: UhConfig): Promise<number
   process.once('SIGINT', () => controller.abort({ kind: 'cancel', message: 'cancelled by SIGINT' }));
   const { compileSettings } = await import('../../../operation/settings.js');
   const settings = compileSettings(config, { stateDir, logger: createLogger(config.core.logLevel) });
+  void settings.limitBackend; // probed now: UH_LIMIT_BACKEND=cgroup with no cgroup here is exit 2 before anything starts
   const runAll = async (missions: Mission[]) => {
     const queue = [...missions];
     const worker = async () => {

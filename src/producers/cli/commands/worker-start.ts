@@ -201,6 +201,7 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
   });
   const { compileSettings } = await import('../../../operation/settings.js');
   const settings = compileSettings(config, { stateDir, logger: createLogger(config.core.workerLogLevel) });
+  void settings.limitBackend; // probed now: UH_LIMIT_BACKEND=cgroup with no cgroup here is exit 2 before anything starts
 
   const metricsServer = await startMetrics(values['metrics-port'] as string | undefined, queueConfig, redisUrl, say);
   const { startWorkerProcess } = await import('../../../workers/worker-process.js');
