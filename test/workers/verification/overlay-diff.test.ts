@@ -20,6 +20,7 @@ import { captureDiff } from '../../../src/workers/verification/capture-diff.js';
 import { readBaseFacts } from '../../../src/workers/verification/base-ignore.js';
 import { captureOverlayDiff, overlayDiffMain } from '../../../src/workers/verification/overlay-diff.js';
 import { DEFAULT_DIFF_CAP_BYTES } from '../../../src/shared/config.js';
+import { applyGc, planGc } from '../../../src/workers/sandbox/gc.js';
 import { git } from '../../support/git-repo.js';
 import { seeded } from '../../support/spawned.js';
 import { removeDir, tempDir } from '../../support/temp.js';
@@ -229,5 +230,31 @@ describe('base checkouts', () => {
     expect(await collectBase(cacheDir, rebuilt.name, new Set())).toBe(true);
     expect(existsSync(rebuilt.tree)).toBe(false);
     await releaseBase(cacheDir, rebuilt.name, 'op-three-x');
+  }, 60_000);
+
+  it('are collected by uh gc once no live sandbox leases them: when idle, and first under the cache cap', async () => {
+    const repo = baseRepo();
+    const cacheDir = temp('uh-ovl-cache-');
+    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD', {}, GIT_PROCESSES);
+    const sandbox = await createOverlaySandbox(cacheDir, mirror, commit, 'op-gc', new Date());
+    const ports = { operationState: async () => 'running' };
+    const later = new Date(Date.now() + 40 * 24 * 3600_000);
+    const policy = { now: later, mirrorIdleDays: 30, operationRetentionDays: 30, cacheCapBytes: 0 };
+    // Leased by a running mission: never planned, even long idle.
+    const kinds = async (p: typeof policy) => (await planGc(cacheDir, null, p, ports)).map((i) => i.kind);
+    expect(await kinds(policy)).not.toContain('base_idle');
+    await removeOverlaySandbox(cacheDir, { ...sandbox, mirror: mirror.path, base: sandbox.base.name });
+    expect(existsSync(sandbox.base.tree)).toBe(true); // still current: the next mission shares it
+    expect(await kinds({ ...policy, now: new Date() })).not.toContain('base_idle');
+    expect(await kinds({ ...policy, now: new Date(), cacheCapBytes: 1 })).toContain('base_cap');
+    const plan = await planGc(cacheDir, null, policy, ports);
+    expect(plan.map((i) => i.kind)).toContain('base_idle');
+    const { removed } = await applyGc(cacheDir, plan, later);
+    expect(removed.map((i) => i.kind)).toContain('base_idle');
+    expect(existsSync(sandbox.base.tree)).toBe(false);
+    // The next mission at that commit checks the base out again (the idle mirror went too: fetched again).
+    const fetched = await resolveInMirror(cacheDir, repo, 'HEAD', {}, GIT_PROCESSES);
+    const again = await createOverlaySandbox(cacheDir, fetched.mirror, commit, 'op-gc-2', new Date());
+    expect(again.base.fresh).toBe(true);
   }, 60_000);
 });
