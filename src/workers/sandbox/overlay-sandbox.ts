@@ -100,6 +100,7 @@ export async function createOverlaySandbox(
     warm: false,
     dirMode: base.dirMode,
     indexStamp: fileStamp(paths.index),
+    backend: 'overlay',
     layers,
     base: { name: base.name, tree: base.tree, index: base.index, fresh: base.fresh },
   };

@@ -70,6 +70,8 @@ export interface Sandbox {
   dirMode: number;
   /** `fileStamp` of uh's index when uh last wrote it: any other change means someone else did. */
   indexStamp: string;
+  /** Which backend made it (the receipt's `sandbox.backend`); unset: `git-worktree`. */
+  backend?: 'git-worktree' | 'overlay';
 }
 
 export function sandboxesRoot(cacheDir: string): string {
