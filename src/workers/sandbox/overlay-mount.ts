@@ -18,7 +18,7 @@
  * layer), `metacopy=off` (a copied-up file holds its whole content), `index=off`, `xino=off`.
  */
 import { spawnSync } from 'node:child_process';
-import { lstatSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeDir } from '../../shared/fs/make-dir.js';
 import { removeTree } from '../../shared/fs/deep-tree.js';
@@ -114,8 +114,22 @@ export function probeOverlay(scratchRoot: string, path: string | undefined): Ove
   } catch (error) {
     return { ok: false, reason: `overlay probe: ${(error as Error).message}` };
   } finally {
+    unlockWorkDir(join(dir, 'w'));
     removeTree(dir);
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Make the overlay's scratch dir removable: the kernel leaves `<work>/work` at mode 000 (holding
+ * its shared whiteout), which its owner may delete only once it may read and write it again
+ * (root passes anyway; uh as a plain user does not).
+ */
+export function unlockWorkDir(work: string): void {
+  try {
+    chmodSync(join(work, 'work'), 0o700);
+  } catch {
+    // not there: never mounted, or already removed
   }
 }
 

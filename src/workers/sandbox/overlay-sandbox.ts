@@ -22,7 +22,7 @@ import { writeGitDir } from './git-dir.js';
 import type { GitCallOptions } from './git.js';
 import type { Mirror } from './mirror-cache.js';
 import { acquireBase, releaseBase, type OverlayBase } from './overlay-base.js';
-import type { OverlayLayers } from './overlay-mount.js';
+import { unlockWorkDir, type OverlayLayers } from './overlay-mount.js';
 import {
   FAR_FUTURE,
   fileStamp,
@@ -111,6 +111,7 @@ export async function removeOverlaySandbox(
   cacheDir: string,
   record: { name: string; path: string; mirror: string; base?: string | undefined },
 ): Promise<void> {
+  unlockWorkDir(overlayLayers(record.path, '').work);
   await removeSandbox(cacheDir, record);
   if (record.base) await releaseBase(cacheDir, record.base, record.name);
 }
