@@ -17,7 +17,7 @@ import {
   SETTLE,
   UPDATE_IF_OWNER,
 } from './operation-scripts.js';
-import { jobIdFor, keysFor, type QueueKeys } from './topology.js';
+import { jobIdFor, keysFor, tenantOf, type QueueKeys } from './topology.js';
 
 export * from './queue-record.js';
 
@@ -28,7 +28,14 @@ export type ClaimResult =
   | { kind: 'settled'; state: string }
   | { kind: 'unknown' }
   | { kind: 'stale' }
-  | { kind: 'missing' };
+  | { kind: 'missing' }
+  | { kind: 'over_quota'; running: number };
+
+/** Per-tenant limits on running operations across the fleet (UH_TENANT_QUOTAS); null: no limit. */
+export interface TenantQuotas {
+  default: number | null;
+  tenants: Record<string, number>;
+}
 
 const SCRIPTS = {
   uhCreateOrAttach: [2, CREATE_OR_ATTACH],
@@ -110,6 +117,7 @@ export class OperationStore {
       attempt: job.attempt,
       runtime_started: '0',
       job_id: jobIdFor(job.operation_id, job.attempt),
+      tenant: tenantOf(job),
       created_at: now.toISOString(),
       updated_at: now.toISOString(),
       job: JSON.stringify(job),
@@ -120,6 +128,7 @@ export class OperationStore {
       job.contract_digest,
       now.getTime(),
       job.operation_id,
+      tenantOf(job),
       ...pairs(record),
     ];
   }
@@ -154,6 +163,7 @@ export class OperationStore {
     worker: { id: string; host: string; pid: number },
     jobId: string,
     completion: Completion,
+    quotas: TenantQuotas | null = null,
   ): Promise<ClaimResult> {
     const now = new Date();
     const [kind, value] = (await this.r.uhClaim(
@@ -173,8 +183,12 @@ export class OperationStore {
       ),
       JSON.stringify({ ...completion, state: 'unknown', at: now.toISOString() }),
       operationId,
+      quotas ? JSON.stringify(quotas) : '',
+      this.keys.op(''),
     )) as [string, string];
     switch (kind) {
+      case 'over_quota':
+        return { kind, running: Number(value) };
       case 'run':
         return { kind, cancelReason: value === '' ? null : value };
       case 'settled':

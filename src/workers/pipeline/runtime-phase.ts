@@ -252,14 +252,23 @@ function toRuntimeResult(run: OperationRun): RuntimeResult {
   };
 }
 
-/** The runtime part of the runtime result and the receipt: adapter ids and the run's session ids. */
-export function runtimeIdentity(run: OperationRun) {
+/** The runtime_config's `model`, when the runtime has one (codex, pi, hermes, …). */
+function configuredModel(config: unknown): string | null {
+  const model = (config as { model?: unknown } | null)?.model;
+  return typeof model === 'string' && model !== '' ? model.slice(0, 128) : null;
+}
+
+/** The runtime part of the runtime result and the receipt: adapter ids, the run's session ids, model and version. */
+export function runtimeIdentity(run: OperationRun): RuntimeResult['runtime'] {
   const { folded } = run;
+  const model = folded.model ?? configuredModel(run.prepared.runtime.publicConfig);
   return {
     adapter_id: run.prepared.runtime.runtimeId,
     runtime_kind: run.prepared.runtime.adapter.id,
     session_id: folded.session_id,
     thread_id: folded.thread_id,
     turn_id: folded.turn_id,
+    ...(model ? { model } : {}),
+    ...(folded.runtime_version ? { version: folded.runtime_version } : {}),
   };
 }
