@@ -190,14 +190,7 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
   const asked = (values.runtime as string[] | undefined) ?? [];
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const candidates = asked.length > 0 ? asked : values.results ? [] : [...RUNTIME_IDS];
-  const say = (event: string, data: Record<string, unknown>) =>
-    values.json
-      ? writeJson({ event, ...data })
-      : process.stderr.write(
-          `uh worker: ${event} ${Object.entries(data)
-            .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`)
-            .join(' ')}\n`,
-        );
+  const say = lifecycleLine(values.json === true);
   const runtimes = await readyRuntimes(candidates, {
     explicit: asked.length > 0,
     allowUnready: values['allow-unready'] === true,
