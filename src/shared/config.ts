@@ -21,6 +21,8 @@ export type Env = Readonly<Record<string, string | undefined>>;
 
 /** `UH_ISOLATION`: bubblewrap for runtimes and checks where it works, required, or off. */
 export type IsolationMode = 'auto' | 'require' | 'off';
+/** `UH_SANDBOX_BACKEND`: overlay where it works (`auto`), always (`overlay`: refuse where it cannot), never (`worktree`). */
+export type SandboxBackendSetting = 'auto' | 'overlay' | 'worktree';
 
 /** `UH_DIFF_CAP_BYTES` when unset: the most bytes a mission's `diff.patch` keeps (50 MiB). */
 export const DEFAULT_DIFF_CAP_BYTES = 50 * 1024 * 1024;
@@ -113,6 +115,11 @@ const VARIABLES = {
   UH_KEEP_SANDBOX: v(flagValue, 'keep every sandbox'),
   UH_SANDBOX_POOL_SIZE: v(count, 'warm sandboxes kept per repository mirror (0 = no pool)', 2),
   UH_SANDBOX_POOL_IDLE_MINUTES: v(days, 'idle lifetime of a warm sandbox (minutes)', 30),
+  UH_SANDBOX_BACKEND: v(
+    () => z.enum(['auto', 'overlay', 'worktree']),
+    'how sandboxes are made: worktree (a checkout each), overlay (copy-on-write over a shared base), auto',
+    'worktree',
+  ),
   UH_ALLOW_LOCAL_REPOS: v(flagValue, 'allow local repository paths'),
   UH_ALLOW_HTTP_REPOS: v(flagValue, 'allow http:// repository URLs'),
   UH_PRICES: v(text, 'price table (JSON)'),
@@ -271,6 +278,8 @@ export interface UhConfig {
     keepSandbox: boolean;
     /** The warm pool (workers/sandbox/sandbox-pool.ts): clean sandboxes kept per mirror, and for how long. */
     sandboxPool: { size: number; idleMs: number };
+    /** `UH_SANDBOX_BACKEND`: `worktree` (default), `overlay` (copy-on-write, docs/sandboxes.md), `auto`. */
+    sandboxBackend: SandboxBackendSetting;
     /** Local paths and file:// as repository.url; unset: allowed on the CLI, refused by the HTTP API. */
     allowLocalRepos: boolean | undefined;
     /** Plain http:// as repository.url (default off). */
@@ -391,6 +400,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       sandboxKeepHours: e.UH_SANDBOX_KEEP_HOURS,
       keepSandbox: e.UH_KEEP_SANDBOX === '1' || e.UH_KEEP_SANDBOX === 'true',
       sandboxPool: { size: e.UH_SANDBOX_POOL_SIZE, idleMs: Math.round(e.UH_SANDBOX_POOL_IDLE_MINUTES * 60_000) },
+      sandboxBackend: e.UH_SANDBOX_BACKEND,
       allowLocalRepos: flag(e.UH_ALLOW_LOCAL_REPOS),
       allowHttpRepos: flag(e.UH_ALLOW_HTTP_REPOS) ?? false,
       prices: parsePrices(e.UH_PRICES, e.UH_PRICES_FILE),
