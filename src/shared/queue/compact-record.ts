@@ -13,7 +13,7 @@ import { deflateRawSync, inflateRawSync } from 'node:zlib';
 /** Redis's `hash-max-listpack-value` default: the longest value a listpack-encoded hash holds. */
 const LISTPACK_VALUE = 64;
 /** Meaningful only while an operation runs (owner checks, the runtime journal). */
-const RUNNING_ONLY = new Set(['owner', 'journal', 'cancel_requested', 'runtime_started_at']);
+const RUNNING_ONLY = new Set(['owner', 'journal', 'runtime_started_at']);
 
 /** Kept as bare hex (64 bytes) in the compact hash; `sha256:` again when read. */
 const DIGEST_FIELDS = new Set(['contract_digest', 'prompt_digest', 'artifacts']);
