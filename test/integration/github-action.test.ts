@@ -306,7 +306,12 @@ describe.each(MODES)('action.yml, a PR gate on every push (%s)', (mode) => {
   it.each([
     ['blocked: the agent program is missing', 'blocked', 'error', /::error title=uh blocked::/],
     ['timeout: the agent hangs past timeout_seconds', 'failed', 'failure', /::error title=uh failed \(timed out\)::/],
-    ['crash: the agent exits 3', 'failed', 'error', /::error title=uh failed::.*command exited 3/],
+    [
+      'crash: the agent exits 3',
+      'failed',
+      'error',
+      /::error title=uh failed::.*command exited 3.*agent: cannot open the model socket/,
+    ],
   ])(
     '%s: an annotation, the summary says why, a fresh JUnit %s',
     async (_name, status, kind, annotation) => {
@@ -316,7 +321,9 @@ describe.each(MODES)('action.yml, a PR gate on every push (%s)', (mode) => {
           : kind === 'failure'
             ? { timeout_seconds: 2, runtime_config_overrides: { command: { argv: hangArgv(), kill_grace_ms: 200 } } }
             : {};
-      const { path } = writeMission(repo, ['exit', '3'], { verification: [PASSING_CHECK], ...agent });
+      // The crash's reason is only on the agent's stderr: the annotation carries its last lines.
+      const crash = ['exit', '3', 'agent: cannot open the model socket'];
+      const { path } = writeMission(repo, crash, { verification: [PASSING_CHECK], ...agent });
       const r = await gate(mode, path, { sha: git(repo, 'rev-parse', 'HEAD').trim(), runId: `9${Date.now() % 1e6}` });
       expect(r.code, r.log).toBe(status === 'blocked' ? 3 : 1);
       expect(r.outputs.status).toBe(status);

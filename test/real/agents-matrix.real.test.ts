@@ -8,9 +8,11 @@
  * (codex: `~/.codex/config.toml`; pi: `~/.pi/agent/models.json`; Gemini: `~/.gemini/settings.json`;
  * Qwen: `~/.qwen/settings.json` + `OPENAI_*`; opencode: `OPENCODE_CONFIG_CONTENT` +
  * `XDG_DATA_HOME`; claude-code-acp: `ANTHROPIC_*` + `HOME`; codex-acp: `CODEX_HOME=~/.codex`),
- * against scripted model servers on 127.0.0.1:0. Per agent: an edit (or, where
- * the scripted model cannot know the sandbox's absolute work dir, a completed turn), a 401 →
- * `blocked`, and a cancel (SIGINT to the CLI once the model was called → exit 4, `cancelled`).
+ * against scripted model servers on 127.0.0.1:0. Per agent: an edit made by the agent's own
+ * file tool as a real model would call it (pi `write`, opencode `write`, Qwen `write_file` under
+ * the work dir its prompt names, Gemini `write_file`, claude-code-acp `Write`, codex-acp
+ * `apply_patch`; codex exec / app-server a shell command), a 401 → `blocked`, and a cancel
+ * (SIGINT to the CLI once the model was called → exit 4, `cancelled`).
  * The docs/runtimes/*.md recipes are these configurations. Needs bwrap (fails without it).
  */
 import { execFileSync } from 'node:child_process';
@@ -74,6 +76,34 @@ function installNvmPrefix(): string {
   return bin;
 }
 
+// codex's model catalog entry for the custom provider's model: its tools follow the model's
+// metadata, and apply_patch is offered only when the model declares it (codex's bundled models do).
+const CODEX_CATALOG = {
+  models: [
+    {
+      slug: 'uh-scripted',
+      display_name: 'uh scripted model',
+      description: 'the scripted Responses server',
+      default_reasoning_level: null,
+      supported_reasoning_levels: [],
+      shell_type: 'shell_command',
+      visibility: 'list',
+      supported_in_api: true,
+      priority: 1,
+      upgrade: null,
+      base_instructions: 'You are a coding agent.',
+      supports_reasoning_summaries: false,
+      support_verbosity: false,
+      default_verbosity: null,
+      apply_patch_tool_type: 'freeform',
+      truncation_policy: { mode: 'bytes', limit: 10000 },
+      supports_parallel_tool_calls: false,
+      context_window: 128000,
+      experimental_supported_tools: [],
+    },
+  ],
+};
+
 function seedConfigs(): void {
   mkdirSync(join(home, '.codex'));
   writeFileSync(
@@ -81,6 +111,9 @@ function seedConfigs(): void {
     [
       'model = "uh-scripted"',
       'model_provider = "uhmock"',
+      // codex offers a model its apply_patch tool only when the model's metadata declares it; a
+      // custom provider's model gets it from a catalog entry (path relative to CODEX_HOME).
+      'model_catalog_json = "uh-models.json"',
       '[model_providers.uhmock]',
       'name = "uh scripted responses server"',
       `base_url = "${responses.url}"`,
@@ -91,6 +124,7 @@ function seedConfigs(): void {
       '',
     ].join('\n'),
   );
+  writeFileSync(join(home, '.codex', 'uh-models.json'), JSON.stringify(CODEX_CATALOG));
   const piDir = join(home, '.pi', 'agent');
   mkdirSync(piDir, { recursive: true });
   const piModels = { baseUrl: chat.url, api: 'openai-completions', apiKey: 'UH_MOCK_API_KEY', models: [{ id: 'm' }] };
@@ -139,7 +173,11 @@ interface Run {
 }
 
 /** One mission through `uh mission run` as the user with the fake home and nvm's bin first on PATH. */
-async function mission(runtime: string, config: Record<string, unknown>, cancelWhen?: () => Promise<boolean>) {
+async function mission(
+  runtime: string,
+  config: Record<string, unknown>,
+  cancelWhen?: (opDir: string) => Promise<boolean>,
+) {
   const operationId = `op-matrix-${process.pid}-${++counter}`;
   const repo = makeRepo({ 'README.md': '# matrix\n' });
   const dir = tempDir('uh-matrix-mission-');
@@ -160,8 +198,9 @@ async function mission(runtime: string, config: Record<string, unknown>, cancelW
   writeFileSync(join(dir, 'mission.yaml'), stringify(spec));
   const env = { UH_CACHE_DIR: cacheDir, HOME: home, PATH: `${prefixBin}:/usr/local/bin:/usr/bin:/bin` };
   const args = ['mission', 'run', join(dir, 'mission.yaml'), '--json', '--state-dir', stateDir];
-  const r = await runCli(args, { cwd: repo, env, onSpawn: cancelWhen && ((pid) => void cancelLater(pid, cancelWhen)) });
   const opDir = join(stateDir, 'operations', operationId);
+  const ready = cancelWhen && (() => cancelWhen(opDir));
+  const r = await runCli(args, { cwd: repo, env, onSpawn: ready && ((pid) => void cancelLater(pid, ready)) });
   const receipt = JSON.parse(readFileSync(join(opDir, 'receipt.json'), 'utf8')) as Run['receipt'];
   const patch = existsSync(join(opDir, 'diff.patch')) ? readFileSync(join(opDir, 'diff.patch'), 'utf8') : '';
   const run: Run = { ...r, receipt, patch };
@@ -318,11 +357,24 @@ describe('opencode acp from an nvm prefix through uh mission run under bwrap', (
 });
 
 describe('qwen --acp from an nvm prefix, ~/.qwen seeded, through uh mission run under bwrap', () => {
-  it('completes a turn', async () => {
-    await chat.script([{ kind: 'text', text: 'Nothing to change.' }], KEY);
+  it('edits a file', async () => {
+    // Qwen's write_file takes an absolute path only: the model writes it under the directory the
+    // agent's environment context names (the scripted server's {{workdir}}).
+    const write = {
+      id: 'call_w',
+      name: 'write_file',
+      arguments: { file_path: '{{workdir}}/hello.txt', content: 'hello from qwen\n' },
+    };
+    await chat.script(
+      [
+        { kind: 'tool_calls', calls: [write] },
+        { kind: 'text', text: 'Created hello.txt.' },
+      ],
+      KEY,
+    );
     const r = await mission('acp', qwen());
-    expect(r.receipt.status, why(r)).toBe('completed');
-    expect(r.receipt.final_message).toContain('Nothing to change.');
+    expectEdited(r, 'hello from qwen');
+    expect((await chat.requests())[1]?.tool_results.join('\n')).toContain('hello.txt');
   }, 200_000);
   it('a 401 from the provider is blocked', async () => {
     await chat.script([{ kind: 'text', text: 'unused' }], KEY);
@@ -335,11 +387,18 @@ describe('qwen --acp from an nvm prefix, ~/.qwen seeded, through uh mission run 
 });
 
 describe('gemini --acp from an nvm prefix, ~/.gemini seeded, through uh mission run under bwrap', () => {
-  it('completes a turn', async () => {
-    await gemini.script([{ kind: 'text', text: 'Nothing to change.' }], GEMINI_KEY);
+  it('edits a file', async () => {
+    const write = { name: 'write_file', args: { file_path: 'hello.txt', content: 'hello from gemini\n' } };
+    await gemini.script(
+      [
+        { kind: 'function_calls', calls: [write] },
+        { kind: 'text', text: 'Created hello.txt.' },
+      ],
+      GEMINI_KEY,
+    );
     const r = await mission('acp', geminiCli());
-    expect(r.receipt.status, why(r)).toBe('completed');
-    expect(r.receipt.final_message).toContain('Nothing to change.');
+    expectEdited(r, 'hello from gemini');
+    expect((await gemini.requests()).flatMap((q) => q.function_responses)).toContain('write_file');
   }, 200_000);
   it('a 401 from the provider is blocked', async () => {
     await gemini.script([{ kind: 'text', text: 'unused' }], GEMINI_KEY);
@@ -397,11 +456,20 @@ describe('claude-code-acp from an nvm prefix, HOME seeded, through uh mission ru
 });
 
 describe('codex-acp from an nvm prefix, ~/.codex seeded, through uh mission run under bwrap', () => {
-  it('completes a turn', async () => {
-    await responses.script([{ kind: 'message', text: 'Nothing to change.' }]);
+  it('edits a file', async () => {
+    const patch = ['*** Begin Patch', '*** Add File: hello.txt', '+hello from codex-acp', '*** End Patch', ''].join(
+      '\n',
+    );
+    await responses.script([
+      { kind: 'custom_tool_call', name: 'apply_patch', input: patch, call_id: 'call_patch_1' },
+      { kind: 'message', text: 'Created hello.txt.' },
+    ]);
     const r = await mission('acp', codexAcp());
-    expect(r.receipt.status, why(r)).toBe('completed');
-    expect(r.receipt.final_message).toContain('Nothing to change.');
+    expectEdited(r, 'hello from codex-acp');
+    // codex offered the model its apply_patch tool (from the catalog entry) and ran the patch itself.
+    const [first, second] = await responses.requests();
+    expect(first?.body.tools).toContainEqual(expect.objectContaining({ type: 'custom', name: 'apply_patch' }));
+    expect(JSON.stringify(second?.body.input)).toContain('"custom_tool_call_output"');
   }, 200_000);
   it('a 401 from the provider is blocked', async () => {
     await responses.script([{ kind: 'http', status: 401, body: { error: { message: 'bad key' } } }]);
@@ -437,6 +505,15 @@ describe('the ACP SDK example agent from an nvm prefix through uh mission run un
     const r = await mission('acp', agent());
     expect(r.receipt.status, why(r)).toBe('completed');
     expect(r.receipt.final_message).toContain("I'll skip the configuration update.");
+  }, 200_000);
+  // It has no model to answer 401 and its only edit is outside the work dir (hard-coded): a cancel
+  // once its first tool call is in the operation's events (it waits ~1 s between steps).
+  it('Ctrl-C mid-turn cancels', async () => {
+    const toolCallSeen = async (opDir: string) => {
+      const events = join(opDir, 'events.jsonl');
+      return existsSync(events) && readFileSync(events, 'utf8').includes('"runtime.tool_call"');
+    };
+    expectCancelled(await mission('acp', agent(), toolCallSeen));
   }, 200_000);
 });
 

@@ -11,6 +11,7 @@ const SERVER = fileURLToPath(new URL('../fixtures/model-server/responses-server.
 
 export type ResponsesStep =
   | { kind: 'function_call'; name?: string; arguments: unknown; call_id?: string; usage?: StepUsage }
+  | { kind: 'custom_tool_call'; name?: string; input: string; call_id?: string; usage?: StepUsage }
   | { kind: 'message'; text: string; usage?: StepUsage }
   | { kind: 'failed'; code?: string; message?: string }
   | { kind: 'http'; status: number; body?: unknown; headers?: Record<string, string> }

@@ -67,6 +67,26 @@ describe('classifyHermes', () => {
       'provider:rate_limit',
     ],
     ['unknown model', failed("Error code: 404 - model 'x/y' not found"), 'blocked', 'provider:model'],
+    // Hermes' own summaries (agent/api_error_summary.py 007da72f): `HTTP <status>: <message>`.
+    ['auth, Hermes summary', failed('HTTP 401: Incorrect API key provided: sk-wrong.'), 'blocked', 'provider:auth'],
+    [
+      'quota, Hermes summary',
+      failed('HTTP 429: You exceeded your current quota, please check your plan and billing details.'),
+      'blocked',
+      'provider:quota',
+    ],
+    [
+      'rate limit, Hermes summary',
+      failed('HTTP 429: Rate limit reached for requests. Please try again in 7s.'),
+      'blocked',
+      'provider:rate_limit',
+    ],
+    [
+      'a 500 after the retries, Hermes summary',
+      failed('HTTP 500: The server had an error while processing your request.'),
+      'failed',
+      'result:exit_code:1',
+    ],
     ['killed by a signal', { exitCode: null, signal: 'SIGKILL', result: null }, 'failed', 'signal:SIGKILL'],
     [
       'python missing (exit 127)',
