@@ -51,11 +51,16 @@ export interface ReceiptInput {
   secrets: readonly string[];
 }
 
-/** Token usage priced by the table (runtime id, then adapter id); unknown stays absent, never 0. */
+/** Token usage priced by the table (runtime id, adapter id, then model); unknown stays absent, never 0. */
 function withCost(usage: Usage, prices: PriceTable, keys: readonly string[]): Usage {
   if (usage.cost_usd !== undefined) return usage;
   const cost = costOf(usage, prices, keys);
   return cost === null ? usage : { ...usage, cost_usd: cost };
+}
+
+/** What a price table is keyed by, in order: the runtime id, the adapter id, the model. */
+export function priceKeys(runtime: Pick<Receipt['runtime'], 'adapter_id' | 'runtime_kind' | 'model'>): string[] {
+  return [runtime.adapter_id, runtime.runtime_kind, ...(runtime.model ? [runtime.model] : [])];
 }
 
 /** The receipt's `diff` facts, when the capture measured them against a cap. */
@@ -96,7 +101,7 @@ export function buildReceipt(input: ReceiptInput): Receipt {
       scope: { ok: input.violations.length === 0, violations: input.violations },
       checks: input.checks,
       ...(input.reward !== undefined ? { reward: input.reward } : {}),
-      usage: withCost(input.usage, input.prices ?? {}, [input.runtime.adapter_id, input.runtime.runtime_kind]),
+      usage: withCost(input.usage, input.prices ?? {}, priceKeys(input.runtime)),
       final_message: input.finalMessage,
       final_message_source: input.finalMessageSource,
       exit_code: exitCodeFor(input.outcome.status, verdict),

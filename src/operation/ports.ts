@@ -3,6 +3,7 @@
  * adapter and no sandbox code (test/architecture/layers.test.ts), so the runtime catalog and the
  * ref resolver are injected; `src/workers/operation-ports.ts` holds the real ones.
  */
+import type { ManifestSource } from '../shared/contracts/adapter-manifest.js';
 import type { AnyRuntimeAdapter } from '../shared/runtime/v1/index.js';
 
 /** Every runtime adapter this process can resolve a mission to, each loaded on first use. */
@@ -11,6 +12,11 @@ export interface RuntimeCatalog {
   readonly ids: readonly string[];
   /** The adapter registered as `id`, or undefined. */
   load(id: string): Promise<AnyRuntimeAdapter | undefined>;
+  /**
+   * Manifests this host does not hold in `<state>/adapters/` (the fleet's published ones,
+   * `uh adapter publish`): looked up after the host's own file, before the built-in default.
+   */
+  readonly manifests?: ManifestSource;
 }
 
 /** A catalog of adapters already in hand (tests, embedders). */

@@ -1,6 +1,7 @@
 /**
  * Resolve a mission's runtime: the adapter manifest (`<state>/adapters/<id>.yaml`, else the
- * built-in default of the registered runtime), the effective runtime_config (manifest, then
+ * fleet's published one when the catalog has a manifest source, else the built-in default of
+ * the registered runtime; its digest travels with the job), the effective runtime_config (manifest, then
  * the mission's overrides, re-parsed by the adapter's strict schema), and capability refusal.
  * No side effects: bad input is refused before anything is written.
  */
@@ -9,6 +10,7 @@ import { join } from 'node:path';
 import type { z } from 'zod';
 import { AdapterManifestSchema, type AdapterManifest } from '../shared/contracts/adapter-manifest.js';
 import { readDocument } from '../shared/contracts/load-file.js';
+import { digestOf } from '../shared/digest.js';
 import type { Capability, Mission } from '../shared/contracts/mission.js';
 import { formatIssues, parseOrThrow } from '../shared/contracts/zod-issues.js';
 import { invalidInput, UhError } from '../shared/errors.js';
@@ -21,6 +23,10 @@ export interface ResolvedRuntime {
   runtimeId: string;
   manifest: AdapterManifest;
   manifestSource: string;
+  /** `sha256:…` of the manifest (canonical JSON): a worker refuses a job validated against another. */
+  manifestDigest: string;
+  /** No manifest file or published one: the runtime's built-in default (code, versioned with uh itself). */
+  manifestBuiltIn: boolean;
   adapter: AnyRuntimeAdapter;
   config: unknown;
   /** The config with secrets replaced, safe for digests, receipts and dry runs. */
@@ -51,20 +57,25 @@ export async function loadManifest(
   stateDir: string,
   id: string,
   runtimes: RuntimeCatalog,
-): Promise<{ manifest: AdapterManifest; source: string }> {
+): Promise<{ manifest: AdapterManifest; source: string; digest: string }> {
   const path = manifestPath(stateDir, id);
-  if (existsSync(path)) {
-    const manifest = parseOrThrow(AdapterManifestSchema, readDocument(path), path, `${path}: `);
-    if (manifest.id !== id) throw invalidInput(`${path}: id is "${manifest.id}", expected "${id}" (the file name)`);
-    return { manifest, source: path };
+  const local = existsSync(path) ? { document: readDocument(path), source: path } : null;
+  const shared = local ? undefined : await runtimes.manifests?.find(id);
+  const found = local ?? (shared ? { document: shared.manifest, source: shared.source } : null);
+  if (found) {
+    const { source } = found;
+    const manifest = parseOrThrow(AdapterManifestSchema, found.document, source, `${source}: `);
+    if (manifest.id !== id) throw invalidInput(`${source}: id is "${manifest.id}", expected "${id}" (the file name)`);
+    return { manifest, source, digest: digestOf(manifest) };
   }
   const adapter = await runtimes.load(id);
   if (!adapter) {
     throw new UhError('invalid_input', `runtime: unknown runtime "${id}"`, {
-      hint: `known runtimes: ${runtimes.ids.join(', ')}; or add a manifest with: uh adapter add ${id} --kind <runtime>`,
+      hint: `known runtimes: ${runtimes.ids.join(', ')}; or add a manifest with: uh adapter add ${id} --kind <runtime> (uh adapter publish it for the fleet)`,
     });
   }
-  return { manifest: defaultManifest(adapter), source: `built-in ${id}` };
+  const manifest = defaultManifest(adapter);
+  return { manifest, source: `built-in ${id}`, digest: digestOf(manifest) };
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -87,7 +98,7 @@ export async function resolveRuntime(
   stateDir: string,
   runtimes: RuntimeCatalog,
 ): Promise<ResolvedRuntime> {
-  const { manifest, source } = await loadManifest(stateDir, runtimeId, runtimes);
+  const { manifest, source, digest } = await loadManifest(stateDir, runtimeId, runtimes);
   const adapter = await runtimes.load(manifest.runtime_kind);
   if (!adapter) {
     throw invalidInput(
@@ -122,6 +133,8 @@ export async function resolveRuntime(
     runtimeId,
     manifest,
     manifestSource: source,
+    manifestDigest: digest,
+    manifestBuiltIn: source === `built-in ${manifest.id}`,
     adapter,
     config,
     publicConfig: redact(config, secrets),

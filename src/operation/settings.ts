@@ -8,6 +8,8 @@ import type { Env, IsolationMode, UhConfig } from '../shared/config.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import type { PriceTable } from '../shared/prices.js';
 import type { MissionLimits } from '../shared/process/mission-limits.js';
+import { chooseLimitBackend, type LimitBackendChoice, type LimitBackendMode } from '../shared/process/cgroup-probe.js';
+import { invalidInput } from '../shared/errors.js';
 import type { HostPolicy, HostSettings } from '../shared/host-policy.js';
 import type { ReceiptKeySource } from './receipt-signature.js';
 import { DEFAULT_PATH_BOUNDS, type PathBounds } from '../shared/path-bounds.js';
@@ -48,6 +50,11 @@ export interface OperationSettings {
   readonly diff: { readonly capBytes: number };
   /** `UH_LIMIT_*`: each mission's ceiling; `sandbox.limits` may only lower them (docs/security.md#limits). */
   readonly limits: MissionLimits;
+  /**
+   * `UH_LIMIT_BACKEND`, probed once here: the cgroup backend that holds processes and memory, or
+   * rlimits with the reason (shared/process/cgroup-probe.ts).
+   */
+  readonly limitBackend: LimitBackendChoice;
   /** What a mission may ask of this host (`UH_ALLOW_MISSION_ISOLATION_OFF`, `UH_ENV_PASSTHROUGH_ALLOW`). */
   readonly policy: HostPolicy;
   /** Where the receipt signing key comes from; never logged. */
@@ -86,6 +93,10 @@ export function compileSettings(config: UhConfig, overrides: SettingsOverrides):
     gitFastPath: core.gitFastPath,
     diff: { capBytes: core.diffCapBytes },
     limits: core.limits,
+    // Probed on first use (a worker's first phase, `uh doctor`), once per process: a producer never probes.
+    get limitBackend() {
+      return limitBackendFor(core.limitBackend);
+    },
     policy: config.policy,
     receiptKey: config.receipts,
     secretsDir: core.secretsDir,
@@ -99,4 +110,16 @@ export function compileSettings(config: UhConfig, overrides: SettingsOverrides):
 /** The host's side of its policy checks (shared/host-policy.ts): its isolation mode and what it allows. */
 export function hostSettings(settings: OperationSettings): HostSettings {
   return { isolation: settings.isolation.mode, policy: settings.policy };
+}
+
+/** The backend of `mode`; `cgroup` where none can be had is a configuration error, named. */
+function limitBackendFor(mode: LimitBackendMode): LimitBackendChoice {
+  const choice = chooseLimitBackend(mode);
+  if (mode === 'cgroup' && choice.kind === 'rlimit')
+    throw invalidInput(
+      `UH_LIMIT_BACKEND=cgroup, but no cgroup can be had here: ${choice.reason}`,
+      [`UH_LIMIT_BACKEND: ${choice.reason}`],
+      'delegate a cgroup v2 subtree to uh (systemd Delegate=yes), or set UH_LIMIT_BACKEND=auto (docs/security.md#limits)',
+    );
+  return choice;
 }

@@ -14,7 +14,8 @@
 import type { Mission } from '../shared/contracts/mission.js';
 import { OperationConflictError } from '../shared/errors.js';
 import { eventJson, type CreateResult, type OperationJob, type QueueRecord } from '../shared/queue/operation-store.js';
-import { jobIdFor, queueName } from '../shared/queue/topology.js';
+import { jobIdFor, jobOrder, queueName } from '../shared/queue/topology.js';
+import { AdapterStore } from '../shared/queue/adapter-store.js';
 import { prepareOperation, type PrepareOptions, type PreparedOperation } from '../operation/prepare-operation.js';
 import { operationPorts } from '../workers/operation-ports.js';
 import type { QueueClient } from './queue/queue-client.js';
@@ -29,8 +30,11 @@ export interface SubmitResult {
   queue: string;
 }
 
-/** Where to prepare, and this host's policy (`host`): a mission it refuses is never enqueued. */
-type SubmitOptions = PrepareOptions;
+/**
+ * Where to prepare, and this host's policy (`host`): a mission it refuses is never enqueued;
+ * `tenant`: whose operation it is (the API: the token's; the CLI: UH_TENANT), never the mission's say.
+ */
+type SubmitOptions = PrepareOptions & { tenant?: string };
 
 export async function submitOperation(
   client: QueueClient,
@@ -57,19 +61,24 @@ export async function submitOperations(
 ): Promise<Array<SubmitResult | OperationConflictError>> {
   // The mission is the job's payload (and the record's, and the `mission` artifact): no secret in clear.
   for (const mission of missions) assertNoClearSecrets(mission.sandbox.env);
-  const prepared = await Promise.all(
-    missions.map((mission) =>
-      prepareOperation(mission, options, operationPorts({ gitFastPath: options.host?.gitFastPath ?? true })),
-    ),
+  // A runtime this host holds no manifest for resolves to the fleet's published one (uh adapter publish).
+  const ports = operationPorts(
+    { gitFastPath: options.host?.gitFastPath ?? true },
+    new AdapterStore(client.redis, client.config.prefix).source(),
   );
+  const prepared = await Promise.all(missions.map((mission) => prepareOperation(mission, options, ports)));
   const jobs: OperationJob[] = prepared.map((p) => ({
     operation_id: p.mission.operation_id,
     runtime: p.runtime.runtimeId,
     mission: p.mission,
     base_commit: p.baseCommit,
     contract_digest: p.contractDigest,
+    // An operator's manifest (a file, a published one) travels by digest; a built-in default changes
+    // only with uh's version, which a rolling upgrade mixes: the contract digest covers its config.
+    ...(p.runtime.manifestBuiltIn ? {} : { manifest_digest: p.runtime.manifestDigest }),
     attempt: 1,
     ...(p.hiddenVerifier ? { hidden_verifier: p.hiddenVerifier } : {}),
+    ...(options.tenant ? { tenant: options.tenant } : {}),
   }));
   const { store } = client;
   const created = await store.createOrAttachMany(
@@ -130,7 +139,11 @@ async function enqueue(
     [...byRuntime].map(async ([runtime, list]) => {
       const queue = await client.queue(runtime);
       await queue.addBulk(
-        list.map((e) => ({ name: 'operation', data: e.job, opts: { ...JOB_OPTIONS, jobId: e.jobId } })),
+        list.map((e) => ({
+          name: 'operation',
+          data: e.job,
+          opts: { ...JOB_OPTIONS, jobId: e.jobId, ...jobOrder(e.job) },
+        })),
       );
     }),
   );

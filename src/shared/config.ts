@@ -14,6 +14,7 @@ import { invalidInput } from './errors.js';
 import { PriceTableSchema, type PriceTable } from './prices.js';
 import type { HostPolicy, HostSettings } from './host-policy.js';
 import { DEFAULT_TMPFS_BYTES } from './process/bwrap-argv.js';
+import type { LimitBackendMode } from './process/cgroup-probe.js';
 import { DEFAULT_LIMITS, type MissionLimits } from './process/mission-limits.js';
 import type { ArtifactStoreSetting } from './artifacts/open-artifact-store.js';
 
@@ -71,6 +72,33 @@ const nameList = () =>
       ),
     );
 
+/** `team-a=2,team-b=4,*=1`: tenant=max running (`*`: every other tenant); unset: no quota. */
+const tenantQuotas = () =>
+  z
+    .string()
+    .transform((s) =>
+      s
+        .split(',')
+        .map((p) => p.trim())
+        .filter((p) => p !== ''),
+    )
+    .pipe(
+      z.array(
+        z
+          .string()
+          .regex(/^(\*|[A-Za-z0-9][A-Za-z0-9._-]{0,63})=\d{1,6}$/, 'each entry: tenant=N or *=N (N running at most)'),
+      ),
+    )
+    .transform((entries) => {
+      const quotas: { default: number | null; tenants: Record<string, number> } = { default: null, tenants: {} };
+      for (const e of entries) {
+        const [tenant, n] = e.split('=') as [string, string];
+        if (tenant === '*') quotas.default = Number(n);
+        else quotas.tenants[tenant] = Number(n);
+      }
+      return quotas;
+    });
+
 /** Each variable of the environment uh reads (docs/configuration.md lists them all). */
 const VARIABLES = {
   // core
@@ -123,6 +151,11 @@ const VARIABLES = {
     'paths every isolated process may read (colon-separated)',
   ),
   // per-mission limits (shared/process/mission-limits.ts); a mission's sandbox.limits only lowers them
+  UH_LIMIT_BACKEND: v(
+    () => z.enum(['auto', 'cgroup', 'rlimit']),
+    'what holds the processes and memory limits: auto (a delegated cgroup v2, else writable cgroup v1, else rlimits), cgroup (insist), rlimit',
+    'auto',
+  ),
   UH_LIMIT_PROCESSES: v(positive, 'processes (tasks) per mission', DEFAULT_LIMITS.processes),
   UH_LIMIT_MEMORY_BYTES: v(positive, 'memory per mission (bytes)', DEFAULT_LIMITS.memory_bytes),
   UH_LIMIT_SHM_BYTES: v(positive, '/dev/shm per mission (bytes)', DEFAULT_LIMITS.shm_bytes),
@@ -182,8 +215,17 @@ const VARIABLES = {
   UH_OPERATION_RETENTION_DAYS: v(days, 'operation dir and record retention (days)', 30),
   UH_CACHE_CAP_BYTES: v(count, 'cache size cap (0 = none)', 0),
   UH_MIN_FREE_BYTES: v(count, 'free-disk floor below which a worker stops claiming', 1024 * 1024 * 1024),
-  // api
-  UH_API_TOKEN: v(text, 'API bearer token'),
+  // api and tenants
+  UH_API_TOKEN: v(text, 'API bearer token (an admin token)'),
+  UH_API_TOKENS_FILE: v(text, 'API tokens file: SHA-256 hashes with tenant and scopes'),
+  UH_API_ACCESS_LOG: v(flagValue, 'API access log, one NDJSON line per request on stderr (default on)'),
+  UH_TENANT: v(
+    () => z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, 'letters, digits, . _ - (at most 64)'),
+    'tenant of CLI and inline producers and of the API admin token',
+    'default',
+  ),
+  UH_TENANT_QUOTAS: v(tenantQuotas, 'most operations running at once per tenant across the fleet (worker)'),
+  UH_TENANT_QUOTA_RETRY_MS: v(ms, 'delay of a job whose tenant is at its quota (worker)', 1000),
   // ci
   GITHUB_OUTPUT: v(text, 'GitHub Actions step outputs file'),
   GITHUB_STEP_SUMMARY: v(text, 'GitHub Actions step summary file (Markdown)'),
@@ -219,6 +261,10 @@ export interface QueueConfig {
   batchErrorRetries: number;
   /** `UH_REDIS_PASSWORD_FILE`: the password of a Redis URL that has none (its role's ACL user). */
   passwordFile: string | null;
+  /** `UH_TENANT_QUOTAS`: per tenant, the most operations running at once across the fleet (checked at claim); null: none. */
+  tenantQuotas: { default: number | null; tenants: Record<string, number> } | null;
+  /** `UH_TENANT_QUOTA_RETRY_MS`: how long a job over its tenant's quota waits (delayed) before it is tried again. */
+  quotaRetryMs: number;
 }
 
 /** Disk bounds of a worker host (docs/deploy.md, "Disk"). */
@@ -261,16 +307,20 @@ export interface UhConfig {
     gitFastPath: boolean;
     /** `UH_DIFF_CAP_BYTES`: the most bytes a mission's `diff.patch` keeps; the receipt says when it was cut. */
     diffCapBytes: number;
+    /** `UH_LIMIT_BACKEND`: what holds processes and memory (shared/process/cgroup-probe.ts). */
+    limitBackend: LimitBackendMode;
     /** `UH_LIMIT_*`: each mission's ceiling (docs/security.md#limits); a mission may only lower them. */
     limits: MissionLimits;
     /** `UH_SECRETS_DIR`: the files `{secret_ref: name}` in `sandbox.env` resolve to (`<dir>/<name>`). */
     secretsDir: string | null;
+    /** `UH_TENANT`: the tenant CLI and inline producers submit under (default `default`). */
+    tenant: string;
   };
   /** What a mission may ask of this host: checked by producers and again by workers on every job. */
   policy: HostPolicy;
   queue: QueueConfig;
   gc: GcConfig;
-  api: { token: string | undefined };
+  api: { token: string | undefined; /** `UH_API_ACCESS_LOG` (default on). */ accessLog: boolean };
   /** Receipt keys (src/operation/receipt-keys.ts). Private keys and secrets: never logged. */
   receipts: ReceiptsConfig;
   ci: {
@@ -369,6 +419,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       isolationReadable: (e.UH_ISOLATION_READABLE ?? '').split(':').filter((p) => p !== ''),
       gitFastPath: flag(e.UH_GIT_FAST_PATH) ?? true,
       diffCapBytes: e.UH_DIFF_CAP_BYTES,
+      limitBackend: e.UH_LIMIT_BACKEND,
       limits: {
         processes: e.UH_LIMIT_PROCESSES,
         memory_bytes: e.UH_LIMIT_MEMORY_BYTES,
@@ -377,6 +428,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
         worktree_files: e.UH_LIMIT_WORKTREE_FILES,
       },
       secretsDir: e.UH_SECRETS_DIR ?? null,
+      tenant: e.UH_TENANT,
     },
     policy: {
       allowMissionIsolationOff: flag(e.UH_ALLOW_MISSION_ISOLATION_OFF) ?? false,
@@ -406,6 +458,8 @@ export function loadConfig(env: Env = process.env): UhConfig {
       retryMaxAttempts: e.UH_RETRY_MAX_ATTEMPTS ?? null,
       cluster: flag(e.UH_REDIS_CLUSTER) ?? false,
       passwordFile: e.UH_REDIS_PASSWORD_FILE ?? null,
+      tenantQuotas: e.UH_TENANT_QUOTAS ?? null,
+      quotaRetryMs: e.UH_TENANT_QUOTA_RETRY_MS,
     },
     gc: {
       intervalMs: e.UH_GC_INTERVAL_MS,
@@ -414,7 +468,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       cacheCapBytes: e.UH_CACHE_CAP_BYTES,
       minFreeBytes: e.UH_MIN_FREE_BYTES,
     },
-    api: { token: e.UH_API_TOKEN },
+    api: { token: e.UH_API_TOKEN, accessLog: flag(e.UH_API_ACCESS_LOG) ?? true },
     receipts: receiptsConfig(e, cacheDir),
     ci: {
       githubOutput: e.GITHUB_OUTPUT,

@@ -21,7 +21,7 @@ export function runtimeFinalMessageInstruction(): string {
   ].join('\n');
 }
 
-const OPEN = new RegExp(`^\\s*\`\`\`${SENTINEL_TAG}[ \\t]*$`);
+const openFence = (tag: string): RegExp => new RegExp(`^\\s*\`\`\`${tag}[ \\t]*$`);
 const CLOSE = /^\s*```\s*$/;
 /** Content kept per block; a longer block is cut with a marker (memory stays bounded). */
 const MAX_BLOCK_CHARS = 64 * 1024;
@@ -30,9 +30,12 @@ const MAX_FENCE_LINE_CHARS = 1024;
 
 /**
  * Streaming scanner: feed text in any chunking; `result()` is the last complete block or null.
- * Memory is bounded by one line plus one block, whatever the stream's size.
+ * Memory is bounded by one line plus one block, whatever the stream's size. `tag` defaults to the
+ * final-message sentinel (the usage block, `uh-runtime-usage`, uses the same fences).
  */
 export class SentinelScanner {
+  private readonly open: RegExp;
+  private readonly maxBlockChars: number;
   private partial = '';
   private inBlock = false;
   private current: string[] = [];
@@ -40,6 +43,11 @@ export class SentinelScanner {
   private last: string | null = null;
   /** Inside an over-long line outside any block: drop text up to the next newline. */
   private skipping = false;
+
+  constructor(tag: string = SENTINEL_TAG, maxBlockChars: number = MAX_BLOCK_CHARS) {
+    this.open = openFence(tag);
+    this.maxBlockChars = maxBlockChars;
+  }
 
   push(chunk: string): this {
     let text = this.partial + chunk;
@@ -56,7 +64,7 @@ export class SentinelScanner {
     if (!this.inBlock && this.partial.length > MAX_FENCE_LINE_CHARS) {
       this.partial = '';
       this.skipping = true;
-    } else if (this.partial.length > MAX_BLOCK_CHARS * 2) this.partial = this.partial.slice(-MAX_BLOCK_CHARS * 2);
+    } else if (this.partial.length > this.maxBlockChars * 2) this.partial = this.partial.slice(-this.maxBlockChars * 2);
     return this;
   }
 
@@ -72,7 +80,7 @@ export class SentinelScanner {
   private line(raw: string): void {
     const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
     if (!this.inBlock) {
-      if (OPEN.test(line)) {
+      if (this.open.test(line)) {
         this.inBlock = true;
         this.current = [];
         this.currentChars = 0;
@@ -84,16 +92,16 @@ export class SentinelScanner {
       this.last = this.current.join('\n').trim();
       return;
     }
-    if (OPEN.test(line)) {
+    if (this.open.test(line)) {
       // An unclosed block followed by a new opening: the newer one is the candidate.
       this.current = [];
       this.currentChars = 0;
       return;
     }
-    if (this.currentChars < MAX_BLOCK_CHARS) {
+    if (this.currentChars < this.maxBlockChars) {
       this.current.push(line);
       this.currentChars += line.length + 1;
-      if (this.currentChars >= MAX_BLOCK_CHARS) this.current.push('[… final message truncated by uh]');
+      if (this.currentChars >= this.maxBlockChars) this.current.push('[… final message truncated by uh]');
     }
   }
 }

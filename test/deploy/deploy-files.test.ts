@@ -10,7 +10,7 @@
  *     submitted mission lands on.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv2019 } from 'ajv/dist/2019.js';
@@ -314,4 +314,44 @@ describe('every command a service runs', () => {
     expect(w.output()).toContain('ready');
     expect(await w.stop('SIGTERM')).toBe(0);
   });
+
+  it('a KEDA scale-down: the k8s worker args, SIGTERM mid-mission finishes it, claims no new job, exits 0', async () => {
+    const deployment = k8sDocs().find(
+      (d) => d.doc.kind === 'Deployment' && d.file === join('infra/k8s', 'worker-command.yaml'),
+    )?.doc as Record<string, any>;
+    const pod = deployment.spec.template.spec;
+    const argv = pod.containers[0].args as string[];
+    expect(argv.slice(0, 2)).toEqual(['worker', 'start']);
+    // No preStop hook that could end the pod before the drain: SIGTERM itself is the drain.
+    expect(pod.containers[0].lifecycle?.preStop).toBeUndefined();
+    const prefix = redis.prefix('drain');
+    const env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir, UH_ISOLATION: 'off' };
+    const state = tempDir('uh-dstate-');
+    const counts = tempDir('uh-dcount-');
+    dirs.push(state, counts);
+    const runs = join(counts, 'runs');
+    const w = await startWorker([...argv.slice(2), '--state-dir', state], { cwd: repo, env });
+    // A mission longer than any fixed grace the test could race with: 4 s of agent time.
+    const long = writeMission(repo, ['count', runs, 'slow', '4000']);
+    const next = writeMission(repo, ['count', runs]);
+    const uh = (args: string[]) => runCli([...args, '--state-dir', state], { cwd: repo, env });
+    expect((await uh(['mission', 'submit', long.path])).code).toBe(0);
+    const deadline = Date.now() + 20_000;
+    while (!existsSync(runs) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(existsSync(runs), w.output()).toBe(true);
+    const signalledAt = Date.now();
+    w.child.kill('SIGTERM');
+    await w.waitForOutput('stopping');
+    expect((await uh(['mission', 'submit', next.path])).code).toBe(0);
+    expect(await w.exited).toBe(0);
+    const drainedMs = Date.now() - signalledAt;
+    const statusOf = async (op: string) => JSON.parse((await uh(['mission', 'status', op, '--json'])).stdout);
+    expect((await statusOf(long.operationId)).operation).toMatchObject({ state: 'finished', status: 'completed' });
+    expect((await statusOf(next.operationId)).operation).toMatchObject({ state: 'queued', runtime_started: false });
+    expect(readFileSync(runs, 'utf8').split('\n').filter(Boolean)).toHaveLength(1);
+    expect(await redis.redis.llen(`{${prefix}}:bull:runtime.command:wait`)).toBe(1);
+    process.stderr.write(
+      `deploy: SIGTERM mid-mission → the mission completed, worker exited 0 after ${drainedMs} ms\n`,
+    );
+  }, 60_000);
 });

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
 import { afterAll, describe, expect, it } from 'vitest';
+import { sha256 } from '../../src/producers/http/api-tokens.js';
 import { readApiConfig } from '../../src/producers/http/api-config.js';
 import { runCli } from '../support/cli.js';
 import { removeDir, tempDir } from '../support/temp.js';
@@ -56,7 +57,7 @@ describe('the compose quick start', () => {
     execFileSync('bash', ['-c', tokenStep], { cwd: dir });
     const token = envOf().UH_API_TOKEN as string;
     expect(token).toMatch(/^[0-9a-f]{64}$/);
-    expect(readApiConfig({ UH_API_TOKEN: token }, '0.0.0.0').token).toBe(token);
+    expect(readApiConfig({ UH_API_TOKEN: token }, '0.0.0.0').tokens[0]?.sha256).toEqual(sha256(token));
   });
 
   it('publishes Redis on the host loopback only, so the documented --redis URL reaches it', () => {

@@ -172,6 +172,18 @@ describe('uh batch submit (queue)', () => {
     const table = await uh(prefix, ['batch', 'report', 'bq-001']);
     expect(table.code).toBe(5);
     expect(table.stdout).toMatch(/slow\s+unknown \(error\)\s+-/);
+    // The HTML report of a queued batch links each trial to the API named by --api-url.
+    const linked = await uh(prefix, [
+      'batch',
+      'report',
+      'bq-001',
+      '--format',
+      'html',
+      '--api-url',
+      'https://uh.example:8443',
+    ]);
+    expect(linked.stdout).toContain('href="https://uh.example:8443/v1/operations/bq-001.good.t1/events"');
+    expect(linked.stdout).toContain('href="https://uh.example:8443/#/op/bq-001.good.t1"');
     if (redis.url === 'redis://127.0.0.1:6379') {
       // From the submitting host with neither --redis nor $REDIS_URL: the queue submit used (as mission status).
       const bare = await runCli(['batch', 'report', 'bq-001', '--k', '2', '--state-dir', producer], {
@@ -263,6 +275,13 @@ describe('uh batch submit (queue)', () => {
       const html = await app.inject({ method: 'GET', headers: AUTH, url: '/v1/batches/bq-001/report.html' });
       expect(html.headers['content-type']).toContain('text/html');
       expect(html.body).toContain('<svg');
+      // Each trial links to its events and transcript on this API, and the events link answers.
+      expect(html.body).toContain('<a class="link-events" href="/v1/operations/bq-001.good.t1/events">events</a>');
+      expect(html.body).toContain('<a class="link-transcript" href="/#/op/bq-001.good.t1">transcript</a>');
+      const events = await app.inject({ method: 'GET', headers: AUTH, url: '/v1/operations/bq-001.good.t1/events' });
+      expect(events.statusCode).toBe(200);
+      expect(events.body).toContain('runtime.finished');
+      expect((await app.inject({ method: 'GET', url: '/dashboard/app.js' })).body).toContain('#\\/op\\/');
       expect((await app.inject({ method: 'GET', headers: AUTH, url: '/v1/batches/nope' })).statusCode).toBe(404);
       const k1 = await app.inject({ method: 'GET', headers: AUTH, url: '/v1/batches/bq-001?k=1' });
       expect(k1.json().report).toMatchObject({ k: 1 });

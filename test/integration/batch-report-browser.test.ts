@@ -4,7 +4,7 @@
  * diff are what the batch's receipts say; no console errors, no network; a screenshot is
  * written to test-artifacts/batch-report.png.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { chromium, type Browser } from 'playwright-core';
@@ -55,7 +55,16 @@ beforeAll(async () => {
       repository: { url: repo, ref: 'main' },
       runtime: ['alpha', 'beta'],
       runtime_config_overrides: {
-        alpha: { argv: [process.execPath, FAKE_AGENT, 'edit', 'src/app.txt', 'one\nTWO <b>\nthree\n'] },
+        alpha: {
+          argv: [
+            process.execPath,
+            FAKE_AGENT,
+            'usage',
+            JSON.stringify({ input_tokens: 900, output_tokens: 100, model: 'gpt-5-mini', version: '1.4.2' }),
+            'src/app.txt',
+            'one\nTWO <b>\nthree\n',
+          ],
+        },
         beta: { argv: [process.execPath, FAKE_AGENT, 'edit', 'README.md', 'nope'] },
       },
       verification: [
@@ -175,6 +184,25 @@ describe('the HTML batch report in Chromium', () => {
 
     mkdirSync(ARTIFACTS, { recursive: true });
     await page.screenshot({ path: join(ARTIFACTS, 'batch-report.png'), fullPage: true });
+    // Model and version per runtime, as the agents reported them (beta reported none), and the mean reward column.
+    const cellsOf = (runtime: string) =>
+      page.$$eval(`#runtimes tr[data-runtime="${runtime}"] td`, (tds) => tds.map((td) => td.textContent));
+    const alpha = await cellsOf('alpha');
+    expect(alpha.slice(-3)).toEqual(['-', 'gpt-5-mini', '1.4.2']);
+    expect((await cellsOf('beta')).slice(-3)).toEqual(['-', 'unknown', 'unknown']);
+    expect(alpha[8]).toBe('2000'); // tokens
+
+    // Per trial: links to its events and transcript, relative to the report, that resolve to the artifact files.
+    const hrefs = await page
+      .locator('details.trial[data-operation="html-001.alpha.t1"] summary a')
+      .evaluateAll((as) => as.map((a) => [a.getAttribute('class'), (a as unknown as { href: string }).href]));
+    expect(hrefs.map(([cls]) => cls)).toEqual(['link-events', 'link-transcript', 'link-final-message', 'link-receipt']);
+    const file = (cls: string) => readFileSync(fileURLToPath(hrefs.find(([c]) => c === cls)?.[1] ?? ''), 'utf8');
+    expect(file('link-events')).toContain('"type":"runtime.finished"');
+    expect(file('link-transcript')).toContain('```uh-runtime-usage');
+    expect(JSON.parse(file('link-receipt')).operation_id).toBe('html-001.alpha.t1');
+    expect(await page.locator('details.trial a.link-events').count()).toBe(report.trials.length);
+
     expect(problems).toEqual([]);
     await page.close();
   });

@@ -8,7 +8,7 @@
  * results worker consumes the outbox, and the anonymous user is refused.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { appendFileSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -242,6 +242,40 @@ describe('each role does its job as its own ACL user', () => {
   }, 120_000);
 });
 
+describe('shared adapter manifests (uh adapter publish)', () => {
+  it('the producer and the API publish; the workers read them and cannot publish', async () => {
+    const file = join(dir('uh-acl-man-'), 'acl-cmd.yaml');
+    const manifest = (version: string) =>
+      `schema_version: uh.adapter.v0\nid: acl-cmd\nname: acl\nversion: ${version}\nruntime_kind: command\nruntime_config: { argv: ['true'] }\n`;
+    const digests: string[] = [];
+    for (const [role, version] of [
+      ['producer', '1.0.0'],
+      ['api', '1.0.1'],
+    ] as const) {
+      writeFileSync(file, manifest(version));
+      const r = await runCli(['adapter', 'publish', file, '--json'], {
+        cwd: secrets,
+        env: roleEnv(role, dir('uh-acl-mc-')),
+      });
+      expect(r.code, `${role}: ${r.stderr}`).toBe(0);
+      digests.push(JSON.parse(r.stdout).digest);
+    }
+    for (const role of ['worker', 'results'] as const) {
+      const r = await connectAs(FLEET, role);
+      expect(JSON.parse((await r.hget(`{${FLEET}}/adapters`, 'acl-cmd')) as string).digest, role).toBe(digests[1]);
+      expect((await r.hkeys(`{${FLEET}}/adapters:versions`)).length, role).toBe(2);
+      writeFileSync(file, manifest(`9.9.9-${role}`));
+      const refused = await runCli(['adapter', 'publish', file], {
+        cwd: secrets,
+        env: roleEnv(role, dir('uh-acl-mc-')),
+      });
+      expect(refused.code, role).not.toBe(0);
+      expect(refused.stderr, role).toMatch(/NOPERM/);
+    }
+    expect(JSON.parse((await admin.hget(`{${FLEET}}/adapters`, 'acl-cmd')) as string).digest).toBe(digests[1]);
+  }, 60_000);
+});
+
 /** [role, what, command…]: every row must be refused with NOPERM. */
 const OTHER_KEY = `{${OTHER}}:op:theirs`;
 const EVERY_ROLE: Array<[string, string[]]> = [
@@ -250,6 +284,7 @@ const EVERY_ROLE: Array<[string, string[]]> = [
   ["read another fleet's record inside a script", ['eval', `return redis.call('hgetall', '${OTHER_KEY}')`, '0']],
   ["declare another fleet's key to a script", ['eval', 'return 1', '1', OTHER_KEY]],
   ["publish on another fleet's cancel channel", ['publish', `{${OTHER}}:cancel`, 'theirs']],
+  ["read another fleet's adapter manifests", ['hgetall', `{${OTHER}}/adapters`]],
   ['FLUSHALL', ['flushall']],
   ['FLUSHDB', ['flushdb']],
   ['KEYS', ['keys', '*']],
@@ -280,8 +315,13 @@ const BY_ROLE: Record<RedisRole, Array<[string, string[]]>> = {
     ['consume the outbox', ['xreadgroup', 'group', 'results', 'w', 'count', '1', 'streams', `{${FLEET}}:outbox`, '>']],
     ['ack a completion', ['xack', `{${FLEET}}:outbox`, 'results', '0-1']],
     ['take over the outbox group', ['xgroup', 'setid', `{${FLEET}}:outbox`, 'results', '$']],
+    ['publish an adapter manifest', ['hset', `{${FLEET}}/adapters`, 'x', '{}']],
+    ['rewrite a published version', ['hset', `{${FLEET}}/adapters:versions`, 'x@sha256:0', '{}']],
   ],
-  results: [],
+  results: [
+    ['publish an adapter manifest', ['hset', `{${FLEET}}/adapters`, 'x', '{}']],
+    ['drop the published manifests', ['unlink', `{${FLEET}}/adapters`]],
+  ],
   api: [
     ['consume the outbox', ['xreadgroup', 'group', 'results', 'a', 'count', '1', 'streams', `{${FLEET}}:outbox`, '>']],
     ['claim pending completions', ['xautoclaim', `{${FLEET}}:outbox`, 'results', 'a', '0', '0']],

@@ -5,6 +5,8 @@ import { buildBatchReport, parseK, passAtK, quantile, wilson, type ChildInput } 
 import { renderHtml, sideBySide } from '../../src/shared/batch/report-html.js';
 import { renderTable } from '../../src/shared/batch/report-text.js';
 import { compareReports, renderComparison } from '../../src/shared/batch/compare.js';
+import { apiTrialLinks } from '../../src/shared/batch/report-links.js';
+import { parseUsageReport } from '../../src/shared/runtime/usage-report.js';
 import type { Mission } from '../../src/shared/contracts/mission.js';
 import type { Receipt } from '../../src/shared/contracts/receipt.js';
 import { costOf } from '../../src/shared/prices.js';
@@ -274,5 +276,63 @@ describe('batch report', () => {
     expect(html).toContain('f.txt');
     expect(html).toContain('<td class="del">old &#60;b&#62;</td>');
     expect(html).toContain('<td class="add">new &#38;</td>');
+  });
+});
+
+describe('batch report: usage, rewards and links', () => {
+  it('shows the mean reward, model and version per runtime, and links each trial to the API on the fleet', () => {
+    const record = newBatchRecord(mission, ['a', 'b'], 2, 'queue');
+    const children = record.operations.map((o) => ({
+      ...o,
+      state: 'finished',
+      receipt: receipt({
+        reward: o.trial === 1 ? 1 : 0.5,
+        usage: { input_tokens: 100, output_tokens: 20 },
+        runtime: {
+          adapter_id: o.runtime,
+          runtime_kind: 'command',
+          session_id: null,
+          thread_id: null,
+          turn_id: null,
+          model: 'm-1',
+          version: '2.0',
+        },
+      }),
+      diff: null,
+    }));
+    const prices = { 'm-1': { input_per_mtok: 1, output_per_mtok: 10 } };
+    const report = buildBatchReport(record, children, prices);
+    expect(report.runtimes[0]).toMatchObject({
+      mean_reward: 0.75,
+      tokens: 240,
+      cost_usd: 0.0006,
+      models: ['m-1'],
+      versions: ['2.0'],
+    });
+    const html = renderHtml(report, { links: apiTrialLinks('https://uh.example/') });
+    expect(html).toMatch(
+      /<td class="n reward" data-v="0.75">0.75<\/td><td class="model">m-1<\/td><td class="version">2.0<\/td>/,
+    );
+    expect(html).toContain('<a class="link-events" href="https://uh.example/v1/operations/b-1.a.t1/events">events</a>');
+    expect(html).toContain('<a class="link-transcript" href="https://uh.example/#/op/b-1.a.t1">transcript</a>');
+    expect(renderTable(report)).toMatch(/a\s.*\s240\s+\$0\.0006\s.*0\.75\s+m-1\s+2\.0/);
+  });
+
+  it.each([
+    [
+      '{"input_tokens": 5, "output_tokens": 2, "model": "gpt-5-mini", "extra": true}',
+      { usage: { input_tokens: 5, output_tokens: 2 }, model: 'gpt-5-mini' },
+    ],
+    ['{"input_tokens": -1}', 'invalid input_tokens'],
+    ['{"input_tokens": 1.5}', 'invalid input_tokens'],
+    ['{"model": "rm -rf /"}', 'invalid model'],
+    ['[1, 2]', 'invalid (the report)'],
+    ['{}', 'no usage field'],
+    ['not json', 'not JSON'],
+    [`{"model": "${'x'.repeat(5000)}"}`, 'over 4096 bytes'],
+  ])('a usage report %s reads as %o', (text, expected) => {
+    const read = parseUsageReport(text, 'block');
+    if (typeof expected === 'string') expect(read).toEqual({ problem: `block: ${expected}` });
+    else expect(read).toEqual({ report: { version: null, ...expected } });
   });
 });

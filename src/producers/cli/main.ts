@@ -51,6 +51,7 @@ const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
     list: async () => (await import('./commands/adapter.js')).adapterList,
     add: async () => (await import('./commands/adapter.js')).adapterAdd,
     check: async () => (await import('./commands/adapter.js')).adapterCheck,
+    publish: async () => (await import('./commands/adapter.js')).adapterPublish,
   },
 };
 
@@ -77,6 +78,7 @@ usage: uh <group> <command> [options]   (every command takes --help)
   uh adapter list                  list runtimes and their manifests
   uh adapter add <id>              write .harness/adapters/<id>.yaml from a template
   uh adapter check <id>            is the runtime usable on this machine?
+  uh adapter publish <file>        serve a manifest to the whole fleet (stored in Redis)
   uh receipt verify <file>         check a receipt's signature (--public-key k.pub; exit 0 valid, 6 not, 2 bad input)
   uh receipt key --public          print this host's receipt public key (--generate <dir>: a fleet key pair)
   uh api start                     serve queue mode over HTTP (submit, status, artifacts, SSE events)

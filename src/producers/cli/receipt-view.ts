@@ -41,6 +41,21 @@ function localLog(log: string, dir: string): string {
   return existsSync(copy) ? copy : log;
 }
 
+/** `usage: 1200 in (200 cached) · 340 out · gpt-5-mini 1.4.2 · $0.0021`, or null when nothing is known. */
+export function usageLine(receipt: Pick<Receipt, 'usage' | 'runtime'>): string | null {
+  const u = receipt.usage;
+  const parts = [
+    u.input_tokens === undefined
+      ? null
+      : `${u.input_tokens} in${u.cached_input_tokens ? ` (${u.cached_input_tokens} cached)` : ''}`,
+    u.output_tokens === undefined ? null : `${u.output_tokens} out`,
+    u.total_tokens === undefined || u.input_tokens !== undefined ? null : `${u.total_tokens} tokens`,
+    [receipt.runtime.model, receipt.runtime.version].filter(Boolean).join(' ') || null,
+    u.cost_usd === undefined ? null : `$${u.cost_usd.toFixed(u.cost_usd < 0.01 ? 4 : 2)}`,
+  ].filter((p): p is string => p !== null);
+  return parts.length === 0 ? null : `usage: ${parts.join(' · ')}`;
+}
+
 export function printReceiptSummary(receipt: Receipt, dir: string, attached: boolean): void {
   const passed = receipt.checks.filter((c) => c.passed).length;
   const checks = receipt.checks.length > 0 ? ` (${passed}/${receipt.checks.length} checks passed)` : '';
@@ -67,6 +82,8 @@ export function printReceiptSummary(receipt: Receipt, dir: string, attached: boo
     lines.push(
       `  diff truncated: diff.patch keeps ${receipt.diff.cap_bytes} of ${receipt.diff.bytes_total} bytes (UH_DIFF_CAP_BYTES); it will not be promoted`,
     );
+  const usage = usageLine(receipt);
+  if (usage) lines.push(`  ${usage}`);
   if (receipt.final_message) lines.push(`  final: ${receipt.final_message.split('\n')[0]?.slice(0, 160)}`);
   lines.push(`  receipt: ${join(dir, 'receipt.json')}`);
   if (receipt.sandbox.retained && receipt.sandbox.path) lines.push(`  sandbox kept: ${receipt.sandbox.path}`);

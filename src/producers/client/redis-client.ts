@@ -66,12 +66,8 @@ export async function redisClient(options: {
   return {
     async submit(mission, o = {}) {
       const parsed = parseMission(mission, process.cwd());
-      const got = await submitOperation(client, parsed, {
-        stateDir,
-        cacheDir,
-        host: hostSettingsOf(config),
-        ...(o.runtime ? { runtime: o.runtime } : {}),
-      });
+      const host = { host: hostSettingsOf(config), tenant: config.core.tenant };
+      const got = await submitOperation(client, parsed, { stateDir, cacheDir, ...host, ...(o.runtime ? o : {}) });
       return { operationId: parsed.operation_id, attached: got.kind === 'attached', state: got.record.state };
     },
     attach: async (id) => view(await record(id)),

@@ -14,6 +14,7 @@ import { parseDocumentText } from '../../shared/contracts/load-file.js';
 import { zodValidatorCompiler, type ApiOptions, type RouteContext } from './context.js';
 import { EventHub } from './event-hub.js';
 import { registerGuards } from './guards.js';
+import { newRequestId, registerAccessLog } from './access-log.js';
 import { registerErrorHandling, sendError } from './http-errors.js';
 import { ApiMetrics } from './metrics.js';
 import { eventRoutes } from './routes/events.js';
@@ -42,6 +43,7 @@ export async function buildApiServer(options: ApiOptions): Promise<FastifyInstan
   const app = Fastify({
     bodyLimit: config.bodyLimit,
     logger: false,
+    genReqId: newRequestId,
     return503OnClosing: true,
     frameworkErrors: (error, _req, reply) => {
       const status = (error as { statusCode?: number }).statusCode ?? 400;
@@ -59,6 +61,7 @@ export async function buildApiServer(options: ApiOptions): Promise<FastifyInstan
     }
   });
   registerErrorHandling(app);
+  if (options.accessLog) registerAccessLog(app, options.accessLog);
   registerGuards(app, config);
   await app.register(fastifySwagger, {
     openapi: {
@@ -87,8 +90,10 @@ export async function buildApiServer(options: ApiOptions): Promise<FastifyInstan
   recoverRoutes(app, ctx);
   dashboardRoutes(app, config);
   await mountBullBoard(app, options.client);
-  app.get('/openapi.json', { schema: { summary: 'This OpenAPI 3.0 document', tags: ['health'] } }, async () =>
-    app.swagger(),
+  app.get(
+    '/openapi.json',
+    { config: { scope: 'read' }, schema: { summary: 'This OpenAPI 3.0 document', tags: ['health'] } },
+    async () => app.swagger(),
   );
   return app;
 }

@@ -9,6 +9,8 @@ import { UhError } from '../../shared/errors.js';
 import type { QueueRecord } from '../../shared/queue/operation-store.js';
 import type { QueueClient } from '../queue/queue-client.js';
 import type { ApiConfig } from './api-config.js';
+import type { Logger } from '../../shared/logger.js';
+import { seesTenant, type TokenEntry } from './api-tokens.js';
 import type { ReceiptKeySource } from '../../operation/receipt-signature.js';
 import type { EventHub } from './event-hub.js';
 import type { ApiMetrics } from './metrics.js';
@@ -39,6 +41,8 @@ export interface ApiOptions {
   receiptKey: ReceiptKeySource;
   /** Author and committer of promotions made through the API (UH_PROMOTION_AUTHOR / _COMMITTER of the server). */
   promotionIdentity: { author: Person; committer: Person };
+  /** Where the access log goes (one NDJSON line per request: access-log.ts); unset: no access log. */
+  accessLog?: Logger;
 }
 
 /** What every route file gets: the options plus the server's shared event hub and metrics. */
@@ -49,12 +53,25 @@ export interface RouteContext extends ApiOptions {
   metrics: ApiMetrics;
 }
 
-/** The operation's record, or not_found. */
-export async function operationOr404(ctx: RouteContext, id: string): Promise<QueueRecord> {
+/**
+ * The operation's record, or not_found: also for another tenant's operation (the caller's token
+ * sees only its tenant's, unless admin), so a token cannot learn that an id exists.
+ */
+export async function operationOr404(
+  ctx: RouteContext,
+  id: string,
+  req: { auth?: TokenEntry | undefined },
+): Promise<QueueRecord> {
   const record = ID_PATTERN.test(id) ? await ctx.client.store.get(id) : null;
-  if (!record)
+  if (!record || !req.auth || !seesTenant(req.auth, record.tenant))
     throw new UhError('not_found', `no operation ${id}`, { hint: 'check the id; GET /v1/operations lists them' });
   return record;
+}
+
+/** The tenant a request submits under: its token's (never the body's). */
+export function tenantOfRequest(req: { auth?: TokenEntry | undefined }): string {
+  if (!req.auth) throw new UhError('internal', 'no token on an authenticated route');
+  return req.auth.tenant;
 }
 
 /**

@@ -140,9 +140,12 @@ export interface OperationFilter {
   label?: string | undefined;
   limit: number;
   cursor?: string | undefined;
+  /** Only this tenant's operations (a tenant's token); unset: every tenant's (admin). */
+  tenant?: string | undefined;
 }
 
 function matches(record: QueueRecord, f: OperationFilter): boolean {
+  if (f.tenant !== undefined && record.tenant !== f.tenant) return false;
   if (f.state && record.state !== f.state) return false;
   if (f.runtime && record.runtime !== f.runtime) return false;
   if (f.verdict && record.verdict !== f.verdict) return false;

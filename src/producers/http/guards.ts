@@ -1,18 +1,25 @@
 /**
  * Request guards run before any route (onRequest): Host (DNS rebinding), Origin (CORS closed
- * unless allowlisted), bearer token (constant-time, always required: api-config.ts). /healthz needs no token.
+ * unless allowlisted), bearer token (constant-time, always required: api-config.ts) and the
+ * scope the route declares (`config: {scope}`; a route that declares none needs `admin`, e.g.
+ * bull-board's). /healthz and the dashboard shell need no token. The token's entry (id, tenant,
+ * scopes) is `req.auth` for the routes and the access log.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ApiConfig } from './api-config.js';
+import { hasScope, tokenEntry, type Scope, type TokenEntry } from './api-tokens.js';
 import { sendError } from './http-errors.js';
-import { DASHBOARD_PUBLIC, sessionFrom, sessionValue } from './dashboard/session.js';
+import { DASHBOARD_PUBLIC, sessionEntry, sessionFrom } from './dashboard/session.js';
 
-const digest = (s: string) => createHash('sha256').update(s).digest();
-
-/** Compare digests so neither content nor length leaks through timing. */
-export function tokenMatches(given: string, token: string): boolean {
-  return timingSafeEqual(digest(given), digest(token));
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The scope a token needs for this route (read, submit, cancel, promote, admin). */
+    scope?: Scope;
+  }
+  interface FastifyRequest {
+    /** The caller's token entry, once the guard accepted it; undefined on public routes. */
+    auth?: TokenEntry;
+  }
 }
 
 /** `example.com:8787` → `example.com`, `[::1]:80` → `[::1]`. */
@@ -66,17 +73,36 @@ function checkOrigin(config: ApiConfig, req: FastifyRequest, reply: FastifyReply
   return true;
 }
 
-function checkToken(config: ApiConfig, req: FastifyRequest, reply: FastifyReply): boolean {
-  if (PUBLIC.has(req.url.split('?')[0] ?? '')) return true;
+function authenticate(config: ApiConfig, req: FastifyRequest): TokenEntry | null {
   const given = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-  if (given !== undefined && tokenMatches(given, config.token)) return true;
+  if (given !== undefined) return tokenEntry(config.tokens, given);
   // The dashboard's session cookie; a state change also needs a header a cross-site form cannot send.
   const session = sessionFrom(req.headers.cookie);
-  if (given === undefined && session !== null && tokenMatches(session, sessionValue(config.token))) {
-    if (SAFE_METHODS.has(req.method) || req.headers['x-uh-dashboard'] === '1') return true;
+  const entry = session === null ? null : sessionEntry(config.sessionKey, config.tokens, session);
+  if (entry && (SAFE_METHODS.has(req.method) || req.headers['x-uh-dashboard'] === '1')) return entry;
+  return null;
+}
+
+function checkToken(config: ApiConfig, req: FastifyRequest, reply: FastifyReply): boolean {
+  if (PUBLIC.has(req.url.split('?')[0] ?? '')) return true;
+  const entry = authenticate(config, req);
+  if (entry === null) {
+    reply.header('www-authenticate', 'Bearer');
+    sendError(reply, 401, 'unauthorized', 'missing or wrong bearer token');
+    return false;
   }
-  reply.header('www-authenticate', 'Bearer');
-  sendError(reply, 401, 'unauthorized', 'missing or wrong bearer token');
+  req.auth = entry;
+  // A matched route declares its scope (none declared: admin); an unknown route answers 404 to any token.
+  const scope: Scope | undefined =
+    req.routeOptions.url === undefined ? undefined : (req.routeOptions.config.scope ?? 'admin');
+  if (scope === undefined || hasScope(entry, scope)) return true;
+  sendError(
+    reply,
+    403,
+    'forbidden',
+    `token "${entry.id}" lacks the ${scope} scope`,
+    `ask for a token with the ${scope} scope (UH_API_TOKENS_FILE)`,
+  );
   return false;
 }
 

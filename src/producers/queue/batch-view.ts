@@ -6,6 +6,7 @@
  */
 import { buildBatchReport, parseK, type BatchReport } from '../../shared/batch/report.js';
 import { renderHtml } from '../../shared/batch/report-html.js';
+import { apiTrialLinks } from '../../shared/batch/report-links.js';
 import type { PriceTable } from '../../shared/prices.js';
 import { BatchStore, loadBatchChildren } from '../../shared/queue/batch-store.js';
 import type { QueueClient } from './queue-client.js';
@@ -36,5 +37,6 @@ export async function batchReportHtml(
   prices: PriceTable,
   k?: unknown,
 ): Promise<string> {
-  return renderHtml((await batchView(client, batchId, prices, k)).report);
+  // Served by the API itself: each trial links to its event stream and dashboard page on this server.
+  return renderHtml((await batchView(client, batchId, prices, k)).report, { links: apiTrialLinks('') });
 }

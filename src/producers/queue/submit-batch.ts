@@ -9,7 +9,7 @@ import type { BatchChild, BatchPlan, BatchRecord } from '../../shared/batch/reco
 import { OperationConflictError } from '../../shared/errors.js';
 import { BatchStore } from '../../shared/queue/batch-store.js';
 import { eventJson, type OperationJob } from '../../shared/queue/operation-store.js';
-import { BATCH_QUEUE, batchJobId, queueName } from '../../shared/queue/topology.js';
+import { BATCH_QUEUE, batchJobId, jobOrder, queueName } from '../../shared/queue/topology.js';
 import { prepareOperation, type PrepareOptions } from '../../operation/prepare-operation.js';
 import { operationPorts } from '../../workers/operation-ports.js';
 import { JOB_OPTIONS } from '../submit.js';
@@ -23,7 +23,9 @@ export interface BatchSubmitted {
   enqueued: boolean;
 }
 
-async function prepareChildren(children: readonly BatchChild[], options: PrepareOptions) {
+type BatchSubmitOptions = PrepareOptions & { tenant?: string };
+
+async function prepareChildren(children: readonly BatchChild[], options: BatchSubmitOptions) {
   const jobs: Array<{ job: OperationJob; prompt_digest: string; mission_id: string }> = [];
   for (const child of children) {
     const prepared = await prepareOperation(
@@ -40,6 +42,9 @@ async function prepareChildren(children: readonly BatchChild[], options: Prepare
         contract_digest: prepared.contractDigest,
         attempt: 1,
         ...(prepared.hiddenVerifier ? { hidden_verifier: prepared.hiddenVerifier } : {}),
+        ...(options.tenant ? { tenant: options.tenant } : {}),
+        // A batch's children queue behind CI and normal missions unless the mission says otherwise.
+        priority: child.mission.priority ?? 'batch',
       },
       prompt_digest: prepared.promptDigest,
       mission_id: child.mission.mission_id,
@@ -51,7 +56,7 @@ async function prepareChildren(children: readonly BatchChild[], options: Prepare
 export async function submitBatch(
   client: QueueClient,
   plan: BatchPlan,
-  options: PrepareOptions,
+  options: BatchSubmitOptions,
 ): Promise<BatchSubmitted> {
   // the batch record and every child's payload live in Redis
   for (const child of plan.children) assertNoClearSecrets(child.mission.sandbox.env);
@@ -81,7 +86,7 @@ export async function submitBatch(
         queueName: queueName(record.runtime),
         data: record.job,
         prefix: client.store.keys.bullPrefix,
-        opts: { ...JOB_OPTIONS, jobId: record.job_id, ignoreDependencyOnFailure: true },
+        opts: { ...JOB_OPTIONS, jobId: record.job_id, ...jobOrder(record.job), ignoreDependencyOnFailure: true },
       });
     }
   }

@@ -8,12 +8,14 @@ import {
   checksText,
   counts,
   errorsText,
+  listText,
   matrixRows,
   msText,
   num,
   passKText,
   passText,
   pct,
+  rewardText,
   usd,
 } from './report-text.js';
 
@@ -52,10 +54,13 @@ function runtimeTable(rows: readonly RuntimeRow[]): string {
     'cost',
     'files',
     'checks',
+    'mean reward',
+    'model',
+    'version',
   ];
   const body = rows.map((r) => {
     const reasons = r.reasons.map((x) => `${x.count}× ${x.status}: ${x.reason}`).join('\n');
-    return `<tr data-runtime="${esc(r.runtime)}">${td(r.runtime)}${td(passText(r), r.pass_at_1, 'n')}${td(passKText(r), r.pass_at_k, 'n')}${td(String(r.errors), r.errors, 'n')}<td>${esc(counts(r.statuses))}${reasons ? `<div class="reasons">${esc(reasons)}</div>` : ''}</td>${td(counts(r.verdicts))}${td(msText(r.median_ms), r.median_ms, 'n')}${td(msText(r.p90_ms), r.p90_ms, 'n')}${td(num(r.tokens), r.tokens, 'n')}${td(usd(r.cost_usd), r.cost_usd, 'n')}${td(String(r.files_changed.length), r.files_changed.length, 'n')}${td(checksText(r))}</tr>`;
+    return `<tr data-runtime="${esc(r.runtime)}">${td(r.runtime)}${td(passText(r), r.pass_at_1, 'n')}${td(passKText(r), r.pass_at_k, 'n')}${td(String(r.errors), r.errors, 'n')}<td>${esc(counts(r.statuses))}${reasons ? `<div class="reasons">${esc(reasons)}</div>` : ''}</td>${td(counts(r.verdicts))}${td(msText(r.median_ms), r.median_ms, 'n')}${td(msText(r.p90_ms), r.p90_ms, 'n')}${td(num(r.tokens), r.tokens, 'n')}${td(usd(r.cost_usd), r.cost_usd, 'n')}${td(String(r.files_changed.length), r.files_changed.length, 'n')}${td(checksText(r))}${td(rewardText(r), r.mean_reward, 'n reward')}${td(listText(r.models), undefined, 'model')}${td(listText(r.versions), undefined, 'version')}</tr>`;
   });
   return `<table class="sortable" id="runtimes"><thead><tr>${head.map((h) => `<th>${h}</th>`).join('')}</tr></thead><tbody>${body.join('')}</tbody></table>`;
 }
@@ -145,7 +150,32 @@ export function outcomeClass(t: TrialRow): 'passed' | 'failed' | 'blocked' | 'un
   return t.status === 'blocked' ? 'blocked' : 'failed';
 }
 
-function trialDetails(t: TrialRow): string {
+/** A link of a trial: its events, its transcript, … (see report-links.ts for where they point). */
+export interface TrialLink {
+  /** `events`, `transcript`, `final-message`, `receipt`, `operation`: the class of the anchor is `link-<rel>`. */
+  rel: string;
+  label: string;
+  href: string;
+}
+
+export interface HtmlOptions {
+  /** The links of each trial (none by default): artifact files beside the report, or the API's dashboard. */
+  links?: (t: TrialRow) => readonly TrialLink[];
+  /** Shown under the title, e.g. why a fleet report has no links. */
+  note?: string;
+}
+
+function linksHtml(links: readonly TrialLink[]): string {
+  return links.map((l) => ` · <a class="link-${esc(l.rel)}" href="${esc(l.href)}">${esc(l.label)}</a>`).join('');
+}
+
+/** Tokens, cost and model of a trial, when known. */
+function usageHtml(t: TrialRow): string {
+  if (t.tokens === null && t.cost_usd === null && t.model === null) return '';
+  return ` · <small class="usage">${esc([`${num(t.tokens)} tokens`, usd(t.cost_usd), t.model ?? ''].filter(Boolean).join(' · '))}</small>`;
+}
+
+function trialDetails(t: TrialRow, links: readonly TrialLink[]): string {
   const checks = t.checks
     .map(
       (c) =>
@@ -153,7 +183,7 @@ function trialDetails(t: TrialRow): string {
     )
     .join('');
   const diff = t.diff === null || t.diff.trim() === '' ? '<p class="sub">no diff</p>' : sideBySide(t.diff);
-  return `<details class="trial" data-operation="${esc(t.operation_id)}" data-status="${esc(t.status)}" data-outcome="${outcomeClass(t)}"><summary><b>${esc(t.task ? `${t.task} · ${t.runtime}` : t.runtime)}</b> trial ${t.trial}${t.superseded ? ' (retried)' : ''}${t.reward === null ? '' : ` · reward ${t.reward}`} — <span class="o-${outcomeClass(t)}">${esc(t.status)} / ${esc(t.verdict)}</span> · ${esc(msText(t.duration_ms))} · ${t.changed_files.length} files · <code>${esc(t.operation_id)}</code></summary>
+  return `<details class="trial" data-operation="${esc(t.operation_id)}" data-status="${esc(t.status)}" data-outcome="${outcomeClass(t)}"><summary><b>${esc(t.task ? `${t.task} · ${t.runtime}` : t.runtime)}</b> trial ${t.trial}${t.superseded ? ' (retried)' : ''}${t.reward === null ? '' : ` · reward ${t.reward}`} — <span class="o-${outcomeClass(t)}">${esc(t.status)} / ${esc(t.verdict)}</span> · ${esc(msText(t.duration_ms))} · ${t.changed_files.length} files${usageHtml(t)} · <code>${esc(t.operation_id)}</code>${linksHtml(links)}</summary>
 ${t.error ? `<p class="reasons error">infrastructure error (excluded from the rates): ${esc(t.error)}</p>` : ''}${t.reason ? `<p class="reasons">${esc(t.reason)}</p>` : ''}${checks}${t.final_message ? `<pre>${esc(t.final_message)}</pre>` : ''}${diff}</details>`;
 }
 
@@ -165,18 +195,19 @@ function matrixTable(report: BatchReport): string {
   return `<h2>Tasks × runtimes</h2><table id="matrix"><thead><tr>${header.map((h) => `<th>${esc(h)}</th>`).join('')}</tr></thead><tbody>${rows}</tbody></table>`;
 }
 
-export function renderHtml(report: BatchReport): string {
+export function renderHtml(report: BatchReport, options: HtmlOptions = {}): string {
+  const links = options.links ?? (() => []);
   const { batch } = report;
   const title = `Batch ${batch.batch_id}: ${batch.title}`;
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
 <title>${esc(title)}</title><style>${CSS}</style></head><body>
-<h1>${esc(title)}</h1><div class="sub">${batch.runtimes.length} runtimes × ${batch.trials} trials · mission ${esc(batch.mission_id)} · ${report.settled ? 'settled' : 'not settled yet'} · generated ${esc(report.generated_at)} · pass@1 over settled trials with a 95% Wilson interval · pass@k with k = ${report.k} (unbiased estimator) · cost “unknown” = no usage or no price</div>
+<h1>${esc(title)}</h1><div class="sub">${batch.runtimes.length} runtimes × ${batch.trials} trials · mission ${esc(batch.mission_id)} · ${report.settled ? 'settled' : 'not settled yet'} · generated ${esc(report.generated_at)} · pass@1 over settled trials with a 95% Wilson interval · pass@k with k = ${report.k} (unbiased estimator) · cost “unknown” = no usage or no price${options.note ? ` · ${esc(options.note)}` : ''}</div>
 ${runtimeTable(report.runtimes)}
 <p class="sub" id="errors" data-errors="${report.trials.filter((t) => t.error !== null).length}">${esc(errorsText(report))}</p>
 ${matrixTable(report)}
 <h2>Pass rate and duration</h2>${chartSvg(report.runtimes)}
-<h2>Trials</h2>${report.trials.map(trialDetails).join('\n')}
+<h2>Trials</h2>${report.trials.map((t) => trialDetails(t, links(t))).join('\n')}
 <script>${SORT_JS}</script></body></html>
 `;
 }

@@ -36,7 +36,14 @@ export const RUNTIME_COLUMNS = [
   'cost',
   'files',
   'checks',
+  'reward',
+  'model',
+  'version',
 ] as const;
+
+/** The mean reward (`-` without a hidden verifier's reward), the models and versions (`unknown` when none was reported). */
+export const rewardText = (r: RuntimeRow): string => (r.mean_reward === null ? '-' : String(r.mean_reward));
+export const listText = (values: readonly string[]): string => (values.length === 0 ? 'unknown' : values.join(', '));
 
 export function runtimeCells(r: RuntimeRow): string[] {
   return [
@@ -52,6 +59,9 @@ export function runtimeCells(r: RuntimeRow): string[] {
     usd(r.cost_usd),
     String(r.files_changed.length),
     checksText(r),
+    rewardText(r),
+    listText(r.models),
+    listText(r.versions),
   ];
 }
 
@@ -72,7 +82,7 @@ function trialCells(t: TrialRow): string[] {
   const passedChecks = t.checks.filter((c) => c.passed).length;
   return [
     t.runtime,
-    t.error === null ? t.status : `${t.status} (error)`,
+    t.error === null ? t.status : `${t.status} (error${t.superseded ? ', retried' : ''})`,
     t.verdict,
     String(t.changed_files.length),
     t.checks.length === 0 ? '-' : `${passedChecks}/${t.checks.length}`,
@@ -156,6 +166,9 @@ export function renderMarkdown(report: BatchReport): string {
     '',
     errorsText(report),
     '',
+    ...(report.matrix.length > 0
+      ? ['## Tasks × runtimes', '', mdTable(matrixRows(report).header, matrixRows(report).body), '']
+      : []),
     '## Trials',
     '',
     mdTable(

@@ -56,6 +56,10 @@ export interface TrialRow {
   duration_ms: number | null;
   tokens: number | null;
   cost_usd: number | null;
+  /** The model the runtime ran (its usage report, else its runtime_config), null when unknown. */
+  model: string | null;
+  /** The runtime's own version as it reported it, null when unknown. */
+  version: string | null;
   changed_files: string[];
   diff_bytes: number;
   checks: Array<{ name: string; passed: boolean; tail: string }>;
@@ -85,6 +89,10 @@ export interface RuntimeRow {
   tokens: number | null;
   cost_usd: number | null;
   files_changed: string[];
+  /** The models its trials ran (distinct, in order of first use); empty when none was known. */
+  models: string[];
+  /** The runtime versions its trials reported (distinct); empty when none did. */
+  versions: string[];
   /** Mean reward over the settled trials that recorded one (null: none did). */
   mean_reward: number | null;
   /** Errors retried automatically (each retry is a new child operation). */
@@ -226,6 +234,8 @@ export function trialRow(child: ChildInput, prices: PriceTable): TrialRow {
       duration_ms: null,
       tokens: null,
       cost_usd: null,
+      model: null,
+      version: null,
       changed_files: [],
       diff_bytes: 0,
       checks: [],
@@ -248,7 +258,13 @@ export function trialRow(child: ChildInput, prices: PriceTable): TrialRow {
     reason,
     duration_ms: receipt.timings_ms.total_ms ?? null,
     tokens: tokensOf(receipt),
-    cost_usd: costOf(receipt.usage, prices, [runtime, receipt.runtime.adapter_id]),
+    cost_usd: costOf(receipt.usage, prices, [
+      runtime,
+      receipt.runtime.adapter_id,
+      ...(receipt.runtime.model ? [receipt.runtime.model] : []),
+    ]),
+    model: receipt.runtime.model ?? null,
+    version: receipt.runtime.version ?? null,
     changed_files: receipt.changed_files.map((f) => f.path),
     diff_bytes: receipt.diff_bytes,
     checks: receipt.checks.map((c) => ({ name: c.name, passed: c.passed, tail: checkTail(c) })),
@@ -261,6 +277,11 @@ function countBy(values: readonly string[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const v of values) out[v] = (out[v] ?? 0) + 1;
   return out;
+}
+
+/** The known values, each once, in order of first appearance. */
+function distinct(values: ReadonlyArray<string | null>): string[] {
+  return [...new Set(values.filter((v): v is string => v !== null))];
 }
 
 /** The mean of the known values (rounded), null when none is known. */
@@ -314,6 +335,8 @@ export function runtimeRow(
     tokens: knownSum(settled.map((t) => t.tokens)),
     cost_usd: knownSum(settled.map((t) => t.cost_usd)),
     files_changed: [...new Set(settled.flatMap((t) => t.changed_files))].sort(),
+    models: distinct(trials.map((t) => t.model)),
+    versions: distinct(trials.map((t) => t.version)),
     mean_reward: meanOf(settled.map((t) => t.reward)),
     retried: trials.filter((t) => t.superseded).length,
     checks: checkNames.map((name) => {

@@ -22,3 +22,18 @@ export const AdapterManifestSchema = z.lazy(() =>
   }),
 );
 export type AdapterManifest = z.infer<typeof AdapterManifestSchema>;
+
+/** A manifest served from outside the host's state dir (published in Redis by `uh adapter publish`). */
+export interface SharedManifest {
+  /** The manifest document as stored (re-parsed strictly by whoever resolves it). */
+  manifest: unknown;
+  /** `sha256:…` of the manifest's canonical JSON, checked against the stored text before it is returned. */
+  digest: string;
+  /** Where it came from, for messages: `redis {uh}/adapters my-cmd (sha256:…, by alice@ci-1 at …)`. */
+  source: string;
+}
+
+/** Where manifests that are not in `<state>/adapters/` are looked up (a fleet's shared registry). */
+export interface ManifestSource {
+  find(id: string): Promise<SharedManifest | undefined>;
+}

@@ -193,6 +193,8 @@ export const MissionSchema = z
       .record(text(LIMITS.labelKeyChars), text(LIMITS.labelValueChars))
       .refine((labels) => Object.keys(labels).length <= LIMITS.labels, `at most ${LIMITS.labels} labels`)
       .default({}),
+    /** Queue order on the workers: `ci` jobs are claimed before every waiting job; `normal` (unset) and `batch` are FIFO. */
+    priority: z.enum(['ci', 'normal', 'batch']).optional(),
   })
   .superRefine((m, ctx) => {
     const names = new Set<string>();

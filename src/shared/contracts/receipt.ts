@@ -100,6 +100,33 @@ export const DiffCapSchema = z.lazy(() =>
   }),
 );
 
+/** A receipt's `limits` (src/workers/pipeline/limits-phase.ts limitsReceipt). */
+export const ReceiptLimitsSchema = z.strictObject({
+  /** What held processes and memory: a phase cgroup (v2 or v1), the rlimits, or the watcher alone (`none`). */
+  backend: z.enum(['cgroup-v2', 'cgroup-v1', 'rlimit', 'none']),
+  /** Why that backend (`cgroup v1 pids+memory writable (root)`, `no delegation: rlimits (…)`). */
+  backend_reason: z.string().optional(),
+  processes: z.number().int().positive(),
+  memory_bytes: z.number().int().positive(),
+  shm_bytes: z.number().int().positive(),
+  worktree_bytes: z.number().int().positive(),
+  worktree_files: z.number().int().positive(),
+  held: z.record(z.enum(LIMIT_NAMES), z.enum(['cgroup', 'rlimit+watcher', 'watcher', 'tmpfs', 'none'])),
+  exceeded: z
+    .strictObject({
+      limit: z.enum(LIMIT_NAMES),
+      observed: z.number().nonnegative(),
+      /** Who saw it: the kernel's cgroup (a refused fork, an OOM kill), the watcher, the walk after the agent. */
+      by: z.enum(['cgroup', 'watcher', 'walk']).optional(),
+    })
+    .nullable(),
+  /** On a cgroup backend: forks the pids controller refused and OOM kills, over every phase's cgroup. */
+  kernel: z
+    .strictObject({ forks_refused: z.number().int().nonnegative(), oom_kills: z.number().int().nonnegative() })
+    .optional(),
+  worktree: z.strictObject({ bytes: z.number().int().nonnegative(), files: z.number().int().nonnegative() }).nullable(),
+});
+
 export const ReceiptSchema = z.lazy(() =>
   z.strictObject({
     schema_version: z.literal('uh.receipt.v0'),
@@ -152,21 +179,7 @@ export const ReceiptSchema = z.lazy(() =>
      * host, the one exceeded (the outcome's `raw` names it too), and the worktree as measured after
      * the agent exited. Absent in receipts written before limits.
      */
-    limits: z
-      .strictObject({
-        backend: z.enum(['cgroup', 'rlimit', 'none']),
-        processes: z.number().int().positive(),
-        memory_bytes: z.number().int().positive(),
-        shm_bytes: z.number().int().positive(),
-        worktree_bytes: z.number().int().positive(),
-        worktree_files: z.number().int().positive(),
-        held: z.record(z.enum(LIMIT_NAMES), z.enum(['cgroup', 'rlimit+watcher', 'watcher', 'tmpfs', 'none'])),
-        exceeded: z.strictObject({ limit: z.enum(LIMIT_NAMES), observed: z.number().nonnegative() }).nullable(),
-        worktree: z
-          .strictObject({ bytes: z.number().int().nonnegative(), files: z.number().int().nonnegative() })
-          .nullable(),
-      })
-      .optional(),
+    limits: ReceiptLimitsSchema.optional(),
     labels: z.record(z.string(), z.string()),
     /**
      * The mission's automatic promotion, under the signature: the results worker promotes (and

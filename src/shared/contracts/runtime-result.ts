@@ -40,6 +40,10 @@ export const RuntimeIdentitySchema = z.lazy(() =>
     session_id: z.string().nullable(),
     thread_id: z.string().nullable(),
     turn_id: z.string().nullable(),
+    /** The model: as the runtime reported it, else its `runtime_config.model`; absent when neither says. */
+    model: z.string().max(128).optional(),
+    /** The runtime's own version as it reported it (a usage report's `version`); absent when it did not. */
+    version: z.string().max(64).optional(),
   }),
 );
 

@@ -6,7 +6,11 @@
  * itself). The watcher that samples what the rlimits cannot count lives with the pipeline
  * (src/workers/pipeline/limits-watch.ts).
  *
- * How each limit holds (`LimitMechanism`):
+ * How each limit holds (`LimitMechanism`), on the cgroup backend (`UH_LIMIT_BACKEND`,
+ * cgroup-probe.ts; one cgroup per phase: mission-cgroup.ts):
+ * - processes: the cgroup's `pids.max`, refused by the kernel at fork (root included);
+ * - memory: the cgroup's `memory.max` (v2) or `memory.limit_in_bytes` (v1), OOM-killed at the limit;
+ * and on the rlimit backend:
  * - processes: RLIMIT_NPROC set inside the sandbox's user namespace counts that namespace's tasks
  *   only; as root the namespace's uid maps to uid 0, whose count the kernel never enforces, and
  *   unisolated the count is the whole host uid's: there the watcher alone holds it (sampled).
@@ -67,32 +71,38 @@ export interface LimitHost {
   prlimit: boolean;
   /** bwrap can size a tmpfs (`--size`). */
   tmpfsSize: boolean;
+  /** The cgroup backend holding processes and memory, or null (rlimits and the watcher). */
+  cgroup: 'cgroup-v2' | 'cgroup-v1' | null;
 }
 
 export function limitMechanisms(host: LimitHost): Record<LimitName, LimitMechanism> {
   const rlimit = host.prlimit ? 'rlimit+watcher' : 'watcher';
   return {
-    processes: host.isolated && !host.root ? rlimit : 'watcher',
-    memory: rlimit,
+    processes: host.cgroup !== null ? 'cgroup' : host.isolated && !host.root ? rlimit : 'watcher',
+    memory: host.cgroup !== null ? 'cgroup' : rlimit,
     shm: host.isolated && host.tmpfsSize ? 'tmpfs' : 'none',
     worktree_bytes: rlimit,
     worktree_files: 'watcher',
   };
 }
 
-/** `rlimit` where prlimit sets any limit, else `none` (the watcher alone). */
-export function limitsBackend(host: LimitHost): 'rlimit' | 'none' {
-  return host.prlimit ? 'rlimit' : 'none';
+export type LimitsBackendName = 'cgroup-v2' | 'cgroup-v1' | 'rlimit' | 'none';
+
+/** The cgroup backend where one holds, else `rlimit` where prlimit sets any limit, else `none` (the watcher alone). */
+export function limitsBackend(host: LimitHost): LimitsBackendName {
+  return host.cgroup ?? (host.prlimit ? 'rlimit' : 'none');
 }
 
 /**
  * The prefix that starts a child under the rlimits: `prlimit --nproc … --data … --fsize … --`.
- * `nproc` only where the count is the sandbox's own (isolated, not root).
+ * `nproc` only where the count is the sandbox's own (isolated, not root); under a cgroup neither
+ * `nproc` nor `data` (the cgroup holds both), only `fsize`.
  */
 export function rlimitPrefix(prlimit: string, limits: MissionLimits, host: LimitHost): string[] {
   const out = [prlimit];
-  if (host.isolated && !host.root) out.push(`--nproc=${limits.processes}`);
-  out.push(`--data=${limits.memory_bytes * 2}`, `--fsize=${limits.worktree_bytes}`, '--');
+  if (host.cgroup === null && host.isolated && !host.root) out.push(`--nproc=${limits.processes}`);
+  if (host.cgroup === null) out.push(`--data=${limits.memory_bytes * 2}`);
+  out.push(`--fsize=${limits.worktree_bytes}`, '--');
   return out;
 }
 

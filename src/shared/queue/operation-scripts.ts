@@ -8,30 +8,56 @@
  * neither start the runtime nor overwrite the state.
  */
 
-/** KEYS: op, index. ARGV: digest, now_ms, operation_id, field, value, … → {created|attached|conflict, state|digest}. */
+/**
+ * KEYS: op, index. ARGV: digest, now_ms, operation_id, tenant, field, value, … →
+ * {created|attached|conflict, state|digest}. Another tenant's record under the id is a conflict
+ * (its digest not told: '').
+ */
 export const CREATE_OR_ATTACH = `
 local d = redis.call('HGET', KEYS[1], 'contract_digest')
 if d then
+  local t = redis.call('HGET', KEYS[1], 'tenant')
+  if (t or 'default') ~= ARGV[4] then return {'conflict', ''} end
   -- A settled record keeps its digest as bare hex (compact-record.ts).
   if d == ARGV[1] or 'sha256:' .. d == ARGV[1] then return {'attached', redis.call('HGET', KEYS[1], 'state')} end
   return {'conflict', d}
 end
-for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+for i = 5, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
 return {'created', 'queued'}
 `;
 
 /**
  * KEYS: op, outbox, events, running. ARGV: owner, worker_json, now_iso, job_id, unknown_event_json,
- * unknown_outbox_json, operation_id →
- *   {run, cancel_reason} | {settled, state} | {unknown} | {stale} | {missing}
- * A record whose runtime already started is never run again: it becomes unknown.
+ * unknown_outbox_json, operation_id, quotas_json ('' = none: {"default": n|null, "tenants": {t: n}}),
+ * op key prefix (`<p>:op:`) →
+ *   {run, cancel_reason} | {settled, state} | {unknown} | {stale} | {missing} | {over_quota, running}
+ * A record whose runtime already started is never run again: it becomes unknown. A claim that
+ * would put its tenant over its quota (operations of the tenant running or verifying, counted
+ * over the running index in this same script, so two workers never both take the last slot)
+ * changes nothing: the caller moves the job back to delayed.
  */
 export const CLAIM = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing', ''} end
-local s = redis.call('HMGET', KEYS[1], 'state', 'runtime_started', 'job_id', 'cancel_requested')
+local s = redis.call('HMGET', KEYS[1], 'state', 'runtime_started', 'job_id', 'cancel_requested', 'tenant')
 if s[1] == 'finished' or s[1] == 'unknown' then return {'settled', s[1]} end
 if s[3] ~= ARGV[4] then return {'stale', s[3] or ''} end
+if s[2] ~= '1' and ARGV[8] ~= '' then
+  local q = cjson.decode(ARGV[8])
+  local tenant = s[5] or 'default'
+  local max = q.tenants[tenant]
+  if max == nil then max = q.default end
+  if type(max) == 'number' then
+    local n = 0
+    for _, id in ipairs(redis.call('SMEMBERS', KEYS[4])) do
+      if id ~= ARGV[7] then
+        local r = redis.call('HMGET', ARGV[9] .. id, 'state', 'tenant')
+        if (r[1] == 'running' or r[1] == 'verifying') and (r[2] or 'default') == tenant then n = n + 1 end
+      end
+    end
+    if n >= max then return {'over_quota', tostring(n)} end
+  end
+end
 if s[2] == '1' then
   redis.call('HSET', KEYS[1], 'state', 'unknown', 'updated_at', ARGV[3],
     'unknown_reason', 'the job was re-delivered after its runtime had started (worker died or lost its lock)')
@@ -40,7 +66,8 @@ if s[2] == '1' then
   redis.call('SREM', KEYS[4], ARGV[7])
   return {'unknown', ''}
 end
-redis.call('HSET', KEYS[1], 'state', 'running', 'owner', ARGV[1], 'worker', ARGV[2], 'updated_at', ARGV[3])
+redis.call('HSET', KEYS[1], 'state', 'running', 'owner', ARGV[1], 'worker', ARGV[2], 'updated_at', ARGV[3],
+  'claimed_at', ARGV[3])
 redis.call('SADD', KEYS[4], ARGV[7])
 return {'run', s[4] or ''}
 `;

@@ -19,7 +19,7 @@ import {
 } from './operation-scripts.js';
 import { UhError } from '../errors.js';
 import { compactRecord, expandRecord } from './compact-record.js';
-import { jobIdFor, keysFor, type QueueKeys } from './topology.js';
+import { jobIdFor, keysFor, tenantOf, type QueueKeys } from './topology.js';
 import type { ArtifactStore } from '../artifacts/artifact-store.js';
 
 export * from './queue-record.js';
@@ -31,7 +31,14 @@ export type ClaimResult =
   | { kind: 'settled'; state: string }
   | { kind: 'unknown' }
   | { kind: 'stale' }
-  | { kind: 'missing' };
+  | { kind: 'missing' }
+  | { kind: 'over_quota'; running: number };
+
+/** Per-tenant limits on running operations across the fleet (UH_TENANT_QUOTAS); null: no limit. */
+export interface TenantQuotas {
+  default: number | null;
+  tenants: Record<string, number>;
+}
 
 const SCRIPTS = {
   uhCreateOrAttach: [2, CREATE_OR_ATTACH],
@@ -48,7 +55,7 @@ const SCRIPTS = {
 function createResultOf([kind, value]: [string, string]): CreateResult {
   if (kind === 'created') return { kind };
   if (kind === 'attached') return { kind, state: value };
-  return { kind: 'conflict', digest: value.startsWith('sha256:') ? value : `sha256:${value}` };
+  return { kind: 'conflict', digest: value === '' || value.startsWith('sha256:') ? value : `sha256:${value}` };
 }
 
 type ScriptFn = (...args: (string | number | Buffer)[]) => Promise<unknown>;
@@ -129,6 +136,7 @@ export class OperationStore {
       attempt: job.attempt,
       runtime_started: '0',
       job_id: jobIdFor(job.operation_id, job.attempt),
+      tenant: tenantOf(job),
       created_at: now.toISOString(),
       updated_at: now.toISOString(),
       job: JSON.stringify(job),
@@ -139,6 +147,7 @@ export class OperationStore {
       job.contract_digest,
       now.getTime(),
       job.operation_id,
+      tenantOf(job),
       ...pairs(record),
     ];
   }
@@ -177,6 +186,7 @@ export class OperationStore {
     worker: { id: string; host: string; pid: number },
     jobId: string,
     completion: Completion,
+    quotas: TenantQuotas | null = null,
   ): Promise<ClaimResult> {
     const now = new Date();
     const [kind, value] = (await this.r.uhClaim(
@@ -196,8 +206,12 @@ export class OperationStore {
       ),
       JSON.stringify({ ...completion, state: 'unknown', at: now.toISOString() }),
       operationId,
+      quotas ? JSON.stringify(quotas) : '',
+      this.keys.op(''),
     )) as [string, string];
     switch (kind) {
+      case 'over_quota':
+        return { kind, running: Number(value) };
       case 'run':
         return { kind, cancelReason: value === '' ? null : value };
       case 'settled':

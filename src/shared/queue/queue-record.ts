@@ -27,8 +27,15 @@ export const QueueRecordSchema = z.object({
   attempt: z.coerce.number().int().positive(),
   runtime_started: z.string().transform((v) => v === '1'),
   job_id: z.string(),
+  /** The tenant the producer submitted under (the API: its token's; the CLI: UH_TENANT); `default` for older records. */
+  tenant: z
+    .string()
+    .optional()
+    .transform((v) => v || 'default'),
   created_at: z.string(),
   updated_at: z.string(),
+  /** When a worker last claimed it (its queue wait ends here). */
+  claimed_at: nullable,
   owner: nullable,
   worker: nullable.transform((v) => (v ? (JSON.parse(v) as { id: string; host: string; pid: number }) : null)),
   cancel_requested: nullable,
@@ -57,9 +64,15 @@ export interface OperationJob {
   mission: unknown;
   base_commit: string;
   contract_digest: string;
+  /** `sha256:…` of the adapter manifest the producer resolved: a worker resolving another refuses the job. */
+  manifest_digest?: string;
   attempt: number;
   /** The hidden verifier's bundle (src/operation/hidden-verifier.ts), when the mission has one. */
   hidden_verifier?: unknown;
+  /** The submitting tenant (set by the producer from the API token or UH_TENANT, never from the mission); unset: `default`. */
+  tenant?: string;
+  /** The queue class (`ci`, `normal`, `batch`) when the producer chose it (batch children); else the mission's `priority`. */
+  priority?: string;
 }
 
 /** The outbox entry of a settled operation (the webhook body adds the receipt). */

@@ -19,10 +19,14 @@
  *   - only the results worker consumes the completion outbox (XREADGROUP, XACK, XAUTOCLAIM, XCLAIM,
  *     XGROUP: the consumer group `results`);
  *   - producers and the API delete nothing (DEL, UNLINK outside Lua scripts are the workers' GC).
+ *   - the fleet's published adapter manifests (`{<prefix>}/adapters*`, adapter-store.ts: outside
+ *     `{<prefix>}:*` on purpose) are written by the producer and API roles (`uh adapter publish`)
+ *     and only read (`%R~`) by the workers: a worker host cannot change what the others run.
  * Lua scripts run as the caller: every command inside one is checked against the same rules and
  * key patterns, so a script cannot reach another fleet either.
  */
 import { createHash } from 'node:crypto';
+import { adapterKeys } from './adapter-store.js';
 import { taggedPrefix } from './topology.js';
 
 export const REDIS_ROLES = ['producer', 'worker', 'results', 'api'] as const;
@@ -59,6 +63,9 @@ const ROLE_DENIES: Record<RedisRole, string[]> = {
   api: [...OUTBOX_CONSUMER, ...DELETE],
 };
 
+/** Who may publish adapter manifests (write `{<prefix>}/adapters*`); the other roles read them only. */
+const PUBLISHERS: ReadonlySet<RedisRole> = new Set(['producer', 'api']);
+
 /** A fleet prefix usable as a literal ACL glob (no `*?[]\\`): the UH_REDIS_PREFIX alphabet. */
 const PREFIX = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -74,6 +81,7 @@ export function redisRoleRules(prefix: string, role: RedisRole): string[] {
     'on',
     'resetkeys',
     `~${tag}:*`,
+    `${PUBLISHERS.has(role) ? '' : '%R'}~${adapterKeys(prefix).pattern}`,
     'resetchannels',
     `&${tag}:*`,
     '-@all',

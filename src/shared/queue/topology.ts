@@ -80,6 +80,35 @@ export function keysFor(plain: string) {
 }
 export type QueueKeys = ReturnType<typeof keysFor>;
 
+/** An operation job's tenant (`default` when the producer set none). */
+export function tenantOf(job: { tenant?: string }): string {
+  return job.tenant || 'default';
+}
+
+/**
+ * A mission's `priority` as BullMQ queue order: `ci` jobs are added with `lifo` (to the end of the
+ * wait list workers take from: before every waiting job); `normal` (unset) and `batch` are FIFO.
+ * Not BullMQ's `priority` option: BullMQ keeps prioritised jobs in a sorted set it reads only
+ * when the wait list is empty, and the KEDA triggers (infra/k8s) and the queue-age metric count
+ * the wait list; every job stays in it this way.
+ */
+export const MISSION_PRIORITIES = ['ci', 'normal', 'batch'] as const;
+export type MissionPriority = (typeof MISSION_PRIORITIES)[number];
+
+const isPriority = (v: unknown): v is MissionPriority =>
+  typeof v === 'string' && (MISSION_PRIORITIES as readonly string[]).includes(v);
+
+/** The job's class: what the producer set (a batch child: `batch` unless its mission says), else the mission's, else normal. */
+export function priorityOf(job: { mission: unknown; priority?: string }): MissionPriority {
+  const asked = (job.mission as { priority?: unknown } | null)?.priority;
+  return isPriority(job.priority) ? job.priority : isPriority(asked) ? asked : 'normal';
+}
+
+/** The BullMQ add options of the job's class: `{lifo: true}` for CI, none otherwise. */
+export function jobOrder(job: { mission: unknown; priority?: string }): { lifo?: true } {
+  return priorityOf(job) === 'ci' ? { lifo: true } : {};
+}
+
 /**
  * Jobs are bookkeeping only (our record is the truth): a completed job is removed at once (its
  * summary is in BullMQ's `completed` event; ~2 KB of Redis per operation otherwise), a failed

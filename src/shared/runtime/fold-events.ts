@@ -9,6 +9,10 @@ export interface FoldedRuntime {
   final_message: string;
   final_message_source: 'sentinel' | 'native' | 'none';
   usage: Usage;
+  /** The model the runtime said it used (its usage report, `runtime.finished`), null when it said none. */
+  model: string | null;
+  /** The runtime's own version as it reported it, null when it did not. */
+  runtime_version: string | null;
   tool_calls: number;
   messages: number;
   /** Assistant text seen in `runtime.message` events, capped (for summaries). */
@@ -47,6 +51,8 @@ export function initialFold(
     final_message: '',
     final_message_source: 'none',
     usage: {},
+    model: null,
+    runtime_version: null,
     tool_calls: 0,
     messages: 0,
     assistant_text: '',
@@ -90,6 +96,8 @@ export function foldOne(state: FoldedRuntime, event: RuntimeEventV1, toolIds: Se
       state.thread_id = d.thread_id ?? state.thread_id;
       state.turn_id = d.turn_id ?? state.turn_id;
       if (d.usage) state.usage = { ...d.usage };
+      if (typeof d.model === 'string') state.model = d.model;
+      if (typeof d.runtime_version === 'string') state.runtime_version = d.runtime_version;
       state.dispatch_unknown = d.dispatch === 'unknown';
       return;
     }

@@ -4,8 +4,10 @@
  * of its own namespace capped at `isolationTmpfsBytes` (they leave nothing on the host to
  * remove), its own `/dev/shm` of the mission's size, the mission's rlimits (limits-phase.ts), its
  * program and what that needs visible read-only (program-paths.ts). Unisolated, `run.spawn` under
- * the rlimits.
+ * the rlimits. On a cgroup backend every child joins the phase's cgroup first (bwrap included, so
+ * all of the sandbox is in it).
  */
+import type { MissionCgroup } from '../../shared/process/mission-cgroup.js';
 import type { SpawnGroup } from '../../shared/process/spawn-group.js';
 import {
   isolatedSpawn,
@@ -17,7 +19,7 @@ import {
 import type { ProgramRefusal } from '../sandbox/program-paths.js';
 import { gitDirSpec, type Sandbox } from '../sandbox/worktree.js';
 import type { OperationRun } from './operation-run.js';
-import { rlimitedSpawn } from './limits-phase.js';
+import { cgroupSpawn, rlimitedSpawn } from './limits-phase.js';
 
 export interface PhaseSpawn {
   spawn: SpawnGroup;
@@ -30,9 +32,11 @@ export function phaseSpawn(
   run: OperationRun,
   sandbox: Sandbox,
   extra: { writable: string[]; readable?: string[]; checks?: boolean } = { writable: [] },
+  cgroup: MissionCgroup | null = null,
 ): PhaseSpawn {
   const { use, status } = run.isolation;
-  if (!use) return { spawn: rlimitedSpawn(run.spawn, run.limits.prefix), isolated: false, refusal: () => null };
+  const joined = cgroupSpawn(run.spawn, cgroup);
+  if (!use) return { spawn: rlimitedSpawn(joined, run.limits.prefix), isolated: false, refusal: () => null };
   const scope: IsolationScope = {
     bwrap: use.path,
     worktree: sandbox.path,
@@ -63,7 +67,7 @@ export function phaseSpawn(
     refused ??= r;
   };
   return {
-    spawn: isolatedSpawn(run.spawn, plan, { view: isolationView(scope, plan), onRefuse }),
+    spawn: isolatedSpawn(joined, plan, { view: isolationView(scope, plan), onRefuse }),
     isolated: true,
     refusal: () => refused,
   };

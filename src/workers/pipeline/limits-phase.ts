@@ -3,8 +3,12 @@
  * open (the host's `UH_LIMIT_*` lowered by the mission's `sandbox.limits`, how each holds here),
  * applied to every child of the runtime and the checks (the rlimits' prefix; isolated, the sized
  * `/dev/shm` too: isolation-phase.ts), watched while the runtime runs (limits-watch.ts), and the
- * worktree measured once the agent exited, before the diff reads it. A limit reached ends the run
- * as `failed`, `raw: limit_exceeded:<limit>`, and the receipt's `limits` says which and how much.
+ * worktree measured once the agent exited, before the diff reads it. On a cgroup backend
+ * (settings.limitBackend) each phase runs in a cgroup of its own (shared/process/mission-cgroup.ts):
+ * its children join it before they exec, the kernel refuses forks past `processes` and OOM-kills at
+ * `memory`, the watcher reads those refusals, and at the phase's end everything left in it is
+ * killed and the cgroup removed. A limit reached ends the run as `failed`,
+ * `raw: limit_exceeded:<limit>`, and the receipt's `limits` says which, how much and what saw it.
  */
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -21,7 +25,9 @@ import {
   type LimitHost,
   type MissionLimits,
 } from '../../shared/process/mission-limits.js';
-import type { SpawnGroup } from '../../shared/process/spawn-group.js';
+import type { LimitBackendChoice } from '../../shared/process/cgroup-probe.js';
+import { createMissionCgroup, type MissionCgroup } from '../../shared/process/mission-cgroup.js';
+import type { SpawnGroup, SpawnGroupOptions } from '../../shared/process/spawn-group.js';
 import type { IsolationDecision } from '../sandbox/isolation.js';
 import { worktreeUsage } from '../sandbox/worktree-usage.js';
 import type { Sandbox } from '../sandbox/worktree.js';
@@ -36,6 +42,10 @@ export interface RunLimits {
   hit: LimitHit | null;
   /** The worktree as measured after the agent exited (null before, or when it never ran). */
   worktree: { bytes: number; files: number } | null;
+  /** The host's backend for processes and memory (a cgroup one, or rlimits with the reason). */
+  readonly backend: LimitBackendChoice;
+  /** On a cgroup backend: the kernel's refusals, summed over the phases' cgroups. */
+  kernel: { forks_refused: number; oom_kills: number } | null;
 }
 
 export function runLimitsFor(
@@ -43,6 +53,7 @@ export function runLimitsFor(
   requested: Partial<MissionLimits> | undefined,
   isolation: IsolationDecision,
   path: string | undefined,
+  backend: LimitBackendChoice,
 ): RunLimits {
   const values = effectiveLimits(host, requested);
   const prlimit = whichOnPath('prlimit', path);
@@ -51,6 +62,7 @@ export function runLimitsFor(
     root: process.getuid?.() === 0,
     prlimit: prlimit !== null,
     tmpfsSize: isolation.use?.tmpfsSize ?? false,
+    cgroup: backend.kind === 'rlimit' ? null : backend.kind,
   };
   return {
     values,
@@ -58,7 +70,20 @@ export function runLimitsFor(
     prefix: prlimit === null ? [] : rlimitPrefix(prlimit, values, limitHost),
     hit: null,
     worktree: null,
+    backend,
+    kernel: backend.kind === 'rlimit' ? null : { forks_refused: 0, oom_kills: 0 },
   };
+}
+
+/** A program that cannot be found stays unwrapped, so the caller still sees its ENOENT. */
+function programFound(options: SpawnGroupOptions): boolean {
+  const program = options.argv[0];
+  return (
+    program !== undefined &&
+    (program.includes('/')
+      ? existsSync(resolve(options.cwd, program))
+      : whichOnPath(program, options.env.PATH) !== null)
+  );
 }
 
 /**
@@ -67,15 +92,45 @@ export function runLimitsFor(
  */
 export function rlimitedSpawn(spawn: SpawnGroup, prefix: readonly string[]): SpawnGroup {
   if (prefix.length === 0) return spawn;
-  return (options) => {
-    const program = options.argv[0];
-    const found =
-      program !== undefined &&
-      (program.includes('/')
-        ? existsSync(resolve(options.cwd, program))
-        : whichOnPath(program, options.env.PATH) !== null);
-    return spawn(found ? { ...options, argv: [...prefix, ...options.argv] } : options);
-  };
+  return (options) => spawn(programFound(options) ? { ...options, argv: [...prefix, ...options.argv] } : options);
+}
+
+/**
+ * The phase's cgroup on a cgroup backend (null on rlimits): made with the mission's processes and
+ * memory limits; a cgroup that cannot be made throws (the run fails, never runs unlimited).
+ */
+export function openPhaseCgroup(limits: RunLimits, phase: string, operationId: string): MissionCgroup | null {
+  if (limits.backend.kind === 'rlimit') return null;
+  return createMissionCgroup(limits.backend, { phase, operationId }, limits.values);
+}
+
+/** Every child of the phase joins `cgroup` before it execs (outside bwrap: bwrap and all inside are in it). */
+export function cgroupSpawn(spawn: SpawnGroup, cgroup: MissionCgroup | null): SpawnGroup {
+  if (cgroup === null) return spawn;
+  return (options) => spawn(programFound(options) ? { ...options, argv: [...cgroup.join, ...options.argv] } : options);
+}
+
+/** The limit the kernel refused in `cgroup` so far (a refused fork, an OOM kill), or null. */
+export function cgroupHit(limits: RunLimits, cgroup: MissionCgroup): LimitHit | null {
+  return kernelHit(limits, cgroup.events());
+}
+
+function kernelHit(limits: RunLimits, events: ReturnType<MissionCgroup['events']>): LimitHit | null {
+  if (events.oomKills > 0)
+    return { limit: 'memory', observed: Math.max(events.memoryPeak ?? 0, limits.values.memory_bytes), by: 'cgroup' };
+  if (events.forksRefused > 0) return { limit: 'processes', observed: limits.values.processes, by: 'cgroup' };
+  return null;
+}
+
+/** End the phase's cgroup: everything in it killed, the cgroup removed, its refusals counted; the hit if any. */
+export async function closePhaseCgroup(limits: RunLimits, cgroup: MissionCgroup | null): Promise<LimitHit | null> {
+  if (cgroup === null) return null;
+  const events = await cgroup.close();
+  if (limits.kernel) {
+    limits.kernel.forks_refused += events.forksRefused;
+    limits.kernel.oom_kills += events.oomKills;
+  }
+  return kernelHit(limits, events);
 }
 
 /** The outcome of a run that reached a limit. */
@@ -98,7 +153,8 @@ export function measureWorktree(limits: RunLimits, sandbox: Sandbox): LimitHit |
   const usage = worktreeUsage(sandbox.path, bounds);
   limits.worktree = { bytes: usage.bytes, files: usage.files };
   if (usage.over === null) return null;
-  const hit: LimitHit = { limit: usage.over, observed: usage.over === 'worktree_files' ? usage.files : usage.bytes };
+  const observed = usage.over === 'worktree_files' ? usage.files : usage.bytes;
+  const hit: LimitHit = { limit: usage.over, observed, by: 'walk' };
   limits.hit ??= hit;
   return hit;
 }
@@ -107,9 +163,11 @@ export function measureWorktree(limits: RunLimits, sandbox: Sandbox): LimitHit |
 export function limitsReceipt(limits: RunLimits): NonNullable<Receipt['limits']> {
   return {
     backend: limitsBackend(limits.host),
+    backend_reason: limits.backend.reason,
     ...limits.values,
     held: limitMechanisms(limits.host),
     exceeded: limits.hit,
     worktree: limits.worktree,
+    ...(limits.kernel ? { kernel: { ...limits.kernel } } : {}),
   };
 }

@@ -6,7 +6,9 @@
  * (threads count, as RLIMIT_NPROC counts them), its resident memory, and, isolated, the use of
  * the sandbox's own `/dev/shm` (seen through /proc/<pid>/root). The worktree is walked too, at
  * most once a second and never more than a fifth of the time. The first limit reached is heard by
- * `onHit` once (the runtime phase then stops the run and names the limit); nothing after.
+ * `onHit` once (the runtime phase then stops the run and names the limit); nothing after. On a
+ * cgroup backend the kernel holds processes and memory: the watcher reads the cgroup's refusals
+ * instead of sampling those two.
  */
 import { existsSync, readdirSync, readFileSync, statfsSync } from 'node:fs';
 import { limitValue, type LimitName, type MissionLimits } from '../../shared/process/mission-limits.js';
@@ -21,6 +23,8 @@ const PAGE_BYTES = 4096;
 export interface LimitHit {
   limit: LimitName;
   observed: number;
+  /** What saw it: the kernel's cgroup, the watcher's sample, the walk after the agent. */
+  by?: 'cgroup' | 'watcher' | 'walk';
 }
 
 interface ProcEntry {
@@ -126,20 +130,29 @@ export interface WatchOptions {
   /** Isolated: `/dev/shm` is the sandbox's own and watched; unisolated it is the host's. */
   isolated: boolean;
   onHit: (hit: LimitHit) => void;
+  /**
+   * On a cgroup backend: the kernel's refusals so far (limits-phase.ts cgroupHit). The kernel
+   * then holds processes and memory, and the watcher samples neither.
+   */
+  kernel?: () => LimitHit | null;
 }
 
 /** The first limit one sample reaches, or null. */
 function check(options: WatchOptions, roots: readonly number[], walkTree: boolean): LimitHit | null {
   const { limits } = options;
+  const kernel = options.kernel?.() ?? null;
+  if (kernel !== null) return kernel;
   const sample = sampleTrees(roots);
-  if (sample.tasks >= limits.processes) return { limit: 'processes', observed: sample.tasks };
-  if (sample.rssBytes >= limits.memory_bytes) return { limit: 'memory', observed: sample.rssBytes };
+  if (!options.kernel) {
+    if (sample.tasks >= limits.processes) return { limit: 'processes', observed: sample.tasks, by: 'watcher' };
+    if (sample.rssBytes >= limits.memory_bytes) return { limit: 'memory', observed: sample.rssBytes, by: 'watcher' };
+  }
   const shm = options.isolated ? shmUsed(sample.inner) : null;
-  if (shm !== null && shm >= limits.shm_bytes) return { limit: 'shm', observed: shm };
+  if (shm !== null && shm >= limits.shm_bytes) return { limit: 'shm', observed: shm, by: 'watcher' };
   if (!walkTree) return null;
   const usage = worktreeUsage(options.worktree, { bytes: limits.worktree_bytes, files: limits.worktree_files });
   if (usage.over === null) return null;
-  return { limit: usage.over, observed: usage.over === 'worktree_files' ? usage.files : usage.bytes };
+  return { limit: usage.over, observed: usage.over === 'worktree_files' ? usage.files : usage.bytes, by: 'watcher' };
 }
 
 export function watchLimits(options: WatchOptions): LimitsWatch {

@@ -23,7 +23,8 @@ import { agentStateSpawn, prepareAgentState, type AgentState } from './agent-sta
 import { stderrTailLines, withStderrTail } from './stderr-tail.js';
 import { monotonicMs } from '../../shared/clock.js';
 import { watchedSpawn, watchLimits } from './limits-watch.js';
-import { limitOutcome } from './limits-phase.js';
+import { cgroupHit, closePhaseCgroup, limitOutcome, openPhaseCgroup } from './limits-phase.js';
+import type { MissionCgroup } from '../../shared/process/mission-cgroup.js';
 
 export async function runtimePhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
   if (!cancelReason(run)) await run.options.hooks?.beforeRuntime?.();
@@ -143,7 +144,8 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
   const { signal, abort, dispose } = missionSignal(run);
   const folded = initialFold();
   const toolIds = new Set<string>();
-  const { phase, state } = runtimeSpawn(run, sandbox);
+  const cgroup = openPhaseCgroup(run.limits, 'agent', mission.operation_id);
+  const { phase, state } = runtimeSpawn(run, sandbox, cgroup);
   const stderrFiles: string[] = [];
   const watch = watchLimits({
     limits: run.limits.values,
@@ -153,6 +155,7 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
       run.limits.hit = hit;
       abort({ kind: 'cancel', message: limitOutcome(hit, run.limits.values).message });
     },
+    ...(cgroup ? { kernel: () => cgroupHit(run.limits, cgroup) } : {}),
   });
   try {
     const plan = await runtime.adapter.prepare({
@@ -171,6 +174,9 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
     watch.stop();
     dispose();
     state?.dispose();
+    // What the kernel refused since the last tick counts too; nothing of the phase outlives it.
+    const closed = await closePhaseCgroup(run.limits, cgroup);
+    run.limits.hit ??= closed;
   }
   const refusal = phase.refusal();
   if (run.limits.hit) {
@@ -191,7 +197,11 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
  * The runtime's spawn: isolated with what the adapter declares, and under isolation the agent's
  * configured state dirs replaced by the operation's own writable copies (agent-state.ts).
  */
-function runtimeSpawn(run: OperationRun, sandbox: Sandbox): { phase: PhaseSpawn; state: AgentState | null } {
+function runtimeSpawn(
+  run: OperationRun,
+  sandbox: Sandbox,
+  cgroup: MissionCgroup | null,
+): { phase: PhaseSpawn; state: AgentState | null } {
   const { runtime } = run.prepared;
   const declared = runtime.adapter.isolation?.(runtime.config, { env: run.env, logDir: run.dir }) ?? { writable: [] };
   const seeds = run.isolation.use ? (declared.state ?? {}) : {};
@@ -200,7 +210,7 @@ function runtimeSpawn(run: OperationRun, sandbox: Sandbox): { phase: PhaseSpawn;
   const operation_id = run.prepared.mission.operation_id;
   for (const note of state?.notes ?? []) run.logger.warn({ operation_id }, `agent state: ${note}`);
   const writable = [...declared.writable, ...(state?.writable ?? [])];
-  const phase = phaseSpawn(run, sandbox, { writable, readable: declared.readable ?? [] });
+  const phase = phaseSpawn(run, sandbox, { writable, readable: declared.readable ?? [] }, cgroup);
   return { phase: state ? { ...phase, spawn: agentStateSpawn(phase.spawn, seeds, state.env) } : phase, state };
 }
 
@@ -252,14 +262,23 @@ function toRuntimeResult(run: OperationRun): RuntimeResult {
   };
 }
 
-/** The runtime part of the runtime result and the receipt: adapter ids and the run's session ids. */
-export function runtimeIdentity(run: OperationRun) {
+/** The runtime_config's `model`, when the runtime has one (codex, pi, hermes, …). */
+function configuredModel(config: unknown): string | null {
+  const model = (config as { model?: unknown } | null)?.model;
+  return typeof model === 'string' && model !== '' ? model.slice(0, 128) : null;
+}
+
+/** The runtime part of the runtime result and the receipt: adapter ids, the run's session ids, model and version. */
+export function runtimeIdentity(run: OperationRun): RuntimeResult['runtime'] {
   const { folded } = run;
+  const model = folded.model ?? configuredModel(run.prepared.runtime.publicConfig);
   return {
     adapter_id: run.prepared.runtime.runtimeId,
     runtime_kind: run.prepared.runtime.adapter.id,
     session_id: folded.session_id,
     thread_id: folded.thread_id,
     turn_id: folded.turn_id,
+    ...(model ? { model } : {}),
+    ...(folded.runtime_version ? { version: folded.runtime_version } : {}),
   };
 }

@@ -20,8 +20,8 @@ import { removeEmptyDirs, stripIgnored, type Stripped } from '../verification/st
 import { walkTree } from '../verification/tree-violations.js';
 import { phaseSpawn } from './isolation-phase.js';
 import { cancelReason, setState, timed, type OperationRun } from './operation-run.js';
-import { limitOutcome, measureWorktree } from './limits-phase.js';
-import { watchedSpawn, watchLimits } from './limits-watch.js';
+import { closePhaseCgroup, cgroupHit, limitOutcome, measureWorktree, openPhaseCgroup } from './limits-phase.js';
+import { watchedSpawn, watchLimits, type LimitHit } from './limits-watch.js';
 import type { SpawnedGroup } from '../../shared/process/spawn-group.js';
 
 export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
@@ -130,9 +130,12 @@ async function declaredChecks(run: OperationRun, sandbox: Sandbox): Promise<void
   const { mission } = run.prepared;
   const { signal } = run.options;
   restoreGitLink(sandbox); // the checks run on uh's `.git`, whatever a previous phase left
-  const phase = phaseSpawn(run, sandbox, { writable: [], checks: true });
-  // The checks are the agent's code too: the watcher stops the one that reaches a limit.
+  // The checks are the agent's code too: a fresh cgroup of their own, and the watcher stops the one
+  // that reaches a limit.
+  const cgroup = openPhaseCgroup(run.limits, 'checks', mission.operation_id);
+  const phase = phaseSpawn(run, sandbox, { writable: [], checks: true }, cgroup);
   const spawned: SpawnedGroup[] = [];
+  let closed: LimitHit | null;
   const watch = watchLimits({
     limits: run.limits.values,
     worktree: sandbox.path,
@@ -141,6 +144,7 @@ async function declaredChecks(run: OperationRun, sandbox: Sandbox): Promise<void
       run.limits.hit ??= hit;
       for (const child of spawned) child.terminate();
     },
+    ...(cgroup ? { kernel: () => cgroupHit(run.limits, cgroup) } : {}),
   });
   try {
     run.checks = await timed(run, 'checks', () =>
@@ -158,9 +162,11 @@ async function declaredChecks(run: OperationRun, sandbox: Sandbox): Promise<void
     );
   } finally {
     watch.stop();
+    closed = await closePhaseCgroup(run.limits, cgroup);
   }
-  const hit = watch.hit();
+  const hit = watch.hit() ?? closed;
   if (hit) {
+    run.limits.hit ??= hit;
     run.failure = limitOutcome(hit, run.limits.values);
     run.events.append('limits.exceeded', { ...hit, phase: 'checks' });
   }
@@ -190,7 +196,9 @@ async function hiddenVerifierPhase(run: OperationRun, sandbox: Sandbox): Promise
   writeHiddenVerifier(bundle, tests);
   makeDir(logs);
   restoreGitLink(sandbox);
-  const phase = phaseSpawn(run, sandbox, { writable: [logs], readable: [tests], checks: true });
+  // The task's own verifier, in a cgroup of its own too: nothing it starts outlives it.
+  const cgroup = openPhaseCgroup(run.limits, 'verifier', run.prepared.mission.operation_id);
+  const phase = phaseSpawn(run, sandbox, { writable: [logs], readable: [tests], checks: true }, cgroup);
   const { signal } = run.options;
   const [result] = await timed(run, 'hidden_verifier', () =>
     runChecks({
@@ -202,7 +210,7 @@ async function hiddenVerifierPhase(run: OperationRun, sandbox: Sandbox): Promise
       spawn: phase.spawn,
       ...(signal ? { signal } : {}),
     }),
-  );
+  ).finally(() => closePhaseCgroup(run.limits, cgroup));
   if (!result) return;
   run.reward = readReward(logs);
   const passed = result.passed && (run.reward === null || run.reward >= 1);

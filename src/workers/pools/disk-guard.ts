@@ -33,10 +33,19 @@ async function sweepOnce(o: DiskGuardOptions, paused: { value: boolean }): Promi
     cacheCapBytes: o.gc.cacheCapBytes,
   };
   const ports = { operationState: async (id: string) => (await o.store.get(id))?.state ?? null };
-  const { removed, orphans } = await applyGc(o.cacheDir, await planGc(o.cacheDir, o.stateDir, policy, ports), now);
-  if (removed.length + orphans.length > 0) {
+  const { removed, orphans, cgroups } = await applyGc(
+    o.cacheDir,
+    await planGc(o.cacheDir, o.stateDir, policy, ports),
+    now,
+  );
+  if (removed.length + orphans.length + cgroups.length > 0) {
     o.logger.info(
-      { removed: removed.length, orphans: orphans.length, bytes: removed.reduce((n, i) => n + i.bytes, 0) },
+      {
+        removed: removed.length,
+        orphans: orphans.length,
+        cgroups: cgroups.length,
+        bytes: removed.reduce((n, i) => n + i.bytes, 0),
+      },
       'retention sweep',
     );
   }

@@ -3,6 +3,9 @@
  * resolved from this host's manifests, the producer's base commit fetched into this host's
  * mirror. The contract digest is recomputed: a worker whose manifest resolves another
  * runtime_config than the producer's refuses the job rather than run a different contract.
+ * The manifest's digest too (`manifest_digest`, when the job carries one): a host whose copy of
+ * the manifest differs from the one the producer validated against (a stale local file, another
+ * published version) refuses the job, naming both, instead of serving the runtime it has.
  * This host's policy applies to the job as received (it may have been written straight into
  * Redis, past every producer): a mission asking for more than the host allows is refused first.
  */
@@ -16,15 +19,37 @@ import { buildMissionPrompt } from '../../shared/runtime/build-prompt.js';
 import { contractDigestOf, type PreparedOperation } from '../../operation/prepare-operation.js';
 import { resolveRuntime } from '../../operation/resolve-runtime.js';
 import { checkHiddenBundle } from '../../operation/hidden-verifier.js';
+import type { RuntimeCatalog } from '../../operation/ports.js';
+import type { ResolvedRuntime } from '../../operation/resolve-runtime.js';
 import { RUNTIME_CATALOG } from '../operation-ports.js';
 import { resolveInMirror } from '../sandbox/mirror-cache.js';
 
-type PrepareJobOptions = { stateDir: string; cacheDir: string; signal?: AbortSignal; host: HostSettings };
+type PrepareJobOptions = {
+  stateDir: string;
+  cacheDir: string;
+  signal?: AbortSignal;
+  host: HostSettings;
+  /** The runtimes with the fleet's published manifests (default: the registered runtimes, local manifests only). */
+  runtimes?: RuntimeCatalog;
+};
+
+/** The job was validated against another manifest than the one this host resolves: refuse, naming both. */
+function refuseManifestDrift(job: OperationJob, runtime: ResolvedRuntime): void {
+  if (!job.manifest_digest || job.manifest_digest === runtime.manifestDigest) return;
+  throw new UhError(
+    'conflict',
+    `manifest drift: runtime ${job.runtime} on this worker is ${runtime.manifestSource} (${runtime.manifestDigest}), but ${job.operation_id} was validated against ${job.manifest_digest}`,
+    {
+      hint: `make every host serve one manifest: uh adapter publish it and remove stale copies (uh doctor --redis names them), then submit under a new operation_id`,
+    },
+  );
+}
 
 export async function prepareJob(job: OperationJob, options: PrepareJobOptions): Promise<PreparedOperation> {
   const mission = parseOrThrow(MissionSchema, job.mission, 'job.mission');
   refuseJobByHostPolicy(mission, options.host);
-  const runtime = await resolveRuntime(mission, job.runtime, options.stateDir, RUNTIME_CATALOG);
+  const runtime = await resolveRuntime(mission, job.runtime, options.stateDir, options.runtimes ?? RUNTIME_CATALOG);
+  refuseManifestDrift(job, runtime);
   const { mirror, commit } = await resolveInMirror(
     options.cacheDir,
     mission.repository.url,

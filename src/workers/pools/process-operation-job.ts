@@ -15,13 +15,20 @@
  */
 import { renameSync } from 'node:fs';
 import { join } from 'node:path';
+import type { RuntimeCatalog } from '../../operation/ports.js';
 import type { Job, Queue } from 'bullmq';
 import type { Receipt } from '../../shared/contracts/receipt.js';
 import { UhError } from '../../shared/errors.js';
 import type { Logger } from '../../shared/logger.js';
-import { completionOf, eventJson, type OperationJob, type OperationStore } from '../../shared/queue/operation-store.js';
+import {
+  completionOf,
+  eventJson,
+  type OperationJob,
+  type OperationStore,
+  type TenantQuotas,
+} from '../../shared/queue/operation-store.js';
 import type { QueueRecord } from '../../shared/queue/queue-record.js';
-import { jobIdFor } from '../../shared/queue/topology.js';
+import { jobIdFor, jobOrder, tenantOf } from '../../shared/queue/topology.js';
 import { executeOperation, type ExecuteResult } from '../execute-operation.js';
 import { collectArtifacts } from '../results/store-artifacts.js';
 import { retryDecision, type RetryRule } from '../results/retry-policy.js';
@@ -48,11 +55,17 @@ export interface PoolContext {
   active: Map<string, AbortController>;
   /** Which settled outcomes run again as a new attempt (results/retry-policy.ts). */
   retryPolicy: readonly RetryRule[];
+  /** Per-tenant limits on running operations (UH_TENANT_QUOTAS), checked atomically at claim; null: none. */
+  quotas: TenantQuotas | null;
+  /** How long a job over its tenant's quota is delayed before it is tried again (UH_TENANT_QUOTA_RETRY_MS). */
+  quotaRetryMs: number;
+  /** The registered runtimes with the fleet's published manifests (read from Redis at each job). */
+  runtimes: RuntimeCatalog;
 }
 
 export interface JobSummary {
   operation_id: string;
-  outcome: 'finished' | 'retry_scheduled' | 'unknown' | 'settled' | 'stale' | 'missing' | 'lost';
+  outcome: 'finished' | 'retry_scheduled' | 'unknown' | 'settled' | 'stale' | 'missing' | 'lost' | 'over_quota';
   status?: string;
   verdict?: string;
   exit_code?: number;
@@ -99,9 +112,23 @@ export async function processOperationJob(
     log,
   };
   const summary = await processClaimed(run, job);
+  if (summary.outcome === 'over_quota') return delayOverQuota(run, job, token);
   // One info line per settle (docs/observability.md): the job's outcome as bull-board shows it.
   log.info({ ...summary, attempt: job.data.attempt }, 'settle');
   return summary;
+}
+
+/**
+ * Its tenant is at its quota: the job goes back to BullMQ's delayed set (same priority), never
+ * failed, and is tried again after UH_TENANT_QUOTA_RETRY_MS (±25 %, so waiting jobs spread out);
+ * meanwhile this slot takes the next job, another tenant's included.
+ */
+async function delayOverQuota(run: JobRun, job: Job<OperationJob>, token: string | undefined): Promise<never> {
+  const { DelayedError } = await import('bullmq');
+  const wait = Math.round(run.ctx.quotaRetryMs * (0.75 + Math.random() * 0.5));
+  run.log.debug({ operation_id: run.id, tenant: tenantOf(job.data), delay_ms: wait }, 'tenant at its quota: delayed');
+  await job.moveToDelayed(Date.now() + wait, token);
+  throw new DelayedError();
 }
 
 async function processClaimed(run: JobRun, job: Job<OperationJob>): Promise<JobSummary> {
@@ -136,6 +163,7 @@ async function claimJob(run: JobRun, jobId: string): Promise<JobSummary | null> 
     ctx.worker,
     jobId,
     completionOf({ operation_id: id, attempt: data.attempt, runtime: data.runtime }),
+    ctx.quotas,
   );
   if (claim.kind === 'unknown') {
     run.log.warn(
@@ -162,6 +190,7 @@ async function prepareOrSettle(run: JobRun, record: QueueRecord): Promise<Prepar
       cacheDir: ctx.settings.cacheDir,
       signal: run.controller.signal,
       host,
+      runtimes: ctx.runtimes,
     });
   } catch (error) {
     const receipt = synthesizeReceipt(record, outcomeOfError(error, run.controller.signal));
@@ -255,7 +284,15 @@ async function scheduleRetry(run: JobRun, receipt: Receipt, dir: string): Promis
     eventJson(id, 'operation.queued', { attempt, delay_ms: decision.delayMs, reason: decision.rule }),
   );
   const queue = ctx.queues.get(data.runtime);
-  await queue?.add('operation', { ...data, attempt }, { jobId, delay: decision.delayMs });
+  await queue?.add(
+    'operation',
+    { ...data, attempt },
+    {
+      jobId,
+      delay: decision.delayMs,
+      ...jobOrder(data),
+    },
+  );
   return { state: 'retry', attempt, dir };
 }
 

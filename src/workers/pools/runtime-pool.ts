@@ -20,6 +20,8 @@ import type { Redis } from 'ioredis';
 import { completionOf, OperationStore, type OperationJob } from '../../shared/queue/operation-store.js';
 import type { GcConfig, QueueConfig } from '../../shared/config.js';
 import { connectRedis } from '../../shared/queue/redis-connection.js';
+import { AdapterStore } from '../../shared/queue/adapter-store.js';
+import { runtimeCatalog } from '../operation-ports.js';
 import { queueName } from '../../shared/queue/topology.js';
 import { RETRY_POLICY, withMaxAttempts } from '../results/retry-policy.js';
 import { processOperationJob, type JobSummary, type PoolContext } from './process-operation-job.js';
@@ -133,6 +135,9 @@ function poolContext(options: PoolOptions, redis: Redis, workerId: string): Pool
     queues: new Map<string, Queue>(),
     active: new Map<string, AbortController>(),
     retryPolicy: withMaxAttempts(RETRY_POLICY, config.retryMaxAttempts),
+    quotas: config.tenantQuotas,
+    quotaRetryMs: config.quotaRetryMs,
+    runtimes: runtimeCatalog(new AdapterStore(redis, config.prefix).source()),
   };
 }
 

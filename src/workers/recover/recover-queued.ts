@@ -15,7 +15,7 @@ import type { Receipt } from '../../shared/contracts/receipt.js';
 import { errorMessage } from '../../shared/errors.js';
 import { killLeftoverGroups } from '../../shared/process/leftover-groups.js';
 import { completionOf, type OperationStore, type QueueRecord } from '../../shared/queue/operation-store.js';
-import { JOB_OPTIONS } from '../../shared/queue/topology.js';
+import { JOB_OPTIONS, jobOrder } from '../../shared/queue/topology.js';
 import { finishOperation } from '../../operation/finish-operation.js';
 import { recoverQueuedRuntime } from '../../operation/recover-runtime.js';
 import type { OperationSettings } from '../../operation/settings.js';
@@ -84,7 +84,15 @@ async function requeueIfJobGone(handle: QueueHandle, record: QueueRecord, steps:
   }
   // Failed or completed without settling the record (or gone): the runtime never started.
   if (job) await job.remove().catch(() => undefined);
-  await queue.add('operation', { ...record.job, attempt: record.attempt }, { ...JOB_OPTIONS, jobId: record.job_id });
+  await queue.add(
+    'operation',
+    { ...record.job, attempt: record.attempt },
+    {
+      ...JOB_OPTIONS,
+      jobId: record.job_id,
+      ...jobOrder(record.job),
+    },
+  );
   steps.push(`its job was ${jobState}: enqueued again (its runtime never started)`);
 }
 

@@ -13,7 +13,7 @@ import { parseOrThrow } from '../../shared/contracts/zod-issues.js';
 import { sha256 } from '../../shared/digest.js';
 import type { BatchStore, StoredBatch } from '../../shared/queue/batch-store.js';
 import { eventJson, type OperationJob, type OperationStore } from '../../shared/queue/operation-store.js';
-import { JOB_OPTIONS, queueName } from '../../shared/queue/topology.js';
+import { JOB_OPTIONS, jobOrder, queueName } from '../../shared/queue/topology.js';
 import { buildMissionPrompt } from '../../shared/runtime/build-prompt.js';
 import { checkHiddenBundle } from '../../operation/hidden-verifier.js';
 import { contractDigestOf } from '../../operation/prepare-operation.js';
@@ -79,7 +79,7 @@ async function enqueueRetry(
   const { Queue } = await import('bullmq');
   const queue = new Queue(queueName(retry.runtime), { connection: ops.redis, prefix: ops.keys.bullPrefix });
   try {
-    await queue.add('operation', queued.job, { ...JOB_OPTIONS, jobId: queued.job_id });
+    await queue.add('operation', queued.job, { ...JOB_OPTIONS, jobId: queued.job_id, ...jobOrder(queued.job) });
   } finally {
     await queue.close().catch(() => undefined);
   }

@@ -12,12 +12,14 @@
  *   6. derived base-commit facts (`derived/base-facts/`: tree and ignore rules per commit) written
  *      more than `UH_MIRROR_IDLE_DAYS` ago: a diff that needs one again recomputes it (two git
  *      processes) and a listing whose rules file vanished lists again from a scratch copy.
+ * Then uh's phase cgroups whose owning process is gone (a crashed worker's) are emptied and removed.
  * Sandboxes are removed through the sandbox modules (discardSandbox: a pooled one under the pool's
  * lock, never one a mission claimed meanwhile), never by path arithmetic. Pooled sandboxes expire
  * like kept ones: their keep_until is the end of their idle lifetime.
  */
 import { existsSync, lstatSync, readdirSync, statSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
+import { sweepStaleCgroups } from '../../shared/process/mission-cgroup.js';
 import { removeTree, treeBytes } from '../../shared/fs/deep-tree.js';
 import { withFileLock } from './file-lock.js';
 import { mirrorLockDir } from './mirror-cache.js';
@@ -187,7 +189,7 @@ export async function applyGc(
   cacheDir: string,
   items: GcItem[],
   now: Date,
-): Promise<{ removed: GcItem[]; orphans: string[] }> {
+): Promise<{ removed: GcItem[]; orphans: string[]; cgroups: string[] }> {
   const removed: GcItem[] = [];
   // A pooled sandbox claimed by a mission since the plan keeps its mirror (its objects come from there).
   const claimedMirrors = new Set<string>();
@@ -207,7 +209,9 @@ export async function applyGc(
     }
   }
   const swept = await sweepSandboxes(cacheDir, now);
-  return { removed, orphans: swept.removed };
+  // A crashed worker's phase cgroups (their owner is gone): emptied and removed.
+  const cgroups = await sweepStaleCgroups();
+  return { removed, orphans: swept.removed, cgroups };
 }
 
 /** Remove a tree however deep; a tree left behind is not counted as freed (the next sweep tries again). */

@@ -10,7 +10,7 @@ import {
   type LimitHost,
 } from '../../../src/shared/process/mission-limits.js';
 
-const host: LimitHost = { isolated: true, root: false, prlimit: true, tmpfsSize: true };
+const host: LimitHost = { isolated: true, root: false, prlimit: true, tmpfsSize: true, cgroup: null };
 
 describe('mission limits', () => {
   it("a mission's request lowers the host's ceiling and never raises it", () => {
@@ -36,7 +36,16 @@ describe('mission limits', () => {
       string,
       string,
     ];
-    expect(limitMechanisms({ isolated, root, prlimit, tmpfsSize })).toMatchObject({ processes, memory, shm });
+    expect(limitMechanisms({ isolated, root, prlimit, tmpfsSize, cgroup: null })).toMatchObject({
+      processes,
+      memory,
+      shm,
+    });
+  });
+
+  it.each(['cgroup-v2', 'cgroup-v1'] as const)('on %s the kernel holds processes and memory, root or not', (cgroup) => {
+    for (const root of [true, false])
+      expect(limitMechanisms({ ...host, root, cgroup })).toMatchObject({ processes: 'cgroup', memory: 'cgroup' });
   });
 
   it('RLIMIT_NPROC only where the count is the sandbox own (isolated, not root); data at twice memory; fsize at the byte limit', () => {
@@ -49,6 +58,12 @@ describe('mission limits', () => {
       '--',
     ]);
     expect(rlimitPrefix('/usr/bin/prlimit', limits, { ...host, root: true })).not.toContain('--nproc=50');
+    // Under a cgroup only the per-file size is an rlimit's.
+    expect(rlimitPrefix('/usr/bin/prlimit', limits, { ...host, cgroup: 'cgroup-v1' })).toEqual([
+      '/usr/bin/prlimit',
+      '--fsize=7',
+      '--',
+    ]);
   });
 
   it('bwrap gives the child its own sized /dev/shm under a read-only /dev, and the rlimits inside the namespace', () => {

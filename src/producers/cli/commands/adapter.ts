@@ -8,10 +8,19 @@ import { EXIT } from '../../../shared/contracts/status.js';
 import { errorMessage, invalidInput, UhError } from '../../../shared/errors.js';
 import { spawnGroup } from '../../../shared/process/spawn-group.js';
 import { loadAllRuntimeAdapters } from '../../../workers/runtimes/registry.js';
-import { RUNTIME_CATALOG } from '../../../workers/operation-ports.js';
+import { RUNTIME_CATALOG, runtimeCatalog } from '../../../workers/operation-ports.js';
+import type { ManifestSource } from '../../../shared/contracts/adapter-manifest.js';
 import { defaultManifest, loadManifest, manifestPath, mergeConfig } from '../../../operation/resolve-runtime.js';
 import { parseOrThrow } from '../../../shared/contracts/zod-issues.js';
-import { COMMON_OPTIONS, helpText, parseCommand, resolveStateDir, writeJson, type CommandSpec } from '../cli-kit.js';
+import {
+  COMMON_OPTIONS,
+  helpText,
+  parseCommand,
+  queueRedisUrl,
+  resolveStateDir,
+  writeJson,
+  type CommandSpec,
+} from '../cli-kit.js';
 import { makeDir } from '../../../shared/fs/make-dir.js';
 
 const LIST: CommandSpec = {
@@ -26,6 +35,19 @@ const ADD: CommandSpec = {
     "Write <state>/adapters/<id>.yaml (uh.adapter.v0) from the runtime's template, to edit. --kind picks the runtime when the id is your own name.",
   options: { ...COMMON_OPTIONS, kind: { type: 'string' }, force: { type: 'boolean', default: false } },
   examples: ['uh adapter add command', 'uh adapter add my-codex --kind codex'],
+};
+const PUBLISH: CommandSpec = {
+  usage: 'uh adapter publish <manifest.yaml> [--redis url] [--json]',
+  summary:
+    "Store a manifest (uh.adapter.v0) in the fleet's Redis, versioned by digest, with who published it and when: every worker and producer without a local copy of <id>.yaml then serves it (read at each job; a changed one applies to missions submitted after it).",
+  options: { ...COMMON_OPTIONS, redis: { type: 'string' } },
+  details: [
+    "The file is checked first as a local manifest is (strict; runtime_config by the runtime's schema) and refused",
+    'when runtime_config holds a secret in clear. A host with its own <state>/adapters/<id>.yaml keeps using it: when',
+    'its digest differs, uh doctor --redis reports the drift and a worker refuses jobs validated against the other one.',
+    'Needs the producer or api Redis role (docs/deploy.md#redis-acl-users); workers only read.',
+  ],
+  examples: ['uh adapter publish .harness/adapters/my-codex.yaml', 'uh adapter publish my-cmd.yaml --json'],
 };
 const CHECK: CommandSpec = {
   usage: 'uh adapter check <id> [--json] [--state-dir dir]',
@@ -125,6 +147,34 @@ export async function adapterAdd(argv: string[], config: UhConfig): Promise<numb
   return EXIT.ok;
 }
 
+export async function adapterPublish(argv: string[], config: UhConfig): Promise<number> {
+  const { values, positionals } = parseCommand(PUBLISH, argv);
+  if (values.help) return (void process.stdout.write(`${helpText(PUBLISH)}\n`), EXIT.ok);
+  const path = positionals[0];
+  if (!path || positionals.length !== 1)
+    throw invalidInput('uh adapter publish needs one manifest file', [], PUBLISH.usage);
+  const { QueueClient } = await import('../../queue/queue-client.js');
+  const { publishAdapter } = await import('../../publish-adapter.js');
+  const client = await QueueClient.open(config.queue, queueRedisUrl(config, values.redis));
+  try {
+    const { record, previous } = await publishAdapter(client, path);
+    const { manifest: _manifest, ...summary } = record;
+    if (values.json) writeJson({ ...summary, previous });
+    else
+      process.stdout.write(
+        `published ${record.id} ${record.digest} by ${record.published_by} at ${record.published_at}` +
+          (previous === null
+            ? ' (first version)\n'
+            : previous === record.digest
+              ? ' (unchanged)\n'
+              : ` (was ${previous})\n`),
+      );
+  } finally {
+    await client.close();
+  }
+  return EXIT.ok;
+}
+
 export async function adapterCheck(argv: string[], config: UhConfig): Promise<number> {
   const { values, positionals } = parseCommand(CHECK, argv);
   if (values.help) return (void process.stdout.write(`${helpText(CHECK)}\n`), EXIT.ok);
@@ -142,8 +192,8 @@ export async function adapterCheck(argv: string[], config: UhConfig): Promise<nu
 }
 
 /** The runtime's `check()` with its manifest (or defaults): `uh adapter check` and `uh worker start` use it. */
-export async function checkRuntime(id: string, stateDir: string, config: UhConfig) {
-  const { manifest, source } = await loadManifest(stateDir, id, RUNTIME_CATALOG);
+export async function checkRuntime(id: string, stateDir: string, config: UhConfig, manifests?: ManifestSource) {
+  const { manifest, source, digest } = await loadManifest(stateDir, id, runtimeCatalog(manifests));
   const adapter = await RUNTIME_CATALOG.load(manifest.runtime_kind);
   if (!adapter) throw invalidInput(`${source}: unknown runtime_kind ${manifest.runtime_kind}`);
   const merged = mergeConfig(adapter.defaultConfig, manifest.runtime_config);
@@ -162,5 +212,5 @@ export async function checkRuntime(id: string, stateDir: string, config: UhConfi
         hint: `run: uh adapter add ${id}${id === adapter.id ? '' : ` --kind ${adapter.id}`}, then edit it`,
       };
   /** False when the manifest's runtime_config is incomplete (missions may supply the rest, e.g. command's argv). */
-  return { adapter, source, result, checked: parsed.success };
+  return { adapter, source, digest, result, checked: parsed.success };
 }

@@ -3,6 +3,7 @@ import { repositoryPolicy } from '../../../shared/contracts/load-mission.js';
 import { promotionIdentity } from '../../../promotion/promotion-identity.js';
 import { EXIT } from '../../../shared/contracts/exit-codes.js';
 import { invalidInput } from '../../../shared/errors.js';
+import { createLogger } from '../../../shared/logger.js';
 import {
   COMMON_OPTIONS,
   helpText,
@@ -43,9 +44,9 @@ export async function apiStart(argv: string[], config: UhConfig): Promise<number
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw invalidInput(`--port: "${values.port}" must be a port number (0 picks a free one)`);
   const host = values.host as string;
-  const { readApiConfig, writeLoopbackToken } = await import('../../http/api-config.js');
+  const { apiSessionKey, readApiConfig, writeLoopbackToken } = await import('../../http/api-config.js');
   const mint = values['insecure-loopback'] === true ? () => writeLoopbackToken(config.core.cacheDir) : undefined;
-  const apiConfig = readApiConfig(config.childEnv, host, mint);
+  const apiConfig = readApiConfig(config.childEnv, host, mint, apiSessionKey(config.core.cacheDir));
   const { loadKeyring } = await import('../../../operation/receipt-keys.js');
   loadKeyring(config.receipts); // before Redis: a bad UH_RECEIPT_PUBLIC_KEYS is exit 2 (the server loads it again)
   const { QueueClient } = await import('../../queue/queue-client.js');
@@ -62,6 +63,8 @@ export async function apiStart(argv: string[], config: UhConfig): Promise<number
     hostSettings: hostSettingsOf(config),
     receiptKey: config.receipts,
     promotionIdentity: promotionIdentity({}, config.childEnv),
+    // The access log is on whatever UH_LOG_LEVEL says, unless UH_API_ACCESS_LOG=0.
+    ...(config.api.accessLog ? { accessLog: createLogger('info', { log: 'access' }) } : {}),
   });
   try {
     await app.listen({ port, host });

@@ -1,7 +1,7 @@
 /** How a batch report is printed (`--format`, `--out`): shared by `uh batch report` inline and queued. */
 import { writeFileSync } from 'node:fs';
 import type { BatchReport } from '../../../shared/batch/report.js';
-import { renderHtml } from '../../../shared/batch/report-html.js';
+import { renderHtml, type HtmlOptions } from '../../../shared/batch/report-html.js';
 import { renderMarkdown, renderTable } from '../../../shared/batch/report-text.js';
 import { invalidInput } from '../../../shared/errors.js';
 
@@ -15,10 +15,10 @@ export function parseFormat(value: unknown, json: unknown): Format {
   return value as Format;
 }
 
-export function renderReport(report: BatchReport, format: Format): string {
+export function renderReport(report: BatchReport, format: Format, html: HtmlOptions = {}): string {
   if (format === 'json') return `${JSON.stringify(report, null, 2)}\n`;
   if (format === 'md') return renderMarkdown(report);
-  if (format === 'html') return renderHtml(report);
+  if (format === 'html') return renderHtml(report, html);
   return renderTable(report);
 }
 

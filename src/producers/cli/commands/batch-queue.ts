@@ -191,6 +191,7 @@ export async function batchSubmit(argv: string[], config: UhConfig): Promise<num
       stateDir,
       cacheDir: config.core.cacheDir,
       host: hostSettingsOf(config),
+      tenant: config.core.tenant,
     });
     const id = submitted.record.batch_id;
     const attached = submitted.kind === 'attached';

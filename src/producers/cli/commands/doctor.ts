@@ -112,6 +112,7 @@ async function fleetFindings(
   config: UhConfig,
   url: string,
   keyring: Keyring | null,
+  stateDir: string,
 ): Promise<{ findings: Finding[]; report: import('../../http/fleet-report.js').FleetReport }> {
   const { QueueClient } = await import('../../queue/queue-client.js');
   const { fleetReport } = await import('../../http/fleet-report.js');
@@ -137,6 +138,8 @@ async function fleetFindings(
     findings.push(...outboxFindings(report));
     const { liveWorkers } = await import('../../../shared/queue/live-workers.js');
     findings.push(...fleetKeyFindings(await liveWorkers(client.redis, client.store.keys), keyring));
+    const { manifestDriftFindings } = await import('../manifest-doctor.js');
+    findings.push(...(await manifestDriftFindings(client.redis, config.queue.prefix, stateDir)));
     return { findings, report };
   } finally {
     await client.close();
@@ -339,7 +342,8 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
   if (auth) findings.push(auth);
   const receipts = receiptKeyFindings(config, stateDir);
   findings.push(...receipts.findings);
-  const fleet = problem === null && !redis.defaulted ? await fleetFindings(config, redisUrl, receipts.keyring) : null;
+  const fleet =
+    problem === null && !redis.defaulted ? await fleetFindings(config, redisUrl, receipts.keyring, stateDir) : null;
   findings.push(...(fleet?.findings ?? []));
   findings.push(isolationFinding(config), networkFinding(config), ...limitsFindings(config));
   findings.push(...(await runtimeFindings(config, stateDir)));

@@ -21,6 +21,7 @@ export const GC: CommandSpec = {
     'Policy (docs/deploy.md, "Disk"): sandboxes past keep_until ($UH_SANDBOX_KEEP_HOURS); active sandboxes of settled operations;',
     'mirrors unused for $UH_MIRROR_IDLE_DAYS; the cap $UH_CACHE_CAP_BYTES (oldest kept sandboxes, then idle mirrors);',
     'settled operation dirs older than $UH_OPERATION_RETENTION_DAYS. Never a running or unknown operation.',
+    "Then uh's phase cgroups whose owning process is gone (a crashed worker's) are emptied and removed.",
     'Operation states come from Redis with --redis or $REDIS_URL (a worker host), else from the local state dir.',
   ],
   examples: ['uh gc --dry-run', 'uh gc --json'],
@@ -51,17 +52,27 @@ export async function gc(argv: string[], config: UhConfig): Promise<number> {
     };
     const plan = await planGc(config.core.cacheDir, stateDir, policy, { operationState });
     const dryRun = values['dry-run'] === true;
-    const done = dryRun ? { removed: plan, orphans: [] as string[] } : await applyGc(config.core.cacheDir, plan, now);
+    const done = dryRun
+      ? { removed: plan, orphans: [] as string[], cgroups: [] as string[] }
+      : await applyGc(config.core.cacheDir, plan, now);
     const bytes = done.removed.reduce((n, i) => n + i.bytes, 0);
     const items = done.removed.map(({ record: _record, ...i }) => i);
     if (values.json)
-      writeJson({ dry_run: dryRun, cache_dir: config.core.cacheDir, bytes, items, orphans: done.orphans });
+      writeJson({
+        dry_run: dryRun,
+        cache_dir: config.core.cacheDir,
+        bytes,
+        items,
+        orphans: done.orphans,
+        cgroups: done.cgroups,
+      });
     else {
       for (const i of items)
         process.stdout.write(
           `${dryRun ? 'would free' : 'freed'} ${String(i.bytes).padStart(12)} B  ${i.kind.padEnd(16)} ${i.path}\n`,
         );
       for (const o of done.orphans) process.stdout.write(`freed orphan worktree ${o}\n`);
+      for (const c of done.cgroups) process.stdout.write(`removed stale cgroup ${c}\n`);
       process.stdout.write(
         `${dryRun ? 'would free' : 'freed'} ${bytes} bytes in ${items.length} item(s) under ${config.core.cacheDir}\n`,
       );

@@ -104,6 +104,7 @@ async function runAndReport(mission: Mission, values: Values, config: UhConfig):
     logger: createLogger(config.core.logLevel),
     keepSandbox: Boolean(values['keep-sandbox']),
   });
+  void settings.limitBackend; // probed now: UH_LIMIT_BACKEND=cgroup with no cgroup here is exit 2 before anything starts
   const outcome = await runInline(mission, { settings, signal: controller.signal, ...(runtime ? { runtime } : {}) });
   if (outcome.kind === 'in_progress' || outcome.kind === 'unknown') {
     const message =

@@ -157,6 +157,7 @@ async function submitOne(
       stateDir,
       cacheDir: config.core.cacheDir,
       host: hostSettingsOf(config),
+      tenant: config.core.tenant,
       ...(runtime ? { runtime } : {}),
     });
     const id = mission.operation_id;
@@ -206,6 +207,7 @@ async function submitMany(
       stateDir: o.stateDir,
       cacheDir: o.config.core.cacheDir,
       host: hostSettingsOf(o.config),
+      tenant: o.config.core.tenant,
       ...(o.runtime ? { runtime: o.runtime } : {}),
     });
     const rows = results.map((r, i) => {

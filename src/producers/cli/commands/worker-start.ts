@@ -41,7 +41,7 @@ export const WORKER_START: CommandSpec = {
     'Lock timings: $UH_QUEUE_LOCK_MS (120000), $UH_QUEUE_STALLED_INTERVAL_MS (60000), $UH_QUEUE_MAX_STALLED (1); see docs/queue.md.',
     'Webhook: $UH_WEBHOOK_URL, signed with $UH_WEBHOOK_SECRET (X-Uh-Signature-256: sha256=<hmac>).',
     '--metrics-port: Prometheus metrics of the fleet at http://127.0.0.1:<port>/metrics (host:port to bind elsewhere), as the API serves them.',
-    'Logs: pino NDJSON on stderr at $UH_LOG_LEVEL (workers default to info: claim, runtime start, phase end, settle).',
+    'Logs: every line is NDJSON: pino on stderr at $UH_LOG_LEVEL (workers default to info: claim, runtime start, phase end, settle) and the lifecycle lines (ready, stopping…) whatever the level; with --json the lifecycle lines go to stdout instead.',
     'The worker writes operation dirs to --state-dir (else $UH_STATE_DIR, else .harness/) and sandboxes to $UH_CACHE_DIR.',
   ],
   examples: [
@@ -86,20 +86,43 @@ function parseGrace(value: string | undefined, fallback: number): number {
  */
 async function readyRuntimes(
   candidates: string[],
-  o: { explicit: boolean; allowUnready: boolean; stateDir: string; config: UhConfig },
+  o: {
+    explicit: boolean;
+    allowUnready: boolean;
+    stateDir: string;
+    config: UhConfig;
+    redisUrl: string;
+    say: WorkerEvent;
+  },
 ): Promise<string[]> {
   const { checkRuntime } = await import('./adapter.js');
+  const { connectRedis } = await import('../../../shared/queue/redis-connection.js');
+  const { AdapterStore } = await import('../../../shared/queue/adapter-store.js');
+  // A runtime with no manifest on this host resolves to the fleet's published one (uh adapter publish).
+  const redis = await connectRedis(o.redisUrl, { name: 'uh-worker-start', cluster: o.config.queue.cluster });
+  const manifests = new AdapterStore(redis, o.config.queue.prefix).source();
+  try {
+    return await checkEach(candidates, o, (id) => checkRuntime(id, o.stateDir, o.config, manifests));
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function checkEach(
+  candidates: string[],
+  o: { explicit: boolean; allowUnready: boolean; say: WorkerEvent },
+  check: (id: string) => ReturnType<typeof import('./adapter.js').checkRuntime>,
+): Promise<string[]> {
   const ready: string[] = [];
   for (const id of candidates) {
-    const { result, checked } = await checkRuntime(id, o.stateDir, o.config);
+    const { result, checked, source, digest } = await check(id);
+    if (!source.startsWith('built-in ')) o.say('manifest', { runtime: id, digest, source });
     // An incomplete host config (command's argv) is completed by each mission: nothing to check here.
     if (result.ok || !checked) ready.push(id);
     else if (o.allowUnready) {
-      process.stderr.write(
-        `uh worker: runtime ${id} is not ready (${result.summary}); serving it anyway (--allow-unready)\n`,
-      );
+      o.say('unready-served', { runtime: id, summary: result.summary });
       ready.push(id);
-    } else if (!o.explicit) process.stderr.write(`uh worker: skipping runtime ${id}: ${result.summary}\n`);
+    } else if (!o.explicit) o.say('runtime-skipped', { runtime: id, summary: result.summary });
     else
       throw new UhError(
         'runtime_unavailable',
@@ -110,6 +133,25 @@ async function readyRuntimes(
       );
   }
   return ready;
+}
+
+/**
+ * The worker's lifecycle lines (ready, stopping, completion, batch-settled…), whatever
+ * UH_LOG_LEVEL says: with --json as JSON lines on stdout, else as pino NDJSON on stderr whose
+ * `msg` is the readable line (`uh worker: ready worker=… runtimes=command`). Every line a worker
+ * prints is NDJSON either way.
+ */
+function lifecycleLine(json: boolean): WorkerEvent {
+  const log = createLogger('info', { log: 'worker' });
+  return (event, data) =>
+    json
+      ? writeJson({ event, ...data })
+      : log.info(
+          { event, ...data },
+          `uh worker: ${event} ${Object.entries(data)
+            .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`)
+            .join(' ')}`.trimEnd(),
+        );
 }
 
 /** SIGTERM/SIGINT drains (for `graceMs`); a second signal cancels what still runs. */
@@ -148,22 +190,18 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
   const asked = (values.runtime as string[] | undefined) ?? [];
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const candidates = asked.length > 0 ? asked : values.results ? [] : [...RUNTIME_IDS];
+  const say = lifecycleLine(values.json === true);
   const runtimes = await readyRuntimes(candidates, {
     explicit: asked.length > 0,
     allowUnready: values['allow-unready'] === true,
     stateDir,
     config,
+    redisUrl,
+    say,
   });
   const { compileSettings } = await import('../../../operation/settings.js');
   const settings = compileSettings(config, { stateDir, logger: createLogger(config.core.workerLogLevel) });
-  const say = (event: string, data: Record<string, unknown>) =>
-    values.json
-      ? writeJson({ event, ...data })
-      : process.stderr.write(
-          `uh worker: ${event} ${Object.entries(data)
-            .map(([k, v]) => `${k}=${Array.isArray(v) ? v.join(',') : String(v)}`)
-            .join(' ')}\n`,
-        );
+  void settings.limitBackend; // probed now: UH_LIMIT_BACKEND=cgroup with no cgroup here is exit 2 before anything starts
 
   const metricsServer = await startMetrics(values['metrics-port'] as string | undefined, queueConfig, redisUrl, say);
   const { startWorkerProcess } = await import('../../../workers/worker-process.js');

@@ -8,7 +8,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { z } from 'zod';
 import type { ApiConfig } from '../api-config.js';
-import { tokenMatches } from '../guards.js';
+import { tokenEntry } from '../api-tokens.js';
 import { sendError } from '../http-errors.js';
 import { dashboardScript } from './app-script.js';
 import { DASHBOARD_CSS, DASHBOARD_HTML } from './page.js';
@@ -43,8 +43,8 @@ export function dashboardRoutes(app: FastifyInstance, config: ApiConfig): void {
     async (req, reply) => {
       const { token } = req.query as z.infer<typeof ShellQuery>;
       if (token !== undefined) {
-        if (config.token !== undefined && tokenMatches(token, config.token))
-          setSession(req, reply, sessionValue(config.token), SESSION_SECONDS);
+        const entry = tokenEntry(config.tokens, token);
+        if (entry) setSession(req, reply, sessionValue(config.sessionKey, entry), SESSION_SECONDS);
         return reply.header('referrer-policy', 'no-referrer').redirect('/', 303);
       }
       return asset(
@@ -72,8 +72,9 @@ export function dashboardRoutes(app: FastifyInstance, config: ApiConfig): void {
     },
     async (req, reply) => {
       const { token } = req.body as z.infer<typeof SessionBody>;
-      if (!tokenMatches(token, config.token)) return sendError(reply, 401, 'unauthorized', 'wrong token');
-      setSession(req, reply, sessionValue(config.token), SESSION_SECONDS);
+      const entry = tokenEntry(config.tokens, token);
+      if (!entry) return sendError(reply, 401, 'unauthorized', 'wrong token');
+      setSession(req, reply, sessionValue(config.sessionKey, entry), SESSION_SECONDS);
       return reply.code(204).send();
     },
   );

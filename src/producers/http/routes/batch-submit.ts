@@ -12,7 +12,7 @@ import { planSuiteBatch, type Suite } from '../../../shared/batch/suite-plan.js'
 import { IdSchema } from '../../../shared/contracts/ids.js';
 import { parseMission } from '../../../shared/contracts/load-mission.js';
 import { submitBatch } from '../../queue/submit-batch.js';
-import type { RouteContext } from '../context.js';
+import { tenantOfRequest, type RouteContext } from '../context.js';
 
 const Trials = z.number().int().min(1).max(MAX_TRIALS);
 const Runtimes = z.array(IdSchema).min(1).max(32);
@@ -66,6 +66,7 @@ export function batchSubmitRoute(app: FastifyInstance, ctx: RouteContext): void 
   app.post(
     '/v1/batches',
     {
+      config: { scope: 'submit' },
       schema: {
         summary:
           'Submit a batch (a mission × runtimes × trials, or a suite of inline missions): 201 created, 200 attached to the same batch, 409 another batch under the id',
@@ -79,6 +80,7 @@ export function batchSubmitRoute(app: FastifyInstance, ctx: RouteContext): void 
       const submitted = await submitBatch(ctx.client, plan, {
         stateDir: ctx.stateDir,
         cacheDir: ctx.cacheDir,
+        tenant: tenantOfRequest(req),
         ...host,
       });
       const id = submitted.record.batch_id;

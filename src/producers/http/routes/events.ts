@@ -79,6 +79,7 @@ export function eventRoutes(app: FastifyInstance, ctx: RouteContext): void {
   app.get(
     '/v1/operations/:id/events',
     {
+      config: { scope: 'read' },
       schema: {
         summary: 'Server-sent events of the operation, from the start or after Last-Event-ID, until it settles',
         tags: ['operations'],
@@ -88,7 +89,7 @@ export function eventRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     async (req, reply) => {
       const { id } = req.params as { id: string };
-      const record = await operationOr404(ctx, id);
+      const record = await operationOr404(ctx, id, req);
       const after = resumeFrom(req);
       if (!ctx.hub.reserve())
         return sendError(

@@ -6,20 +6,32 @@ export function fleetRoutes(app: FastifyInstance, ctx: RouteContext): void {
   app.get(
     '/v1/workers',
     {
+      config: { scope: 'read' },
       schema: {
         summary:
           'Live workers (heartbeat within its TTL): host, runtimes, concurrency, running operations, last heartbeat',
         tags: ['fleet'],
       },
     },
-    async () => ({
-      workers: await listWorkers(ctx.client),
-    }),
+    async (req) => {
+      const workers = await listWorkers(ctx.client);
+      if (req.auth?.scopes.has('admin')) return { workers };
+      // A tenant's token sees which of ITS operations run where, never another tenant's ids.
+      const ids = [...new Set(workers.flatMap((w) => w.running_operations))];
+      const records = await ctx.client.store.getMany(ids);
+      const own = new Set(ids.filter((_, i) => records[i]?.tenant === req.auth?.tenant));
+      return {
+        workers: workers.map((w) => ({ ...w, running_operations: w.running_operations.filter((id) => own.has(id)) })),
+      };
+    },
   );
 
   app.get(
     '/v1/queues',
-    { schema: { summary: 'BullMQ job counts per runtime queue, with the live workers serving it', tags: ['fleet'] } },
+    {
+      config: { scope: 'read' },
+      schema: { summary: 'BullMQ job counts per runtime queue, with the live workers serving it', tags: ['fleet'] },
+    },
     async () => {
       const workers = await listWorkers(ctx.client);
       const queues = [];
@@ -36,7 +48,10 @@ export function fleetRoutes(app: FastifyInstance, ctx: RouteContext): void {
 
   app.get(
     '/metrics',
-    { schema: { summary: 'Prometheus text format (docs/observability.md)', tags: ['fleet'] } },
+    {
+      config: { scope: 'admin' },
+      schema: { summary: 'Prometheus text format (docs/observability.md)', tags: ['fleet'] },
+    },
     async (_req, reply) => {
       ctx.metrics.sseClients.set(ctx.hub.openClients);
       const text = await ctx.metrics.render();

@@ -4,7 +4,7 @@ import { OperationStateSchema, VerdictSchema } from '../../../shared/contracts/s
 import { UhError } from '../../../shared/errors.js';
 import { publicRecord, type QueueRecord } from '../../../shared/queue/operation-store.js';
 import { cancelOperation } from '../../queue/cancel-operation.js';
-import { operationOr404, type RouteContext } from '../context.js';
+import { operationOr404, tenantOfRequest, type RouteContext } from '../context.js';
 import { listOperations } from '../fleet.js';
 import { receiptTrustOfText } from '../../../operation/receipt-trust.js';
 
@@ -48,6 +48,7 @@ function artifactRoutes(app: FastifyInstance, ctx: RouteContext): void {
     app.get(
       `/v1/operations/:id/${sub}`,
       {
+        config: { scope: 'read' },
         schema: {
           summary: `The operation's ${sub} (404 until there is one)`,
           tags: ['operations'],
@@ -56,7 +57,7 @@ function artifactRoutes(app: FastifyInstance, ctx: RouteContext): void {
       },
       async (req, reply) => {
         const { id } = req.params as { id: string };
-        await operationOr404(ctx, id);
+        await operationOr404(ctx, id, req);
         const body = (await ctx.client.store.artifact(id, name)) ?? undefined;
         if (body === undefined)
           throw new UhError('not_found', `operation ${id} has no ${sub} yet`, {
@@ -76,6 +77,7 @@ export function operationRoutes(app: FastifyInstance, ctx: RouteContext): void {
   app.get(
     '/v1/operations',
     {
+      config: { scope: 'read' },
       schema: {
         summary: 'Operations newest first, filtered, one page per call (cursor paging)',
         tags: ['operations'],
@@ -83,7 +85,10 @@ export function operationRoutes(app: FastifyInstance, ctx: RouteContext): void {
       },
     },
     async (req) => {
-      const page = await listOperations(ctx.client, req.query as z.infer<typeof ListQuery>);
+      const query = req.query as z.infer<typeof ListQuery>;
+      // A tenant's token lists its tenant's operations only; admin lists every tenant's.
+      const tenant = req.auth?.scopes.has('admin') ? undefined : tenantOfRequest(req);
+      const page = await listOperations(ctx.client, { ...query, ...(tenant ? { tenant } : {}) });
       return { operations: page.operations.map(listed), next_cursor: page.next_cursor };
     },
   );
@@ -91,6 +96,7 @@ export function operationRoutes(app: FastifyInstance, ctx: RouteContext): void {
   app.get(
     '/v1/operations/:id',
     {
+      config: { scope: 'read' },
       schema: {
         summary:
           'An operation record, its receipt (null until settled) and signature: {state: valid|unsigned|invalid|unknown_key, key_id, reason}',
@@ -100,7 +106,7 @@ export function operationRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     async (req) => {
       const { id } = req.params as { id: string };
-      const record = await operationOr404(ctx, id);
+      const record = await operationOr404(ctx, id, req);
       const receipt = await ctx.client.store.artifact(id, 'receipt');
       if (!receipt) return { operation: listed(record), receipt: null, signature: null };
       // The receipt as stored, and whether its signature verifies: only `valid` may be shown as the outcome.
@@ -114,6 +120,7 @@ export function operationRoutes(app: FastifyInstance, ctx: RouteContext): void {
   app.post(
     '/v1/operations/:id/cancel',
     {
+      config: { scope: 'cancel' },
       schema: {
         summary: 'Cancel: 202 with what happened (cancelled while waiting, cancel sent, already finished)',
         tags: ['operations'],
@@ -122,7 +129,7 @@ export function operationRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     async (req, reply) => {
       const { id } = req.params as { id: string };
-      const record = await operationOr404(ctx, id);
+      const record = await operationOr404(ctx, id, req);
       const outcome = await cancelOperation(ctx.client, record, 'cancelled through the HTTP API', ctx.receiptKey);
       return reply.code(202).send({ operation_id: id, outcome });
     },

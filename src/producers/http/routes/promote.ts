@@ -26,6 +26,7 @@ export function promoteRoutes(app: FastifyInstance, ctx: RouteContext): void {
   app.post(
     '/v1/operations/:id/promote',
     {
+      config: { scope: 'promote' },
       schema: {
         summary:
           'Promote a verified operation to a branch (201 created, 200 already promoted; 400 refused by policy; 409 another target; 503 push rejected)',
@@ -36,7 +37,7 @@ export function promoteRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     async (req, reply) => {
       const { id } = req.params as { id: string };
-      await operationOr404(ctx, id);
+      await operationOr404(ctx, id, req);
       const body = req.body as z.infer<typeof PromoteBody>;
       const { record, created } = await promoteFromStore(ctx.client.store, {
         operationId: id,

@@ -21,6 +21,7 @@ export function recoverRoutes(app: FastifyInstance, ctx: RouteContext): void {
   app.post(
     '/v1/operations/:id/recover',
     {
+      config: { scope: 'admin' },
       schema: {
         summary:
           'Recover an operation as uh mission recover does (never re-run): 200 {steps, operation}; 404 unknown id',
@@ -31,7 +32,7 @@ export function recoverRoutes(app: FastifyInstance, ctx: RouteContext): void {
     },
     async (req) => {
       const { id } = req.params as { id: string };
-      const record = await operationOr404(ctx, id);
+      const record = await operationOr404(ctx, id, req);
       const { settle } = (req.body ?? {}) as z.infer<typeof RecoverBody>;
       const settings = { stateDir: ctx.stateDir, receiptKey: ctx.receiptKey };
       const { steps, record: after } = await recoverQueued(ctx.client, record, settle ?? 'failed', settings);

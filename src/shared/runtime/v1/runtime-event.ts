@@ -36,6 +36,10 @@ export interface RuntimeFinishedData {
   thread_id?: string;
   turn_id?: string;
   usage?: Usage;
+  /** The model the run used, when the runtime reports it (the receipt's `runtime.model`). */
+  model?: string;
+  /** The runtime's own version, when it reports it (the receipt's `runtime.version`). */
+  runtime_version?: string;
   /**
    * `unknown` when the adapter cannot prove whether its work was dispatched (a lost reply between
    * "send" and "bound"): the pipeline then leaves the operation UNKNOWN for `uh mission recover`

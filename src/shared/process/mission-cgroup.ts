@@ -1,0 +1,242 @@
+/**
+ * One phase's cgroup (the agent's, the checks', the hidden verifier's) on the backend the host
+ * gives (cgroup-probe.ts): made with the mission's limits (`pids.max` = processes, enforced by the
+ * kernel for root too; `memory.max` / `memory.limit_in_bytes` = memory, no swap beyond it), joined
+ * by every child before it execs (`join`: a `/bin/sh` that writes its own pid into each
+ * `cgroup.procs`, then `exec`s the program, so not one instruction of it runs outside; a join that
+ * fails exits 125 and the program never runs), read for the kernel's refusals (`pids.events` max,
+ * the OOM kills), and at the end emptied (v2 `cgroup.kill`; v1 SIGKILL of every pid until none is
+ * left) and removed. Names are `uh-<pid>-<n>-<phase>-<operation>`: a cgroup whose owning process is
+ * gone is swept by the next worker start and by `uh gc` (`sweepStaleCgroups`).
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { cgroupMounts, ownCgroups, type CgroupBackend } from './cgroup-probe.js';
+
+export interface CgroupEvents {
+  /** Forks the pids controller refused (`pids.events` max). */
+  forksRefused: number;
+  /** Processes the kernel's OOM killer ended in the cgroup. */
+  oomKills: number;
+  /** The most memory the cgroup held (bytes), when the kernel says. */
+  memoryPeak: number | null;
+}
+
+export interface MissionCgroup {
+  readonly backend: CgroupBackend;
+  /** The cgroup's directories: one on v2, the pids and the memory one on v1. */
+  readonly dirs: readonly string[];
+  /** Put before a child's argv: joins the cgroup, then execs the rest. */
+  readonly join: readonly string[];
+  events(): CgroupEvents;
+  /** The pids in the cgroup now. */
+  pids(): number[];
+  /** Kill everything in it, remove it; the events as they were before the kill. Never throws. */
+  close(): Promise<CgroupEvents>;
+}
+
+/** The joining shell: each argument before `--` is a `cgroup.procs` to write its pid into. */
+const JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
+
+let made = 0;
+
+const read = (path: string): string => {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+};
+
+/** `key N` from a flat-keyed cgroup file (`pids.events`, `memory.events`, `memory.oom_control`). */
+function keyed(path: string, key: string): number {
+  const line = read(path)
+    .split('\n')
+    .find((l) => l.startsWith(`${key} `));
+  return line === undefined ? 0 : Number(line.slice(key.length + 1)) || 0;
+}
+
+function number(path: string): number | null {
+  const text = read(path).trim();
+  return text === '' || !/^\d+$/.test(text) ? null : Number(text);
+}
+
+/** Write a limit file; a missing controller's file is skipped, any other failure throws. */
+function set(dir: string, file: string, value: string, optional = false): void {
+  const path = join(dir, file);
+  if (optional && !existsSync(path)) return;
+  writeFileSync(path, value);
+}
+
+export interface CgroupLimits {
+  processes: number;
+  memory_bytes: number;
+}
+
+/** Make the phase's cgroup with the limits set, or throw (the caller fails the run: never unlimited). */
+export function createMissionCgroup(
+  backend: CgroupBackend,
+  name: { phase: string; operationId: string },
+  limits: CgroupLimits,
+): MissionCgroup {
+  const leaf = `uh-${process.pid}-${++made}-${name.phase}-${name.operationId}`;
+  const dirs =
+    backend.kind === 'cgroup-v2'
+      ? [join(backend.parent, leaf)]
+      : [join(backend.pids, leaf), join(backend.memory, leaf)];
+  for (const dir of dirs) mkdirSync(dir);
+  try {
+    if (backend.kind === 'cgroup-v2') {
+      const [dir] = dirs as [string];
+      if (backend.controllers.includes('pids')) set(dir, 'pids.max', String(limits.processes));
+      if (backend.controllers.includes('memory')) {
+        set(dir, 'memory.max', String(limits.memory_bytes));
+        set(dir, 'memory.swap.max', '0', true);
+        set(dir, 'memory.oom.group', '1', true); // one OOM kill ends the whole phase, not one process of it
+      }
+    } else {
+      const [pids, memory] = dirs as [string, string];
+      set(pids, 'pids.max', String(limits.processes));
+      set(memory, 'memory.limit_in_bytes', String(limits.memory_bytes));
+      set(memory, 'memory.memsw.limit_in_bytes', String(limits.memory_bytes), true);
+    }
+  } catch (error) {
+    for (const dir of dirs) removeDir(dir);
+    throw error;
+  }
+  return cgroupHandle(backend, dirs);
+}
+
+function cgroupHandle(backend: CgroupBackend, dirs: string[]): MissionCgroup {
+  const v2 = backend.kind === 'cgroup-v2';
+  const events = (): CgroupEvents => {
+    const [first, memory = first] = dirs as [string, string?];
+    return {
+      forksRefused: keyed(join(first, 'pids.events'), 'max'),
+      oomKills: v2
+        ? keyed(join(first, 'memory.events'), 'oom_kill')
+        : keyed(join(memory as string, 'memory.oom_control'), 'oom_kill'),
+      memoryPeak: number(join(memory as string, v2 ? 'memory.peak' : 'memory.max_usage_in_bytes')),
+    };
+  };
+  const pids = () => pidsIn(dirs);
+  return {
+    backend,
+    dirs,
+    join: ['/bin/sh', '-c', JOIN_SCRIPT, 'uh-cgroup-join', ...dirs.map((d) => join(d, 'cgroup.procs')), '--'],
+    events,
+    pids,
+    close: async () => {
+      const seen = events();
+      await emptyCgroup(dirs, v2);
+      for (const dir of dirs) await removeWhenFree(dir);
+      return seen;
+    },
+  };
+}
+
+function pidsIn(dirs: readonly string[]): number[] {
+  const out = new Set<number>();
+  for (const dir of dirs)
+    for (const line of read(join(dir, 'cgroup.procs')).split('\n')) if (line.trim() !== '') out.add(Number(line));
+  return [...out];
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const DEADLINE_MS = 5000;
+
+/** Kill everything in the cgroup: v2 `cgroup.kill` (atomic, forks included), else SIGKILL per pid until empty. */
+async function emptyCgroup(dirs: readonly string[], v2: boolean): Promise<void> {
+  const killFile = join(dirs[0] as string, 'cgroup.kill');
+  const atomic = v2 && existsSync(killFile);
+  const deadline = Date.now() + DEADLINE_MS;
+  for (;;) {
+    const left = pidsIn(dirs);
+    if (left.length === 0 || Date.now() > deadline) return;
+    if (atomic) {
+      try {
+        writeFileSync(killFile, '1');
+      } catch {
+        // removed meanwhile
+      }
+    } else
+      for (const pid of left)
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // exited meanwhile
+        }
+    await pause(5);
+  }
+}
+
+function removeDir(dir: string): boolean {
+  try {
+    rmdirSync(dir);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENOENT';
+  }
+}
+
+/** rmdir, retried while the kernel still counts an exiting task (EBUSY), until the deadline. */
+async function removeWhenFree(dir: string): Promise<void> {
+  const deadline = Date.now() + DEADLINE_MS;
+  while (!removeDir(dir) && Date.now() < deadline) await pause(5);
+}
+
+/** Every directory where uh may make cgroups on this host (its own cgroup in each hierarchy), existing. */
+export function cgroupParents(): string[] {
+  const mounts = cgroupMounts();
+  const own = ownCgroups();
+  const out = mounts.v2.map((m) => join(m, own.get('') ?? '/'));
+  for (const c of ['pids', 'memory']) {
+    const point = mounts.v1.get(c);
+    if (point !== undefined) out.push(join(point, own.get(c) ?? '/'));
+  }
+  return out.map((d) => d.replace(/(.)\/$/, '$1')).filter((d) => existsSync(d));
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+/** uh's cgroups under `parents` whose owning process is gone (a crashed worker's): emptied and removed. */
+export async function sweepStaleCgroups(parents: readonly string[] = cgroupParents()): Promise<string[]> {
+  const removed: string[] = [];
+  for (const parent of parents) {
+    let entries: string[];
+    try {
+      entries = readdirSync(parent);
+    } catch {
+      continue;
+    }
+    for (const entry of entries) {
+      const owner = /^uh-(\d+)-\d+-/.exec(entry);
+      if (!owner || alive(Number(owner[1]))) continue;
+      const dir = join(parent, entry);
+      await emptyCgroup([dir], existsSync(join(dir, 'cgroup.kill')));
+      await removeWhenFree(dir);
+      if (!existsSync(dir)) removed.push(dir);
+    }
+  }
+  return removed;
+}
+
+/** uh's cgroups under `parents` whose name holds `operationId` (what a test asserts is gone). */
+export function cgroupsOf(operationId: string, parents: readonly string[] = cgroupParents()): string[] {
+  return parents.flatMap((parent) => {
+    try {
+      return readdirSync(parent)
+        .filter((e) => e.startsWith('uh-') && e.endsWith(`-${operationId}`))
+        .map((e) => join(parent, e));
+    } catch {
+      return [];
+    }
+  });
+}
