@@ -445,8 +445,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       graceMs: e.UH_WORKER_GRACE_MS,
       heartbeatMs: e.UH_HEARTBEAT_MS,
       artifactCapBytes: e.UH_ARTIFACT_CAP_BYTES,
-      artifactStore: artifactStoreSetting(e.UH_ARTIFACT_STORE, e.UH_ARTIFACT_STORE_S3_FILE, cacheDir),
-      eventRetentionMs: Math.round(e.UH_EVENT_RETENTION_MINUTES * 60_000),
+      ...artifactSettings(e, cacheDir),
       webhook: e.UH_WEBHOOK_URL
         ? {
             url: e.UH_WEBHOOK_URL,
@@ -493,6 +492,13 @@ const S3FileSchema = z
   .refine((f) => (f.access_key_id === undefined) === (f.secret_access_key === undefined), {
     message: 'access_key_id and secret_access_key go together',
   });
+
+function artifactSettings(e: Parsed, cacheDir: string): Pick<QueueConfig, 'artifactStore' | 'eventRetentionMs'> {
+  return {
+    artifactStore: artifactStoreSetting(e.UH_ARTIFACT_STORE, e.UH_ARTIFACT_STORE_S3_FILE, cacheDir),
+    eventRetentionMs: Math.round(e.UH_EVENT_RETENTION_MINUTES * 60_000),
+  };
+}
 
 /** `UH_ARTIFACT_STORE` (+ its S3 file): the store every host of a fleet must name alike. */
 function artifactStoreSetting(
