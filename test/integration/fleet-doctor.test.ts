@@ -11,6 +11,7 @@ import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { until } from '../support/sse-client.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
+import { metricsUrlOf } from '../support/worker-log.js';
 
 let redis: TestRedis;
 let worker: WorkerProcess | undefined;
@@ -66,7 +67,7 @@ describe('uh doctor --redis (fleet)', () => {
     expect(JSON.parse(green.stdout).findings.find((f: { what: string }) => f.what === 'fleet command').ok).toBe(true);
 
     // A worker-only host serves the same metrics.
-    const metricsUrl = /metrics url=(\S+)/.exec(worker.output())?.[1] as string;
+    const metricsUrl = metricsUrlOf(worker.output());
     const scraped = await (await fetch(metricsUrl)).text();
     expect(scraped).toMatch(/^uh_workers_live\{role="runtime",runtime="command"\} 1$/m);
     expect(scraped).toMatch(/^uh_operations_settled_total\{[^}]*runtime="command"[^}]*\} 1$/m);

@@ -19,6 +19,7 @@ import { waitFor } from '../support/process.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
+import { metricsUrlOf } from '../support/worker-log.js';
 
 process.env.UH_ISOLATION = 'off';
 
@@ -107,7 +108,7 @@ describe('the results worker is a worker', () => {
     const { workers: listed } = (await get(base, '/v1/workers')) as { workers: Array<Record<string, unknown>> };
     expect(listed.map((w) => w.role).sort()).toEqual(['results', 'runtime']);
     expect(listed.find((w) => w.role === 'results')).toMatchObject({ runtimes: [], pid: results.pid });
-    const metricsUrl = /metrics url=(\S+)/.exec(results.output())?.[1] as string;
+    const metricsUrl = metricsUrlOf(results.output());
     const scraped = await (await fetch(metricsUrl)).text();
     expect(scraped).toMatch(/^uh_workers_live\{role="results"\} 1$/m);
     expect(scraped).toMatch(/^uh_workers_live\{role="runtime",runtime="command"\} 1$/m);
