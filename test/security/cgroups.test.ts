@@ -9,7 +9,8 @@
  * - the cgroup v1 path the same way, where this process may write the pids and memory hierarchies;
  * - a crashed owner's cgroups (uh's name, a dead pid) are emptied and removed by `uh gc`, their
  *   processes killed, and a live owner's are left alone; and a worker SIGKILLed mid-mission leaves
- *   its agent's cgroup with the agent in it, which the next worker sweeps at start.
+ *   its agent's cgroup with the agent in it, which the next worker ends (its owner watch, the
+ *   operation still running) or sweeps.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';

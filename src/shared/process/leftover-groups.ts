@@ -75,11 +75,12 @@ export function groupsElsewhere(journal: Record<string, unknown>): ProcessGroup[
 /**
  * A dead owner's runtime processes: kill the recorded groups alive on this host and say what
  * became of them, for the operation's unknown reason (the operator's record of the agent).
+ * `before`: what the caller already killed another way (the phase's cgroups), said first.
  */
-export function endOrphanedGroups(journal: Record<string, unknown>): string {
+export function endOrphanedGroups(journal: Record<string, unknown>, before: readonly string[] = []): string {
   const killed = killLeftoverGroups(journal);
   const elsewhere = groupsElsewhere(journal);
-  const parts: string[] = [];
+  const parts: string[] = [...before];
   if (killed.length > 0) parts.push(`agent process group(s) ${killed.join(', ')} killed on ${hostname()}`);
   if (elsewhere.length > 0)
     parts.push(

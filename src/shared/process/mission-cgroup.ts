@@ -7,7 +7,9 @@
  * fails exits 125 and the program never runs), read for the kernel's refusals (`pids.events` max,
  * the OOM kills), and at the end emptied (v2 `cgroup.kill`; v1 SIGKILL of every pid until none is
  * left) and removed. Names are `uh-<pid>-<n>-<phase>-<operation>`: a cgroup whose owning process is
- * gone is swept by the next worker start and by `uh gc` (`sweepStaleCgroups`).
+ * gone is swept by `uh gc` and by a worker's retention sweep (`sweepStaleCgroups`, sparing what the
+ * worker says to), and a dead owner's cgroups of one operation are ended by the owner watch
+ * (`endOrphanedCgroups`).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -206,8 +208,30 @@ const alive = (pid: number): boolean => {
   }
 };
 
-/** uh's cgroups under `parents` whose owning process is gone (a crashed worker's): emptied and removed. */
-export async function sweepStaleCgroups(parents: readonly string[] = cgroupParents()): Promise<string[]> {
+/** `uh-<pid>-<n>-<phase>-<operation>`: the owning pid and the operation, or null for a name not uh's. */
+function cgroupName(entry: string): { owner: number; operationId: string } | null {
+  const m = /^uh-(\d+)-\d+-[a-z]+-(.+)$/.exec(entry);
+  return m ? { owner: Number(m[1]), operationId: m[2] as string } : null;
+}
+
+/** Empty a stale cgroup and remove it; the pids it still held (now killed), or null when it stayed. */
+async function endStale(dir: string): Promise<number | null> {
+  const held = pidsIn([dir]).length;
+  await emptyCgroup([dir], existsSync(join(dir, 'cgroup.kill')));
+  await removeWhenFree(dir);
+  return existsSync(dir) ? null : held;
+}
+
+/**
+ * uh's cgroups under `parents` whose owning process is gone (a crashed worker's): emptied and
+ * removed. `spare` keeps an operation's cgroups for whoever settles it (a worker's sweep spares
+ * operations still running: the owner watch that declares the owner dead kills the agent and
+ * says so in the receipt).
+ */
+export async function sweepStaleCgroups(
+  parents: readonly string[] = cgroupParents(),
+  spare: (operationId: string) => Promise<boolean> = async () => false,
+): Promise<string[]> {
   const removed: string[] = [];
   for (const parent of parents) {
     let entries: string[];
@@ -217,15 +241,31 @@ export async function sweepStaleCgroups(parents: readonly string[] = cgroupParen
       continue;
     }
     for (const entry of entries) {
-      const owner = /^uh-(\d+)-\d+-/.exec(entry);
-      if (!owner || alive(Number(owner[1]))) continue;
+      const name = cgroupName(entry);
+      if (!name || alive(name.owner) || (await spare(name.operationId))) continue;
       const dir = join(parent, entry);
-      await emptyCgroup([dir], existsSync(join(dir, 'cgroup.kill')));
-      await removeWhenFree(dir);
-      if (!existsSync(dir)) removed.push(dir);
+      if ((await endStale(dir)) !== null) removed.push(dir);
     }
   }
   return removed;
+}
+
+/**
+ * A dead owner's cgroups of `operationId` on this host (their owning process gone): everything in
+ * them killed, the cgroups removed. Each one ended, with the processes it still held.
+ */
+export async function endOrphanedCgroups(
+  operationId: string,
+  parents: readonly string[] = cgroupParents(),
+): Promise<{ dir: string; killed: number }[]> {
+  const ended: { dir: string; killed: number }[] = [];
+  for (const dir of cgroupsOf(operationId, parents)) {
+    const name = cgroupName(dir.slice(dir.lastIndexOf('/') + 1));
+    if (!name || name.operationId !== operationId || alive(name.owner)) continue;
+    const killed = await endStale(dir);
+    if (killed !== null) ended.push({ dir, killed });
+  }
+  return ended;
 }
 
 /** uh's cgroups under `parents` whose name holds `operationId` (what a test asserts is gone). */

@@ -24,7 +24,23 @@ export interface DiskGuardOptions {
   logger: Logger;
 }
 
-async function sweepOnce(o: DiskGuardOptions, paused: { value: boolean }): Promise<void> {
+/**
+ * Which dead owners' cgroups this sweep leaves. A running operation's are the owner watch's: it
+ * kills the agent as it declares the owner dead and says how in the unknown reason. One this
+ * fleet has no record of (another fleet's on this host, whose own watch has the first go; a
+ * local run's) waits for the next sweep: `foreign` holds those seen once.
+ */
+function cgroupsToSpare(state: (id: string) => Promise<string | null>, foreign: Set<string>) {
+  return async (id: string): Promise<boolean> => {
+    const now = await state(id);
+    if (now === 'running' || now === 'verifying') return true;
+    if (now !== null || foreign.has(id)) return false;
+    foreign.add(id);
+    return true;
+  };
+}
+
+async function sweepOnce(o: DiskGuardOptions, paused: { value: boolean }, foreign: Set<string>): Promise<void> {
   const now = new Date();
   const policy = {
     now,
@@ -37,6 +53,7 @@ async function sweepOnce(o: DiskGuardOptions, paused: { value: boolean }): Promi
     o.cacheDir,
     await planGc(o.cacheDir, o.stateDir, policy, ports),
     now,
+    cgroupsToSpare(ports.operationState, foreign),
   );
   if (removed.length + orphans.length + cgroups.length > 0) {
     o.logger.info(
@@ -80,11 +97,12 @@ async function sweepOnce(o: DiskGuardOptions, paused: { value: boolean }): Promi
 /** Sweep now and every interval; returns the stop function. */
 export function startDiskGuard(o: DiskGuardOptions): () => void {
   const paused = { value: false };
+  const foreign = new Set<string>();
   let running = false;
   const tick = async () => {
     if (running) return;
     running = true;
-    await sweepOnce(o, paused)
+    await sweepOnce(o, paused, foreign)
       .catch((error) =>
         o.logger.warn({ err: (error as Error).message }, 'retention sweep failed; retrying next interval'),
       )

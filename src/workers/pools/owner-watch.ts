@@ -16,6 +16,8 @@
  * whose claim of a re-delivered job made the operation unknown (the stalled checker was first)
  * does the same through `settleFromRuntime`.
  */
+import { hostname } from 'node:os';
+import { basename } from 'node:path';
 import type { Redis } from 'ioredis';
 import { completionOf, type OperationStore, type QueueRecord } from '../../shared/queue/operation-store.js';
 import { operationOfJob, queueName } from '../../shared/queue/topology.js';
@@ -25,6 +27,7 @@ import { finishOperation } from '../../operation/finish-operation.js';
 import type { OperationSettings } from '../../operation/settings.js';
 import { RUNTIME_CATALOG } from '../operation-ports.js';
 import { endOrphanedGroups } from '../../shared/process/leftover-groups.js';
+import { endOrphanedCgroups } from '../../shared/process/mission-cgroup.js';
 
 export interface OwnerWatchOptions {
   redis: Redis;
@@ -78,6 +81,18 @@ export async function ownerAlive(redis: Redis, store: OperationStore, record: Qu
   );
 }
 
+/** The operation's cgroups of a dead owner on this host, emptied: how the reason says so, or nothing. */
+async function killedCgroups(id: string): Promise<string[]> {
+  const ended = new Map<string, number>();
+  for (const { dir, killed } of await endOrphanedCgroups(id)) {
+    const leaf = basename(dir);
+    ended.set(leaf, Math.max(ended.get(leaf) ?? 0, killed));
+  }
+  const processes = [...ended.values()].reduce((n, k) => n + k, 0);
+  if (ended.size === 0 || processes === 0) return [];
+  return [`agent cgroup(s) ${[...ended.keys()].join(', ')} killed on ${hostname()} (${processes} process(es))`];
+}
+
 async function orphanIfOwnerDead(options: OwnerWatchOptions, id: string, indexed: boolean): Promise<string | null> {
   const { redis, store } = options;
   const { logger } = options.settings;
@@ -97,8 +112,9 @@ async function orphanIfOwnerDead(options: OwnerWatchOptions, id: string, indexed
     // The next tick, not a full interval to the millisecond: timer jitter would cost a whole extra interval.
     if (since === undefined || Date.now() - since < options.intervalMs * 0.75) return null;
   }
-  // The dead worker's agent (unisolated: nothing else ends it) is killed before the record says so.
-  const agent = endOrphanedGroups(record.journal);
+  // The dead worker's agent (unisolated: nothing else ends it) is killed before the record says so:
+  // its phase cgroups on this host first (everything it started, whatever its group), then its groups.
+  const agent = endOrphanedGroups(record.journal, await killedCgroups(id));
   const reason = `owner worker ${record.worker.id} is gone (heartbeat expired); ${agent}`;
   const to = await store.orphaned(id, reason, completionOf(record), record.owner);
   if (!to) return null;

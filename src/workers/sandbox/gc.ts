@@ -222,6 +222,7 @@ export async function applyGc(
   cacheDir: string,
   items: GcItem[],
   now: Date,
+  spareCgroupsOf?: (operationId: string) => Promise<boolean>,
 ): Promise<{ removed: GcItem[]; orphans: string[]; cgroups: string[] }> {
   const removed: GcItem[] = [];
   // A pooled sandbox claimed by a mission since the plan keeps its mirror (its objects come from there).
@@ -245,8 +246,8 @@ export async function applyGc(
     }
   }
   const swept = await sweepSandboxes(cacheDir, now);
-  // A crashed worker's phase cgroups (their owner is gone): emptied and removed.
-  const cgroups = await sweepStaleCgroups();
+  // A crashed worker's phase cgroups (their owner is gone): emptied and removed, but for those spared.
+  const cgroups = await sweepStaleCgroups(undefined, spareCgroupsOf);
   return { removed, orphans: swept.removed, cgroups };
 }
 
