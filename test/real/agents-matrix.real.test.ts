@@ -518,7 +518,7 @@ describe('the ACP SDK example agent from an nvm prefix through uh mission run un
 });
 
 describe('the configured home', () => {
-  it('was never written by an ACP agent: each mission wrote its own copy of HOME and XDG_DATA_HOME', () => {
+  it('was never written by any agent: ACP ones wrote per-operation copies, codex and pi their tenant copy', () => {
     expect(treeFingerprint(home, notInstalls)).toBe(homeBefore);
   });
 });

@@ -5,14 +5,16 @@
  * tenant A's next one does, and the worker user's real home (its ~/.pi, ~/.codex) is byte for byte
  * what it was.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import { makeRepo } from '../support/git-repo.js';
+import { startTestRedis } from '../support/redis.js';
 import { hostTempDir, removeDir, tempDir } from '../support/temp.js';
+import { startWorker } from '../support/worker-process.js';
 import { requireBwrap, treeFingerprint } from './isolation-helpers.js';
 
 const HOSTILE = fileURLToPath(new URL('../fixtures/bin/hostile-agent-home.sh', import.meta.url));
@@ -37,8 +39,7 @@ beforeAll(() => {
 });
 afterAll(() => created.forEach(removeDir));
 
-/** One `uh mission run` of the hostile agent as `runtime`, submitted by `tenant`: what it found in its home. */
-async function mission(runtime: string, tenant: string, stateDir: string): Promise<string> {
+function missionFile(runtime: string, tenant: string): { path: string; operationId: string } {
   const operationId = `op-home-${process.pid}-${++counter}`;
   const spec = {
     schema_version: 'uh.mission.v0',
@@ -54,6 +55,12 @@ async function mission(runtime: string, tenant: string, stateDir: string): Promi
   const path = join(tempDir('uh-agent-home-mission-'), 'mission.yaml');
   created.push(join(path, '..'));
   writeFileSync(path, stringify(spec));
+  return { path, operationId };
+}
+
+/** One `uh mission run` of the hostile agent as `runtime`, submitted by `tenant`: what it found in its home. */
+async function mission(runtime: string, tenant: string, stateDir: string): Promise<string> {
+  const { path, operationId } = missionFile(runtime, tenant);
   const env = { UH_CACHE_DIR: cacheDir, HOME: home, UH_TENANT: tenant, UH_ISOLATION: 'require' };
   const r = await runCli(['mission', 'run', path, '--json', '--state-dir', stateDir], { cwd: repo, env });
   const opDir = join(stateDir, 'operations', operationId);
@@ -106,5 +113,43 @@ describe.each([
     const dir = join(stateDir, 'agent-homes', runtime, 'team-a');
     expect(statSync(join(dir, readdirSync(dir)[0]!)).mode & 0o777).toBe(0o700);
     expect(existsSync(join(home, '.pi', 'agent', 'planted.txt'))).toBe(false);
+  }, 120_000);
+});
+
+describe('a hostile pi agent through a worker (queue mode)', () => {
+  it("the job's tenant picks the home: the other tenant's next mission does not see the planted file", async () => {
+    const redis = await startTestRedis('agent-homes');
+    const stateDir = tempDir('uh-agent-home-qstate-');
+    created.push(stateDir);
+    const before = treeFingerprint(home);
+    const base = { REDIS_URL: redis.url, UH_REDIS_PREFIX: redis.prefix('homes'), UH_CACHE_DIR: cacheDir, HOME: home };
+    // The worker checks its runtime at start: `pi` on its PATH is the hostile agent too.
+    const bin = hostTempDir('uh-agent-home-bin-');
+    created.push(bin);
+    symlinkSync(HOSTILE, join(bin, 'pi'));
+    const worker = await startWorker(['--state-dir', stateDir, '--runtime', 'pi'], {
+      cwd: repo,
+      env: { ...base, PATH: `${bin}:${process.env.PATH}`, UH_ISOLATION: 'require', UH_TENANT: 'worker-own' },
+    });
+    try {
+      await worker.waitForOutput('ready');
+      for (const tenant of ['team-a', 'team-b', 'team-a']) {
+        const { path } = missionFile('pi', tenant);
+        const args = ['mission', 'submit', path, '--wait', '--json', '--state-dir', stateDir];
+        const r = await Promise.race([
+          runCli(args, { cwd: repo, env: { ...base, UH_TENANT: tenant } }),
+          new Promise<never>((_, reject) => setTimeout(() => reject(new Error(worker.output())), 30_000)),
+        ]);
+        expect(JSON.parse(r.stdout).isolation?.kind, `${r.stderr}\n${worker.output()}`).toBe('bwrap');
+      }
+    } finally {
+      await worker.stop('SIGTERM');
+      await redis.cleanup();
+    }
+    const homes = homesOf(stateDir, 'pi');
+    expect(homes['team-a/PI_CODING_AGENT_DIR/seen.log']).toBe('seen=none\nseen=from-team-a\n');
+    expect(homes['team-b/PI_CODING_AGENT_DIR/seen.log']).toBe('seen=none\n');
+    expect(existsSync(join(stateDir, 'agent-homes', 'pi', 'worker-own'))).toBe(false);
+    expect(treeFingerprint(home)).toBe(before);
   }, 120_000);
 });
