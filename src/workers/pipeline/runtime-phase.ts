@@ -219,7 +219,10 @@ function runtimeSpawn(
   for (const note of state?.notes ?? []) run.logger.warn({ operation_id }, `agent state: ${note}`);
   const writable = [...declared.writable, ...(state?.writable ?? [])];
   const phase = phaseSpawn(run, sandbox, { writable, readable: declared.readable ?? [] }, cgroup);
-  return { phase: state ? { ...phase, spawn: agentStateSpawn(phase.spawn, seeds, state.env, persistent) } : phase, state };
+  return {
+    phase: state ? { ...phase, spawn: agentStateSpawn(phase.spawn, seeds, state.env, persistent) } : phase,
+    state,
+  };
 }
 
 /** A spawn that remembers the stderr file of each child, for the why line. */
