@@ -32,7 +32,7 @@ function sh(cwd: string, ...args: string[]): void {
   });
 }
 
-function makeRepo(root: string, files: number, bytesPerFile: number): string {
+export function makeRepo(root: string, files: number, bytesPerFile: number): string {
   const repo = join(root, `repo-${files}`);
   rmSync(repo, { recursive: true, force: true });
   mkdirSync(repo, { recursive: true });

@@ -16,6 +16,7 @@ import { runCodexAppServerBench } from './codex-app-server.bench.js';
 import { runPiJsonl } from './pi-jsonl.js';
 import { runQueueLatency } from './queue-latency.js';
 import { runDiffCapture } from './diff-capture.js';
+import { runCowSandboxes } from './cow-sandboxes.js';
 
 export const SUITES: BenchSuite[] = [
   { name: 'inline', run: runInlineVsFloor },
@@ -26,4 +27,5 @@ export const SUITES: BenchSuite[] = [
   { name: 'queue', run: runQueueLatency },
   { name: 'hermes-proxy-sse', run: runHermesProxySseBench },
   { name: 'diff', run: runDiffCapture },
+  { name: 'cow', run: runCowSandboxes },
 ];

@@ -42,7 +42,7 @@ export interface QueueTarget {
   owner: string | null;
   /** The states the record may be in for this ending to apply. */
   allowedStates: readonly string[];
-  /** The operation's other artifacts (diff, logs, mission), stored with the receipt. */
+  /** The operation's other artifacts (diff, logs, mission), stored with the receipt (in the store's, when the store has one). */
   artifacts?: Record<string, string>;
   /** The local copy, when the operation ran on this host. */
   local?: FilesTarget;
@@ -115,5 +115,6 @@ async function finishQueued(target: QueueTarget, receipt: Receipt, event: string
     artifacts: { ...target.artifacts, receipt: `${JSON.stringify(receipt, null, 2)}\n` },
     event,
     completion: completionOf(target.record, finished),
+    attempt: target.record.attempt,
   });
 }

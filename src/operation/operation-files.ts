@@ -63,6 +63,9 @@ export const CHECK_LOG_ARTIFACT = /^check_log:(.+)$/;
 export const CHECK_LOG_FILE = /^check-(.+)\.log$/;
 export const checkLogArtifact = (name: string): string => `check_log:${name}`;
 export const checkLogFile = (name: string): string => `check-${name}.log`;
+/** The runtime's own output travels too: artifact `runtime_log:<file>` ↔ file `runtime.<stream>.log`. */
+export const RUNTIME_LOG_ARTIFACT = /^runtime_log:(.+)$/;
+export const RUNTIME_LOG_FILE = /^runtime\.[A-Za-z0-9_-]+\.log$/;
 
 export function operationsRoot(stateDir: string): string {
   return join(stateDir, 'operations');

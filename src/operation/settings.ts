@@ -4,7 +4,7 @@
  * the pipeline (graphile-worker's `CompiledSharedOptions` is the model). No field is copied from
  * bag to bag: a caller that needs another value builds another settings object.
  */
-import type { Env, IsolationMode, UhConfig } from '../shared/config.js';
+import type { Env, IsolationMode, SandboxBackendSetting, UhConfig } from '../shared/config.js';
 import { silentLogger, type Logger } from '../shared/logger.js';
 import type { PriceTable } from '../shared/prices.js';
 import type { MissionLimits } from '../shared/process/mission-limits.js';
@@ -26,6 +26,11 @@ export interface OperationSettings {
     readonly keepAll: boolean;
     /** The warm pool; size 0 turns it off. */
     readonly pool: { readonly size: number; readonly idleMs: number };
+    /**
+     * `UH_SANDBOX_BACKEND`. Only `worktree` is wired into the pipeline yet; the overlay backend's
+     * parts (`sandbox/overlay-*.ts`) are built and tested on their own (docs/sandboxes.md).
+     */
+    readonly backend: SandboxBackendSetting;
     /** The longest and deepest path a sandbox may hold; past them, a scope violation by name. */
     readonly paths: PathBounds;
   };
@@ -89,6 +94,7 @@ export function compileSettings(config: UhConfig, overrides: SettingsOverrides):
       keepHours: core.sandboxKeepHours,
       keepAll: core.keepSandbox || overrides.keepSandbox === true,
       pool: core.sandboxPool,
+      backend: core.sandboxBackend,
       paths: DEFAULT_PATH_BOUNDS,
     },
     isolation: { mode: core.isolation, tmpfsBytes: core.isolationTmpfsBytes, readable: core.isolationReadable },

@@ -16,11 +16,14 @@ import type { HostPolicy, HostSettings } from './host-policy.js';
 import { DEFAULT_TMPFS_BYTES } from './process/bwrap-argv.js';
 import type { LimitBackendMode } from './process/cgroup-probe.js';
 import { DEFAULT_LIMITS, type MissionLimits } from './process/mission-limits.js';
+import type { ArtifactStoreSetting } from './artifacts/open-artifact-store.js';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
 /** `UH_ISOLATION`: bubblewrap for runtimes and checks where it works, required, or off. */
 export type IsolationMode = 'auto' | 'require' | 'off';
+/** `UH_SANDBOX_BACKEND`: overlay where it works (`auto`), always (`overlay`: refuse where it cannot), never (`worktree`). */
+export type SandboxBackendSetting = 'auto' | 'overlay' | 'worktree';
 
 /** `UH_DIFF_CAP_BYTES` when unset: the most bytes a mission's `diff.patch` keeps (50 MiB). */
 export const DEFAULT_DIFF_CAP_BYTES = 50 * 1024 * 1024;
@@ -113,6 +116,14 @@ const VARIABLES = {
   UH_KEEP_SANDBOX: v(flagValue, 'keep every sandbox'),
   UH_SANDBOX_POOL_SIZE: v(count, 'warm sandboxes kept per repository mirror (0 = no pool)', 2),
   UH_SANDBOX_POOL_IDLE_MINUTES: v(days, 'idle lifetime of a warm sandbox (minutes)', 30),
+  UH_SANDBOX_BACKEND: v(
+    () =>
+      z
+        .enum(['auto', 'overlay', 'worktree'])
+        .refine((b) => b !== 'overlay', 'overlay is not wired into runs yet (docs/sandboxes.md): use worktree or auto'),
+    'how sandboxes are made: worktree (a checkout each), overlay (copy-on-write over a shared base), auto',
+    'worktree',
+  ),
   UH_ALLOW_LOCAL_REPOS: v(flagValue, 'allow local repository paths'),
   UH_ALLOW_HTTP_REPOS: v(flagValue, 'allow http:// repository URLs'),
   UH_PRICES: v(text, 'price table (JSON)'),
@@ -179,6 +190,21 @@ const VARIABLES = {
   UH_WORKER_GRACE_MS: v(count, 'shutdown grace period', 30_000),
   UH_HEARTBEAT_MS: v(ms, 'worker heartbeat interval', 2_000),
   UH_ARTIFACT_CAP_BYTES: v(ms, 'artifact size cap', 2 * 1024 * 1024),
+  UH_ARTIFACT_STORE: v(
+    () =>
+      z
+        .string()
+        .regex(
+          /^(dir:\/.*|s3:\/\/[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](\/.*)?)$/,
+          'dir:/absolute/path or s3://bucket/prefix',
+        ),
+    'artifact store',
+  ),
+  UH_ARTIFACT_STORE_S3_FILE: v(
+    () => z.string().startsWith('/', 'an absolute path'),
+    'S3 endpoint, region and credentials of the artifact store (JSON file)',
+  ),
+  UH_EVENT_RETENTION_MINUTES: v(days, "minutes a settled operation's events stay in Redis", 60),
   UH_WEBHOOK_URL: v(() => z.string().url(), 'completion webhook'),
   UH_WEBHOOK_SECRET: v(text, 'webhook signing secret'),
   UH_WEBHOOK_ATTEMPTS: v(() => z.coerce.number().int().positive(), 'webhook attempts', 5),
@@ -232,6 +258,10 @@ export interface QueueConfig {
   graceMs: number;
   heartbeatMs: number;
   artifactCapBytes: number;
+  /** `UH_ARTIFACT_STORE`: where receipts, diffs, logs and transcripts go (default `dir:<cache>/artifacts`). */
+  artifactStore: ArtifactStoreSetting;
+  /** `UH_EVENT_RETENTION_MINUTES`: a settled operation's event stream is trimmed from Redis after this. */
+  eventRetentionMs: number;
   webhook: { url: string; secret: string | null; attempts: number; backoffMs: number } | null;
   /** Overrides every retry rule's maxAttempts (1 = never retry); unset = the policy's own. */
   retryMaxAttempts: number | null;
@@ -271,6 +301,8 @@ export interface UhConfig {
     keepSandbox: boolean;
     /** The warm pool (workers/sandbox/sandbox-pool.ts): clean sandboxes kept per mirror, and for how long. */
     sandboxPool: { size: number; idleMs: number };
+    /** `UH_SANDBOX_BACKEND`: `worktree` (default), `overlay` (copy-on-write, docs/sandboxes.md), `auto`. */
+    sandboxBackend: SandboxBackendSetting;
     /** Local paths and file:// as repository.url; unset: allowed on the CLI, refused by the HTTP API. */
     allowLocalRepos: boolean | undefined;
     /** Plain http:// as repository.url (default off). */
@@ -391,6 +423,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       sandboxKeepHours: e.UH_SANDBOX_KEEP_HOURS,
       keepSandbox: e.UH_KEEP_SANDBOX === '1' || e.UH_KEEP_SANDBOX === 'true',
       sandboxPool: { size: e.UH_SANDBOX_POOL_SIZE, idleMs: Math.round(e.UH_SANDBOX_POOL_IDLE_MINUTES * 60_000) },
+      sandboxBackend: e.UH_SANDBOX_BACKEND,
       allowLocalRepos: flag(e.UH_ALLOW_LOCAL_REPOS),
       allowHttpRepos: flag(e.UH_ALLOW_HTTP_REPOS) ?? false,
       prices: parsePrices(e.UH_PRICES, e.UH_PRICES_FILE),
@@ -415,30 +448,7 @@ export function loadConfig(env: Env = process.env): UhConfig {
       allowMissionNetworkHost: flag(e.UH_ALLOW_MISSION_NETWORK_HOST) ?? false,
       envPassthroughAllow: e.UH_ENV_PASSTHROUGH_ALLOW,
     },
-    queue: {
-      redisUrl: e.REDIS_URL ?? null,
-      prefix: e.UH_REDIS_PREFIX,
-      lockMs: e.UH_QUEUE_LOCK_MS,
-      stalledIntervalMs: e.UH_QUEUE_STALLED_INTERVAL_MS,
-      maxStalledCount: e.UH_QUEUE_MAX_STALLED,
-      batchErrorRetries: e.UH_BATCH_ERROR_RETRIES,
-      graceMs: e.UH_WORKER_GRACE_MS,
-      heartbeatMs: e.UH_HEARTBEAT_MS,
-      artifactCapBytes: e.UH_ARTIFACT_CAP_BYTES,
-      webhook: e.UH_WEBHOOK_URL
-        ? {
-            url: e.UH_WEBHOOK_URL,
-            secret: e.UH_WEBHOOK_SECRET ?? null,
-            attempts: e.UH_WEBHOOK_ATTEMPTS,
-            backoffMs: e.UH_WEBHOOK_BACKOFF_MS,
-          }
-        : null,
-      retryMaxAttempts: e.UH_RETRY_MAX_ATTEMPTS ?? null,
-      cluster: flag(e.UH_REDIS_CLUSTER) ?? false,
-      passwordFile: e.UH_REDIS_PASSWORD_FILE ?? null,
-      tenantQuotas: e.UH_TENANT_QUOTAS ?? null,
-      quotaRetryMs: e.UH_TENANT_QUOTA_RETRY_MS,
-    },
+    queue: queueConfig(e, cacheDir),
     gc: {
       intervalMs: e.UH_GC_INTERVAL_MS,
       mirrorIdleDays: e.UH_MIRROR_IDLE_DAYS,
@@ -455,6 +465,105 @@ export function loadConfig(env: Env = process.env): UhConfig {
       run: { sha: e.GITHUB_SHA, run_id: e.GITHUB_RUN_ID, run_attempt: e.GITHUB_RUN_ATTEMPT },
     },
     childEnv: env,
+  };
+}
+
+/** The queue section: Redis, the fleet's timings, the artifact store, webhooks, tenants' quotas. */
+function queueConfig(e: Parsed, cacheDir: string): UhConfig['queue'] {
+  return {
+    redisUrl: e.REDIS_URL ?? null,
+    prefix: e.UH_REDIS_PREFIX,
+    lockMs: e.UH_QUEUE_LOCK_MS,
+    stalledIntervalMs: e.UH_QUEUE_STALLED_INTERVAL_MS,
+    maxStalledCount: e.UH_QUEUE_MAX_STALLED,
+    batchErrorRetries: e.UH_BATCH_ERROR_RETRIES,
+    graceMs: e.UH_WORKER_GRACE_MS,
+    heartbeatMs: e.UH_HEARTBEAT_MS,
+    artifactCapBytes: e.UH_ARTIFACT_CAP_BYTES,
+    ...artifactSettings(e, cacheDir),
+    webhook: e.UH_WEBHOOK_URL
+      ? {
+          url: e.UH_WEBHOOK_URL,
+          secret: e.UH_WEBHOOK_SECRET ?? null,
+          attempts: e.UH_WEBHOOK_ATTEMPTS,
+          backoffMs: e.UH_WEBHOOK_BACKOFF_MS,
+        }
+      : null,
+    retryMaxAttempts: e.UH_RETRY_MAX_ATTEMPTS ?? null,
+    cluster: flag(e.UH_REDIS_CLUSTER) ?? false,
+    passwordFile: e.UH_REDIS_PASSWORD_FILE ?? null,
+    tenantQuotas: e.UH_TENANT_QUOTAS ?? null,
+    quotaRetryMs: e.UH_TENANT_QUOTA_RETRY_MS,
+  };
+}
+
+const S3FileSchema = z
+  .object({
+    endpoint: z.string().url().optional(),
+    region: z.string().min(1).default('us-east-1'),
+    access_key_id: z.string().min(1).optional(),
+    secret_access_key: z.string().min(1).optional(),
+    session_token: z.string().min(1).optional(),
+    force_path_style: z.boolean().default(false),
+  })
+  .strict()
+  .refine((f) => (f.access_key_id === undefined) === (f.secret_access_key === undefined), {
+    message: 'access_key_id and secret_access_key go together',
+  });
+
+function artifactSettings(e: Parsed, cacheDir: string): Pick<QueueConfig, 'artifactStore' | 'eventRetentionMs'> {
+  return {
+    artifactStore: artifactStoreSetting(e.UH_ARTIFACT_STORE, e.UH_ARTIFACT_STORE_S3_FILE, cacheDir),
+    eventRetentionMs: Math.round(e.UH_EVENT_RETENTION_MINUTES * 60_000),
+  };
+}
+
+/** `UH_ARTIFACT_STORE` (+ its S3 file): the store every host of a fleet must name alike. */
+function artifactStoreSetting(
+  store: string | undefined,
+  s3File: string | undefined,
+  cacheDir: string,
+): ArtifactStoreSetting {
+  if (store === undefined || store.startsWith('dir:')) {
+    return { kind: 'dir', root: store === undefined ? join(cacheDir, 'artifacts') : store.slice('dir:'.length) };
+  }
+  const [bucket = '', ...rest] = store.slice('s3://'.length).split('/');
+  const prefix = rest.filter((p) => p !== '').join('/');
+  const fail = (why: string) =>
+    invalidInput(
+      'invalid configuration in the environment',
+      [`artifact store S3 file (environment UH_ARTIFACT_STORE_S3_FILE): ${why}`],
+      'a JSON file: {"endpoint": "https://…", "region": "…", "access_key_id": "…", "secret_access_key": "…"} (docs/deploy.md)',
+    );
+  let file: z.infer<typeof S3FileSchema> = { region: 'us-east-1', force_path_style: false };
+  if (s3File !== undefined) {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(readFileSync(s3File, 'utf8'));
+    } catch (error) {
+      throw fail(`cannot read ${s3File} as JSON (${(error as NodeJS.ErrnoException).code ?? 'not JSON'})`);
+    }
+    const parsed = S3FileSchema.safeParse(raw);
+    // Issues name the field, never its value (the file holds credentials).
+    if (!parsed.success)
+      throw fail(parsed.error.issues.map((i) => `${i.path.join('.') || '(file)'}: ${i.message}`).join('; '));
+    file = parsed.data;
+  }
+  const credentials = file.access_key_id
+    ? {
+        accessKeyId: file.access_key_id,
+        secretAccessKey: file.secret_access_key as string,
+        ...(file.session_token ? { sessionToken: file.session_token } : {}),
+      }
+    : null;
+  return {
+    kind: 's3',
+    bucket,
+    prefix,
+    endpoint: file.endpoint ?? null,
+    region: file.region,
+    forcePathStyle: file.force_path_style,
+    credentials,
   };
 }
 

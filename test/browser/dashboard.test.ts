@@ -124,7 +124,10 @@ beforeAll(async () => {
       UH_RECEIPT_SIGNING_KEY_FILE: fleet.privateFile,
     },
   });
-  client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
+  client = await QueueClient.open(
+    loadConfig({ UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: dirs[2] as string }).queue,
+    redis.url,
+  );
   app = await buildApiServer({
     client,
     config: readApiConfig({ UH_API_TOKEN: TOKEN }, '127.0.0.1'),

@@ -249,7 +249,11 @@ describe('uh batch submit (queue)', () => {
 
     // The same batch over HTTP: the view and the self-contained HTML report.
     const AUTH = { authorization: 'Bearer batch-queue-token-3e8a1c' };
-    const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
+    // The workers' artifact store (the default: <UH_CACHE_DIR>/artifacts of the same cache dir).
+    const client = await QueueClient.open(
+      loadConfig({ UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir }).queue,
+      redis.url,
+    );
     const app = await buildApiServer({
       client,
       config: readApiConfig({ UH_API_TOKEN: 'batch-queue-token-3e8a1c' }, '127.0.0.1'),

@@ -133,7 +133,10 @@ const TOKEN = 'batch-suite-token-5f1e2d3c4b5a69788796';
 
 /** POST /v1/batches (a suite of inline missions), GET /v1/batches, and the dashboard's batch page. */
 async function overHttp(prefix: string, producer: string, batchId: string, browser: Browser): Promise<void> {
-  const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
+  const client = await QueueClient.open(
+    loadConfig({ UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir }).queue,
+    redis.url,
+  );
   const app = await buildApiServer({
     client,
     config: readApiConfig({ UH_API_TOKEN: TOKEN }, '127.0.0.1'),

@@ -15,6 +15,7 @@ import { waitGroupGone } from '../support/process-group.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
+import { storedArtifact } from '../support/stored-artifacts.js';
 
 // This file's fake agents coordinate with the test through files outside their sandbox (pid, gate and
 // counter files), which bubblewrap isolation hides by design; isolation itself is tested in test/security/.
@@ -127,7 +128,12 @@ describe('submit --wait on abort', () => {
         .find((e) => e.type === 'operation.cancel_requested')?.data,
     ).toEqual({ reason: 'superseded by PR #12' });
     const receipt = JSON.parse(
-      (await redis.redis.hget(`{${prefix}}:op:${run.operationId}:artifacts`, 'receipt')) as string,
+      (await storedArtifact(
+        redis.redis,
+        { UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir },
+        run.operationId,
+        'receipt',
+      )) as string,
     );
     expect(receipt.outcome.message).toContain('superseded by PR #12');
     expect(await waitGroupGone(run.pgid)).toEqual([]);

@@ -16,6 +16,7 @@ import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { startResponsesServer, type ResponsesServer } from '../support/responses-server.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
+import { storedArtifact } from '../support/stored-artifacts.js';
 
 const API_KEY = 'sk-uh-appserver-queue-6b1f0e22';
 let redis: TestRedis;
@@ -129,12 +130,12 @@ describe('codex-app-server in queue mode', () => {
         status: 'failed',
         recovered: true,
       });
-      const receipt = JSON.parse((await redis.redis.hget(`${key}:artifacts`, 'receipt')) as string);
+      const receipt = JSON.parse((await storedArtifact(redis.redis, env(prefix), operationId, 'receipt')) as string);
       expect(receipt.outcome).toMatchObject({ status: 'failed', raw: 'readback:interrupted' });
       expect(receipt.runtime).toMatchObject({ thread_id: left.thread_id, turn_id: left.turn_id });
       // Ended by the live worker through the one finishing module: signed with the fleet's key.
       const file = join(tempDir('uh-verify-'), 'receipt.json');
-      writeFileSync(file, (await redis.redis.hget(`${key}:artifacts`, 'receipt')) as string);
+      writeFileSync(file, (await storedArtifact(redis.redis, env(prefix), operationId, 'receipt')) as string);
       const verified = await uh(prefix, ['receipt', 'verify', file, '--json']);
       expect(verified.code, verified.stdout + verified.stderr).toBe(0);
       expect(JSON.parse(verified.stdout)).toMatchObject({ state: 'valid' });

@@ -17,6 +17,7 @@ import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
 import { waitGroupGone } from '../support/process-group.js';
+import { forgeStoredArtifacts, storedArtifact } from '../support/stored-artifacts.js';
 
 // This file's fake agents coordinate with the test through files outside their sandbox (pid, gate and
 // counter files), which bubblewrap isolation hides by design; isolation itself is tested in test/security/.
@@ -64,6 +65,8 @@ function env(): Record<string, string> {
   return {
     UH_REDIS_PREFIX: prefix,
     UH_CACHE_DIR: cacheDir,
+    // The fleet's artifact store, shared by every host of the test (the CI runner has a cache of its own).
+    UH_ARTIFACT_STORE: `dir:${cacheDir}/artifacts`,
     UH_HEARTBEAT_MS: '500',
     UH_STATE_DIR: join(repo, '.harness-test'),
     REDIS_URL: '',
@@ -586,9 +589,11 @@ describe('action.yml, the fleet over HTTPS (uh api start; no Redis on the runner
     expect((await junitOf(r.junit)).testsuite?.[0]?.failures).toBe(1);
 
     // Someone with Redis rewrites the verdict: the step that attaches to the run refuses the receipt.
-    const key = `{${prefix}}:op:${r.outputs.operation_id}:artifacts`;
-    const text = (await redis.redis.hget(key, 'receipt')) as string;
-    await redis.redis.hset(key, 'receipt', text.replace('"verification_failed"', '"verified"'));
+    const id = r.outputs.operation_id as string;
+    const text = (await storedArtifact(redis.redis, env(), id, 'receipt')) as string;
+    await forgeStoredArtifacts(redis.redis, env(), id, {
+      receipt: text.replace('"verification_failed"', '"verified"'),
+    });
     const forged = await viaApi(path, run);
     expect(forged.code, forged.log).toBe(6);
     expect(forged.outputs).toMatchObject({ status: 'untrusted', verdict: '' });

@@ -36,7 +36,11 @@ let idleClient: QueueClient;
 
 /** An API server in this process on its own key prefix. */
 async function openOn(prefix: string, env: Record<string, string>): Promise<{ url: string; client: QueueClient }> {
-  const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
+  // The workers' artifact store: the default, <UH_CACHE_DIR>/artifacts, of the same cache dir.
+  const client = await QueueClient.open(
+    loadConfig({ UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: dirs[2] as string }).queue,
+    redis.url,
+  );
   const config = readApiConfig({ UH_API_TOKEN: TOKEN, ...env }, '127.0.0.1');
   const app = await buildApiServer({
     client,

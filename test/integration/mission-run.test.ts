@@ -108,8 +108,9 @@ describe('uh mission run', () => {
     expect(types.filter((t) => t === 'runtime.finished')).toHaveLength(1);
     expect(types).toContain('verification.check');
     expect(types).toContain('operation.completed');
-    // A verified run's sandbox is removed.
+    // A verified run's sandbox is removed; the receipt names the backend that made it (the default).
     expect(existsSync(r.receipt.sandbox.path)).toBe(false);
+    expect(r.receipt.sandbox.backend).toBe('git-worktree');
     // The base commit is the committed state: the user's uncommitted edit is not in the sandbox diff.
     expect(readFileSync(join(dir, 'diff.patch'), 'utf8')).not.toContain('local edit');
   });

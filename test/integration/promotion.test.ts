@@ -360,7 +360,10 @@ describe('automatic promotion', () => {
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toMatchObject({ commit: record.commit, created: false });
     // And through the HTTP API: the same target answers 200 with the same commit, another is a 409.
-    const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
+    const client = await QueueClient.open(
+      loadConfig({ UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cacheDir }).queue,
+      redis.url,
+    );
     const identity = { name: 'Api Bot', email: 'api@example.com' };
     const API_TOKEN = 'promotion-api-token-9c2e4b1d7a';
     const app = await buildApiServer({

@@ -11,6 +11,9 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/shared/config.js';
+import { openArtifactStore } from '../../src/shared/artifacts/open-artifact-store.js';
+import { OperationStore } from '../../src/shared/queue/operation-store.js';
 import { runCli, type CliResult } from '../support/cli.js';
 import { makeRepo } from '../support/git-repo.js';
 import { writeMission } from '../support/mission-file.js';
@@ -80,10 +83,20 @@ function uh(
   return runCli(args, { cwd: repo, env: fleetEnv(prefix, extra), ...(onSpawn ? { onSpawn } : {}) });
 }
 
-/** `uh receipt verify` of the receipt an operation ended with, as stored in Redis. */
+/** An operation's artifacts as the fleet stored them: the default artifact store, `<UH_CACHE_DIR>/artifacts`. */
+async function storedArtifacts(prefix: string, operationId: string): Promise<Record<string, string>> {
+  const store = new OperationStore(
+    redis.redis,
+    prefix,
+    openArtifactStore(loadConfig(fleetEnv(prefix)).queue.artifactStore),
+  );
+  return store.artifacts(operationId);
+}
+
+/** `uh receipt verify` of the receipt an operation ended with, as stored in the fleet's artifact store. */
 async function verifyCollected(prefix: string, operationId: string): Promise<unknown> {
   const file = join(tempDir('uh-verify-'), 'receipt.json');
-  writeFileSync(file, (await redis.redis.hget(`{${prefix}}:op:${operationId}:artifacts`, 'receipt')) as string);
+  writeFileSync(file, (await storedArtifacts(prefix, operationId)).receipt as string);
   const verified = await uh(prefix, ['receipt', 'verify', file, '--json']);
   expect(verified.code).toBe(0);
   return JSON.parse(verified.stdout);
@@ -364,7 +377,7 @@ describe('one fleet: worker pool, --wait exit codes, cancel, collect, watch', ()
     outputs.push(await uh(prefix(), ['mission', 'watch', operationId, '--json']));
     outputs.push(await uh(prefix(), ['mission', 'recover', operationId, '--json']));
     for (const o of outputs) expect(o.stdout + o.stderr).not.toContain(secret);
-    const artifacts = await redis.redis.hgetall(`{${prefix()}}:op:${operationId}:artifacts`);
+    const artifacts = await storedArtifacts(prefix(), operationId);
     expect(Object.keys(artifacts)).toContain('receipt');
     expect(JSON.stringify(artifacts)).not.toContain(secret);
     const stored = await redis.redis.xrange(`{${prefix()}}:op:${operationId}:events`, '-', '+');
@@ -444,7 +457,7 @@ describe('a worker killed with -9 mid-run', () => {
     expect(r).toMatchObject({ state: 'unknown', runtime_started: '1' });
     // The owner watch (heartbeat expired) or BullMQ's stalled re-delivery, whichever comes first.
     expect(r.unknown_reason).toMatch(/heartbeat expired|re-delivered after its runtime had started/);
-    expect(await redis.redis.hget(`{${prefix}}:op:${operationId}:artifacts`, 'receipt')).toBeNull();
+    expect((await storedArtifacts(prefix, operationId)).receipt).toBeUndefined();
     expect((await uh(prefix, ['mission', 'status', operationId, '--state-dir', state()])).code).toBe(5);
     // Resubmitting attaches to the unknown operation; it does not run again.
     const resubmit = await uh(prefix, ['mission', 'submit', path, '--wait', '--json', '--state-dir', state()]);
@@ -454,9 +467,7 @@ describe('a worker killed with -9 mid-run', () => {
     const recovered = await uh(prefix, ['mission', 'recover', operationId, '--json']);
     expect(recovered.code).toBe(1);
     expect(json(recovered).operation).toMatchObject({ state: 'finished', status: 'failed' });
-    const receipt = JSON.parse(
-      (await redis.redis.hget(`{${prefix}}:op:${operationId}:artifacts`, 'receipt')) as string,
-    );
+    const receipt = JSON.parse((await storedArtifacts(prefix, operationId)).receipt as string);
     expect(receipt.outcome).toMatchObject({ status: 'failed', raw: 'unknown' });
     expect(receipt.outcome.hint).toContain('new operation_id');
     expect(lines(countFile)).toHaveLength(1);

@@ -15,6 +15,7 @@ import { waitFor } from '../support/process.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
+import { forgeStoredArtifacts, storedArtifact } from '../support/stored-artifacts.js';
 
 let redis: TestRedis;
 const dirs: string[] = [];
@@ -85,7 +86,7 @@ describe('a forged completion in Redis', () => {
     // The forgery: the same operation's receipt rewritten as verified with promotion + push,
     // unsigned; a workflow diff; a mission asking for push; a finished record; an outbox entry.
     const artifactsKey = `{${prefix}}:op:${real.operationId}:artifacts`;
-    const signed = JSON.parse((await redis.redis.hget(artifactsKey, 'receipt')) as string);
+    const signed = JSON.parse((await storedArtifact(redis.redis, env, real.operationId, 'receipt')) as string);
     const { signature: _signature, ...unsigned } = signed;
     const forged = {
       ...unsigned,
@@ -95,18 +96,14 @@ describe('a forged completion in Redis', () => {
       promotion: { branch: 'ci/{operation_id}', push: true },
     };
     const mission = {
-      ...JSON.parse((await redis.redis.hget(artifactsKey, 'mission')) as string),
+      ...JSON.parse((await storedArtifact(redis.redis, env, real.operationId, 'mission')) as string),
       promotion: { branch: 'ci/x', push: true },
     };
-    await redis.redis.hset(
-      artifactsKey,
-      'receipt',
-      JSON.stringify(forged),
-      'diff',
-      WORKFLOW_DIFF,
-      'mission',
-      JSON.stringify(mission),
-    );
+    await forgeStoredArtifacts(redis.redis, env, real.operationId, {
+      receipt: JSON.stringify(forged),
+      diff: WORKFLOW_DIFF,
+      mission: JSON.stringify(mission),
+    });
     await redis.redis.hset(`{${prefix}}:op:${real.operationId}`, 'verdict', 'verified', 'exit_code', '0');
     const completion = {
       operation_id: real.operationId,

@@ -42,6 +42,7 @@ import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
 import { hostileMission, requireBwrap } from './isolation-helpers.js';
+import { forgeStoredArtifacts, storedArtifact } from '../support/stored-artifacts.js';
 
 let repo: string;
 const dirs: string[] = [];
@@ -341,7 +342,6 @@ describe('queue mode: every consumer refuses a forged or unsigned receipt (table
   let producer: Record<string, string>;
   let mission: { path: string; operationId: string };
   let receiptText: string;
-  let artifactsKey: string;
   let client: QueueClient;
   let api: Awaited<ReturnType<typeof buildApiServer>>;
 
@@ -350,7 +350,13 @@ describe('queue mode: every consumer refuses a forged or unsigned receipt (table
     fleet = join(temp('uh-rq-fleet-'), 'keys');
     generateKeyPair(fleet);
     const prefix = redis.prefix('q');
-    const queue = { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_ALLOW_LOCAL_REPOS: '1' };
+    // The fleet's artifact store, shared by the worker and producer hosts.
+    const queue = {
+      REDIS_URL: redis.url,
+      UH_REDIS_PREFIX: prefix,
+      UH_ALLOW_LOCAL_REPOS: '1',
+      UH_ARTIFACT_STORE: `dir:${temp('uh-rq-store-')}`,
+    };
     worker = await startWorker(['--runtime', 'command', '--state-dir', temp('uh-rq-wstate-')], {
       cwd: repo,
       env: {
@@ -372,8 +378,7 @@ describe('queue mode: every consumer refuses a forged or unsigned receipt (table
     });
     expect(waited.code, waited.stderr).toBe(1);
     expect(waited.stdout).toContain('✔ signature');
-    artifactsKey = `{${prefix}}:op:${mission.operationId}:artifacts`;
-    receiptText = (await redis.redis.hget(artifactsKey, 'receipt')) as string;
+    receiptText = (await storedArtifact(redis.redis, producer, mission.operationId, 'receipt')) as string;
     const config = loadConfig(producer);
     client = await QueueClient.open(config.queue, redis.url);
     api = await buildApiServer({
@@ -455,7 +460,9 @@ describe('queue mode: every consumer refuses a forged or unsigned receipt (table
   it.each(['valid', 'forged', 'unsigned', 'other_key'] as const)(
     '%s receipt in Redis (the record forged to finished/verified/0)',
     async (kind) => {
-      await redis.redis.hset(artifactsKey, 'receipt', variant(receiptText, kind, temp('uh-rq-other-')));
+      await forgeStoredArtifacts(redis.redis, producer, mission.operationId, {
+        receipt: variant(receiptText, kind, temp('uh-rq-other-')),
+      });
       const opKey = `{${producer.UH_REDIS_PREFIX}}:op:${mission.operationId}`;
       await redis.redis.hset(opKey, 'verdict', 'verified', 'exit_code', '0'); // what an agent reaching Redis writes
       const run = (args: string[]) => runCli(args, { cwd: repo, env: producer });

@@ -16,6 +16,7 @@ import { writeMission } from '../support/mission-file.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
+import { forgeStoredArtifacts, storedArtifact } from '../support/stored-artifacts.js';
 
 let repo: string;
 const dirs: string[] = [];
@@ -145,6 +146,8 @@ describe('signed receipts, queue mode', () => {
       UH_REDIS_PREFIX: redis.prefix('q'),
       UH_RECEIPT_KEY: FLEET_KEY,
       UH_ALLOW_LOCAL_REPOS: '1',
+      // The fleet's artifact store, shared by the worker and producer hosts.
+      UH_ARTIFACT_STORE: `dir:${workerCache}/shared-artifacts`,
     };
     const workerState = tempDir('uh-rc-wstate-');
     dirs.push(workerState);
@@ -173,11 +176,10 @@ describe('signed receipts, queue mode', () => {
     expect(good.code).toBe(1);
     expect(good.stdout).toContain('✔ signature');
 
-    const key = `{${env.UH_REDIS_PREFIX}}:op:${operationId}:artifacts`;
-    const text = await redis.redis.hget(key, 'receipt');
+    const text = await storedArtifact(redis.redis, producer, operationId, 'receipt');
     expect(text).toBeTruthy();
     const forged = { ...(JSON.parse(text as string) as Record<string, unknown>), verdict: 'verified', exit_code: 0 };
-    await redis.redis.hset(key, 'receipt', JSON.stringify(forged));
+    await forgeStoredArtifacts(redis.redis, producer, operationId, { receipt: JSON.stringify(forged) });
     const status = await runCli(['mission', 'status', operationId, '--redis', redis.url], { cwd: repo, env: producer });
     expect(status.code).toBe(6);
     expect(status.stderr).toContain('NOT trusted (invalid)');

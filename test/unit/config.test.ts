@@ -105,4 +105,13 @@ describe('loadConfig', () => {
       expect.objectContaining({ details: [expect.stringContaining('(environment UH_GIT_FAST_PATH)')] }),
     );
   });
+
+  it('UH_SANDBOX_BACKEND=overlay is refused, naming the variable, while the overlay backend is not wired into runs', () => {
+    expect(loadConfig({ UH_SANDBOX_BACKEND: 'auto' }).core.sandboxBackend).toBe('auto');
+    expect(() => loadConfig({ UH_SANDBOX_BACKEND: 'overlay' })).toThrow(
+      expect.objectContaining({
+        details: [expect.stringMatching(/\(environment UH_SANDBOX_BACKEND\): overlay is not wired into runs yet/)],
+      }),
+    );
+  });
 });

@@ -149,8 +149,17 @@ export class EventHub {
     return () => void joined.subscribers.delete(subscriber);
   }
 
-  /** Entries after `afterId` (exclusive) up to now, on the shared connection. */
+  /**
+   * Entries after `afterId` (exclusive) up to now, on the shared connection; once retention trimmed a
+   * settled operation's stream, its transcript from the artifact store, numbered `0-1`, `0-2`, ….
+   */
   async backlog(operationId: string, afterId: string): Promise<StreamEntry[]> {
+    if ((await this.store.redis.exists(this.store.keys.events(operationId))) === 0) {
+      const lines = await this.store.eventLines(operationId);
+      return lines
+        .map((line, i) => parseFields(`0-${i + 1}`, ['event', line]))
+        .filter((e) => compareIds(e.id, afterId) > 0);
+    }
     const out: StreamEntry[] = [];
     let from = afterId === '0-0' ? '-' : `(${afterId}`;
     for (;;) {

@@ -3,7 +3,7 @@
  * workers write, `<p>:worker:<id>`), runtime queues and their BullMQ job counts, and the
  * operation history with filters and a cursor.
  */
-import { QueueRecordSchema, type QueueRecord } from '../../shared/queue/operation-store.js';
+import type { QueueRecord } from '../../shared/queue/operation-store.js';
 import type { QueueClient } from '../queue/queue-client.js';
 import { operationOfJob, queueName } from '../../shared/queue/topology.js';
 
@@ -193,15 +193,14 @@ export async function listOperations(
     for (let i = 0; i < flat.length; i += 2) page.push([flat[i] as string, Number(flat[i + 1])]);
     const fresh = page.filter(([id, score]) => !(pos && score === pos.score && id >= pos.id));
     if (fresh.length === 0) return { operations: out, next_cursor: null };
-    const pipe = redis.pipeline();
-    for (const [id] of fresh) pipe.hgetall(keys.op(id));
-    const hashes = (await pipe.exec()) ?? [];
+    // getMany: a settled record is compact (its long fields beside it), one pipeline either way.
+    const records = await client.store.getMany(fresh.map(([id]) => id)).catch(() => fresh.map(() => null));
     for (let i = 0; i < fresh.length; i++) {
       const [id, score] = fresh[i] as [string, number];
       pos = { score, id };
       scanned += 1;
-      const parsed = QueueRecordSchema.safeParse(hashes[i]?.[1]);
-      if (parsed.success && matches(parsed.data, f)) out.push(parsed.data);
+      const record = records[i];
+      if (record && matches(record, f)) out.push(record);
       if (out.length >= f.limit || scanned >= SCAN_BUDGET) return { operations: out, next_cursor: `${score}:${id}` };
     }
     if (page.length < 200) return { operations: out, next_cursor: null };

@@ -124,21 +124,23 @@ export class ApiMetrics {
   }
 
   private async readOutbox(): Promise<void> {
-    const { redis, keys } = this.client.store;
+    const { store } = this.client;
+    const { redis, keys } = store;
     for (;;) {
       const entries = await redis.xrange(keys.outbox, this.outboxCursor, '+', 'COUNT', 500);
       if (entries.length === 0) return;
       const completions = entries.map(([, fields]) => parseCompletion(fields));
       const pipe = redis.pipeline();
-      for (const c of completions) {
-        pipe.hget(keys.artifacts(c?.operation_id ?? ''), 'receipt');
-        pipe.hget(keys.op(c?.operation_id ?? ''), 'runtime_started');
-      }
-      const replies = (await pipe.exec()) ?? [];
+      for (const c of completions) pipe.hget(keys.op(c?.operation_id ?? ''), 'runtime_started');
+      const [replies, receipts] = await Promise.all([
+        pipe.exec().then((r) => r ?? []),
+        // Receipts are in the artifact store (verified by digest there); a missing one counts as none.
+        Promise.all(completions.map((c) => (c ? store.artifact(c.operation_id, 'receipt').catch(() => null) : null))),
+      ]);
       completions.forEach((c, i) => {
         // Cancelled before its runtime started (cancelled while queued): its "total" is time spent waiting, not a run.
-        const ran = !(c?.status === 'cancelled' && replies[2 * i + 1]?.[1] !== '1');
-        if (c) this.count(c, ran ? replies[2 * i]?.[1] : null);
+        const ran = !(c?.status === 'cancelled' && replies[i]?.[1] !== '1');
+        if (c) this.count(c, ran ? receipts[i] : null);
       });
       this.outboxCursor = `(${entries[entries.length - 1]?.[0]}`;
       if (entries.length < 500) return;

@@ -7,7 +7,13 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ReceiptSchema, type Receipt } from '../../shared/contracts/receipt.js';
 import type { OperationStore } from '../../shared/queue/operation-store.js';
-import { ARTIFACT_FILES, CHECK_LOG_ARTIFACT, checkLogFile } from '../../operation/operation-files.js';
+import {
+  ARTIFACT_FILES,
+  CHECK_LOG_ARTIFACT,
+  RUNTIME_LOG_ARTIFACT,
+  RUNTIME_LOG_FILE,
+  checkLogFile,
+} from '../../operation/operation-files.js';
 import { makeDir } from '../../shared/fs/make-dir.js';
 
 export interface Materialized {
@@ -38,8 +44,16 @@ export async function readReceiptWithText(
   store: OperationStore,
   operationId: string,
 ): Promise<{ receipt: Receipt | null; text: string } | null> {
-  const text = await store.redis.hget(store.keys.artifacts(operationId), 'receipt');
+  const text = await store.artifact(operationId, 'receipt');
   return text ? { receipt: parsedReceipt(text), text } : null;
+}
+
+/** The file a log artifact is written to (`check_log:<name>` → check-<name>.log, `runtime_log:<file>`), or null. */
+function logFileOf(name: string): string | null {
+  const check = CHECK_LOG_ARTIFACT.exec(name)?.[1];
+  if (check !== undefined) return check.includes('/') ? null : checkLogFile(check);
+  const runtime = RUNTIME_LOG_ARTIFACT.exec(name)?.[1];
+  return runtime !== undefined && RUNTIME_LOG_FILE.test(runtime) ? runtime : null;
 }
 
 export async function materialize(store: OperationStore, operationId: string, dir: string): Promise<Materialized> {
@@ -53,16 +67,14 @@ export async function materialize(store: OperationStore, operationId: string, di
     files.push(join(dir, file));
   }
   for (const [name, text] of Object.entries(artifacts)) {
-    const check = CHECK_LOG_ARTIFACT.exec(name)?.[1];
-    if (check === undefined || check.includes('/')) continue;
-    writeFileSync(join(dir, checkLogFile(check)), text);
-    files.push(join(dir, checkLogFile(check)));
+    const file = logFileOf(name);
+    if (file === null) continue;
+    writeFileSync(join(dir, file), text);
+    files.push(join(dir, file));
   }
-  const entries = await store.redis.xrange(store.keys.events(operationId), '-', '+');
-  const lines = entries
-    .flatMap(([, fields]) => (fields.includes('event') ? [fields[fields.indexOf('event') + 1] ?? ''] : []))
-    .filter(Boolean);
-  writeFileSync(join(dir, 'events.jsonl'), lines.map((l) => `${l}\n`).join(''));
+  // A settled operation's transcript is in the artifact store; a running one's events are in the stream.
+  const transcript = artifacts.events ?? (await store.streamEvents(operationId)).map((l) => `${l}\n`).join('');
+  writeFileSync(join(dir, 'events.jsonl'), transcript);
   files.push(join(dir, 'events.jsonl'));
   const receiptText = artifacts.receipt ?? null;
   return { dir, files, receipt: receiptText === null ? null : parsedReceipt(receiptText), receiptText };

@@ -7,6 +7,7 @@ import type { Redis } from 'ioredis';
 import type { QueueConfig } from '../../shared/config.js';
 import { connectRedis } from '../../shared/queue/redis-connection.js';
 import { OperationStore } from '../../shared/queue/operation-store.js';
+import { openArtifactStore } from '../../shared/artifacts/open-artifact-store.js';
 import { queueName } from '../../shared/queue/topology.js';
 
 export class QueueClient {
@@ -21,7 +22,11 @@ export class QueueClient {
   /** Connect to `redisUrl` (the caller picked it: `--redis`, `REDIS_URL` or the default). */
   static async open(config: QueueConfig, redisUrl: string): Promise<QueueClient> {
     const redis = await connectRedis(redisUrl, { name: 'uh-producer', cluster: config.cluster });
-    return new QueueClient(config, redis, new OperationStore(redis, config.prefix));
+    return new QueueClient(
+      config,
+      redis,
+      new OperationStore(redis, config.prefix, openArtifactStore(config.artifactStore)),
+    );
   }
 
   async queue(runtimeId: string): Promise<Queue> {

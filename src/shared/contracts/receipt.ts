@@ -37,6 +37,13 @@ export const ChangedFileSchema = z.lazy(() =>
 );
 export type ChangedFile = z.infer<typeof ChangedFileSchema>;
 
+/** Where the sandbox was and whether it is kept; which backend made it (absent in receipts written before there were two, and when none was made). */
+const ReceiptSandboxSchema = z.strictObject({
+  path: z.string().nullable(),
+  retained: z.boolean(),
+  backend: z.enum(['git-worktree', 'overlay']).optional(),
+});
+
 export const ScopeViolationSchema = z.lazy(() =>
   z.strictObject({
     path: z.string(),
@@ -167,7 +174,7 @@ export const ReceiptSchema = z.lazy(() =>
     final_message: z.string(),
     final_message_source: z.enum(['sentinel', 'native', 'none']),
     exit_code: z.number().int(),
-    sandbox: z.strictObject({ path: z.string().nullable(), retained: z.boolean() }),
+    sandbox: ReceiptSandboxSchema,
     /**
      * How the runtime and checks were isolated (`none` + reason when bwrap was unavailable or off) and
      * their network (`on` in receipts written before egress mode: the host's). `egress`: the allowlist

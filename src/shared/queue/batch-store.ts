@@ -157,14 +157,14 @@ export async function loadBatchChildren(
     attempts.map(async (o) => {
       const [op, artifacts] = await Promise.all([
         ops.get(o.operation_id),
-        ops.redis.hmget(ops.keys.artifacts(o.operation_id), 'receipt', 'diff'),
+        ops.artifacts(o.operation_id, ['receipt', 'diff']),
       ]);
-      const parsed = artifacts[0] ? ReceiptSchema.safeParse(JSON.parse(artifacts[0])) : null;
+      const parsed = artifacts.receipt ? ReceiptSchema.safeParse(JSON.parse(artifacts.receipt)) : null;
       return {
         ...o,
         state: op?.state ?? 'missing',
         receipt: parsed?.success ? parsed.data : null,
-        diff: artifacts[1] ?? null,
+        diff: artifacts.diff ?? null,
       };
     }),
   );

@@ -64,6 +64,14 @@ export async function tailOperation(
       if (options.signal?.aborted) return null;
       const record = await store.get(operationId);
       if (record && SETTLED.has(record.state)) {
+        // Trimmed by retention: the transcript in the artifact store is every event.
+        if (options.from === 'start' && last === '0-0' && (await store.redis.exists(key)) === 0) {
+          for (const line of await store.eventLines(operationId)) {
+            const event = parseEntry(['event', line]);
+            if (event) options.onEvent?.(event);
+          }
+          return record;
+        }
         // Everything appended before the settlement, then stop.
         for (let before = ''; before !== last;) {
           before = last;

@@ -18,7 +18,8 @@ local d = redis.call('HGET', KEYS[1], 'contract_digest')
 if d then
   local t = redis.call('HGET', KEYS[1], 'tenant')
   if (t or 'default') ~= ARGV[4] then return {'conflict', ''} end
-  if d == ARGV[1] then return {'attached', redis.call('HGET', KEYS[1], 'state')} end
+  -- A settled record keeps its digest as bare hex (compact-record.ts).
+  if d == ARGV[1] or 'sha256:' .. d == ARGV[1] then return {'attached', redis.call('HGET', KEYS[1], 'state')} end
   return {'conflict', d}
 end
 for i = 5, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
@@ -91,9 +92,12 @@ return 1
 /**
  * Settle: the terminal write of an operation, all or nothing: record fields, artifacts, one
  * outbox entry, one event-stream entry (the given event, else a bare `settled` marker); a record no longer
- * running leaves the running index. KEYS: op, artifacts, outbox, events, running.
+ * running leaves the running index; a record whose artifacts are in the store (`artifacts` pointer)
+ * joins the settled index (event retention). KEYS: op, artifacts, outbox, events, running, settled.
  * ARGV: owner ('' = anyone), allowed states (comma list), event_json, outbox_json,
- *       n_record_pairs, operation_id, record pairs…, artifact pairs… → 1 | 0.
+ *       n_record_pairs, operation_id, replace ('1': the record pairs ARE the whole record, the compact
+ *       settled form), overflow (the compact form's long fields, compressed: KEYS[7]; '' = none),
+ *       record pairs…, artifact pairs… → 1 | 0. KEYS[7]: the record's overflow key.
  */
 export const SETTLE = `
 local s = redis.call('HMGET', KEYS[1], 'owner', 'state')
@@ -102,14 +106,21 @@ local ok = false
 for st in string.gmatch(ARGV[2], '[^,]+') do if st == s[2] then ok = true end end
 if not ok then return 0 end
 local n = tonumber(ARGV[5])
-for i = 7, 6 + n * 2, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-for i = 7 + n * 2, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+-- A new key, so Redis encodes the compact record as a listpack (every value <= 64 bytes).
+if ARGV[7] == '1' then redis.call('DEL', KEYS[1]) end
+for i = 9, 8 + n * 2, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+if ARGV[8] ~= '' then redis.call('SET', KEYS[7], ARGV[8]) end
+for i = 9 + n * 2, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
 -- Always one stream entry, so a tail blocked on the stream wakes up at once ('settled' entries carry no event).
 if ARGV[3] ~= '' then redis.call('XADD', KEYS[4], 'MAXLEN', '~', '100000', '*', 'event', ARGV[3])
 else redis.call('XADD', KEYS[4], 'MAXLEN', '~', '100000', '*', 'settled', 'finished') end
 if ARGV[4] ~= '' then redis.call('XADD', KEYS[3], 'MAXLEN', '~', '1000000', '*', 'completion', ARGV[4]) end
 local st = redis.call('HGET', KEYS[1], 'state')
 if st ~= 'running' and st ~= 'verifying' then redis.call('SREM', KEYS[5], ARGV[6]) end
+if (st == 'finished' or st == 'unknown') and redis.call('HEXISTS', KEYS[1], 'artifacts') == 1 then
+  local t = redis.call('TIME')
+  redis.call('ZADD', KEYS[6], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ARGV[6])
+end
 return 1
 `;
 

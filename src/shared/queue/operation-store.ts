@@ -17,7 +17,10 @@ import {
   SETTLE,
   UPDATE_IF_OWNER,
 } from './operation-scripts.js';
+import { UhError } from '../errors.js';
+import { compactRecord, expandRecord } from './compact-record.js';
 import { jobIdFor, keysFor, tenantOf, type QueueKeys } from './topology.js';
+import type { ArtifactStore } from '../artifacts/artifact-store.js';
 
 export * from './queue-record.js';
 
@@ -42,7 +45,7 @@ const SCRIPTS = {
   uhClaim: [4, CLAIM],
   uhMarkRuntimeStarted: [1, MARK_RUNTIME_STARTED],
   uhUpdateIfOwner: [1, UPDATE_IF_OWNER],
-  uhSettle: [5, SETTLE],
+  uhSettle: [7, SETTLE],
   uhRequestCancel: [1, REQUEST_CANCEL],
   uhNextAttempt: [3, NEXT_ATTEMPT],
   uhOrphaned: [4, ORPHANED],
@@ -52,11 +55,22 @@ const SCRIPTS = {
 function createResultOf([kind, value]: [string, string]): CreateResult {
   if (kind === 'created') return { kind };
   if (kind === 'attached') return { kind, state: value };
-  return { kind: 'conflict', digest: value };
+  return { kind: 'conflict', digest: value === '' || value.startsWith('sha256:') ? value : `sha256:${value}` };
 }
 
-type ScriptFn = (...args: (string | number)[]) => Promise<unknown>;
+type ScriptFn = (...args: (string | number | Buffer)[]) => Promise<unknown>;
 type Scripted = Redis & { [K in keyof typeof SCRIPTS]: ScriptFn };
+
+function recordOf(hash: Record<string, string>, overflow: Buffer | null): QueueRecord | null {
+  if (Object.keys(hash).length === 0) return null;
+  return QueueRecordSchema.parse(expandRecord(hash, overflow));
+}
+
+const pick = (o: Record<string, string>, names: readonly string[]): Record<string, string> =>
+  Object.fromEntries(Object.entries(o).filter(([k]) => names.includes(k)));
+
+const pairsOf = (o: Record<string, string | number | null | undefined>): Array<[string, string]> =>
+  Object.entries(o).map(([k, v]) => [k, v === null || v === undefined ? '' : String(v)]);
 
 const pairs = (o: Record<string, string | number | null | undefined>): string[] =>
   Object.entries(o).flatMap(([k, v]) => [k, v === null || v === undefined ? '' : String(v)]);
@@ -68,6 +82,11 @@ export class OperationStore {
   constructor(
     readonly redis: Redis,
     readonly prefix: string,
+    /**
+     * Where settled operations' artifacts go (receipt, diff, logs, events transcript): the record
+     * then holds one pointer. Without one (tests of the record alone), artifacts stay in Redis.
+     */
+    readonly artifactStore: ArtifactStore | null = null,
   ) {
     this.keys = keysFor(prefix);
     for (const [name, [numberOfKeys, lua]] of Object.entries(SCRIPTS)) {
@@ -136,10 +155,16 @@ export class OperationStore {
   /** Many records in one pipeline; null for a missing one. */
   async getMany(operationIds: readonly string[]): Promise<Array<QueueRecord | null>> {
     const pipeline = this.redis.pipeline();
-    for (const id of operationIds) pipeline.hgetall(this.keys.op(id));
-    return ((await pipeline.exec()) ?? []).map(([error, hash]) => {
+    for (const id of operationIds) pipeline.hgetall(this.keys.op(id)).getBuffer(this.keys.overflow(id));
+    const replies = (await pipeline.exec()) ?? [];
+    return operationIds.map((_, i) => {
+      const [[error, hash], [overflowError, overflow]] = [
+        replies[2 * i] ?? [null, {}],
+        replies[2 * i + 1] ?? [null, null],
+      ];
       if (error) throw error;
-      return Object.keys(hash as object).length === 0 ? null : QueueRecordSchema.parse(hash);
+      if (overflowError) throw overflowError;
+      return recordOf(hash as Record<string, string>, overflow as Buffer | null);
     });
   }
 
@@ -152,9 +177,7 @@ export class OperationStore {
   }
 
   async get(operationId: string): Promise<QueueRecord | null> {
-    const hash = await this.redis.hgetall(this.keys.op(operationId));
-    if (Object.keys(hash).length === 0) return null;
-    return QueueRecordSchema.parse(hash);
+    return (await this.getMany([operationId]))[0] ?? null;
   }
 
   async claim(
@@ -216,7 +239,12 @@ export class OperationStore {
     return n === 1;
   }
 
-  /** The terminal write: record, artifacts, one outbox entry and one event, all or nothing. */
+  /**
+   * The terminal write: record, artifacts, one outbox entry and one event, all or nothing. With an
+   * artifact store, the artifacts and the event transcript (the stream so far plus `event`) are
+   * written there FIRST and the record gets their manifest's digest in the same script that
+   * settles it: a crash in between leaves an unreferenced blob, never a pointer to nothing.
+   */
   async settle(
     operationId: string,
     input: {
@@ -226,25 +254,59 @@ export class OperationStore {
       artifacts: Record<string, string>;
       event: string | null;
       completion: Completion | null;
+      /** The attempt settled (names the manifest); default 1. */
+      attempt?: number;
     },
   ): Promise<boolean> {
-    const recordPairs = pairs({ ...input.record, updated_at: new Date().toISOString() });
+    let record: Record<string, string | number | null> = { ...input.record, updated_at: new Date().toISOString() };
+    let artifacts = input.artifacts;
+    let compact: { replace: string; overflow: Buffer } = { replace: '0', overflow: Buffer.alloc(0) };
+    if (this.artifactStore) {
+      const events = [...(await this.streamEvents(operationId)), ...(input.event ? [input.event] : [])];
+      const files = { ...artifacts, events: events.map((e) => `${e}\n`).join('') };
+      const pointer = await this.artifactStore.putOperation(operationId, input.attempt ?? 1, files);
+      artifacts = {};
+      // The whole settled record, compact: read now, rewritten by the script only if its checks pass.
+      const current = await this.redis.hgetall(this.keys.op(operationId));
+      const settled = compactRecord({ ...current, ...Object.fromEntries(pairsOf(record)), artifacts: pointer });
+      record = settled.hash;
+      compact = { replace: '1', overflow: settled.overflow };
+    }
+    const recordPairs = pairs(record);
     const n = await this.r.uhSettle(
       this.keys.op(operationId),
       this.keys.artifacts(operationId),
       this.keys.outbox,
       this.keys.events(operationId),
       this.keys.running,
+      this.keys.settled,
+      this.keys.overflow(operationId),
       input.owner ?? '',
       input.allowedStates.join(','),
       input.event ?? '',
       input.completion ? JSON.stringify(input.completion) : '',
       recordPairs.length / 2,
       operationId,
+      compact.replace,
+      compact.overflow,
       ...recordPairs,
-      ...pairs(input.artifacts),
+      ...pairs(artifacts),
     );
     return n === 1;
+  }
+
+  /** The `uh.event.v0` JSON lines in the operation's Redis stream, in order (empty once trimmed). */
+  async streamEvents(operationId: string): Promise<string[]> {
+    const out: string[] = [];
+    for (let from = '-'; ;) {
+      const page = await this.redis.xrange(this.keys.events(operationId), from, '+', 'COUNT', 1000);
+      for (const [, fields] of page) {
+        const i = fields.indexOf('event');
+        if (i >= 0 && fields[i + 1] !== undefined) out.push(fields[i + 1] as string);
+      }
+      if (page.length < 1000) return out;
+      from = `(${page[page.length - 1]?.[0] ?? '0-0'}`;
+    }
   }
 
   async requestCancel(
@@ -309,8 +371,58 @@ export class OperationStore {
     await this.redis.xadd(this.keys.events(operationId), 'MAXLEN', '~', '100000', '*', 'event', json);
   }
 
-  async artifacts(operationId: string): Promise<Record<string, string>> {
-    return this.redis.hgetall(this.keys.artifacts(operationId));
+  /**
+   * The operation's artifacts (names → contents): from the artifact store when its record holds a
+   * pointer (every byte verified against its digest), plus what stays in Redis (`promotion`, and
+   * every artifact of a record settled before the store existed).
+   */
+  async artifacts(operationId: string, only?: readonly string[]): Promise<Record<string, string>> {
+    const [hex, inRedis] = await Promise.all([
+      this.redis.hget(this.keys.op(operationId), 'artifacts'),
+      this.redis.hgetall(this.keys.artifacts(operationId)),
+    ]);
+    const pointer = hex && !hex.startsWith('sha256:') ? `sha256:${hex}` : hex;
+    if (!pointer) return only ? pick(inRedis, only) : inRedis;
+    const stored = await this.requireStore(pointer).readAll(pointer, only);
+    return { ...(only ? pick(inRedis, only) : inRedis), ...stored };
+  }
+
+  /** One artifact (`receipt`, `diff`, `events`, …), or null when the operation has none by that name. */
+  async artifact(operationId: string, name: string): Promise<string | null> {
+    return (await this.artifacts(operationId, [name]))[name] ?? null;
+  }
+
+  /** The operation's events as JSON lines: the live stream, else (trimmed by retention) the stored transcript. */
+  async eventLines(operationId: string): Promise<string[]> {
+    const live = await this.streamEvents(operationId);
+    if (live.length > 0) return live;
+    const transcript = await this.artifact(operationId, 'events');
+    return transcript === null ? [] : transcript.split('\n').filter((l) => l !== '');
+  }
+
+  private requireStore(pointer: string): ArtifactStore {
+    if (this.artifactStore) return this.artifactStore;
+    throw new UhError(
+      'internal',
+      `the artifacts of this operation are in an artifact store (${pointer}) this process has none of`,
+      {
+        hint: "set UH_ARTIFACT_STORE (and UH_ARTIFACT_STORE_S3_FILE) as on the fleet's workers",
+      },
+    );
+  }
+
+  /**
+   * Retention: settled operations whose artifacts (the event transcript among them) are in the
+   * store lose their Redis event stream `retentionMs` after settling. Bounded per pass.
+   */
+  async trimSettledEvents(retentionMs: number, now = Date.now(), limit = 1000): Promise<number> {
+    const ids = await this.redis.zrangebyscore(this.keys.settled, '-inf', now - retentionMs, 'LIMIT', 0, limit);
+    if (ids.length === 0) return 0;
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.del(this.keys.events(id));
+    pipeline.zrem(this.keys.settled, ...ids);
+    for (const [error] of (await pipeline.exec()) ?? []) if (error) throw error;
+    return ids.length;
   }
 
   /** The operation's `uh.promotion.v0` record (JSON), kept beside its artifacts; null before any promotion. */

@@ -1,6 +1,6 @@
 /**
  * Redis retention: a settled (`finished`) operation older than the retention loses its record,
- * events, artifacts and attempt counter, and leaves the index. Never a queued, running, verifying
+ * events, artifacts and attempt counter, and leaves the index (the artifact store keeps its blobs). Never a queued, running, verifying
  * or unknown one: those still need their record (recover, the owner watch, the waiting producer).
  * Every key carries the fleet's hash tag, so one operation's keys are deleted in one call on a
  * Cluster too. Bounded per pass (`limit` candidates, oldest first by creation time).
@@ -26,8 +26,9 @@ export async function pruneRecords(store: OperationStore, cutoff: Date, limit = 
       kept += 1;
       continue;
     }
-    await redis.del(keys.op(id), keys.events(id), keys.artifacts(id), keys.attempts(id));
+    await redis.del(keys.op(id), keys.events(id), keys.artifacts(id), keys.attempts(id), keys.overflow(id));
     await redis.zrem(keys.index, id);
+    await redis.zrem(keys.settled, id);
     removed.push(id);
   }
   return { removed, kept };

@@ -49,6 +49,8 @@ export const QueueRecordSchema = z.object({
   turn_id: nullable,
   sandbox_path: nullable,
   job: z.string().transform((v) => JSON.parse(v) as OperationJob),
+  /** The digest of the operation's artifact manifest in the artifact store (`uh.artifacts.v0`), once settled. */
+  artifacts: nullable,
   /** The runtime journal (RuntimeJournalV1) of the current attempt, as JSON. */
   journal: nullable.transform((v) => (v ? (JSON.parse(v) as Record<string, unknown>) : {})),
 });

@@ -62,10 +62,14 @@ export function keysFor(plain: string) {
     bullPrefix: `${prefix}:bull`,
     op: (id: string) => `${prefix}:op:${id}`,
     events: (id: string) => `${prefix}:op:${id}:events`,
+    /** A settled record's long fields, deflated (compact-record.ts). */
+    overflow: (id: string) => `${prefix}:op:${id}:overflow`,
     artifacts: (id: string) => `${prefix}:op:${id}:artifacts`,
     attempts: (id: string) => `${prefix}:op:${id}:attempts`,
     index: `${prefix}:ops`,
     running: `${prefix}:running`,
+    /** Settled operations whose artifacts are in the store, by settle time: the event-retention pass reads it. */
+    settled: `${prefix}:settled`,
     outbox: `${prefix}:outbox`,
     outboxDead: `${prefix}:outbox:dead`,
     cancelChannel: `${prefix}:cancel`,
@@ -105,9 +109,13 @@ export function jobOrder(job: { mission: unknown; priority?: string }): { lifo?:
   return priorityOf(job) === 'ci' ? { lifo: true } : {};
 }
 
-/** Jobs are bookkeeping only (our record is the truth): keep them a day for dashboards. */
+/**
+ * Jobs are bookkeeping only (our record is the truth): a completed job is removed at once (its
+ * summary is in BullMQ's `completed` event; ~2 KB of Redis per operation otherwise), a failed
+ * one (a stall past the limit, for an operator) is kept a week.
+ */
 export const JOB_OPTIONS = {
   attempts: 1,
-  removeOnComplete: { age: 24 * 3600, count: 10_000 },
+  removeOnComplete: true,
   removeOnFail: { age: 7 * 24 * 3600 },
 } as const;

@@ -25,7 +25,7 @@ export async function sandboxPhase(run: OperationRun): Promise<Sandbox> {
   run.events.append('sandbox.created', {
     path: sandbox.path,
     base_commit: prepared.baseCommit,
-    backend: 'git-worktree',
+    backend: sandbox.backend ?? 'git-worktree',
     warm: sandbox.warm,
   });
   return sandbox;

@@ -52,7 +52,11 @@ function receiptOf(run: OperationRun, outcome: Outcome, verdict: Verdict, keep: 
     checks: run.checks,
     ...(prepared.hiddenVerifier ? { reward: run.reward } : {}),
     verdict,
-    sandbox: { path: sandbox?.path ?? null, retained: sandbox !== null && keep },
+    sandbox: {
+      path: sandbox?.path ?? null,
+      retained: sandbox !== null && keep,
+      ...(sandbox ? { backend: sandbox.backend ?? 'git-worktree' } : {}),
+    },
     isolation: run.egress ? { ...run.isolation.status, egress: egressSummary(run.egress) } : run.isolation.status,
     limits: limitsReceipt(run.limits),
     secrets: run.secrets,

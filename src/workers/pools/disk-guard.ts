@@ -9,6 +9,7 @@ import type { GcConfig } from '../../shared/config.js';
 import type { Logger } from '../../shared/logger.js';
 import type { OperationStore } from '../../shared/queue/operation-store.js';
 import { pruneRecords } from '../../shared/queue/prune-records.js';
+import { trimEvents } from '../../shared/queue/event-retention.js';
 import { applyGc, freeBytes, planGc } from '../sandbox/gc.js';
 import { drainPool } from '../sandbox/sandbox-pool.js';
 
@@ -17,6 +18,8 @@ export interface DiskGuardOptions {
   cacheDir: string;
   stateDir: string;
   store: OperationStore;
+  /** A settled operation's Redis event stream goes this long after settling (its transcript is in the store). */
+  eventRetentionMs?: number;
   workers: Worker[];
   logger: Logger;
 }
@@ -50,6 +53,12 @@ async function sweepOnce(o: DiskGuardOptions, paused: { value: boolean }): Promi
   const pruned = await pruneRecords(o.store, new Date(now.getTime() - o.gc.operationRetentionDays * 86_400_000));
   if (pruned.removed.length > 0)
     o.logger.info({ redis_records: pruned.removed.length }, 'retention sweep: Redis records pruned');
+  if (o.eventRetentionMs !== undefined) {
+    const queues = o.workers.map((w) => w.name);
+    const trimmed = await trimEvents(o.store, { retentionMs: o.eventRetentionMs, queues, now: now.getTime() });
+    if (trimmed.operations + trimmed.outbox + trimmed.queueEvents > 0)
+      o.logger.info({ ...trimmed }, 'retention sweep: settled events trimmed from Redis');
+  }
   let free = freeBytes(o.cacheDir);
   // Below the floor, warm sandboxes are the first thing to go.
   if (free !== null && free < o.gc.minFreeBytes && (await drainPool(o.cacheDir)) > 0) free = freeBytes(o.cacheDir);

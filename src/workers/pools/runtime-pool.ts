@@ -28,6 +28,7 @@ import { processOperationJob, type JobSummary, type PoolContext } from './proces
 import { loadReceiptKey } from '../../operation/receipt-signature.js';
 import { startOwnerWatch } from './owner-watch.js';
 import { startDiskGuard } from './disk-guard.js';
+import { openArtifactStore } from '../../shared/artifacts/open-artifact-store.js';
 import { freeBytes } from '../sandbox/gc.js';
 import { startWorkerHeartbeat, type RunningHeartbeat } from '../../shared/queue/worker-heartbeat.js';
 
@@ -97,6 +98,7 @@ export async function startRuntimePool(options: PoolOptions): Promise<RuntimePoo
         cacheDir: settings.cacheDir,
         stateDir: settings.stateDir,
         store: pool.ctx.store,
+        eventRetentionMs: options.config.eventRetentionMs,
         workers: pool.workers,
         logger,
       })
@@ -127,7 +129,7 @@ function poolContext(options: PoolOptions, redis: Redis, workerId: string): Pool
   const { config } = options;
   return {
     settings: options.settings,
-    store: new OperationStore(redis, config.prefix),
+    store: new OperationStore(redis, config.prefix, openArtifactStore(config.artifactStore)),
     worker: { id: workerId, host: hostname(), pid: process.pid },
     artifactCapBytes: config.artifactCapBytes,
     queues: new Map<string, Queue>(),
@@ -207,7 +209,7 @@ async function startWorker(pool: Pool, runtime: string): Promise<void> {
       lockDuration: config.lockMs,
       stalledInterval: config.stalledIntervalMs,
       maxStalledCount: config.maxStalledCount,
-      removeOnComplete: { age: 24 * 3600, count: 10_000 },
+      removeOnComplete: { count: 0 }, // as JOB_OPTIONS: the record is the truth
       removeOnFail: { age: 7 * 24 * 3600 },
     },
   );

@@ -59,7 +59,7 @@ type Trusted =
  */
 async function trustedCompletion(options: ConsumerOptions, completion: Completion): Promise<Trusted> {
   if (completion.state !== 'finished') return { ok: true, completion, receipt: null };
-  const text = await options.store.redis.hget(options.store.keys.artifacts(completion.operation_id), 'receipt');
+  const text = await options.store.artifact(completion.operation_id, 'receipt');
   const check = options.verify(text);
   if (!check.ok) return { ok: false, completion, reason: check.reason };
   const { receipt } = check;

@@ -15,6 +15,7 @@ import type { Receipt } from '../../shared/contracts/receipt.js';
 import { connectRedis } from '../../shared/queue/redis-connection.js';
 import { startWorkerHeartbeat } from '../../shared/queue/worker-heartbeat.js';
 import { OperationStore } from '../../shared/queue/operation-store.js';
+import { openArtifactStore } from '../../shared/artifacts/open-artifact-store.js';
 import { trustReceipt } from '../../operation/trusted-receipt.js';
 import type { OperationSettings } from '../../operation/settings.js';
 import { startOwnerWatch } from '../pools/owner-watch.js';
@@ -39,7 +40,7 @@ export async function startResultsWorker(o: ResultsWorkerOptions): Promise<{ don
   const { settings, queue, onEvent } = o;
   const { logger } = settings;
   const redis = await connectRedis(o.redisUrl, { name: 'uh-results', cluster: queue.cluster });
-  const store = new OperationStore(redis, queue.prefix);
+  const store = new OperationStore(redis, queue.prefix, openArtifactStore(queue.artifactStore));
   await ensureResultsGroup(redis, store.keys.outbox);
   // Listed like any worker (role results): its death is seen by /v1/workers, the metrics and uh doctor --redis.
   const workerId = `${hostname()}-${process.pid}-results-${randomBytes(3).toString('hex')}`;

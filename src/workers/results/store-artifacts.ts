@@ -1,6 +1,7 @@
 /**
  * The artifacts of a finished operation, read from the worker's operation dir into the strings
- * stored in Redis (`<p>:op:<op>:artifacts`), so `collect` works from any host. Text artifacts
+ * the settle writes to the artifact store (UH_ARTIFACT_STORE; Redis keeps the manifest's digest),
+ * so `collect` works from any host that reads the store. Runtime logs travel as `runtime_log:<file>`. Text artifacts
  * over the cap (`UH_ARTIFACT_CAP_BYTES`, default 2 MiB) are cut at a line boundary and end with
  * a truncation marker naming the full size and where the full file stays. Check logs were
  * scrubbed of secrets when the check ended (verification/check-excerpt.ts).
@@ -8,7 +9,7 @@
 import { existsSync, openSync, readSync, closeSync, statSync, readFileSync, readdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { ARTIFACT_FILES, CHECK_LOG_FILE, checkLogArtifact } from '../../operation/operation-files.js';
+import { ARTIFACT_FILES, CHECK_LOG_FILE, RUNTIME_LOG_FILE, checkLogArtifact } from '../../operation/operation-files.js';
 
 export function truncationMarker(kept: number, total: number, where: string): string {
   return `\n# uh: truncated: kept ${kept} of ${total} bytes (cap UH_ARTIFACT_CAP_BYTES); the full file is ${where}\n`;
@@ -44,6 +45,7 @@ export function collectArtifacts(dir: string, cap: number): Record<string, strin
   for (const file of readdirSync(dir)) {
     const check = CHECK_LOG_FILE.exec(file)?.[1];
     if (check) out[checkLogArtifact(check)] = readCapped(join(dir, file), cap);
+    else if (RUNTIME_LOG_FILE.test(file)) out[`runtime_log:${file}`] = readCapped(join(dir, file), cap);
   }
   return out;
 }

@@ -9,7 +9,10 @@
  *   4. the cap (`UH_CACHE_CAP_BYTES`): pooled (warm) sandboxes first, then the oldest kept sandboxes,
  *      then idle mirrors, oldest first;
  *   5. settled operation dirs older than `UH_OPERATION_RETENTION_DAYS` (never running or unknown);
- *   6. derived base-commit facts (`derived/base-facts/`: tree and ignore rules per commit) written
+ *   6. base checkouts of overlay sandboxes (`overlay-base.ts`) that no live sandbox leases:
+ *      made more than `UH_MIRROR_IDLE_DAYS` ago, or, under the cap, right after the pooled
+ *      sandboxes (a base is the overlay backend's warm state); a lease taken since the plan keeps it;
+ *   7. derived base-commit facts (`derived/base-facts/`: tree and ignore rules per commit) written
  *      more than `UH_MIRROR_IDLE_DAYS` ago: a diff that needs one again recomputes it (two git
  *      processes) and a listing whose rules file vanished lists again from a scratch copy.
  * Then uh's phase cgroups whose owning process is gone (a crashed worker's) are emptied and removed.
@@ -18,18 +21,27 @@
  * like kept ones: their keep_until is the end of their idle lifetime.
  */
 import { existsSync, lstatSync, readdirSync, statSync, statfsSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { sweepStaleCgroups } from '../../shared/process/mission-cgroup.js';
 import { removeTree, treeBytes } from '../../shared/fs/deep-tree.js';
 import { withFileLock } from './file-lock.js';
 import { mirrorLockDir } from './mirror-cache.js';
 import { sweepSandboxes } from './retention.js';
 import { discardSandbox } from './sandbox-pool.js';
+import { collectBase, unusedBases } from './overlay-base.js';
 import { readRecords, type SandboxRecord } from './worktree.js';
 import { baseFactsDir } from '../verification/base-ignore.js';
 
 export type GcKind =
-  'sandbox_expired' | 'sandbox_settled' | 'sandbox_cap' | 'mirror_idle' | 'mirror_cap' | 'operation_dir' | 'facts_idle';
+  | 'sandbox_expired'
+  | 'sandbox_settled'
+  | 'sandbox_cap'
+  | 'base_idle'
+  | 'base_cap'
+  | 'mirror_idle'
+  | 'mirror_cap'
+  | 'operation_dir'
+  | 'facts_idle';
 export interface GcItem {
   kind: GcKind;
   path: string;
@@ -97,8 +109,19 @@ function capItems(cacheDir: string, policy: GcPolicy, freed: Set<string>): GcIte
     ...kept.filter((r) => r.state === 'pooled').sort(oldest),
     ...kept.filter((r) => r.state === 'retained').sort(oldest),
   ];
+  const live = new Set(kept.map((r) => r.name));
+  const bases = unusedBases(cacheDir, live).filter((b) => !freed.has(b.path));
+  const pooledCount = kept.filter((r) => r.state === 'pooled').length;
   const sized = [
-    ...sandboxes.map((r) => ({
+    ...sandboxes.slice(0, pooledCount).map((r) => ({
+      kind: 'sandbox_cap' as const,
+      path: r.path,
+      bytes: dirBytes(r.path),
+      operation_id: r.operation_id,
+      record: r,
+    })),
+    ...bases.map((b) => ({ kind: 'base_cap' as const, path: b.path, bytes: b.bytes })),
+    ...sandboxes.slice(pooledCount).map((r) => ({
       kind: 'sandbox_cap' as const,
       path: r.path,
       bytes: dirBytes(r.path),
@@ -111,6 +134,7 @@ function capItems(cacheDir: string, policy: GcPolicy, freed: Set<string>): GcIte
   ];
   let total =
     kept.reduce((n, r) => n + dirBytes(r.path), 0) +
+    bases.reduce((n, b) => n + b.bytes, 0) +
     mirrors(cacheDir)
       .filter((m) => !freed.has(m.path))
       .reduce((n, m) => n + dirBytes(m.path), 0);
@@ -154,6 +178,15 @@ export async function planGc(
   for (const m of mirrors(cacheDir)) {
     if (!stillUsed.has(m.path) && m.usedAt <= policy.now.getTime() - policy.mirrorIdleDays * DAY)
       items.push({ kind: 'mirror_idle', path: m.path, bytes: dirBytes(m.path) });
+  }
+  const live = new Set(
+    readRecords(cacheDir)
+      .filter((r) => !freed.has(r.path))
+      .map((r) => r.name),
+  );
+  for (const b of unusedBases(cacheDir, live)) {
+    if (b.createdAt <= policy.now.getTime() - policy.mirrorIdleDays * DAY)
+      items.push({ kind: 'base_idle', path: b.path, bytes: b.bytes });
   }
   items.push(...capItems(cacheDir, policy, new Set(items.map((i) => i.path))));
   if (stateDir) items.push(...(await operationDirItems(stateDir, policy, ports)));
@@ -201,7 +234,10 @@ export async function applyGc(
           continue;
         }
       } else if (claimedMirrors.has(item.path)) continue;
-      else if (item.kind === 'operation_dir' || item.kind === 'facts_idle') removeOrThrow(item.path);
+      else if (item.kind === 'base_idle' || item.kind === 'base_cap') {
+        const live = new Set(readRecords(cacheDir).map((r) => r.name));
+        if (!(await collectBase(cacheDir, basename(item.path), live))) continue;
+      } else if (item.kind === 'operation_dir' || item.kind === 'facts_idle') removeOrThrow(item.path);
       else await withFileLock(mirrorLockDir(item.path), async () => removeOrThrow(item.path), 10_000);
       removed.push(item);
     } catch {

@@ -52,6 +52,10 @@ export const SandboxRecordSchema = z.object({
   dir_mode: z.number().int().optional(),
   /** Pooled: stat stamps of the parts a sandbox at rest must not see change (checked before reuse). */
   stamps: z.record(z.string(), z.string()).optional(),
+  /** How it was made: absent or `worktree` (a checkout), `overlay` (copy-on-write over `base`, overlay-sandbox.ts). */
+  backend: z.enum(['worktree', 'overlay']).optional(),
+  /** Overlay: the base checkout it leases (`overlay-base.ts`). */
+  base: z.string().optional(),
 });
 export type SandboxRecord = z.infer<typeof SandboxRecordSchema>;
 
@@ -66,6 +70,8 @@ export interface Sandbox {
   dirMode: number;
   /** `fileStamp` of uh's index when uh last wrote it: any other change means someone else did. */
   indexStamp: string;
+  /** Which backend made it (the receipt's `sandbox.backend`); unset: `git-worktree`. */
+  backend?: 'git-worktree' | 'overlay';
 }
 
 export function sandboxesRoot(cacheDir: string): string {

@@ -95,6 +95,12 @@ export interface DiffCallOptions extends GitCallOptions {
   keptIgnored?: readonly string[];
   /** Paths the tree walk flagged (`treeViolations`): never staged (git refuses or skips them). */
   excluded?: readonly string[];
+  /**
+   * Where anything can have changed, when the sandbox knows (an overlay's upper layer,
+   * `overlay-changes.ts`): the listing is `ls-files` of these pathspecs only, linear in the
+   * change; [] means nothing changed. Unset: the whole worktree is listed.
+   */
+  pathspecs?: readonly string[];
 }
 
 export { baseFactsDir } from './base-ignore.js';
@@ -184,6 +190,7 @@ export async function captureDiff(
     capBytes = DEFAULT_DIFF_CAP_BYTES,
     keptIgnored = [],
     excluded = [],
+    pathspecs,
     ...call
   } = options;
   const index = join(scratchDir, 'diff.index');
@@ -194,7 +201,12 @@ export async function captureDiff(
   writeNeutralAttributes(paths.gitDir);
   try {
     const base = await readBaseFacts(paths.gitDir, baseCommit, baseFactsDir ?? null, call);
-    const listedNew = path.listChanges({ workDir, uhIndex: paths.index, baseCommit, ignoreRules: base.excludes });
+    const listedNew =
+      pathspecs === undefined
+        ? path.listChanges({ workDir, uhIndex: paths.index, baseCommit, ignoreRules: base.excludes })
+        : pathspecs.length === 0
+          ? []
+          : null;
     const additions = listedNew && adjustListing({ paths: listedNew }, keptIgnored, excluded).paths;
     const headCommit = () => readAgentHead(paths.agentGitDir);
     if (additions?.length === 0) {
@@ -207,7 +219,11 @@ export async function captureDiff(
       ? { paths: additions, deleted: [], nested: [], onlyAdded: true }
       : adjustListing(
           parseListing(
-            await listChanges(gitOn(g, paths.index), base.excludes, baseCommit, baseFactsDir ?? null, scratchExcludes),
+            await listChanges(gitOn(g, paths.index), base.excludes, baseCommit, {
+              factsDir: baseFactsDir ?? null,
+              scratch: scratchExcludes,
+              pathspecs: pathspecs ?? [],
+            }),
           ),
           keptIgnored,
           excluded,
@@ -309,11 +325,21 @@ async function listChanges(
   run: (args: string[]) => Promise<{ stdout: string }>,
   rules: string,
   baseCommit: string,
-  factsDir: string | null,
-  scratch: string,
+  at: { factsDir: string | null; scratch: string; pathspecs: readonly string[] },
 ): Promise<string> {
+  const { factsDir, scratch } = at;
+  const limit = at.pathspecs.length > 0 ? ['--', ...at.pathspecs] : [];
   const list = (file: string | null) =>
-    run(['ls-files', '-z', '-t', '--modified', '--deleted', '--others', ...(file ? [`--exclude-from=${file}`] : [])]);
+    run([
+      'ls-files',
+      '-z',
+      '-t',
+      '--modified',
+      '--deleted',
+      '--others',
+      ...(file ? [`--exclude-from=${file}`] : []),
+      ...limit,
+    ]);
   const file = excludesFile(rules, baseCommit, factsDir, scratch);
   if (file === null || file === scratch) return (await list(file)).stdout;
   try {

@@ -23,6 +23,8 @@ const ARTIFACT: Record<string, { name: string; type: string }> = {
   receipt: { name: 'receipt', type: 'application/json; charset=utf-8' },
   diff: { name: 'diff', type: 'text/x-diff; charset=utf-8' },
   'final-message': { name: 'final_message', type: 'text/plain; charset=utf-8' },
+  // The settled operation's event transcript (NDJSON), from the artifact store once Redis trimmed its stream.
+  transcript: { name: 'events', type: 'application/x-ndjson; charset=utf-8' },
 };
 
 /** A stored receipt as JSON; text that is not JSON as it is (its signature state says `invalid`). */
@@ -56,7 +58,7 @@ function artifactRoutes(app: FastifyInstance, ctx: RouteContext): void {
       async (req, reply) => {
         const { id } = req.params as { id: string };
         await operationOr404(ctx, id, req);
-        const body = (await ctx.client.store.artifacts(id))[name];
+        const body = (await ctx.client.store.artifact(id, name)) ?? undefined;
         if (body === undefined)
           throw new UhError('not_found', `operation ${id} has no ${sub} yet`, {
             hint: 'wait until it settles: GET /v1/operations/<id>/events',
@@ -105,7 +107,7 @@ export function operationRoutes(app: FastifyInstance, ctx: RouteContext): void {
     async (req) => {
       const { id } = req.params as { id: string };
       const record = await operationOr404(ctx, id, req);
-      const receipt = (await ctx.client.store.artifacts(id)).receipt;
+      const receipt = await ctx.client.store.artifact(id, 'receipt');
       if (!receipt) return { operation: listed(record), receipt: null, signature: null };
       // The receipt as stored, and whether its signature verifies: only `valid` may be shown as the outcome.
       const signature = receiptTrustOfText(receipt, ctx.keyring);

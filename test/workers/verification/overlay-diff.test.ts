@@ -1,0 +1,260 @@
+/**
+ * The overlay backend's diff proves itself against the worktree backend's: the same base, the
+ * same edits (shell scripts, run in a worktree sandbox and, inside its mount namespace, in an
+ * overlay sandbox over the shared base checkout), and the same capture must come out: names,
+ * tree, patch bytes, digest, flags. The overlay's listing must come from its upper layer (a few
+ * pathspecs, not the whole tree). Also: the base is shared and never written, a changed base is
+ * rebuilt, leases hold a base against collection.
+ */
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { GIT_PROCESSES, IN_PROCESS_GIT } from '../../../src/workers/git-path.js';
+import { resolveInMirror } from '../../../src/workers/sandbox/mirror-cache.js';
+import { acquireBase, collectBase, releaseBase, unusedBases } from '../../../src/workers/sandbox/overlay-base.js';
+import { overlayLaunchArgv, probeOverlay } from '../../../src/workers/sandbox/overlay-mount.js';
+import { createOverlaySandbox, removeOverlaySandbox } from '../../../src/workers/sandbox/overlay-sandbox.js';
+import { createSandbox, sandboxPaths } from '../../../src/workers/sandbox/worktree.js';
+import { captureDiff } from '../../../src/workers/verification/capture-diff.js';
+import { readBaseFacts } from '../../../src/workers/verification/base-ignore.js';
+import { captureOverlayDiff, overlayDiffMain } from '../../../src/workers/verification/overlay-diff.js';
+import { DEFAULT_DIFF_CAP_BYTES } from '../../../src/shared/config.js';
+import { applyGc, planGc } from '../../../src/workers/sandbox/gc.js';
+import { git } from '../../support/git-repo.js';
+import { seeded } from '../../support/spawned.js';
+import { removeDir, tempDir } from '../../support/temp.js';
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach(removeDir));
+const temp = (prefix: string) => {
+  const dir = tempDir(prefix);
+  dirs.push(dir);
+  return dir;
+};
+
+let unshare = '';
+beforeAll(() => {
+  const probe = probeOverlay(temp('uh-ovl-probe-'), process.env.PATH);
+  if (!probe.ok) throw new Error(`this host cannot mount an overlay in a user namespace: ${probe.reason}`);
+  unshare = probe.unshare;
+  if (!existsSync(overlayDiffMain())) throw new Error(`${overlayDiffMain()} is missing: run npm run build first`);
+});
+
+/** What an agent does, as a shell script run in the sandbox's root (guards keep a script valid after another). */
+const EDITS: Record<string, string> = {
+  'same-size edit': "printf '# two\\n' > README.md",
+  append: 'echo more >> docs/guide.md',
+  'x bit set': '[ -f src/app.ts ] && chmod 755 src/app.ts',
+  'x bit cleared': '[ -f run.sh ] && chmod 644 run.sh',
+  'symlink retargeted': 'rm -f link && ln -s src/app.ts link',
+  'new symlink leaving the tree': 'ln -sf ../outside new-link',
+  'ignored files added': 'echo log > x.log; mkdir -p build && echo out > build/out.txt',
+  'plain files added': 'echo n > new.txt; mkdir -p p/q/r && echo deep > p/q/r/w.txt',
+  delete: 'rm -f src/app.ts',
+  'file renamed': '[ -f docs/guide.md ] && mkdir -p moved && mv docs/guide.md moved/guide.md',
+  'directory renamed': '[ -d fill/d2 ] && mv fill/d2 fill/renamed',
+  'directory removed and made again (opaque)': 'rm -rf fill/d1 && mkdir -p fill/d1 && echo again > fill/d1/other.txt',
+  'directory replaced by a file': 'rm -rf dir && echo file > dir',
+  'file replaced by a directory': 'rm -rf run.sh && mkdir run.sh && echo x > run.sh/inside.txt',
+  'touched, unchanged (copied up)': 'touch README.md fill/d3/f3.txt',
+  'x bit there and back': '[ -f fill/d4/f4.txt ] && chmod 755 fill/d4/f4.txt && chmod 644 fill/d4/f4.txt',
+  'deleted and written again, same bytes':
+    '[ -f fill/d0/f0.txt ] && cat fill/d0/f0.txt > .keep && rm fill/d0/f0.txt && mv .keep fill/d0/f0.txt',
+  'deep tree deleted': 'rm -rf a',
+  'nested repository':
+    'mkdir -p vendor/lib/.git && echo ref > vendor/lib/.git/HEAD && echo "int x;" > vendor/lib/code.c',
+  'names git quotes': "mkdir -p 'with space' && echo s > 'with space/a b.txt' && echo e > 'é-name.txt'",
+  'empty directory': 'mkdir -p empty-dir',
+  '.gitignore rewritten to hide a file': "printf '*.txt\\nhidden*\\n' > .gitignore; echo h > hidden.md",
+  'nothing at all': 'true',
+};
+const EDIT_NAMES = Object.keys(EDITS);
+
+function write(root: string, path: string, body: string): void {
+  mkdirSync(dirname(join(root, path)), { recursive: true });
+  writeFileSync(join(root, path), body);
+}
+
+/** A base: modes, symlinks, deep paths, ignore rules, and 60 filler files in 6 directories. */
+function baseRepo(): string {
+  const repo = temp('uh-ovl-repo-');
+  git(repo, 'init', '-q', '-b', 'main');
+  write(repo, 'README.md', '# one\n');
+  write(repo, 'src/app.ts', 'export const a = 1;\n');
+  write(repo, 'a/b/c/d/deep.txt', 'deep\n');
+  write(repo, 'docs/guide.md', 'line one\nline two\nline three\n');
+  write(repo, 'dir/inner.txt', 'inner\n');
+  write(repo, 'run.sh', '#!/bin/sh\necho hi\n');
+  chmodSync(join(repo, 'run.sh'), 0o755);
+  symlinkSync('README.md', join(repo, 'link'));
+  write(repo, '.gitignore', '*.log\n/build\n');
+  for (let i = 0; i < 60; i++) write(repo, `fill/d${i % 6}/f${i}.txt`, `filler ${i}\n`);
+  git(repo, 'add', '-A');
+  git(repo, 'commit', '-q', '-m', 'base');
+  return repo;
+}
+
+function runIn(argv: string[], cwd: string): void {
+  const run = spawnSync(argv[0] as string, argv.slice(1), { cwd, encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`${argv.join(' ')}: ${run.stderr}`);
+}
+
+const patchOf = (path: string) => readFileSync(path).toString('latin1');
+
+describe('the overlay backend diff against the worktree backend', () => {
+  it('gives the same names, tree, patch, digest and flags over generated changes, listing only the upper layer', async () => {
+    const repo = baseRepo();
+    const cacheDir = temp('uh-ovl-cache-');
+    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD', {}, GIT_PROCESSES);
+    const baseFactsDir = join(cacheDir, 'derived', 'base-facts');
+    const seen = new Set<string>();
+    for (let seed = 1; seed <= 28; seed++) {
+      const rnd = seeded(seed * 2654435761);
+      const edits = Array.from(
+        { length: Math.floor(rnd() * 4) },
+        () => EDIT_NAMES[Math.floor(rnd() * EDIT_NAMES.length)]!,
+      );
+      if (seed <= EDIT_NAMES.length) edits.unshift(EDIT_NAMES[seed - 1]!);
+      edits.forEach((e) => seen.add(e));
+      const script = edits.map((e) => `(${EDITS[e]}) || true`).join('\n');
+      const tree = await createSandbox(cacheDir, mirror, commit, `op-wt-${seed}`, new Date());
+      const overlay = await createOverlaySandbox(cacheDir, mirror, commit, `op-ovl-${seed}`, new Date());
+      expect(overlay.base.fresh).toBe(seed === 1);
+      runIn(['/bin/sh', '-c', script], tree.path);
+      runIn(overlayLaunchArgv(unshare, overlay.layers, ['/bin/sh', '-c', `cd "$0" && ${script}`, overlay.path]), '/');
+      await readBaseFacts(sandboxPaths(tree.path).gitDir, commit, baseFactsDir, {});
+      const scratchA = temp('uh-ovl-a-');
+      const byTree = await captureDiff(tree.path, commit, join(scratchA, 'diff.patch'), scratchA, {
+        baseFactsDir,
+        git: IN_PROCESS_GIT,
+      });
+      const scratchB = temp('uh-ovl-b-');
+      const byOverlay = await captureOverlayDiff(
+        {
+          baseCommit: commit,
+          patchPath: join(scratchB, 'diff.patch'),
+          scratchDir: scratchB,
+          gitFastPath: true,
+          capBytes: DEFAULT_DIFF_CAP_BYTES,
+          keptIgnored: [],
+          excluded: [],
+          baseFactsDir,
+          timeoutMs: null,
+        },
+        { unshare, layers: overlay.layers, timeoutMs: 60_000 },
+      );
+      const why = `seed ${seed}: ${edits.join(', ')}`;
+      const { patchPath: _a, ...treeView } = byTree;
+      const { patchPath: _b, listed, ...overlayView } = byOverlay;
+      expect(overlayView, why).toEqual(treeView);
+      expect(patchOf(byOverlay.patchPath), why).toBe(patchOf(byTree.patchPath));
+      // Linear in the change: the pathspecs of the upper layer (about one per change), never the 70-file tree.
+      expect(listed, why).not.toBeNull();
+      expect(listed!, why).toBeLessThanOrEqual(byTree.changed.length + 2 * edits.length + 1);
+      await removeOverlaySandbox(cacheDir, { ...overlay, mirror: mirror.path, base: overlay.base.name });
+    }
+    expect([...seen].sort()).toEqual([...EDIT_NAMES].sort());
+  }, 240_000);
+
+  it('catches an overlay listing that misses the upper layer: the diff then differs', async () => {
+    const repo = baseRepo();
+    const cacheDir = temp('uh-ovl-cache-');
+    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD', {}, GIT_PROCESSES);
+    const overlay = await createOverlaySandbox(cacheDir, mirror, commit, 'op-ovl-blind', new Date());
+    runIn(
+      overlayLaunchArgv(unshare, overlay.layers, ['/bin/sh', '-c', `cd "$0" && ${EDITS.delete}`, overlay.path]),
+      '/',
+    );
+    const scratch = temp('uh-ovl-c-');
+    const request = {
+      baseCommit: commit,
+      patchPath: join(scratch, 'diff.patch'),
+      scratchDir: scratch,
+      gitFastPath: true,
+      capBytes: DEFAULT_DIFF_CAP_BYTES,
+      keptIgnored: [],
+      excluded: [],
+      baseFactsDir: null,
+      timeoutMs: null,
+    };
+    const seeing = await captureOverlayDiff(request, { unshare, layers: overlay.layers, timeoutMs: 60_000 });
+    expect(seeing.changed).toEqual([{ path: 'src/app.ts', status: 'deleted' }]);
+    // The same sandbox with an empty upper layer named (a blind reader): nothing is listed.
+    const blind = { ...overlay.layers, upper: temp('uh-ovl-empty-') };
+    const missed = await captureOverlayDiff(request, {
+      unshare,
+      layers: { ...blind, work: temp('uh-ovl-w-') },
+      timeoutMs: 60_000,
+    });
+    expect(missed.changed).toEqual([]);
+  }, 60_000);
+});
+
+describe('base checkouts', () => {
+  it('are shared, never written by a mission, rebuilt when changed, and held by their leases', async () => {
+    const repo = baseRepo();
+    const cacheDir = temp('uh-ovl-cache-');
+    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD', {}, GIT_PROCESSES);
+    const one = await createOverlaySandbox(cacheDir, mirror, commit, 'op-one', new Date());
+    const two = await createOverlaySandbox(cacheDir, mirror, commit, 'op-two', new Date());
+    expect([one.base.fresh, two.base.fresh]).toEqual([true, false]);
+    expect(two.base.name).toBe(one.base.name);
+    runIn(
+      overlayLaunchArgv(unshare, one.layers, [
+        '/bin/sh',
+        '-c',
+        'cd "$0" && echo agent > README.md && rm -rf fill',
+        one.path,
+      ]),
+      '/',
+    );
+    expect(readFileSync(join(one.base.tree, 'README.md'), 'utf8')).toBe('# one\n');
+    expect(existsSync(join(one.base.tree, 'fill', 'd0', 'f0.txt'))).toBe(true);
+    // Someone changed the base on disk: the next mission gets a new one, never the changed bytes.
+    chmodSync(join(one.base.tree, 'src', 'app.ts'), 0o755);
+    const reasons: string[] = [];
+    const rebuilt = await acquireBase(cacheDir, mirror, commit, 'op-three-x', (_n, why) => reasons.push(why));
+    expect(rebuilt.fresh).toBe(true);
+    expect(rebuilt.name).not.toBe(one.base.name);
+    expect(reasons.join()).toMatch(/src\/app\.ts/);
+    // The old base stays while its two sandboxes lease it, and goes with the last lease.
+    await removeOverlaySandbox(cacheDir, { ...one, mirror: mirror.path, base: one.base.name });
+    expect(existsSync(one.base.tree)).toBe(true);
+    await removeOverlaySandbox(cacheDir, { ...two, mirror: mirror.path, base: two.base.name });
+    expect(existsSync(one.base.tree)).toBe(false);
+    // The new one, leased by a holder that no longer exists, is collectable; with a live holder it is not.
+    expect(unusedBases(cacheDir, new Set(['op-three-x'])).map((b) => b.name)).toEqual([]);
+    expect(unusedBases(cacheDir, new Set()).map((b) => b.name)).toEqual([rebuilt.name]);
+    expect(await collectBase(cacheDir, rebuilt.name, new Set(['op-three-x']))).toBe(false);
+    expect(await collectBase(cacheDir, rebuilt.name, new Set())).toBe(true);
+    expect(existsSync(rebuilt.tree)).toBe(false);
+    await releaseBase(cacheDir, rebuilt.name, 'op-three-x');
+  }, 60_000);
+
+  it('are collected by uh gc once no live sandbox leases them: when idle, and first under the cache cap', async () => {
+    const repo = baseRepo();
+    const cacheDir = temp('uh-ovl-cache-');
+    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD', {}, GIT_PROCESSES);
+    const sandbox = await createOverlaySandbox(cacheDir, mirror, commit, 'op-gc', new Date());
+    const ports = { operationState: async () => 'running' };
+    const later = new Date(Date.now() + 40 * 24 * 3600_000);
+    const policy = { now: later, mirrorIdleDays: 30, operationRetentionDays: 30, cacheCapBytes: 0 };
+    // Leased by a running mission: never planned, even long idle.
+    const kinds = async (p: typeof policy) => (await planGc(cacheDir, null, p, ports)).map((i) => i.kind);
+    expect(await kinds(policy)).not.toContain('base_idle');
+    await removeOverlaySandbox(cacheDir, { ...sandbox, mirror: mirror.path, base: sandbox.base.name });
+    expect(existsSync(sandbox.base.tree)).toBe(true); // still current: the next mission shares it
+    expect(await kinds({ ...policy, now: new Date() })).not.toContain('base_idle');
+    expect(await kinds({ ...policy, now: new Date(), cacheCapBytes: 1 })).toContain('base_cap');
+    const plan = await planGc(cacheDir, null, policy, ports);
+    expect(plan.map((i) => i.kind)).toContain('base_idle');
+    const { removed } = await applyGc(cacheDir, plan, later);
+    expect(removed.map((i) => i.kind)).toContain('base_idle');
+    expect(existsSync(sandbox.base.tree)).toBe(false);
+    // The next mission at that commit checks the base out again (the idle mirror went too: fetched again).
+    const fetched = await resolveInMirror(cacheDir, repo, 'HEAD', {}, GIT_PROCESSES);
+    const again = await createOverlaySandbox(cacheDir, fetched.mirror, commit, 'op-gc-2', new Date());
+    expect(again.base.fresh).toBe(true);
+  }, 60_000);
+});
