@@ -68,6 +68,8 @@ export interface OperationSettings {
   readonly secretsDir: string | null;
   /** `UH_REDIS_PASSWORD_FILE`: a secret location (never exposed to a sandbox) whose value is scrubbed. */
   readonly redisPasswordFile: string | null;
+  /** `UH_TENANT`: the tenant of an inline run (a queued job carries its own). */
+  readonly tenant: string;
   /** Token usage priced into `usage.cost_usd` when both are known. */
   readonly prices: PriceTable;
   /** The worker's environment, filtered by the allowlist for the runtime and checks. */
@@ -107,6 +109,7 @@ export function compileSettings(config: UhConfig, overrides: SettingsOverrides):
     receiptKey: config.receipts,
     secretsDir: core.secretsDir,
     redisPasswordFile: config.queue.passwordFile,
+    tenant: core.tenant,
     prices: core.prices,
     env: config.childEnv,
     logger: overrides.logger ?? silentLogger,

@@ -15,6 +15,7 @@ import { QueueClient } from '../../src/producers/queue/queue-client.js';
 import { loadConfig } from '../../src/shared/config.js';
 import { makeRepo } from '../support/git-repo.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
+import { forgeStoredArtifacts, storedArtifact } from '../support/stored-artifacts.js';
 import { until } from '../support/sse-client.js';
 import { removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
@@ -288,9 +289,15 @@ describe('dashboard in chromium', () => {
     await submit('dash-forged', 'Forged later');
     writeFileSync(join(gates, 'dash-forged'), 'go');
     await until(async () => (await stateOf('dash-forged')).state === 'finished', 'dash-forged to settle', 60_000);
-    const key = `{${redis.prefix('dash')}}:op:dash-forged:artifacts`;
-    const receipt = JSON.parse((await redis.redis.hget(key, 'receipt')) as string) as Record<string, unknown>;
-    await redis.redis.hset(key, 'receipt', JSON.stringify({ ...receipt, final_message: 'all good, trust me' }));
+    // The forgery of an attacker with write access to Redis and the artifact store: a new manifest, the record repointed.
+    const env = { UH_REDIS_PREFIX: redis.prefix('dash'), UH_CACHE_DIR: dirs[2] as string };
+    const receipt = JSON.parse((await storedArtifact(redis.redis, env, 'dash-forged', 'receipt')) as string) as Record<
+      string,
+      unknown
+    >;
+    await forgeStoredArtifacts(redis.redis, env, 'dash-forged', {
+      receipt: JSON.stringify({ ...receipt, final_message: 'all good, trust me' }),
+    });
     const page = await openPage();
     await page.goto(`${base}/?token=${TOKEN}`);
     await page.goto(`${base}/#/op/dash-forged`);

@@ -153,9 +153,9 @@ describe('infra/k8s', () => {
 
   it('one fleet receipt key: the Secret on the runtime workers only, under the (masked) state dir; the public keys on every pod', () => {
     const docs = k8sDocs();
-    const secret = docs.find(({ doc }) => doc.kind === 'Secret')?.doc;
-    expect(secret?.metadata.name).toBe('uh-receipt-signing-key');
-    expect(docs.find(({ doc }) => doc.kind === 'Secret')?.file).toBe(join('infra/k8s/secrets', 'receipt-key.yaml')); // never re-applied with infra/k8s/
+    const isKey = ({ doc }: { doc: Record<string, any> }) =>
+      doc.kind === 'Secret' && doc.metadata.name === 'uh-receipt-signing-key';
+    expect(docs.find(isKey)?.file).toBe(join('infra/k8s/secrets', 'receipt-key.yaml')); // never re-applied with infra/k8s/
     for (const { doc } of docs.filter(({ doc }) => doc.kind === 'Deployment')) {
       const pod = doc.spec.template.spec;
       const env = Object.fromEntries(
@@ -175,6 +175,31 @@ describe('infra/k8s', () => {
       expect(env.UH_RECEIPT_SIGNING_KEY_FILE).toBe(`${mount?.mountPath}/receipt-signing.pem`);
       expect(mount?.mountPath.startsWith(`${env.UH_STATE_DIR}/`)).toBe(true);
     }
+  });
+
+  it('one artifact store for the fleet: every pod names the same S3 store and mounts its Secret read-only (pods share no disk)', () => {
+    const docs = k8sDocs();
+    const secret = docs.find(({ doc }) => doc.kind === 'Secret' && doc.metadata.name === 'uh-artifact-store');
+    expect(secret?.file).toBe(join('infra/k8s/secrets', 'artifact-store.yaml'));
+    const stores = new Set<string>();
+    for (const { doc } of docs.filter(({ doc }) => doc.kind === 'Deployment')) {
+      const pod = doc.spec.template.spec;
+      const env = Object.fromEntries(
+        (pod.containers[0].env as Array<{ name: string; value?: string }>).map((e) => [e.name, e.value]),
+      );
+      stores.add(String(env.UH_ARTIFACT_STORE));
+      expect(env.UH_ARTIFACT_STORE, doc.metadata.name).toMatch(/^s3:\/\//);
+      const volume = (pod.volumes as Array<Record<string, any>>).find(
+        (v) => v.secret?.secretName === 'uh-artifact-store',
+      );
+      const mount = (
+        pod.containers[0].volumeMounts as Array<{ name: string; mountPath: string; readOnly?: boolean }>
+      ).find((m) => m.name === volume?.name);
+      expect(mount?.readOnly, doc.metadata.name).toBe(true);
+      expect(env.UH_ARTIFACT_STORE_S3_FILE).toBe(`${mount?.mountPath}/${volume?.secret.items[0].path}`);
+      expect(Object.keys(secret?.doc.stringData ?? {})).toContain(volume?.secret.items[0].key);
+    }
+    expect([...stores]).toHaveLength(1);
   });
 
   it('every KEDA redis trigger logs in (the default user is off) with a Secret key that exists', () => {

@@ -2,7 +2,7 @@
  * docs/deploy.md's "Bare hosts with systemd" block, run in order, every command, in a temp root
  * instead of / (issue 31). Each line is the documented one with these substitutions, and only these:
  *   - `sudo ` dropped (the test runs as root, or the owner flags are dropped when it cannot chown);
- *   - absolute host paths (/etc, /var, /opt) moved under the temp root; `redis-host:6379` is this
+ *   - absolute host paths (/etc, /var, /opt; a unit's `dir:/var/…` store too) moved under the temp root; `redis-host:6379` is this
  *     test's redis-server (started with the users.acl the runbook generates);
  *   - `useradd` gets `--root <temp root>` (its own /etc/passwd, copied from this host's without a uh);
  *   - `uh` is the copy the runbook installs (`node <root>/opt/uh/bin/uh.js`);
@@ -13,7 +13,7 @@
  *     lines (paths under the temp root): what systemd would run, minus the sandboxing directives
  *     (ProtectSystem=, PrivateTmp=, …), which need a real systemd; User=uh is this host's uh user when
  *     the test is root and one exists (else the services run as the test's user) (docs/runbooks/deploy.md says what was not run).
- * Then a producer submits a mission as its ACL user, the worker runs it, the receipt verifies with
+ * Then a producer submits a mission as its ACL user (naming the units' artifact store), the worker runs it, the receipt verifies with
  * the fleet key, the API lists the workers, uh-worker@codex exits 3 (codex is not installed here:
  * not restarted, RestartPreventExitStatus), and SIGTERM stops each service with exit 0.
  */
@@ -124,7 +124,7 @@ async function startRedis(dir: string, aclFile: string, port: number): Promise<C
 /** A unit's environment as systemd builds it: EnvironmentFile= and Environment= lines in order (later wins). */
 function unitEnv(unit: string, root: string, instance: string): Record<string, string> {
   const env: Record<string, string> = {};
-  const under = (v: string) => v.replace(/^\/(etc|var|opt)\//, `${root}/$1/`);
+  const under = (v: string) => v.replace(/^(dir:)?\/(etc|var|opt)\//, `$1${root}/$2/`);
   for (const line of unit.split('\n')) {
     const file = /^EnvironmentFile=(-?)(\S+)$/.exec(line);
     if (file) {
@@ -235,6 +235,8 @@ describe("docs/deploy.md's systemd runbook, in a temp root", () => {
       UH_REDIS_PASSWORD_FILE: join(producerDir, 'password'),
       UH_RECEIPT_PUBLIC_KEYS: join(root, 'etc/uh/receipt-public-keys'),
       UH_CACHE_DIR: join(producerDir, 'cache'),
+      // The units' artifact store (docs/deploy.md): the producer on this host names it too.
+      UH_ARTIFACT_STORE: `dir:${join(root, 'var/lib/uh/artifacts')}`,
     };
     const run = await runCli(
       ['mission', 'submit', mission.path, '--wait', '--json', '--state-dir', join(producerDir, 'state')],

@@ -35,6 +35,7 @@ beforeAll(async () => {
   repo = makeRepo({ 'README.md': '# demo\n' });
   dirs.push(repo);
   fleetKey = join(dir('uh-ap-key-'), 'fleet');
+  artifacts = dir('uh-ap-artifacts-');
   expect((await runCli(['receipt', 'key', '--generate', fleetKey], { cwd: repo })).code).toBe(0);
 });
 afterAll(async () => {
@@ -43,13 +44,17 @@ afterAll(async () => {
   dirs.forEach(removeDir);
 });
 
-/** One host: its own state dir and cache dir (mirrors, receipt key), the fleet's Redis. */
+/** The fleet's one artifact store (docs/deploy.md "Artifact store"): every host names it. */
+let artifacts: string;
+
+/** One host: its own state dir and cache dir (mirrors), the fleet's Redis, receipt key and artifact store. */
 const host = (prefix: string) => ({
   state: dir('uh-ap-state-'),
   env: {
     REDIS_URL: redis.url,
     UH_REDIS_PREFIX: prefix,
     UH_CACHE_DIR: dir('uh-ap-cache-'),
+    UH_ARTIFACT_STORE: `dir:${artifacts}`,
     UH_RECEIPT_SIGNING_KEY_FILE: join(fleetKey, 'receipt-signing.pem'),
     UH_RECEIPT_PUBLIC_KEYS: join(fleetKey, 'receipt-signing.pub'),
   },

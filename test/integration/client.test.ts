@@ -29,7 +29,11 @@ beforeAll(async () => {
   repo = makeRepo({ 'README.md': '# client\n' });
   const cacheDir = tempDir('uh-client-cache-');
   const stateDir = tempDir('uh-client-state-');
-  dirs.push(repo, cacheDir, stateDir);
+  const artifacts = tempDir('uh-client-artifacts-');
+  dirs.push(repo, cacheDir, stateDir, artifacts);
+  // One artifact store for the worker, the API and the in-process client (which reads the UH_*
+  // settings of this process, as the CLI does): the fleet's hosts must all name the same one.
+  process.env.UH_ARTIFACT_STORE = `dir:${artifacts}`;
   const env = {
     ...process.env,
     REDIS_URL: redis.url,

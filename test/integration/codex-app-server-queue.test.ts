@@ -101,6 +101,9 @@ describe('codex-app-server in queue mode', () => {
         'the turn to reach the model',
         async () => (await journal()).turn_id !== undefined && (await server.requests()).length === 1,
       );
+      // The runtime journal lives in the record only while the operation runs (a settled record is
+      // compact: compact-record.ts drops it), so the binding the recovery must use is read here.
+      const left = await journal();
       await w1.stop('SIGKILL');
 
       // The second worker's owner watch finds the dead owner (heartbeat expired), marks the
@@ -116,7 +119,7 @@ describe('codex-app-server in queue mode', () => {
           `${error.message}; record ${JSON.stringify(await redis.redis.hgetall(key))}; worker output:\n${w2.output()}`,
         );
       });
-      const left = await journal();
+      expect(await redis.redis.hexists(key, 'journal')).toBe(0); // settled: the journal is gone
       expect(left).toMatchObject({
         client_message_id: `uh-op:${operationId}`,
         dispatch: 'bound',

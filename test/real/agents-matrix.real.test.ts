@@ -53,9 +53,9 @@ let gemini: GeminiServer;
 let anthropic: AnthropicServer;
 let counter = 0;
 let homeBefore: string;
-// `.nvm`: the installs. `.codex`, `.pi`: the codex, codex-app-server and pi runtimes keep their
-// homes writable in place (docs/security.md "Agent state"); the ACP agents' homes are copies.
-const notInstalls = (rel: string) => ['.nvm', '.codex', '.pi'].some((d) => rel === d || rel.startsWith(`${d}/`));
+// `.nvm`: the installs. Every agent's home is a copy (docs/security.md "Agent state"): the ACP
+// agents' per operation, codex's, codex-app-server's and pi's per tenant in the state dir.
+const notInstalls = (rel: string) => ['.nvm'].some((d) => rel === d || rel.startsWith(`${d}/`));
 
 /** `npm i -g` under nvm: the packages in `<prefix>/lib/node_modules`, bin symlinks into them, nvm's node. */
 function installNvmPrefix(): string {
@@ -518,7 +518,7 @@ describe('the ACP SDK example agent from an nvm prefix through uh mission run un
 });
 
 describe('the configured home', () => {
-  it('was never written by an ACP agent: each mission wrote its own copy of HOME and XDG_DATA_HOME', () => {
+  it('was never written by any agent: ACP ones wrote per-operation copies, codex and pi their tenant copy', () => {
     expect(treeFingerprint(home, notInstalls)).toBe(homeBefore);
   });
 });

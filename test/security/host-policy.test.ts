@@ -219,7 +219,7 @@ describe('a worker applies its policy to the job it receives (forged straight in
         WITHHELD_VAR: WITHHELD,
       },
     });
-    client = await QueueClient.open({ ...loadConfig({}).queue, prefix }, redis.url);
+    client = await QueueClient.open({ ...loadConfig(env).queue, prefix }, redis.url);
   });
   afterAll(async () => {
     await client?.close();

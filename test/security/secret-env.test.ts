@@ -20,15 +20,19 @@ import { makeRepo } from '../support/git-repo.js';
 import { waitFor } from '../support/process.js';
 import { writeMission } from '../support/mission-file.js';
 import { startTestRedis, type TestRedis } from '../support/redis.js';
-import { removeDir, tempDir } from '../support/temp.js';
+import { hostTempDir, removeDir, tempDir } from '../support/temp.js';
 import { startWorker, type WorkerProcess } from '../support/worker-process.js';
 
 const SECRET = 'dt-7c41f09a2be85d36-secret';
 const OTHER_SECRET = 'xs-55d0a8c3e91b7f24-other';
 const TOKEN = 'secret-env-api-token-0123456789abcdef';
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
-/** The agent: the secret's hash in its final message, and both values on stdout (uh scrubs them). */
+/**
+ * The agent: holds until $RELEASE exists (when set), then the secret's hash in its final message,
+ * and both values on stdout (uh scrubs them).
+ */
 const AGENT = [
+  'if [ -n "$RELEASE" ]; then while [ ! -e "$RELEASE" ]; do sleep 0.05; done; fi',
   'h=$(printf %s "$DEPLOY_TOKEN" | sha256sum | cut -c1-64)',
   'echo "leak:$DEPLOY_TOKEN leak:$BUILD_SALT"',
   'printf \'```uh-runtime-final-message\\nsha=%s\\n```\\n\' "$h"',
@@ -105,7 +109,13 @@ beforeAll(async () => {
   const secrets = dir('uh-se-secrets-');
   writeFileSync(join(secrets, 'deploy-token'), `${SECRET}\n`, { mode: 0o600 });
   writeFileSync(join(secrets, 'build-salt'), OTHER_SECRET, { mode: 0o600 });
-  env = { REDIS_URL: redis.url, UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: dir('uh-se-cache-') };
+  // The worker's cache is its own; the artifact store is the fleet's one (docs/deploy.md).
+  env = {
+    REDIS_URL: redis.url,
+    UH_REDIS_PREFIX: prefix,
+    UH_CACHE_DIR: dir('uh-se-cache-'),
+    UH_ARTIFACT_STORE: `dir:${dir('uh-se-artifacts-')}`,
+  };
   stateDir = dir('uh-se-state-');
   workers.push(
     await startWorker(['--runtime', 'command', '--state-dir', stateDir], {
@@ -124,25 +134,50 @@ afterAll(async () => {
 });
 
 const auth = { authorization: `Bearer ${TOKEN}` };
+const pagesOf = (paths: string[]) =>
+  Promise.all(
+    paths.map(async (path) => {
+      const r = await fetch(`${base}${path}`, { headers: auth });
+      return { path, status: r.status, text: await r.text() };
+    }),
+  );
 
 describe('a secret passed by reference', () => {
   it('reaches the agent, and never Redis, the API or bull-board', async () => {
+    // The agent holds until released: a completed job leaves Redis at once (the record is the
+    // truth), so the job hash and bull-board's job are read while it runs.
+    const releaseDir = hostTempDir('uh-se-release-'); // not /tmp: the sandbox's /tmp is its own
+    dirs.push(releaseDir);
+    const release = join(releaseDir, 'go');
     const mission = secretMission({
       DEPLOY_TOKEN: { secret_ref: 'deploy-token' },
       BUILD_SALT: { secret_ref: 'build-salt' },
+      RELEASE: release,
     });
-    const done = await runCli(['mission', 'submit', mission.path, '--wait', '--json'], { cwd: repo, env });
+    const submitting = runCli(['mission', 'submit', mission.path, '--wait', '--json'], { cwd: repo, env });
+    const jobKey = `{${prefix}}:bull:runtime.command:op.${mission.operationId}`;
+    const active = async () => Boolean(await redis.redis.hget(jobKey, 'processedOn'));
+    expect(await waitFor(active, 30_000, 50), workers[0]?.output()).toBe(true);
+    const job = await redis.redis.hgetall(jobKey);
+    expect(JSON.parse(job.data as string).mission.sandbox.env.DEPLOY_TOKEN).toEqual({ secret_ref: 'deploy-token' });
+    const board = await pagesOf([
+      '/admin/queues',
+      '/admin/queues/api/queues?activeQueue=runtime.command&status=active&page=1',
+      `/admin/queues/api/queues/runtime.command/op.${mission.operationId}`,
+    ]);
+    const running = await everything();
+    writeFileSync(release, '');
+
+    const done = await submitting;
     expect(done.code, done.stderr).toBe(0);
     const receipt = JSON.parse(done.stdout);
     // The agent received the value (trailing newline of the file dropped): its hash is in the final message.
     expect(receipt.final_message).toBe(`sha=${sha(SECRET)}`);
-
-    const job = await redis.redis.hgetall(`{${prefix}}:bull:runtime.command:op.${mission.operationId}`);
-    expect(JSON.parse(job.data as string).mission.sandbox.env.DEPLOY_TOKEN).toEqual({ secret_ref: 'deploy-token' });
     const stored = await everything();
     expect(stored).toContain(mission.operationId);
     for (const s of [SECRET, OTHER_SECRET]) {
       expect(JSON.stringify(job)).not.toContain(s);
+      expect(running).not.toContain(s);
       expect(stored).not.toContain(s);
       expect(done.stdout + done.stderr).not.toContain(s);
     }
@@ -151,26 +186,21 @@ describe('a secret passed by reference', () => {
     expect(files.join('\n')).toContain('leak:[redacted] leak:[redacted]');
     for (const text of files) for (const s of [SECRET, OTHER_SECRET]) expect(text).not.toContain(s);
 
-    const pages = await Promise.all(
-      [
+    const pages = [
+      ...board,
+      ...(await pagesOf([
         `/v1/operations/${mission.operationId}`,
         `/v1/operations/${mission.operationId}/receipt`,
         `/v1/operations/${mission.operationId}/events`,
         `/v1/operations?limit=50`,
-        '/admin/queues',
-        '/admin/queues/api/queues?activeQueue=runtime.command&status=completed&page=1',
-        `/admin/queues/api/queues/runtime.command/op.${mission.operationId}`,
-      ].map(async (path) => {
-        const r = await fetch(`${base}${path}`, { headers: auth });
-        return { path, status: r.status, text: await r.text() };
-      }),
-    );
+      ])),
+    ];
     for (const page of pages) {
       expect(page.status, page.path).toBe(200);
       expect(page.text, page.path).not.toContain(SECRET);
       expect(page.text, page.path).not.toContain(OTHER_SECRET);
     }
-    expect(pages[5]?.text).toContain('deploy-token'); // the board shows the reference, by name
+    expect(board[1]?.text).toContain('deploy-token'); // the board shows the reference, by name
   }, 90_000);
 
   it('a reference the worker cannot resolve blocks the operation, naming the secret', async () => {

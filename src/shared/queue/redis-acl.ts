@@ -9,6 +9,8 @@
  *   - `@dangerous` and `@admin`: FLUSHALL, FLUSHDB, KEYS, CONFIG, DEBUG, MONITOR (every command of
  *     every client), SHUTDOWN, ACL SETUSER/LOG, CLIENT LIST/KILL, MIGRATE, RESTORE, SORT, REPLICAOF…
  *     except INFO, which BullMQ reads at connect (version, maxmemory-policy).
+ *   Allowed beyond the categories: TIME (in none of them), the server clock the settle script
+ *   stamps the settled index with (event retention).
  *   - FUNCTION, FCALL: a loaded function would outlive the caller; SCRIPT FLUSH/KILL: others' scripts.
  *   - SELECT, MOVE, SWAPDB: a fleet lives in database 0.
  *   - RANDOMKEY, KEYS, PUBSUB: key patterns do not filter their answers, so they would name other
@@ -95,6 +97,7 @@ export function redisRoleRules(prefix: string, role: RedisRole): string[] {
     '-@dangerous',
     '-@admin',
     '+info',
+    '+time',
     ...DENIED_TO_ALL,
     ...ROLE_DENIES[role].map((c) => `-${c}`),
   ];

@@ -110,12 +110,14 @@ export function jobOrder(job: { mission: unknown; priority?: string }): { lifo?:
 }
 
 /**
- * Jobs are bookkeeping only (our record is the truth): a completed job is removed at once (its
- * summary is in BullMQ's `completed` event; ~2 KB of Redis per operation otherwise), a failed
- * one (a stall past the limit, for an operator) is kept a week.
+ * Jobs are bookkeeping only (our record is the truth): only the last few completed jobs are kept
+ * (a day at most), so bull-board can show recent missions by their verdict while Redis stays
+ * bounded (~2 KB a job, a fixed cost whatever the fleet settles); a failed one (a stall past the
+ * limit, for an operator) is kept a week.
  */
+export const COMPLETED_JOBS_KEPT = { count: 5, age: 24 * 3600 } as const;
 export const JOB_OPTIONS = {
   attempts: 1,
-  removeOnComplete: true,
+  removeOnComplete: COMPLETED_JOBS_KEPT,
   removeOnFail: { age: 7 * 24 * 3600 },
 } as const;

@@ -7,9 +7,17 @@
  * the runtime's children see `NAME` pointing at it. The configured directory is never written; the
  * copy is removed when the runtime phase ends, so no agent login or cache outlives the run among
  * the operation's artifacts.
+ *
+ * A `persistent` declaration (an agent that keeps its login, threads or caches between runs: pi,
+ * codex) gets instead one directory per worker state dir × runtime × tenant (× configured directory),
+ * `<stateDir>/agent-homes/<runtime>/<tenant>/<NAME>-<hash of the configured directory>` (0700),
+ * seeded once the same way (a later change of the configured directory is not copied) and kept for
+ * that tenant's next missions; another tenant's mission never sees it, and the configured directory
+ * (the worker user's real home) is never written either.
  */
-import { cpSync, existsSync, lstatSync, rmSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { chmodSync, cpSync, existsSync, lstatSync, renameSync, rmSync, statSync } from 'node:fs';
+import { createHash, randomBytes } from 'node:crypto';
+import { dirname, join, relative } from 'node:path';
 import { makeDir } from '../../shared/fs/make-dir.js';
 import type { SpawnGroup } from '../../shared/process/spawn-group.js';
 import { HOME_SECRETS } from '../sandbox/program-paths.js';
@@ -75,6 +83,18 @@ function seedCopy(seed: string, dest: string, never: readonly string[], cap: num
   return capped ? `seeded only the first ${cap} bytes of ${seed}` : null;
 }
 
+/** Seed `dest` from `seed` as the exclusions say (uh's own dirs, a home's secrets and installs, the cap). */
+function seedInto(name: string, seed: string, dest: string, ownDirs: readonly string[], notes: string[]): void {
+  // uh's own dirs are never copied in, nor a home's secrets (~/.ssh …) or installs (~/.nvm …), whichever home this is.
+  const inside = ownDirs.filter((d) => d.startsWith(`${seed}/`)).map((d) => relative(seed, d));
+  if (ownDirs.some((d) => seed === d || seed.startsWith(`${d}/`)))
+    notes.push(`${name}: ${seed} is uh's own directory, not seeded`);
+  else if (isDir(seed)) {
+    const note = seedCopy(seed, dest, [...HOME_SECRETS, ...HOME_INSTALLS, ...inside], SEED_CAP_BYTES);
+    if (note) notes.push(`${name}: ${note}`);
+  }
+}
+
 /** Make the state dirs of one operation (`state`: env name → configured directory, absolute). */
 export function prepareAgentState(
   operationDir: string,
@@ -88,14 +108,7 @@ export function prepareAgentState(
     const dest = join(root, name);
     makeDir(dest, 0o700);
     env[name] = dest;
-    // uh's own dirs are never copied in, nor a home's secrets (~/.ssh …) or installs (~/.nvm …), whichever home this is.
-    const inside = ownDirs.filter((d) => d.startsWith(`${seed}/`)).map((d) => relative(seed, d));
-    if (ownDirs.some((d) => seed === d || seed.startsWith(`${d}/`)))
-      notes.push(`${name}: ${seed} is uh's own directory, not seeded`);
-    else if (isDir(seed)) {
-      const note = seedCopy(seed, dest, [...HOME_SECRETS, ...HOME_INSTALLS, ...inside], SEED_CAP_BYTES);
-      if (note) notes.push(`${name}: ${note}`);
-    }
+    seedInto(name, seed, dest, ownDirs, notes);
   }
   return {
     writable: Object.values(env),
@@ -105,15 +118,60 @@ export function prepareAgentState(
   };
 }
 
+/** A runtime or tenant name as one path component (never `..` nor a slash). */
+function component(name: string): string {
+  return /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name) ? name : encodeURIComponent(name).replace(/^\./, '%2E');
+}
+
+/** Where a tenant's persistent state of one runtime lives on this worker. */
+export function agentHomesDir(stateDir: string, runtime: string, tenant: string): string {
+  return join(stateDir, 'agent-homes', component(runtime), component(tenant));
+}
+
+/**
+ * The persistent state dirs of `runtime` for `tenant` (declared `persistent`): made and seeded on
+ * the first mission (into a private name, then renamed in place, so two first missions at once
+ * leave one seeded directory), kept afterwards; `dispose` keeps them.
+ */
+export function preparePersistentState(
+  stateDir: string,
+  owner: { runtime: string; tenant: string },
+  state: Readonly<Record<string, string>>,
+  ownDirs: readonly string[],
+): AgentState {
+  const root = agentHomesDir(stateDir, owner.runtime, owner.tenant);
+  const env: Record<string, string> = {};
+  const notes: string[] = [];
+  for (const [name, seed] of Object.entries(state)) {
+    // Keyed by the configured directory too: another configuration of the runtime gets its own seed.
+    const dest = join(root, `${component(name)}-${createHash('sha256').update(seed).digest('hex').slice(0, 12)}`);
+    env[name] = dest;
+    if (isDir(dest)) continue;
+    makeDir(dirname(dest), 0o700);
+    const fresh = `${dest}.seed-${randomBytes(6).toString('hex')}`;
+    makeDir(fresh, 0o700);
+    seedInto(name, seed, fresh, ownDirs, notes);
+    chmodSync(fresh, 0o700);
+    try {
+      renameSync(fresh, dest);
+    } catch {
+      rmSync(fresh, { recursive: true, force: true }); // another first mission seeded it meanwhile
+    }
+  }
+  return { writable: Object.values(env), env, notes, dispose: () => undefined };
+}
+
 /**
  * A spawn whose children see each state variable pointing at the operation's copy (where it named
  * the configured one), and any other variable naming one path inside a configured directory (codex's
  * `TMPDIR=$CODEX_HOME/tmp`) pointing at the same path inside the copy when the copy has it.
+ * `persistent`: a variable the child's env leaves unset is set to the copy as well.
  */
 export function agentStateSpawn(
   spawn: SpawnGroup,
   state: Readonly<Record<string, string>>,
   copies: Readonly<Record<string, string>>,
+  persistent = false,
 ): SpawnGroup {
   const trim = (p: string) => p.replace(/\/+$/, '');
   return (options) => {
@@ -121,7 +179,8 @@ export function agentStateSpawn(
     for (const [name, seed] of Object.entries(state)) {
       const copy = copies[name];
       if (!copy) continue;
-      if (trim(env[name] ?? '') === trim(seed)) env[name] = copy;
+      // A persistent declaration names the agent's default location too (`~/.codex`): unset, it is set.
+      if (trim(env[name] ?? '') === trim(seed) || (persistent && !env[name])) env[name] = copy;
       for (const [other, value] of Object.entries(env)) {
         if (other === name || !value?.startsWith(`${trim(seed)}/`) || value.includes(':')) continue;
         const moved = copy + value.slice(trim(seed).length);

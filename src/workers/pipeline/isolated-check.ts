@@ -92,7 +92,8 @@ async function isolatedParts(
     view: isolationView(scope, plan),
     onRefuse: (r) => (refused ??= r),
   });
-  const spawn = state ? agentStateSpawn(isolated, seeds, state.env) : isolated;
+  // A persistent declaration's check gets a per-check copy too (never the tenants' homes), named for a default home as well.
+  const spawn = state ? agentStateSpawn(isolated, seeds, state.env, declared.persistent === true) : isolated;
   return { spawn, work, refusal: () => refused, proxy, state };
 }
 

@@ -62,6 +62,8 @@ export interface ExecuteOptions {
   settings: OperationSettings;
   mode: 'inline' | 'queue';
   attempt?: number;
+  /** The submitting tenant (the job's); unset: the settings' (`UH_TENANT`, inline runs). */
+  tenant?: string;
   /** Abort with `{kind:'cancel', message}` to cancel the operation. */
   signal?: AbortSignal;
   hooks?: PipelineHooks;

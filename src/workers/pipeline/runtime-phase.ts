@@ -19,7 +19,7 @@ import type { Sandbox } from '../sandbox/worktree.js';
 import { phaseSpawn, type PhaseSpawn } from './isolation-phase.js';
 import { bwrapProbeFile, cancelReason, setState, timed, type OperationRun } from './operation-run.js';
 import { reprobeBwrap } from '../../shared/process/bwrap-probe.js';
-import { agentStateSpawn, prepareAgentState, type AgentState } from './agent-state.js';
+import { agentStateSpawn, prepareAgentState, preparePersistentState, type AgentState } from './agent-state.js';
 import { stderrTailLines, withStderrTail } from './stderr-tail.js';
 import { monotonicMs } from '../../shared/clock.js';
 import { watchedSpawn, watchLimits } from './limits-watch.js';
@@ -195,7 +195,8 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
 
 /**
  * The runtime's spawn: isolated with what the adapter declares, and under isolation the agent's
- * configured state dirs replaced by the operation's own writable copies (agent-state.ts).
+ * configured state dirs replaced by the operation's own writable copies, or for a `persistent`
+ * declaration by the tenant's own on this worker (agent-state.ts).
  */
 function runtimeSpawn(
   run: OperationRun,
@@ -206,12 +207,22 @@ function runtimeSpawn(
   const declared = runtime.adapter.isolation?.(runtime.config, { env: run.env, logDir: run.dir }) ?? { writable: [] };
   const seeds = run.isolation.use ? (declared.state ?? {}) : {};
   const own = [run.settings.cacheDir, run.settings.stateDir];
-  const state = Object.keys(seeds).length > 0 ? prepareAgentState(run.dir, seeds, own) : null;
+  const owner = { runtime: runtime.runtimeId, tenant: run.options.tenant ?? run.settings.tenant };
+  const persistent = declared.persistent === true;
+  const state =
+    Object.keys(seeds).length === 0
+      ? null
+      : persistent
+        ? preparePersistentState(run.settings.stateDir, owner, seeds, own)
+        : prepareAgentState(run.dir, seeds, own);
   const operation_id = run.prepared.mission.operation_id;
   for (const note of state?.notes ?? []) run.logger.warn({ operation_id }, `agent state: ${note}`);
   const writable = [...declared.writable, ...(state?.writable ?? [])];
   const phase = phaseSpawn(run, sandbox, { writable, readable: declared.readable ?? [] }, cgroup);
-  return { phase: state ? { ...phase, spawn: agentStateSpawn(phase.spawn, seeds, state.env) } : phase, state };
+  return {
+    phase: state ? { ...phase, spawn: agentStateSpawn(phase.spawn, seeds, state.env, persistent) } : phase,
+    state,
+  };
 }
 
 /** A spawn that remembers the stderr file of each child, for the why line. */

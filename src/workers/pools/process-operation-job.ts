@@ -226,6 +226,7 @@ async function runPipeline(run: JobRun, prepared: Prepared, record: QueueRecord)
     settings: { ...ctx.settings, logger: run.log },
     mode: 'queue',
     attempt: run.data.attempt,
+    tenant: tenantOf(run.data),
     signal: controller.signal,
     hooks: {
       journal: redisJournal(store, id, owner),

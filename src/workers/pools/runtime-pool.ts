@@ -22,7 +22,7 @@ import type { GcConfig, QueueConfig } from '../../shared/config.js';
 import { connectRedis } from '../../shared/queue/redis-connection.js';
 import { AdapterStore } from '../../shared/queue/adapter-store.js';
 import { runtimeCatalog } from '../operation-ports.js';
-import { queueName } from '../../shared/queue/topology.js';
+import { COMPLETED_JOBS_KEPT, queueName } from '../../shared/queue/topology.js';
 import { RETRY_POLICY, withMaxAttempts } from '../results/retry-policy.js';
 import { processOperationJob, type JobSummary, type PoolContext } from './process-operation-job.js';
 import { loadReceiptKey } from '../../operation/receipt-signature.js';
@@ -209,7 +209,7 @@ async function startWorker(pool: Pool, runtime: string): Promise<void> {
       lockDuration: config.lockMs,
       stalledInterval: config.stalledIntervalMs,
       maxStalledCount: config.maxStalledCount,
-      removeOnComplete: { count: 0 }, // as JOB_OPTIONS: the record is the truth
+      removeOnComplete: COMPLETED_JOBS_KEPT, // as JOB_OPTIONS: the record is the truth
       removeOnFail: { age: 7 * 24 * 3600 },
     },
   );

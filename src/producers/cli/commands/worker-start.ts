@@ -190,6 +190,14 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
   const asked = (values.runtime as string[] | undefined) ?? [];
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const candidates = asked.length > 0 ? asked : values.results ? [] : [...RUNTIME_IDS];
+  const { compileSettings } = await import('../../../operation/settings.js');
+  const settings = compileSettings(config, { stateDir, logger: createLogger(config.core.workerLogLevel) });
+  void settings.limitBackend; // probed now: UH_LIMIT_BACKEND=cgroup with no cgroup here is exit 2 before anything starts
+  if (candidates.length > 0) {
+    // A bad or missing signing key is exit 2 before anything connects (the runtime pool loads it the same way).
+    const { loadReceiptKey } = await import('../../../operation/receipt-keys.js');
+    loadReceiptKey(settings.receiptKey, true);
+  }
   const say = lifecycleLine(values.json === true);
   const runtimes = await readyRuntimes(candidates, {
     explicit: asked.length > 0,
@@ -199,9 +207,6 @@ export async function workerStart(argv: string[], config: UhConfig): Promise<num
     redisUrl,
     say,
   });
-  const { compileSettings } = await import('../../../operation/settings.js');
-  const settings = compileSettings(config, { stateDir, logger: createLogger(config.core.workerLogLevel) });
-  void settings.limitBackend; // probed now: UH_LIMIT_BACKEND=cgroup with no cgroup here is exit 2 before anything starts
 
   const metricsServer = await startMetrics(values['metrics-port'] as string | undefined, queueConfig, redisUrl, say);
   const { startWorkerProcess } = await import('../../../workers/worker-process.js');

@@ -96,6 +96,10 @@ export interface RuntimeAdapterV1<Config = unknown> {
    * runtime's `env`): under isolation each becomes a directory of the operation's own, seeded with a
    * copy of the configured one, writable, and the variable points there for the runtime's children;
    * the configured directory is never written. Must list only names the adapter passes in its env.
+   * `persistent`: the agent keeps state across runs (a login, threads a later run resumes): each
+   * name instead gets one directory per worker, runtime and tenant, seeded once and kept for that
+   * tenant's next missions (never shared with another tenant's, never the configured one), and the
+   * variable is set to it also when the env leaves it unset (a state location the agent defaults to).
    */
   isolation?(
     config: Config,
@@ -104,6 +108,7 @@ export interface RuntimeAdapterV1<Config = unknown> {
     writable: string[];
     readable?: string[];
     state?: Record<string, string>;
+    persistent?: boolean;
   };
 }
 

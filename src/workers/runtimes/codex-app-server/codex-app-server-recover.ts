@@ -1,11 +1,13 @@
 /**
  * Recovery of an operation whose worker died (or lost the reply) after `turn/start` may have been
- * sent: start a FRESH app server on the same CODEX_HOME, read the journal's thread
+ * sent: start a FRESH app server on the same CODEX_HOME (the journal's, the one the run's server
+ * reported: under isolation the tenant's persistent copy), read the journal's thread
  * (`thread/turns/list`, every page) and adopt exactly one new turn (outside the baseline) whose
  * user message carries our client message id. Never sends `turn/start`, `turn/steer` or
  * `thread/resume`: reading only. Zero or several candidates, another CODEX_HOME, or an unreadable
  * thread → `unknown`. The adopted turn's readback status is written back to the journal.
  */
+import { statSync } from 'node:fs';
 import { errorMessage } from '../../../shared/errors.js';
 import type { RuntimeJournalV1 } from '../../../shared/runtime/v1/runtime-context.js';
 import type { RecoverContextV1, RecoveryV1 } from '../../../shared/runtime/v1/runtime-recovery.js';
@@ -21,6 +23,10 @@ type AppServer = Awaited<ReturnType<typeof startAppServer>>;
 type BoundRecord = Awaited<ReturnType<IdentityJournal['load']>> & { thread_id: string };
 type Turn = Parameters<typeof selectAdoptableTurn>[0][number];
 type Ids = { thread_id?: string; turn_id?: string };
+
+function isDirectory(p: string): boolean {
+  return statSync(p, { throwIfNoEntry: false })?.isDirectory() ?? false;
+}
 
 /** How the run's own interrupt (a cancel, a timeout) reads in the adopted turn's outcome. */
 function interruptOf(record: BoundRecord) {
@@ -99,7 +105,10 @@ export async function recoverCodexAppServerOperation(
   try {
     const cwd = io.workDir ?? io.logDir;
     const name = 'codex-app-server.recover';
-    client = await startAppServer({ config, spawn: io.spawn, env: io.env, cwd, logDir: io.logDir, name });
+    // The run's own CODEX_HOME (under isolation its tenant's copy on this worker, not the configured one).
+    const home = record.codex_home && isDirectory(record.codex_home) ? { codex_home: record.codex_home } : {};
+    const server = { ...config, ...home };
+    client = await startAppServer({ config: server, spawn: io.spawn, env: io.env, cwd, logDir: io.logDir, name });
   } catch (error) {
     const why = JsonRpcTransportError.isInstance(error) ? error.message : errorMessage(error);
     return { state: 'unknown', reason: `cannot start a fresh app server to read the thread: ${why}`, ...ids };

@@ -105,24 +105,26 @@ export function codexHomeOf(config: CodexCommonSettings, env: ChildEnv): string 
 }
 
 /**
- * Under uh's isolation codex needs its CODEX_HOME writable (auth, config, thread rollouts). With
- * `seed`, a CODEX_HOME the config names (`codex_home`, `env.CODEX_HOME`) is agent state instead: the
- * operation gets a writable copy of it and the configured one (the user's config.toml) is never
- * written. Without it (codex-app-server: its mission threads and recovery need the same home across
- * operations), and for codex's default `~/.codex`, the home itself stays writable.
+ * Under uh's isolation codex needs a writable CODEX_HOME (auth, config, thread rollouts), never the
+ * configured one itself (the user's config.toml and login). With `seed` (codex exec), a CODEX_HOME
+ * the config names (`codex_home`, `env.CODEX_HOME`) becomes a writable copy of the operation's own.
+ * Otherwise (codex-app-server, whose mission threads and recovery need the same home across
+ * operations, and codex exec's default home: the worker's `CODEX_HOME` or `~/.codex`) it is
+ * persistent agent state: one copy per worker, runtime and tenant, kept between that tenant's missions.
  */
 export function codexIsolation(
   config: CodexCommonSettings,
   env: ChildEnv,
   extra: string[] = [],
   seed = false,
-): { writable: string[]; state?: Record<string, string> } {
+): { writable: string[]; state?: Record<string, string>; persistent?: boolean } {
   const configured = config.codex_home ?? config.env.CODEX_HOME;
   if (seed && configured && isAbsolute(configured)) {
     return { writable: extra, state: { CODEX_HOME: configured.replace(/\/+$/, '') } };
   }
   const home = codexHomeOf(config, env);
-  return { writable: [...(home ? [home] : []), ...extra] };
+  if (!home || !isAbsolute(home)) return { writable: extra };
+  return { writable: extra, state: { CODEX_HOME: home.replace(/\/+$/, '') }, persistent: true };
 }
 
 /**

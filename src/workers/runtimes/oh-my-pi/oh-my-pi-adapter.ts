@@ -12,4 +12,5 @@ export const ohMyPiAdapter = createPiAdapter({
   binary: 'omp',
   prompt_via: 'argv',
   install: 'bun install -g @oh-my-pi/pi-coding-agent',
+  agentDir: { env: 'PI_CODING_AGENT_DIR', home: '.omp/agent' },
 });

@@ -22,6 +22,8 @@ export interface PiVariant extends PiDefaults {
   displayName: string;
   /** Where the operator gets the binary, for hints. */
   install: string;
+  /** The agent dir's variable and its default under the home (pi: `PI_CODING_AGENT_DIR`, `~/.pi/agent`). */
+  agentDir: { env: string; home: string };
 }
 
 /** The argv, prompt excluded when it goes through stdin. Never passed through a shell. */
@@ -55,11 +57,12 @@ export function createPiAdapter(variant: PiVariant): RuntimeAdapterV1<PiSettings
 
     check: (config, ctx) => checkPi(variant, config, ctx),
 
-    // Under uh's isolation the home is private: pi's agent dir (providers, models, sessions) stays writable.
+    // Under uh's isolation the home is private: pi's agent dir (providers, models, login, sessions)
+    // is the tenant's own persistent copy on this worker, seeded from the configured one.
     isolation: (config, { env }) => {
-      const agentDir = config.env.PI_CODING_AGENT_DIR ?? env.PI_CODING_AGENT_DIR;
-      const home = env.HOME;
-      return { writable: [...(agentDir ? [agentDir] : []), ...(home ? [`${home}/.pi`, `${home}/.omp`] : [])] };
+      const named = variant.agentDir.env;
+      const agentDir = config.env[named] ?? env[named] ?? (env.HOME && `${env.HOME}/${variant.agentDir.home}`);
+      return agentDir ? { writable: [], state: { [named]: agentDir }, persistent: true } : { writable: [] };
     },
 
     // Egress mode: the baseUrl of each provider in its models.json, a built-in provider's endpoint, env endpoints.
@@ -191,4 +194,5 @@ export const piAdapter = createPiAdapter({
   binary: 'pi',
   prompt_via: 'stdin',
   install: 'npm i -g @mariozechner/pi-coding-agent (on PATH), or set runtime_config.binary to its path',
+  agentDir: { env: 'PI_CODING_AGENT_DIR', home: '.pi/agent' },
 });
