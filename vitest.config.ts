@@ -1,5 +1,5 @@
 /**
- * Three projects, all run by `npm test`:
+ * Four projects, all run by `npm test`:
  * - `unit`: in-process tests, no child process. No Redis (its URL points at a closed port, so a
  *   test that needs one fails at once), no bwrap (test/support/unit.setup.ts fails a file that
  *   runs it), no git, CLI or fake agent (test/architecture/test-projects.test.ts). Seconds:
@@ -7,6 +7,7 @@
  * - `integration`: everything else that runs here: real Redis, real git, bwrap, the built CLI,
  *   fake agents and servers in their own processes.
  * - `real`: installed runtimes (test/real/) against scripted local model servers.
+ * - `host-sweep`: files whose `uh gc` sweeps the whole host's cgroups, run after the others.
  * Files are placed by the lists below, never by moving them: a new test file lands in
  * `integration` until it is listed in UNIT. Every project loads test/support/test-dirs.setup.ts,
  * which points uh's cache at a temp dir (test/architecture/test-dirs.test.ts checks the wiring).
@@ -56,7 +57,16 @@ export const UNIT = [
 /** Test files of the `real` project: real runtimes, installed by scripts/install-real-runtimes.sh. */
 export const REAL = ['test/real/**/*.test.ts'];
 
-/** Every test file; `integration` is what neither list above claims. */
+/**
+ * Test files of the `host-sweep` project, run after every other project has finished
+ * (`sequence.groupOrder`): they run `uh gc`, whose cgroup sweep ends every dead owner's cgroups
+ * on the host, whatever cache they belong to, so alongside them another file's orphaned agent
+ * (the kill -9 tests of test/integration/fleet.test.ts) could be killed by the sweep before the
+ * watch that those tests assert on.
+ */
+export const HOST_SWEEP = ['test/security/cgroups.test.ts'];
+
+/** Every test file; `integration` is what none of the lists above claims. */
 const ALL = ['test/**/*.test.ts', 'src/**/*.test.ts'];
 
 /** Loaded in every project before each test file. */
@@ -90,12 +100,21 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ALL,
-          exclude: [...configDefaults.exclude, ...UNIT, ...REAL],
+          exclude: [...configDefaults.exclude, ...UNIT, ...REAL, ...HOST_SWEEP],
           setupFiles: SETUP_FILES,
           ...timeouts,
         },
       },
       { test: { name: 'real', include: REAL, setupFiles: SETUP_FILES, ...timeouts } },
+      {
+        test: {
+          name: 'host-sweep',
+          include: HOST_SWEEP,
+          setupFiles: SETUP_FILES,
+          sequence: { groupOrder: 1 },
+          ...timeouts,
+        },
+      },
     ],
   },
 });
