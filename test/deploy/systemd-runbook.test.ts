@@ -23,11 +23,11 @@ import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runCli } from '../support/cli.js';
+import { FAKE_AGENT, runCli } from '../support/cli.js';
 import { makeRepo } from '../support/git-repo.js';
 import { writeMission } from '../support/mission-file.js';
 import { waitFor } from '../support/process.js';
-import { removeDir, tempDir } from '../support/temp.js';
+import { hostTempDir, removeDir, tempDir } from '../support/temp.js';
 
 const CHECKOUT = fileURLToPath(new URL('../../', import.meta.url));
 const dirs: string[] = [];
@@ -223,9 +223,18 @@ describe("docs/deploy.md's systemd runbook, in a temp root", () => {
     // A producer (CI, a laptop) as uh-producer, the password from its file: as the uh user too when
     // there is one, since git refuses a repository another user owns (the worker fetches it as uh).
     const repo = makeRepo({ 'README.md': '# runbook\n' });
-    const mission = writeMission(repo, ['edit', 'README.md', '# via systemd\n']);
+    // The agent where a real host keeps programs (the checkout may be under /tmp, private inside the sandbox).
+    const agentDir = hostTempDir('uh-runbook-agent-');
+    const agent = join(agentDir, 'fake-agent.mjs');
+    copyFileSync(FAKE_AGENT, agent);
+    chmodSync(agentDir, 0o755);
+    const mission = writeMission(repo, ['edit', 'README.md', '# via systemd\n'], {
+      runtime_config_overrides: {
+        command: { argv: [process.execPath, agent, 'edit', 'README.md', '# via systemd\n'] },
+      },
+    });
     const producerDir = tempDir('uh-prod-');
-    dirs.push(repo, producerDir, dirname(mission.path));
+    dirs.push(repo, producerDir, dirname(mission.path), agentDir);
     copyFileSync(join(work, 'redis-secrets/producer'), join(producerDir, 'password'));
     if (as)
       for (const d of [repo, producerDir, dirname(mission.path)])
