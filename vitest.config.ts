@@ -64,7 +64,11 @@ export const REAL = ['test/real/**/*.test.ts'];
  * (the kill -9 tests of test/integration/fleet.test.ts) could be killed by the sweep before the
  * watch that those tests assert on.
  */
-export const HOST_SWEEP = ['test/security/cgroups.test.ts'];
+export const HOST_SWEEP = [
+  'test/security/cgroups.test.ts',
+  'test/integration/gc.test.ts',
+  'test/security/checked-is-shipped.test.ts',
+];
 
 /** Every test file; `integration` is what none of the lists above claims. */
 const ALL = ['test/**/*.test.ts', 'src/**/*.test.ts'];
