@@ -77,7 +77,7 @@ function ndjson(text: string, stream: string): Array<Record<string, unknown>> {
 }
 
 async function runMission(prefix: string, id: string, state: string, cache: string): Promise<void> {
-  const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix }).queue, redis.url);
+  const client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cache }).queue, redis.url);
   try {
     const mission = parseMission(
       {

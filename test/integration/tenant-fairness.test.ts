@@ -73,7 +73,7 @@ async function scenario(name: string, env: Record<string, string>, priorities: {
   const state = tempDir('uh-fair-state-');
   const cache = tempDir('uh-fair-cache-');
   dirs.push(state, cache);
-  const config = loadConfig({ UH_REDIS_PREFIX: prefix });
+  const config = loadConfig({ UH_REDIS_PREFIX: prefix, UH_CACHE_DIR: cache });
   const client = await QueueClient.open(config.queue, redis.url);
   let worker: WorkerProcess | null = null;
   try {

@@ -65,7 +65,10 @@ beforeAll(async () => {
     sha256: createHash('sha256').update(secret(id)).digest('hex'),
   }));
   writeFileSync(file, JSON.stringify({ tokens: entries }, null, 2));
-  client = await QueueClient.open(loadConfig({ UH_REDIS_PREFIX: redis.prefix('api') }).queue, redis.url);
+  client = await QueueClient.open(
+    loadConfig({ UH_REDIS_PREFIX: redis.prefix('api'), UH_CACHE_DIR: dirs[2] as string }).queue,
+    redis.url,
+  );
   app = await buildApiServer({
     client,
     config: readApiConfig({ UH_API_TOKEN: ADMIN, UH_API_TOKENS_FILE: file, UH_TENANT: 'ops' }, '127.0.0.1'),
