@@ -28,8 +28,7 @@ import {
   fileStamp,
   gitDirSpec,
   removeSandbox,
-  sandboxesRoot,
-  sandboxName,
+  newSandboxSlot,
   sandboxPaths,
   writeRecord,
   type Sandbox,
@@ -66,10 +65,7 @@ export async function createOverlaySandbox(
   now: Date,
   call: GitCallOptions = {},
 ): Promise<OverlaySandbox> {
-  const root = sandboxesRoot(cacheDir);
-  makeDir(root);
-  const name = sandboxName(operationId);
-  const paths = sandboxPaths(join(realpathSync(root), name));
+  const { name, paths } = newSandboxSlot(cacheDir, operationId);
   const base = await acquireBase(cacheDir, mirror, commit, name, undefined, call);
   const layers = overlayLayers(paths.path, realpathSync(base.tree));
   makeDir(paths.path);

@@ -159,6 +159,14 @@ export function sandboxName(owner: string): string {
   return `${owner}-${randomBytes(4).toString('hex')}`;
 }
 
+/** A new sandbox's name and layout under the cache's sandboxes root (made if missing); nothing else is made. */
+export function newSandboxSlot(cacheDir: string, operationId: string): { name: string; paths: SandboxPaths } {
+  const root = sandboxesRoot(cacheDir);
+  makeDir(root);
+  const name = sandboxName(operationId);
+  return { name, paths: sandboxPaths(join(realpathSync(root), name)) };
+}
+
 /**
  * Check out `commit` into a new sandbox. uh's private git dir does the checkout (its index is
  * uh's own, at the base commit); the agent then gets a private `.git` of its own: alternates to
@@ -174,10 +182,7 @@ export async function createSandbox(
   now: Date,
   call: GitCallOptions = {},
 ): Promise<Sandbox> {
-  const root = sandboxesRoot(cacheDir);
-  makeDir(root);
-  const name = sandboxName(operationId);
-  const paths = sandboxPaths(join(realpathSync(root), name));
+  const { name, paths } = newSandboxSlot(cacheDir, operationId);
   makeDir(paths.path);
   const dirMode = lstatSync(paths.path).mode & 0o7777;
   writeRecord(cacheDir, {
