@@ -17,6 +17,7 @@ import { runPiJsonl } from './pi-jsonl.js';
 import { runQueueLatency } from './queue-latency.js';
 import { runDiffCapture } from './diff-capture.js';
 import { runCowSandboxes } from './cow-sandboxes.js';
+import { runCowMissions } from './cow-missions.js';
 
 export const SUITES: BenchSuite[] = [
   { name: 'inline', run: runInlineVsFloor },
@@ -28,4 +29,5 @@ export const SUITES: BenchSuite[] = [
   { name: 'hermes-proxy-sse', run: runHermesProxySseBench },
   { name: 'diff', run: runDiffCapture },
   { name: 'cow', run: runCowSandboxes },
+  { name: 'cow-missions', run: runCowMissions },
 ];
