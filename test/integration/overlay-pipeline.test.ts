@@ -96,6 +96,7 @@ describe('copy-on-write sandboxes through the pipeline', () => {
     expect(readFileSync(join(upper, 'added.txt'), 'utf8')).toBe('new\n');
     // Under a cache cap of one byte, the kept sandbox is the first thing the cap removes.
     const gc = await runCli(['gc', '--json', '--state-dir', r.stateDir], {
+      cwd: repo,
       env: { UH_CACHE_DIR: r.cacheDir, UH_CACHE_CAP_BYTES: '1' },
     });
     expect(gc.code, gc.stderr).toBe(0);
