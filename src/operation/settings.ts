@@ -27,8 +27,9 @@ export interface OperationSettings {
     /** The warm pool; size 0 turns it off. */
     readonly pool: { readonly size: number; readonly idleMs: number };
     /**
-     * `UH_SANDBOX_BACKEND`. Only `worktree` is wired into the pipeline yet; the overlay backend's
-     * parts (`sandbox/overlay-*.ts`) are built and tested on their own (docs/sandboxes.md).
+     * `UH_SANDBOX_BACKEND`: `worktree`, `overlay` (copy-on-write over a shared base checkout, under
+     * bubblewrap only) or `auto` (overlay where it works); chosen per operation by
+     * `sandbox-backend.ts` (docs/sandboxes.md).
      */
     readonly backend: SandboxBackendSetting;
     /** The longest and deepest path a sandbox may hold; past them, a scope violation by name. */

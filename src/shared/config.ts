@@ -117,10 +117,7 @@ const VARIABLES = {
   UH_SANDBOX_POOL_SIZE: v(count, 'warm sandboxes kept per repository mirror (0 = no pool)', 2),
   UH_SANDBOX_POOL_IDLE_MINUTES: v(days, 'idle lifetime of a warm sandbox (minutes)', 30),
   UH_SANDBOX_BACKEND: v(
-    () =>
-      z
-        .enum(['auto', 'overlay', 'worktree'])
-        .refine((b) => b !== 'overlay', 'overlay is not wired into runs yet (docs/sandboxes.md): use worktree or auto'),
+    () => z.enum(['auto', 'overlay', 'worktree']),
     'how sandboxes are made: worktree (a checkout each), overlay (copy-on-write over a shared base), auto',
     'worktree',
   ),

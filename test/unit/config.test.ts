@@ -106,12 +106,12 @@ describe('loadConfig', () => {
     );
   });
 
-  it('UH_SANDBOX_BACKEND=overlay is refused, naming the variable, while the overlay backend is not wired into runs', () => {
+  it('UH_SANDBOX_BACKEND takes auto, overlay and worktree; anything else is refused naming the variable', () => {
     expect(loadConfig({ UH_SANDBOX_BACKEND: 'auto' }).core.sandboxBackend).toBe('auto');
-    expect(() => loadConfig({ UH_SANDBOX_BACKEND: 'overlay' })).toThrow(
-      expect.objectContaining({
-        details: [expect.stringMatching(/\(environment UH_SANDBOX_BACKEND\): overlay is not wired into runs yet/)],
-      }),
+    expect(loadConfig({ UH_SANDBOX_BACKEND: 'overlay' }).core.sandboxBackend).toBe('overlay');
+    expect(loadConfig({}).core.sandboxBackend).toBe('worktree');
+    expect(() => loadConfig({ UH_SANDBOX_BACKEND: 'docker' })).toThrow(
+      expect.objectContaining({ details: [expect.stringContaining('(environment UH_SANDBOX_BACKEND)')] }),
     );
   });
 });

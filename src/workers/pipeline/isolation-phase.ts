@@ -18,6 +18,7 @@ import {
 } from '../sandbox/isolation.js';
 import type { ProgramRefusal } from '../sandbox/program-paths.js';
 import { gitDirSpec, type Sandbox } from '../sandbox/worktree.js';
+import { isOverlaySandbox } from '../sandbox/overlay-sandbox.js';
 import type { OperationRun } from './operation-run.js';
 import { cgroupSpawn, rlimitedSpawn } from './limits-phase.js';
 
@@ -67,7 +68,11 @@ export function phaseSpawn(
     refused ??= r;
   };
   return {
-    spawn: isolatedSpawn(joined, plan, { view: isolationView(scope, plan), onRefuse }),
+    spawn: isolatedSpawn(joined, plan, {
+      view: isolationView(scope, plan),
+      onRefuse,
+      ...(isOverlaySandbox(sandbox) ? { overlay: { unshare: sandbox.unshare, layers: sandbox.layers } } : {}),
+    }),
     isolated: true,
     refusal: () => refused,
   };

@@ -29,7 +29,8 @@ import type { LimitBackendChoice } from '../../shared/process/cgroup-probe.js';
 import { createMissionCgroup, type MissionCgroup } from '../../shared/process/mission-cgroup.js';
 import type { SpawnGroup, SpawnGroupOptions } from '../../shared/process/spawn-group.js';
 import type { IsolationDecision } from '../sandbox/isolation.js';
-import { worktreeUsage } from '../sandbox/worktree-usage.js';
+import type { WorktreeUsage } from '../sandbox/worktree-usage.js';
+import { isOverlaySandbox } from '../sandbox/overlay-sandbox.js';
 import type { Sandbox } from '../sandbox/worktree.js';
 import { hitMessage, type LimitHit } from './limits-watch.js';
 
@@ -148,9 +149,8 @@ export function limitOutcome(hit: LimitHit, limits: MissionLimits): Outcome {
  * The worktree after the agent: over a bound, the run fails naming it (the watcher may have
  * sampled between the agent's last writes), and the diff never reads the tree.
  */
-export function measureWorktree(limits: RunLimits, sandbox: Sandbox): LimitHit | null {
-  const bounds = { bytes: limits.values.worktree_bytes, files: limits.values.worktree_files };
-  const usage = worktreeUsage(sandbox.path, bounds);
+/** Record the worktree's measure (`tree-work.ts` took it) on the run; the bound it passed, or null. */
+export function recordWorktree(limits: RunLimits, usage: WorktreeUsage): LimitHit | null {
   limits.worktree = { bytes: usage.bytes, files: usage.files };
   if (usage.over === null) return null;
   const observed = usage.over === 'worktree_files' ? usage.files : usage.bytes;
@@ -170,4 +170,13 @@ export function limitsReceipt(limits: RunLimits): NonNullable<Receipt['limits']>
     worktree: limits.worktree,
     ...(limits.kernel ? { kernel: { ...limits.kernel } } : {}),
   };
+}
+
+/**
+ * Where a phase's writes to the sandbox land, for the limits watch: the worktree, or an overlay
+ * sandbox's upper layer (on the host its mount point is empty; the upper layer holds everything
+ * the mission wrote, which is what the bounds are there to stop).
+ */
+export function writesOf(sandbox: Sandbox): string {
+  return isOverlaySandbox(sandbox) ? sandbox.layers.upper : sandbox.path;
 }

@@ -23,7 +23,7 @@ import { agentStateSpawn, prepareAgentState, preparePersistentState, type AgentS
 import { stderrTailLines, withStderrTail } from './stderr-tail.js';
 import { monotonicMs } from '../../shared/clock.js';
 import { watchedSpawn, watchLimits } from './limits-watch.js';
-import { cgroupHit, closePhaseCgroup, limitOutcome, openPhaseCgroup } from './limits-phase.js';
+import { cgroupHit, closePhaseCgroup, limitOutcome, openPhaseCgroup, writesOf } from './limits-phase.js';
 import type { MissionCgroup } from '../../shared/process/mission-cgroup.js';
 
 export async function runtimePhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
@@ -149,7 +149,7 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
   const stderrFiles: string[] = [];
   const watch = watchLimits({
     limits: run.limits.values,
-    worktree: sandbox.path,
+    worktree: writesOf(sandbox),
     isolated: phase.isolated,
     onHit: (hit) => {
       run.limits.hit = hit;

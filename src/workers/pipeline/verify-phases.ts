@@ -7,8 +7,7 @@
  */
 import { join } from 'node:path';
 import type { Sandbox } from '../sandbox/worktree.js';
-import { gitPathOf } from '../git-path.js';
-import { baseFactsDir, captureDiff, type DiffCapture } from '../verification/capture-diff.js';
+import { baseFactsDir } from '../verification/capture-diff.js';
 import { diffBound, diffTimeoutOutcome } from './diff-deadline.js';
 import { runChecks } from '../verification/run-checks.js';
 import { readReward, writeHiddenVerifier } from '../../operation/hidden-verifier.js';
@@ -16,13 +15,26 @@ import { HIDDEN_CHECK } from '../../shared/contracts/receipt.js';
 import { makeDir } from '../../shared/fs/make-dir.js';
 import { checkScope, type ScopeViolation } from '../verification/scope-check.js';
 import { restoreGitLink } from '../sandbox/git-link.js';
-import { removeEmptyDirs, stripIgnored, type Stripped } from '../verification/strip-ignored.js';
-import { walkTree } from '../verification/tree-violations.js';
+import { sandboxPaths } from '../sandbox/worktree.js';
+import { treeWork, type TreeWorkRequest, type TreeWorkResult } from '../verification/tree-work.js';
+import { overlayTreeWork } from '../verification/overlay-diff.js';
+import { isOverlaySandbox } from '../sandbox/overlay-sandbox.js';
+import type { WorktreeUsage } from '../sandbox/worktree-usage.js';
 import { phaseSpawn } from './isolation-phase.js';
 import { cancelReason, setState, timed, type OperationRun } from './operation-run.js';
-import { closePhaseCgroup, cgroupHit, limitOutcome, measureWorktree, openPhaseCgroup } from './limits-phase.js';
+import {
+  closePhaseCgroup,
+  cgroupHit,
+  limitOutcome,
+  openPhaseCgroup,
+  recordWorktree,
+  writesOf,
+} from './limits-phase.js';
 import { watchedSpawn, watchLimits, type LimitHit } from './limits-watch.js';
 import type { SpawnedGroup } from '../../shared/process/spawn-group.js';
+
+/** The overlay helper's own bound, behind the deadline's signal (which stops it first). */
+const HELPER_TIMEOUT_MS = 6 * 3600_000;
 
 export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
   const { folded, prepared } = run;
@@ -31,20 +43,11 @@ export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<vo
     thread_id: folded.thread_id,
     turn_id: folded.turn_id,
   });
-  // Over its worktree bounds, the tree is never diffed: the run fails naming the bound.
-  const over = measureWorktree(run.limits, sandbox);
-  if (over !== null) {
-    run.failure = limitOutcome(over, run.limits.values);
-    if (run.folded.outcome.raw !== run.failure.raw) run.events.append('limits.exceeded', { ...over });
-    return;
-  }
-  // The worktree's `.git` is uh's before anything reads it; any other `.git` is a nested repository,
-  // and a name git refuses or a path past the bounds is a violation by name (never silently left out).
-  const replaced = restoreGitLink(sandbox);
-  const { violations: walked, emptyDirs } = walkTree(sandbox.path, run.settings.sandbox.paths);
-  const got = await boundedDiff(run, sandbox, { excluded: walked.map((v) => v.path), emptyDirs });
+  const got = await boundedTreeWork(run, sandbox);
   if (got === null) return;
-  const { ignored, diff } = got;
+  const { usage, replaced, walked, ignored, diff } = got;
+  // Over its worktree bounds, the tree is never diffed: the run fails naming the bound.
+  if (overWorktree(run, usage) || diff === null) return;
   run.diff = diff;
   run.events.append('diff.captured', {
     files: diff.changed.length,
@@ -67,39 +70,50 @@ export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<vo
   run.events.append('scope.checked', { ok: run.violations.length === 0, violations: run.violations });
 }
 
+/** The worktree's measure against its bounds (`limits-phase.ts`); true when over (`run.failure` says so). */
+function overWorktree(run: OperationRun, usage: WorktreeUsage): boolean {
+  const over = recordWorktree(run.limits, usage);
+  if (over === null) return false;
+  run.failure = limitOutcome(over, run.limits.values);
+  if (run.folded.outcome.raw !== run.failure.raw) run.events.append('limits.exceeded', { ...over });
+  return true;
+}
+
 /**
- * The diff under the mission's deadline and the operation's cancel (`diff-deadline.ts`); null when
- * either stopped it (`run.failure` says why, unless the runtime's own outcome already does).
+ * The tree step (`tree-work.ts`: measure, `.git` restore, walk, ignored files, diff) under the
+ * mission's deadline and the operation's cancel (`diff-deadline.ts`), in uh's process or, for an
+ * overlay sandbox, in its helper inside the sandbox's namespace; null when the deadline or the
+ * cancel stopped it (`run.failure` says why, unless the runtime's own outcome already does).
  */
-async function boundedDiff(
-  run: OperationRun,
-  sandbox: Sandbox,
-  tree: { excluded: string[]; emptyDirs: string[] },
-): Promise<{ ignored: Stripped; diff: DiffCapture } | null> {
+async function boundedTreeWork(run: OperationRun, sandbox: Sandbox): Promise<TreeWorkResult | null> {
   const { prepared, settings } = run;
   const completed = run.failure === null && run.folded.outcome.status === 'completed';
   // After a runtime that did not complete (a cancel among them) the diff records what it left.
   const bound = diffBound(run.deadlineMs, completed, completed ? run.options.signal : undefined);
-  const factsDir = baseFactsDir(settings.cacheDir);
+  const request: TreeWorkRequest = {
+    workDir: sandbox.path,
+    mirrorPath: sandbox.mirror.path,
+    baseCommit: prepared.baseCommit,
+    patchPath: join(run.dir, 'diff.patch'),
+    scratchDir: run.dir,
+    factsDir: baseFactsDir(settings.cacheDir),
+    gitFastPath: settings.gitFastPath,
+    capBytes: settings.diff.capBytes,
+    keep: [...(prepared.mission.sandbox.keep_ignored ?? [])],
+    pathBounds: { ...settings.sandbox.paths },
+    worktreeBounds: { bytes: run.limits.values.worktree_bytes, files: run.limits.values.worktree_files },
+  };
   try {
-    // The checks run on exactly the diff's tree: the agent's ignored files go (unless kept, then staged).
-    return await timed(run, 'diff', async () => {
-      const keep = prepared.mission.sandbox.keep_ignored ?? [];
-      const at = { workDir: sandbox.path, baseCommit: prepared.baseCommit, scratchDir: run.dir, factsDir };
-      const listInProcess = gitPathOf(run.settings).listIgnored;
-      const input = { ...at, keep, excluded: tree.excluded, listInProcess };
-      const ignored = await stripIgnored(input, { signal: bound.signal });
-      removeEmptyDirs(sandbox.path, tree.emptyDirs);
-      const diff = await captureDiff(sandbox.path, prepared.baseCommit, join(run.dir, 'diff.patch'), run.dir, {
-        baseFactsDir: factsDir,
-        git: gitPathOf(settings),
-        keptIgnored: ignored.kept,
-        excluded: tree.excluded,
-        capBytes: settings.diff.capBytes,
-        signal: bound.signal,
-      });
-      return { ignored, diff };
-    });
+    return await timed(run, 'diff', () =>
+      isOverlaySandbox(sandbox)
+        ? overlayTreeWork(request, {
+            unshare: sandbox.unshare,
+            layers: sandbox.layers,
+            timeoutMs: HELPER_TIMEOUT_MS,
+            signal: bound.signal,
+          })
+        : treeWork(request, { signal: bound.signal }),
+    );
   } catch (error) {
     const cancelled = completed ? cancelReason(run) : null;
     if (!cancelled && !bound.expired()) throw error;
@@ -129,7 +143,7 @@ export async function checksPhase(run: OperationRun, sandbox: Sandbox): Promise<
 async function declaredChecks(run: OperationRun, sandbox: Sandbox): Promise<void> {
   const { mission } = run.prepared;
   const { signal } = run.options;
-  restoreGitLink(sandbox); // the checks run on uh's `.git`, whatever a previous phase left
+  restoreSandboxGitLink(sandbox); // the checks run on uh's `.git`, whatever a previous phase left
   // The checks are the agent's code too: a fresh cgroup of their own, and the watcher stops the one
   // that reaches a limit.
   const cgroup = openPhaseCgroup(run.limits, 'checks', mission.operation_id);
@@ -138,7 +152,7 @@ async function declaredChecks(run: OperationRun, sandbox: Sandbox): Promise<void
   let closed: LimitHit | null;
   const watch = watchLimits({
     limits: run.limits.values,
-    worktree: sandbox.path,
+    worktree: writesOf(sandbox),
     isolated: phase.isolated,
     onHit: (hit) => {
       run.limits.hit ??= hit;
@@ -195,7 +209,7 @@ async function hiddenVerifierPhase(run: OperationRun, sandbox: Sandbox): Promise
   const logs = join(run.dir, 'verifier', 'logs');
   writeHiddenVerifier(bundle, tests);
   makeDir(logs);
-  restoreGitLink(sandbox);
+  restoreSandboxGitLink(sandbox);
   // The task's own verifier, in a cgroup of its own too: nothing it starts outlives it.
   const cgroup = openPhaseCgroup(run.limits, 'verifier', run.prepared.mission.operation_id);
   const phase = phaseSpawn(run, sandbox, { writable: [logs], readable: [tests], checks: true }, cgroup);
@@ -218,4 +232,14 @@ async function hiddenVerifierPhase(run: OperationRun, sandbox: Sandbox): Promise
   run.checks = [...run.checks, checked];
   const { output_head: _head, output_tail: tail, ...r } = checked;
   run.events.append('verification.check', { ...r, output_tail: tail.slice(-1024), reward: run.reward });
+}
+
+/**
+ * uh's `.git` back in the sandbox before a phase that runs on it. Between phases nothing has an
+ * overlay sandbox mounted, so its `.git` is restored in the upper layer itself (the base holds
+ * none: the merged tree's `.git` is the upper layer's).
+ */
+function restoreSandboxGitLink(sandbox: Sandbox): void {
+  if (!isOverlaySandbox(sandbox)) return void restoreGitLink(sandbox);
+  restoreGitLink(sandbox, { ...sandboxPaths(sandbox.path), agentGitDir: join(sandbox.layers.upper, '.git') });
 }

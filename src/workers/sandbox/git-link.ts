@@ -8,18 +8,25 @@
 import { lstatSync, readdirSync, readFileSync, rmSync, writeFileSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { makeDir } from '../../shared/fs/make-dir.js';
-import { gitDirSpec, sandboxPaths, writeAgentGitDir, type Sandbox } from './worktree.js';
+import type { Mirror } from './mirror-cache.js';
+import { gitDirSpec, sandboxPaths, writeAgentGitDir, type SandboxPaths } from './worktree.js';
+
+/** What the restore needs of a sandbox: its worktree, its mirror and its base commit. */
+export interface GitLinkOf {
+  path: string;
+  mirror: Pick<Mirror, 'path'>;
+  commit: string;
+}
 
 /**
  * Put the agent's git dir back when `.git` at the top is not a real directory (a gitfile, a
  * symlink, a FIFO, missing). Returns what was there when it was replaced, else null.
  */
-export function restoreGitLink(sandbox: Pick<Sandbox, 'path' | 'mirror' | 'commit'>): string | null {
-  const paths = sandboxPaths(sandbox.path);
+export function restoreGitLink(sandbox: GitLinkOf, paths: SandboxPaths = sandboxPaths(sandbox.path)): string | null {
   let found: string;
   try {
     const st = lstatSync(paths.agentGitDir);
-    if (st.isDirectory()) return repointGitDir(sandbox);
+    if (st.isDirectory()) return repointGitDir(paths.agentGitDir, sandbox);
     found = st.isSymbolicLink() ? 'symlink' : st.isFile() ? 'file' : 'special file';
   } catch {
     found = 'missing';
@@ -33,8 +40,7 @@ export function restoreGitLink(sandbox: Pick<Sandbox, 'path' | 'mirror' | 'commi
  * A real `.git` directory keeps the agent's own HEAD and objects, but reads no other git dir than
  * uh's mirror: a `commondir` is removed and `objects/info/alternates` written back as uh made it.
  */
-function repointGitDir(sandbox: Pick<Sandbox, 'path' | 'mirror' | 'commit'>): string | null {
-  const gitDir = sandboxPaths(sandbox.path).agentGitDir;
+function repointGitDir(gitDir: string, sandbox: GitLinkOf): string | null {
   const alternates = join(gitDir, 'objects', 'info', 'alternates');
   const want = `${gitDirSpec(sandbox.mirror, sandbox.commit, false).alternates}\n`;
   const found: string[] = [];

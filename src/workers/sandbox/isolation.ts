@@ -14,6 +14,14 @@ import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isolationRefusal } from '../../shared/host-policy.js';
 import { bwrapArgv, type BwrapPlan } from '../../shared/process/bwrap-argv.js';
+import { overlayBwrapArgv } from './overlay-isolation.js';
+import { existsInOverlay, type OverlayLayers } from './overlay-mount.js';
+
+/** An overlay sandbox's processes start in its namespace (`overlay-isolation.ts`). */
+export interface OverlayLaunch {
+  unshare: string;
+  layers: OverlayLayers;
+}
 import type { EgressBridge } from '../../shared/process/egress-bridge.js';
 import { probeBwrap, whichOnPath, type BwrapProbe } from '../../shared/process/bwrap-probe.js';
 import {
@@ -259,15 +267,15 @@ function programBinds(scope: IsolationScope, pathDirs: readonly string[], bound:
 export function isolatedSpawn(
   spawn: SpawnGroup,
   plan: Omit<BwrapPlan, 'env' | 'cwd'>,
-  programs?: { view: SandboxView; onRefuse: (refusal: ProgramRefusal) => void },
+  programs?: { view: SandboxView; onRefuse: (refusal: ProgramRefusal) => void; overlay?: OverlayLaunch },
 ): SpawnGroup {
+  const overlay = programs?.overlay;
+  const exists = (path: string) => (overlay ? existsInOverlay(overlay.layers, path) : existsSync(path));
   return (options) => {
     const program = options.argv[0];
     const found =
       program !== undefined &&
-      (program.includes('/')
-        ? existsSync(resolve(options.cwd, program))
-        : whichOnPath(program, options.env.PATH) !== null);
+      (program.includes('/') ? exists(resolve(options.cwd, program)) : whichOnPath(program, options.env.PATH) !== null);
     if (!found) return spawn(options);
     const exposed = programs
       ? exposeArgv(options.argv, options.cwd, options.env.PATH, programs.view)
@@ -277,7 +285,10 @@ export function isolatedSpawn(
       return refusedSpawn(options, exposed.refusal);
     }
     const readable = [...plan.readable, ...exposed.readable];
-    const argv = bwrapArgv({ ...plan, readable, env: options.env, cwd: options.cwd }, options.argv);
+    const full = { ...plan, readable, env: options.env, cwd: options.cwd };
+    const argv = overlay
+      ? overlayBwrapArgv(overlay.unshare, overlay.layers, full, options.argv)
+      : bwrapArgv(full, options.argv);
     return spawn({ ...options, argv, env: { PATH: options.env.PATH ?? '/usr/bin:/bin' } });
   };
 }

@@ -18,8 +18,8 @@
  * layer), `metacopy=off` (a copied-up file holds its whole content), `index=off`, `xino=off`.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, lstatSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, existsSync, lstatSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { isAbsolute, join, relative } from 'node:path';
 import { makeDir } from '../../shared/fs/make-dir.js';
 import { removeTree } from '../../shared/fs/deep-tree.js';
 import { whichOnPath } from '../../shared/process/bwrap-probe.js';
@@ -136,4 +136,20 @@ export function unlockWorkDir(work: string): void {
 /** A whiteout of the upper layer: a character device 0/0 (what `probeOverlay` checked). */
 export function isWhiteout(st: { isCharacterDevice(): boolean; rdev: number }): boolean {
   return st.isCharacterDevice() && st.rdev === 0;
+}
+
+/**
+ * Whether `path` exists in the merged tree, read from the layers on the host (where the mount
+ * point is empty): the upper layer's entry (a whiteout: gone), else the lower one's. Paths
+ * outside the mount point are looked up as they are. An entry under a directory the upper layer
+ * made opaque may read as present: the process that looks for it in the namespace is told.
+ */
+export function existsInOverlay(layers: OverlayLayers, path: string): boolean {
+  const rel = relative(layers.mountPoint, path);
+  if (rel.startsWith('..') || isAbsolute(rel)) return existsSync(path);
+  try {
+    return !isWhiteout(lstatSync(join(layers.upper, rel)));
+  } catch {
+    return existsSync(join(layers.lower, rel));
+  }
 }

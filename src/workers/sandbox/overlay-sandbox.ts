@@ -36,7 +36,10 @@ import {
 
 /** An overlay sandbox: a `Sandbox` whose worktree is a mount point, and its layers. */
 export interface OverlaySandbox extends Sandbox {
+  backend: 'overlay';
   layers: OverlayLayers;
+  /** The `unshare` every process of the sandbox starts under (`overlay-mount.ts`). */
+  unshare: string;
   base: Pick<OverlayBase, 'name' | 'tree' | 'index' | 'fresh'>;
 }
 
@@ -64,6 +67,7 @@ export async function createOverlaySandbox(
   operationId: string,
   now: Date,
   call: GitCallOptions = {},
+  unshare = 'unshare',
 ): Promise<OverlaySandbox> {
   const { name, paths } = newSandboxSlot(cacheDir, operationId);
   const base = await acquireBase(cacheDir, mirror, commit, name, undefined, call);
@@ -98,8 +102,13 @@ export async function createOverlaySandbox(
     indexStamp: fileStamp(paths.index),
     backend: 'overlay',
     layers,
+    unshare,
     base: { name: base.name, tree: base.tree, index: base.index, fresh: base.fresh },
   };
+}
+
+export function isOverlaySandbox(sandbox: Sandbox): sandbox is OverlaySandbox {
+  return sandbox.backend === 'overlay' && 'layers' in sandbox;
 }
 
 /** Remove the sandbox (its upper layer with uh's private dir, the mount point) and drop its lease on the base. */

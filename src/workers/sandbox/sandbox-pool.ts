@@ -38,6 +38,7 @@ import {
 import { dirname, join } from 'node:path';
 import { errorMessage } from '../../shared/errors.js';
 import { withFileLock } from './file-lock.js';
+import { removeOverlaySandbox } from './overlay-sandbox.js';
 import {
   agentGitDirDoubt,
   dropLooseObjects,
@@ -380,6 +381,10 @@ function dropUnderLock(cacheDir: string, name: string): boolean {
  * and only if it is still pooled (a mission may have claimed it since the record was read).
  */
 export async function discardSandbox(cacheDir: string, record: SandboxRecord): Promise<boolean> {
+  if (record.backend === 'overlay') {
+    await removeOverlaySandbox(cacheDir, record); // never pooled: its upper layer and its lease on the base
+    return true;
+  }
   if (record.state !== 'pooled') {
     await removeSandbox(cacheDir, record);
     return true;

@@ -244,8 +244,10 @@ export function retainSandbox(
   operationId: string,
   keepUntil: Date,
   createdAt: Date,
+  made: Pick<SandboxRecord, 'backend' | 'base'> = {},
 ): void {
   writeRecord(cacheDir, {
+    ...made,
     name: sandbox.name,
     path: sandbox.path,
     mirror: sandbox.mirror.path,

@@ -16,6 +16,7 @@ import { UhError } from '../../shared/errors.js';
 import { spawnGroup } from '../../shared/process/spawn-group.js';
 import { overlayLaunchArgv, type OverlayLayers } from '../sandbox/overlay-mount.js';
 import type { DiffCapture } from './capture-diff.js';
+import type { TreeWorkRequest, TreeWorkResult } from './tree-work.js';
 
 export const OverlayDiffRequestSchema = z.strictObject({
   workDir: z.string(),
@@ -73,17 +74,47 @@ export async function captureOverlayDiff(
   request: Omit<OverlayDiffRequest, 'views' | 'workDir'>,
   run: OverlayDiffRun,
 ): Promise<DiffCapture & { listed: number | null }> {
-  const full: OverlayDiffRequest = {
-    ...request,
-    workDir: run.layers.mountPoint,
-    views: { upper: run.layers.upper, lower: run.layers.lower, merged: run.layers.mountPoint },
-  };
+  const full: OverlayDiffRequest = { ...request, workDir: run.layers.mountPoint, views: viewsOf(run.layers) };
+  return DiffCaptureSchema.parse(await runHelper(full, run));
+}
+
+const TreeWorkResultSchema = z.object({
+  usage: z.object({
+    bytes: z.number(),
+    files: z.number(),
+    over: z.enum(['worktree_bytes', 'worktree_files']).nullable(),
+  }),
+  replaced: z.string().nullable(),
+  walked: z.array(ScopeViolationSchema),
+  ignored: z.object({ removed: z.array(z.string()), kept: z.array(z.string()) }),
+  diff: DiffCaptureSchema.omit({ listed: true }).nullable(),
+});
+
+/**
+ * The whole tree step (`tree-work.ts`: measure, `.git` restore, walk, ignored files, diff) of
+ * an overlay sandbox, in one helper inside its namespace; the listing limited to what the upper
+ * layer names once the ignored files are gone.
+ */
+export async function overlayTreeWork(
+  request: Omit<TreeWorkRequest, 'workDir'>,
+  run: OverlayDiffRun,
+): Promise<TreeWorkResult> {
+  const tree: TreeWorkRequest = { ...request, workDir: run.layers.mountPoint };
+  return TreeWorkResultSchema.parse(await runHelper({ tree, views: viewsOf(run.layers) }, run));
+}
+
+function viewsOf(layers: OverlayLayers): OverlayDiffRequest['views'] {
+  return { upper: layers.upper, lower: layers.lower, merged: layers.mountPoint };
+}
+
+/** Start the helper in the sandbox's namespace with `payload` on stdin; its JSON answer. */
+async function runHelper(payload: unknown, run: OverlayDiffRun): Promise<unknown> {
   const argv = overlayLaunchArgv(run.unshare, run.layers, [process.execPath, overlayDiffMain()]);
   const child = spawnGroup({
     argv,
     cwd: '/',
     env: { PATH: '/usr/bin:/bin' },
-    stdin: { text: JSON.stringify(full) },
+    stdin: { text: JSON.stringify(payload) },
     stdout: 'pipe',
     stderr: 'pipe',
     timeoutMs: run.timeoutMs,
@@ -97,9 +128,9 @@ export async function captureOverlayDiff(
   const exit = await child.result;
   if (exit.exitCode !== 0 || exit.timedOut || exit.aborted) {
     const why = exit.timedOut ? 'timed out' : exit.aborted ? 'was aborted' : `exited ${exit.exitCode}`;
-    throw new UhError('sandbox', `the overlay diff helper ${why}: ${err.trim().slice(-500)}`, {
+    throw new UhError('sandbox', `the overlay helper ${why}: ${err.trim().slice(-500)}`, {
       hint: 'run `uh doctor`: it says whether this host mounts overlays in a user namespace',
     });
   }
-  return DiffCaptureSchema.parse(JSON.parse(Buffer.concat(out).toString('utf8')));
+  return JSON.parse(Buffer.concat(out).toString('utf8'));
 }
