@@ -6,16 +6,18 @@
  *
  *   <cache>/sandboxes/<name>/             the mount point (empty on the host)
  *   <cache>/sandboxes/.uh/<name>/git/     uh's private bare git dir, as for a worktree sandbox
- *   <cache>/sandboxes/.uh/<name>/index    uh's index: a copy of the base's (its mtime kept)
+ *   <cache>/sandboxes/.uh/<name>/index    uh's index: a hard link to the base's (uh only reads it;
+ *                                         git replaces an index by renaming, never writes it in place)
  *   <cache>/sandboxes/.uh/<name>/upper/   the mission's writes; holds `.git/`, the agent's git
  *                                         dir, from the start (the base has none)
  *   <cache>/sandboxes/.uh/<name>/work/    the overlay's scratch dir
  *
  * Making one costs the same for 1 file or 50,000: a lease on the base (a checkout only the first
- * time at that commit), two small git dirs and a copy of the index. Removing one deletes its
+ * time at that commit), two small git dirs, a link to the base's index and one copy of it (the
+ * agent's: a file in its upper layer, which it may write in place). Removing one deletes its
  * private dir (the upper layer) and drops the lease.
  */
-import { copyFileSync, realpathSync, statSync, utimesSync } from 'node:fs';
+import { copyFileSync, linkSync, realpathSync, statSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeDir } from '../../shared/fs/make-dir.js';
 import { writeGitDir } from './git-dir.js';
@@ -88,7 +90,9 @@ export async function createOverlaySandbox(
     base: base.name,
   });
   writeGitDir(paths.gitDir, gitDirSpec(mirror, commit, true));
-  copyIndex(base.index, paths.index);
+  // A link, not a copy: 50,000 entries are ~4 MB a sandbox. uh reads this index and never writes it;
+  // git writes an index through index.lock and a rename, which replaces the link and leaves the base's.
+  linkSync(base.index, paths.index);
   const agentGitDir = join(layers.upper, '.git');
   writeGitDir(agentGitDir, gitDirSpec(mirror, commit, false));
   copyIndex(base.index, join(agentGitDir, 'index'));
