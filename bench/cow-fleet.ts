@@ -29,7 +29,10 @@ function stop(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
     if (child.exitCode !== null || child.signalCode !== null) return resolve();
     child.removeAllListeners('exit');
-    child.once('exit', () => resolve());
+    child.once('exit', () => {
+      child.stderr?.destroy(); // 'exit' can come before the pipe closes: the bench would end with it open
+      resolve();
+    });
     child.kill('SIGTERM');
   });
 }
