@@ -21,6 +21,8 @@ const PRODUCER_ENTRY_POINTS = [
   '^src/workers/worker-process\\.ts$',
   // `uh doctor` runs each runtime's check inside a mission's isolation.
   '^src/workers/pipeline/isolated-check\\.ts$',
+  // `uh doctor` says which sandbox backend this host gives (the overlay probe).
+  '^src/workers/sandbox/sandbox-backend\\.ts$',
   // `uh gc` applies the retention policy.
   '^src/workers/sandbox/gc\\.ts$',
   // The runtime catalog, injected into src/operation (runtime_config schemas, manifests, checks).

@@ -8,6 +8,7 @@
  *   fake agents and servers in their own processes.
  * - `real`: installed runtimes (test/real/) against scripted local model servers.
  * - `host-sweep`: files whose `uh gc` sweeps the whole host's cgroups, run after the others.
+ * - `overlay`: the pipeline's security suites once more on copy-on-write sandboxes (`OVERLAY`).
  * Files are placed by the lists below, never by moving them: a new test file lands in
  * `integration` until it is listed in UNIT. Every project loads test/support/test-dirs.setup.ts,
  * which points uh's cache at a temp dir (test/architecture/test-dirs.test.ts checks the wiring).
@@ -71,6 +72,26 @@ export const HOST_SWEEP = [
   'test/integration/overlay-pipeline.test.ts',
 ];
 
+/**
+ * The security suites that run hostile agents and checks through the pipeline, run a second time
+ * in the `overlay` project with `UH_SANDBOX_BACKEND=auto`: their isolated rows then get
+ * copy-on-write sandboxes (docs/sandboxes.md), and `fleetTable` keeps only those rows (the
+ * unisolated ones make worktrees whatever the variable says, and run in `integration`). After
+ * the other projects, with `host-sweep` (checked-is-shipped runs `uh gc`).
+ */
+export const OVERLAY = [
+  'test/security/isolation.test.ts',
+  'test/security/git-attacks.test.ts',
+  'test/security/hostile-check.test.ts',
+  'test/security/egress.test.ts',
+  'test/security/limits.test.ts',
+  'test/security/root-capabilities.test.ts',
+  'test/security/processes.test.ts',
+  'test/security/isolation-programs.test.ts',
+  'test/security/secret-env.test.ts',
+  'test/security/checked-is-shipped.test.ts',
+];
+
 /** Every test file; `integration` is what none of the lists above claims. */
 const ALL = ['test/**/*.test.ts', 'src/**/*.test.ts'];
 
@@ -116,6 +137,16 @@ export default defineConfig({
           name: 'host-sweep',
           include: HOST_SWEEP,
           setupFiles: SETUP_FILES,
+          sequence: { groupOrder: 1 },
+          ...timeouts,
+        },
+      },
+      {
+        test: {
+          name: 'overlay',
+          include: OVERLAY,
+          setupFiles: SETUP_FILES,
+          env: { UH_SANDBOX_BACKEND: 'auto' },
           sequence: { groupOrder: 1 },
           ...timeouts,
         },

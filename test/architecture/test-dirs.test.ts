@@ -22,7 +22,7 @@ afterAll(() => dirs.forEach(removeDir));
 
 describe('test cache and state dirs', () => {
   it('every vitest project loads the temp-dir setup file', () => {
-    expect(projects.map((p) => p.test?.name)).toEqual(['unit', 'integration', 'real', 'host-sweep']);
+    expect(projects.map((p) => p.test?.name)).toEqual(['unit', 'integration', 'real', 'host-sweep', 'overlay']);
     for (const p of projects) {
       expect([p.test?.setupFiles].flat(), String(p.test?.name)).toEqual(expect.arrayContaining(SETUP_FILES));
     }

@@ -8,12 +8,19 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import picomatch from 'picomatch';
 import { describe, expect, it } from 'vitest';
-import config, { REAL, UNIT, UNIT_REDIS_URL, UNIT_SETUP } from '../../vitest.config.js';
+import config, { OVERLAY, REAL, UNIT, UNIT_REDIS_URL, UNIT_SETUP } from '../../vitest.config.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 interface ProjectShape {
-  test?: { name?: string; include?: string[]; exclude?: string[]; env?: Record<string, string>; setupFiles?: string[] };
+  test?: {
+    name?: string;
+    include?: string[];
+    exclude?: string[];
+    env?: Record<string, string>;
+    setupFiles?: string[];
+    sequence?: { groupOrder?: number };
+  };
 }
 
 function testFiles(dir: string): string[] {
@@ -34,10 +41,18 @@ function projectsOf(file: string): string[] {
 }
 
 describe('vitest projects', () => {
-  it('each test file belongs to exactly one project', () => {
+  it('each test file belongs to exactly one project, the overlay suites to one more', () => {
     expect(files.length).toBeGreaterThan(100);
-    const misplaced = files.map((f) => ({ f, in: projectsOf(f) })).filter((x) => x.in.length !== 1);
+    const want = (f: string) => (OVERLAY.includes(f) ? 2 : 1);
+    const misplaced = files.map((f) => ({ f, in: projectsOf(f) })).filter((x) => x.in.length !== want(x.f));
     expect(misplaced).toEqual([]);
+    expect(OVERLAY.every((f) => files.includes(f))).toBe(true);
+  });
+
+  it('the overlay project runs its suites with UH_SANDBOX_BACKEND=auto, after the others', () => {
+    const overlay = projects.find((p) => p.test?.name === 'overlay');
+    expect(overlay?.test?.env?.UH_SANDBOX_BACKEND).toBe('auto');
+    expect(overlay?.test?.sequence?.groupOrder).toBe(1);
   });
 
   it('each entry of the unit and real lists names at least one test file', () => {

@@ -113,4 +113,27 @@ describe('copy-on-write sandboxes through the pipeline', () => {
     expect(forced.receipt.verdict).not.toBe('verified');
     expect(JSON.stringify(forced.receipt.outcome)).toMatch(/UH_SANDBOX_BACKEND=overlay cannot make this sandbox/);
   });
+
+  it('uh doctor says which backend makes sandboxes, and fails overlay without bubblewrap by name', async () => {
+    const cacheDir = tempDir('uh-cache-');
+    const stateDir = tempDir('uh-state-');
+    created.push(cacheDir, stateDir);
+    const doctor = (env: Record<string, string>) =>
+      runCli(['doctor', '--json', '--state-dir', stateDir], { cwd: repo, env: { UH_CACHE_DIR: cacheDir, ...env } });
+    const line = (out: string) => JSON.parse(out).findings.find((f: { what: string }) => f.what === 'sandboxes');
+    const auto = await doctor({ UH_SANDBOX_BACKEND: 'auto' });
+    expect(line(auto.stdout)).toMatchObject({
+      ok: true,
+      detail: expect.stringMatching(/^overlay \(UH_SANDBOX_BACKEND=auto\)/),
+    });
+    const off = await doctor({ UH_SANDBOX_BACKEND: 'overlay', UH_ISOLATION: 'off' });
+    expect(off.code).toBe(3);
+    expect(line(off.stdout)).toMatchObject({
+      ok: false,
+      core: true,
+      detail: expect.stringMatching(/no bubblewrap in use/),
+    });
+    const worktree = await doctor({ UH_SANDBOX_BACKEND: 'worktree' });
+    expect(line(worktree.stdout).detail).toMatch(/^worktree/);
+  });
 });

@@ -88,7 +88,7 @@ afterAll(async () => {
 });
 
 /** As this user: inline isolated and not, through a worker; as `uh`: isolated, inline and through a worker. */
-const ROWS = fleetTable(['inline', 'worker'], ['auto', 'off']).filter(
+const ROWS = fleetTable(['inline', 'worker']).filter(
   ([mode, isolation, user]) => isolation === 'auto' || (mode === 'inline' && user !== DEPLOY_USER),
 );
 

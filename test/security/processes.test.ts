@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { sandboxFile } from '../support/sandbox.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
 import { makeRepo } from '../support/git-repo.js';
@@ -50,7 +50,7 @@ describe('processes: nothing outlives the run', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.receipt.isolation.kind).toBe('bwrap');
     expect(r.receipt.outcome.timed_out).toBe(false);
-    const beat = join(r.receipt.sandbox.path, 'beat.txt');
+    const beat = sandboxFile(r.receipt.sandbox, 'beat.txt');
     const beats = () => (existsSync(beat) ? readFileSync(beat, 'utf8').split('\n').filter(Boolean).length : 0);
     const ran = beats();
     expect(ran, 'the child beat before the agent exited').toBeGreaterThanOrEqual(3);

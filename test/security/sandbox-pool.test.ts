@@ -122,6 +122,7 @@ async function mission(
     logger,
     isolation: options.isolation ?? 'off',
     poolSize: (options.pool ?? POOL).size,
+    sandboxBackend: 'worktree', // the warm pool is the worktree backend's
   });
   const out = await runInline(parsed, { settings });
   if (out.kind !== 'ran') throw new Error(`not run: ${out.kind}`);

@@ -34,10 +34,16 @@ const isRoot = process.getuid?.() === 0;
 /** The users this host can run uh as: root and `uh` as root, else only the current user. */
 export const FLEET_USERS: readonly string[] = isRoot ? ['root', DEPLOY_USER] : [userInfo().username];
 
+/**
+ * The `overlay` project (vitest.config.ts) sets `UH_SANDBOX_BACKEND`: only isolated rows get an
+ * overlay sandbox, so only those rows run there (the rest run in `integration`).
+ */
+const ONLY_ISOLATED = (process.env.UH_SANDBOX_BACKEND ?? 'worktree') !== 'worktree';
+
 /** Every (mode, isolation, user) row this host can run, for `describe.each`. */
 export function fleetTable(
   modes: readonly Mode[] = ['inline', 'worker'],
-  isolations: readonly Isolation[] = ['auto', 'off'],
+  isolations: readonly Isolation[] = ONLY_ISOLATED ? ['auto'] : ['auto', 'off'],
 ): Array<[Mode, Isolation, string]> {
   return modes.flatMap((m) => isolations.flatMap((i) => FLEET_USERS.map((u): [Mode, Isolation, string] => [m, i, u])));
 }
@@ -280,7 +286,7 @@ export function agentUid(fleet: Fleet): number {
 
 /**
  * The fleet's first mission, benign: verified, isolated as asked (`isolation: bwrap` unless off),
- * and its agent runs as the fleet's user (its `id -u` is in the diff). Creates the mirror and
+ * in the sandbox backend the project asks for (an overlay for an isolated row of `overlay`), and its agent runs as the fleet's user (its `id -u` is in the diff). Creates the mirror and
  * the receipt keys, so baselines taken after it cover them.
  */
 export async function firstMission(fleet: Fleet, patch: Record<string, unknown> = {}): Promise<any> {
@@ -290,6 +296,9 @@ export async function firstMission(fleet: Fleet, patch: Record<string, unknown> 
   );
   if (receipt.verdict !== 'verified' || receipt.isolation?.kind !== (fleet.isolation === 'auto' ? 'bwrap' : 'none'))
     throw new Error(`the first mission of a fleet as ${fleet.user}: ${JSON.stringify(receipt)}`);
+  const backend = ONLY_ISOLATED && fleet.isolation === 'auto' ? 'overlay' : 'git-worktree';
+  if (receipt.sandbox?.backend !== backend)
+    throw new Error(`the first mission of a fleet expected a ${backend} sandbox: ${JSON.stringify(receipt.sandbox)}`);
   const patchText = readFileSync(join(operationDir, 'diff.patch'), 'utf8');
   if (!new RegExp(`^\\+${agentUid(fleet)}$`, 'm').test(patchText))
     throw new Error(`the agent of a fleet as ${fleet.user} is not uid ${agentUid(fleet)}:\n${patchText}`);

@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { createSandbox } from '../../src/workers/sandbox/worktree.js';
 import { resolveInMirror } from '../../src/workers/sandbox/mirror-cache.js';
 import { makeRepo } from './git-repo.js';
@@ -28,4 +28,14 @@ export async function freshSandbox(
     baseFactsDir: join(cacheDir, 'derived', 'base-facts'),
     patch: join(scratch, 'diff.patch'),
   };
+}
+
+/**
+ * Where a sandbox's file `rel` is on the host while the sandbox lives or is kept: in its worktree,
+ * or for an overlay sandbox (`receipt.sandbox.backend`), whose mount point is empty on the host,
+ * in its upper layer (what the mission wrote; docs/sandboxes.md).
+ */
+export function sandboxFile(sandbox: { path: string; backend?: string }, rel: string): string {
+  if (sandbox.backend !== 'overlay') return join(sandbox.path, rel);
+  return join(dirname(sandbox.path), '.uh', basename(sandbox.path), 'upper', rel);
 }

@@ -20,6 +20,8 @@ export interface TestSettings {
    * (`UH_GIT_FAST_PATH=0 npx vitest run` runs every other pipeline with git processes).
    */
   gitFastPath?: boolean;
+  /** Pins `UH_SANDBOX_BACKEND` (the warm pool is the worktree backend's); unset: the environment's. */
+  sandboxBackend?: 'auto' | 'overlay' | 'worktree';
 }
 
 export function testSettings(o: TestSettings): OperationSettings {
@@ -31,6 +33,7 @@ export function testSettings(o: TestSettings): OperationSettings {
   };
   if (o.isolation) env.UH_ISOLATION = o.isolation;
   if (o.poolSize !== undefined) env.UH_SANDBOX_POOL_SIZE = String(o.poolSize);
+  if (o.sandboxBackend) env.UH_SANDBOX_BACKEND = o.sandboxBackend;
   if (o.gitFastPath !== undefined) env.UH_GIT_FAST_PATH = o.gitFastPath ? '1' : '0';
   const overrides = {
     stateDir: o.stateDir,

@@ -46,6 +46,11 @@ export interface BwrapPlan {
   cwd: string;
   /** The uid uh runs as (root gets a user namespace and no capabilities); unset: this process's. */
   uid?: number;
+  /**
+   * Always a user namespace of its own with these ids and no capabilities, whatever `uid` (bwrap
+   * started where uh is root of a namespace, as in an overlay sandbox's: overlay-isolation.ts).
+   */
+  userNs?: { uid: number; gid: number };
 }
 
 /** `UH_ISOLATION_TMPFS_BYTES` unset: each private /tmp and home holds at most 1 GiB. */
@@ -75,7 +80,11 @@ export function bwrapArgv(plan: BwrapPlan, argv: readonly string[]): string[] {
   for (const path of byDepth(plan.readable)) out.push('--ro-bind-try', path, path);
   for (const path of byDepth(plan.writable)) out.push('--bind-try', path, path);
   for (const path of plan.hidden ?? []) out.push('--ro-bind', '/dev/null', path);
-  out.push(...userNamespaceArgs(plan.uid), '--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session');
+  const ns = plan.userNs;
+  const user = ns
+    ? ['--unshare-user', '--uid', String(ns.uid), '--gid', String(ns.gid), '--cap-drop', 'ALL']
+    : userNamespaceArgs(plan.uid);
+  out.push(...user, '--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session');
   const egress = plan.egress ?? null;
   if (egress) out.push(...egressBwrapArgs(egress));
   else if (!plan.network) out.push('--unshare-net');

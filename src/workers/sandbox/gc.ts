@@ -29,7 +29,7 @@ import { mirrorLockDir } from './mirror-cache.js';
 import { sweepSandboxes } from './retention.js';
 import { discardSandbox } from './sandbox-pool.js';
 import { collectBase, unusedBases } from './overlay-base.js';
-import { readRecords, type SandboxRecord } from './worktree.js';
+import { readRecords, sandboxPaths, type SandboxRecord } from './worktree.js';
 import { baseFactsDir } from '../verification/base-ignore.js';
 
 export type GcKind =
@@ -71,6 +71,12 @@ export function dirBytes(path: string): number {
   return treeBytes(path);
 }
 
+/** What removing a sandbox frees: its worktree, and for an overlay one its upper layer (on the host the mount point is empty). */
+function sandboxBytes(record: SandboxRecord): number {
+  const own = dirBytes(record.path);
+  return record.backend === 'overlay' ? own + dirBytes(sandboxPaths(record.path).privateDir) : own;
+}
+
 function mirrors(cacheDir: string): Array<{ path: string; usedAt: number }> {
   const root = join(cacheDir, 'mirrors');
   if (!existsSync(root)) return [];
@@ -88,7 +94,7 @@ function mirrors(cacheDir: string): Array<{ path: string; usedAt: number }> {
 async function sandboxItems(cacheDir: string, policy: GcPolicy, ports: GcPorts): Promise<GcItem[]> {
   const items: GcItem[] = [];
   for (const record of readRecords(cacheDir)) {
-    const item = { path: record.path, bytes: dirBytes(record.path), operation_id: record.operation_id, record };
+    const item = { path: record.path, bytes: sandboxBytes(record), operation_id: record.operation_id, record };
     if (Date.parse(record.keep_until) <= policy.now.getTime()) items.push({ kind: 'sandbox_expired', ...item });
     else if (record.state === 'active' && (await ports.operationState(record.operation_id)) === 'finished')
       items.push({ kind: 'sandbox_settled', ...item });
@@ -116,7 +122,7 @@ function capItems(cacheDir: string, policy: GcPolicy, freed: Set<string>): GcIte
     ...sandboxes.slice(0, pooledCount).map((r) => ({
       kind: 'sandbox_cap' as const,
       path: r.path,
-      bytes: dirBytes(r.path),
+      bytes: sandboxBytes(r),
       operation_id: r.operation_id,
       record: r,
     })),
@@ -124,7 +130,7 @@ function capItems(cacheDir: string, policy: GcPolicy, freed: Set<string>): GcIte
     ...sandboxes.slice(pooledCount).map((r) => ({
       kind: 'sandbox_cap' as const,
       path: r.path,
-      bytes: dirBytes(r.path),
+      bytes: sandboxBytes(r),
       operation_id: r.operation_id,
       record: r,
     })),

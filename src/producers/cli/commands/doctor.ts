@@ -30,6 +30,7 @@ import { makeDir } from '../../../shared/fs/make-dir.js';
 import type { Keyring } from '../../../operation/receipt-keys.js';
 import { fleetKeyFindings, receiptKeyFindings } from '../receipt-doctor.js';
 import { limitsFindings } from '../limits-doctor.js';
+import { overlayProbeFor } from '../../../workers/sandbox/sandbox-backend.js';
 
 const DOCTOR: CommandSpec = {
   usage: 'uh doctor [--json] [--redis url] [--state-dir dir]',
@@ -165,6 +166,41 @@ function outboxFindings(report: import('../../http/fleet-report.js').FleetReport
 const mib = (bytes: number): string => `${Math.round((bytes / 1024 / 1024) * 10) / 10} MiB`;
 
 /** bubblewrap isolation of runtimes and checks: a core finding only when UH_ISOLATION=require. */
+/**
+ * Which backend makes sandboxes here (`UH_SANDBOX_BACKEND`, docs/sandboxes.md): under `auto` or
+ * `overlay`, whether this host mounts overlays in a user namespace (`probeOverlay`). A core
+ * finding only for `overlay` on a host that cannot (no isolated mission would start).
+ */
+function sandboxesFinding(config: UhConfig): Finding {
+  const setting = config.core.sandboxBackend;
+  const what = 'sandboxes';
+  if (setting === 'worktree')
+    return {
+      what,
+      ok: true,
+      detail: 'worktree (UH_SANDBOX_BACKEND=worktree): a checkout each, warm pool',
+      core: false,
+    };
+  const isolated = config.core.isolation !== 'off' && probeBwrap(config.childEnv.PATH).ok;
+  const probe = isolated
+    ? overlayProbeFor(config.core.cacheDir, config.childEnv.PATH)
+    : { ok: false as const, reason: 'no bubblewrap in use here (overlay sandboxes are mounted under it)' };
+  if (probe.ok)
+    return {
+      what,
+      ok: true,
+      detail: `overlay (UH_SANDBOX_BACKEND=${setting}): copy-on-write over one base checkout per commit, mounted with ${probe.unshare}`,
+      core: setting === 'overlay',
+    };
+  return {
+    what,
+    ok: setting === 'auto',
+    detail: `${setting === 'auto' ? 'worktree' : 'NONE'} (UH_SANDBOX_BACKEND=${setting}): no overlay here: ${probe.reason}`,
+    hint: 'overlay sandboxes need bubblewrap and Linux >= 5.11 with user namespaces; UH_SANDBOX_BACKEND=auto falls back to worktrees',
+    core: setting === 'overlay',
+  };
+}
+
 function isolationFinding(config: UhConfig): Finding {
   const mode = config.core.isolation;
   if (mode === 'off')
@@ -345,7 +381,7 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
   const fleet =
     problem === null && !redis.defaulted ? await fleetFindings(config, redisUrl, receipts.keyring, stateDir) : null;
   findings.push(...(fleet?.findings ?? []));
-  findings.push(isolationFinding(config), networkFinding(config), ...limitsFindings(config));
+  findings.push(isolationFinding(config), sandboxesFinding(config), networkFinding(config), ...limitsFindings(config));
   findings.push(...(await runtimeFindings(config, stateDir)));
   const ok = findings.filter((f) => f.core).every((f) => f.ok);
   if (values.json) writeJson({ ok, findings, ...(fleet ? { fleet: fleet.report } : {}) });
