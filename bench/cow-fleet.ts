@@ -37,6 +37,20 @@ function stop(child: ChildProcess): Promise<void> {
   });
 }
 
+type RedisClient = import('ioredis').Redis;
+
+/** Close a client and wait for its socket to go (quit resolves before it does: the bench would end with it open). */
+async function closeRedis(redis: RedisClient): Promise<void> {
+  if (redis.status === 'wait' || redis.status === 'end') return void redis.disconnect();
+  const ended = new Promise<void>((resolve) => {
+    redis.once('end', () => resolve());
+    setTimeout(resolve, 2000).unref();
+  });
+  if (redis.status === 'ready') await redis.quit().catch(() => redis.disconnect());
+  else redis.disconnect();
+  await ended;
+}
+
 /** Delete every key under the prefix (uh's keys are hash-tagged: `{prefix}:…`). */
 async function dropKeys(redisUrl: string, prefix: string): Promise<void> {
   const { Redis } = await import('ioredis');
@@ -50,7 +64,7 @@ async function dropKeys(redisUrl: string, prefix: string): Promise<void> {
       if (keys.length > 0) await redis.del(...keys);
     } while (cursor !== '0');
   } finally {
-    await redis.quit().catch(() => redis.disconnect());
+    await closeRedis(redis);
   }
 }
 
@@ -66,7 +80,7 @@ async function redisProblem(url: string): Promise<string | null> {
   } catch (error) {
     return `no Redis at ${url}: ${(error as Error).message}`;
   } finally {
-    await redis.quit().catch(() => redis.disconnect());
+    await closeRedis(redis);
   }
 }
 

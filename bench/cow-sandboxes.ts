@@ -9,7 +9,8 @@
  *                  edit and the diff each in the sandbox's mount namespace, remove);
  * then once: the overlay's first sandbox at a new base (the base checkout itself), and 9
  * concurrent overlay missions at one base (wall time against one `git worktree add`, and disk
- * used against one checkout). Not yet `uh mission run`: the pipeline still makes worktrees.
+ * used against one checkout). The same through the CLI (`uh mission run`, `uh batch run`,
+ * workers): cow-missions.ts.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
