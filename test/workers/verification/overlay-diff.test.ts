@@ -7,12 +7,28 @@
  * rebuilt, leases hold a base against collection.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GIT_PROCESSES, IN_PROCESS_GIT } from '../../../src/workers/git-path.js';
 import { resolveInMirror } from '../../../src/workers/sandbox/mirror-cache.js';
-import { acquireBase, collectBase, releaseBase, unusedBases } from '../../../src/workers/sandbox/overlay-base.js';
+import {
+  acquireBase,
+  baseSeal,
+  collectBase,
+  releaseBase,
+  unusedBases,
+} from '../../../src/workers/sandbox/overlay-base.js';
 import { overlayLaunchArgv, probeOverlay } from '../../../src/workers/sandbox/overlay-mount.js';
 import { createOverlaySandbox, removeOverlaySandbox } from '../../../src/workers/sandbox/overlay-sandbox.js';
 import { createSandbox, sandboxPaths } from '../../../src/workers/sandbox/worktree.js';
@@ -291,6 +307,33 @@ describe('base checkouts', () => {
     expect(await collectBase(cacheDir, rebuilt.name, new Set())).toBe(true);
     expect(existsSync(rebuilt.tree)).toBe(false);
     await releaseBase(cacheDir, rebuilt.name, 'op-three-x');
+  }, 60_000);
+
+  it('are shared on their seal; a seal that differs is decided by the strict proof, which seals again or rebuilds', async () => {
+    const repo = baseRepo();
+    const cacheDir = temp('uh-ovl-cache-');
+    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD', {}, GIT_PROCESSES);
+    const first = await acquireBase(cacheDir, mirror, commit, 'op-s1');
+    const sealPath = join(dirname(first.tree), 'seal');
+    const sealed = readFileSync(sealPath, 'utf8').trim();
+    expect(sealed).toBe(await baseSeal(first.tree));
+    expect((await acquireBase(cacheDir, mirror, commit, 'op-s2')).name).toBe(first.name);
+    // A lost or stale seal is no doubt by itself: the strict proof passes and seals the base again.
+    writeFileSync(sealPath, 'stale\n');
+    expect((await acquireBase(cacheDir, mirror, commit, 'op-s3')).name).toBe(first.name);
+    expect(readFileSync(sealPath, 'utf8').trim()).toBe(sealed);
+    // A file written again with its own bytes: size and mtime can be put back, its ctime cannot.
+    const file = join(first.tree, 'fill', 'd1', 'f1.txt');
+    const { atime, mtime } = statSync(file);
+    writeFileSync(file, readFileSync(file));
+    utimesSync(file, atime, mtime);
+    expect(await baseSeal(first.tree)).not.toBe(sealed);
+    const reasons: string[] = [];
+    const rebuilt = await acquireBase(cacheDir, mirror, commit, 'op-s4', (_n, why) => reasons.push(why));
+    expect(rebuilt.name).not.toBe(first.name);
+    expect(reasons.join()).toMatch(/fill\/d1\/f1\.txt: it changed since the checkout/);
+    for (const holder of ['op-s1', 'op-s2', 'op-s3']) await releaseBase(cacheDir, first.name, holder);
+    await releaseBase(cacheDir, rebuilt.name, 'op-s4');
   }, 60_000);
 
   it('are collected by uh gc once no live sandbox leases them: when idle, and first under the cache cap', async () => {
