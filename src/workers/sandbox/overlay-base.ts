@@ -10,13 +10,19 @@
  *
  * `<key>` is a digest of the mirror's path and the commit. A base is reference-counted by its
  * leases: a sandbox takes one before it mounts the base, drops it when removed (`releaseBase`).
- * Before each share the base is proved (`baseDoubt`: every tracked file's kind, mode bits, change
- * time, inode and size as the index recorded them, directory modes as checked out, no entry more): a changed file or mode is
+ * Before each share the base is proved: first by its seal (`baseSeal`: a digest of every entry's
+ * kind, mode, inode, size, change and modification time and path, listed by `find` in one
+ * process, ~0.1 s at 50,000 files against ~0.7 s for the walk below), kept in `<base>/seal` when
+ * the base was made or last proved; a seal that differs is not yet a doubt: the strict proof
+ * (`baseDoubt`: every tracked file's kind, mode bits, change time, inode and size as the index
+ * recorded them, directory modes as checked out, no entry more) decides, and seals it again when
+ * it passes. A changed file or mode is
  * a rebuild (a new `<key>-<hex>`, the doubtful one no longer current, removed when its last lease
  * goes), never a silent difference. Nothing of a base is ever bound into a sandbox except through
  * the overlay, which never writes to its lower layer. `uh gc` and the cache cap collect bases no
  * lease holds (`unusedBases`).
  */
+import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import {
   existsSync,
@@ -153,6 +159,45 @@ export function baseDoubt(base: Pick<OverlayBase, 'tree' | 'index' | 'dirMode'>,
   }
 }
 
+/**
+ * The base tree's seal: sha256 of `find . -printf` of every entry (kind, mode, inode, size,
+ * mtime and ctime to the nanosecond, path), or null when `find` fails. Any write, chmod, rename,
+ * replacement, new or removed entry moves a ctime or the listing: the seal differs. Nobody can
+ * set a ctime back.
+ */
+export async function baseSeal(tree: string): Promise<string | null> {
+  return new Promise((done) => {
+    const hash = createHash('sha256');
+    const child = spawn('find', ['.', '-printf', '%y %m %i %s %T@ %C@ %P\\0'], {
+      cwd: tree,
+      env: { PATH: '/usr/bin:/bin', LC_ALL: 'C' },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    child.stdout.on('data', (chunk: Buffer) => hash.update(chunk));
+    child.on('error', () => done(null));
+    child.on('close', (code) => done(code === 0 ? hash.digest('hex') : null));
+  });
+}
+
+const sealFile = (dir: string) => join(dir, 'seal');
+
+function readSeal(dir: string): string | null {
+  try {
+    return readFileSync(sealFile(dir), 'utf8').trim();
+  } catch {
+    return null;
+  }
+}
+
+/** Null when the shared base is as made (its seal, else the strict proof, which then seals it again); else the doubt. */
+async function sharedDoubt(dir: string, base: OverlayBase, commit: string): Promise<string | null> {
+  const seal = await baseSeal(base.tree);
+  if (seal !== null && seal === readSeal(dir)) return null;
+  const doubt = baseDoubt(base, commit);
+  if (doubt === null && seal !== null) writeFileSync(sealFile(dir), `${seal}\n`);
+  return doubt;
+}
+
 /** Check `commit` out into a new base dir (one `git read-tree`) and make it current. */
 async function buildBase(cacheDir: string, mirror: Mirror, commit: string, call: GitCallOptions): Promise<OverlayBase> {
   const key = baseKey(mirror.path, commit);
@@ -176,6 +221,8 @@ async function buildBase(cacheDir: string, mirror: Mirror, commit: string, call:
     created_at: new Date().toISOString(),
     dir_mode: lstatSync(tree).mode & 0o7777,
   };
+  const seal = await baseSeal(tree);
+  if (seal !== null) writeFileSync(sealFile(dir), `${seal}\n`);
   writeFileSync(join(dir, 'base.json'), JSON.stringify(record, null, 2));
   writeFileSync(`${currentFile(cacheDir, key)}.tmp`, `${name}\n`);
   renameSync(`${currentFile(cacheDir, key)}.tmp`, currentFile(cacheDir, key));
@@ -204,7 +251,7 @@ export async function acquireBase(
       const record = current && readBaseRecord(baseDir(cacheDir, current));
       if (current && record && record.commit === commit && record.mirror === mirror.path) {
         const shared = baseOf(cacheDir, current, record, false);
-        const doubt = baseDoubt(shared, commit);
+        const doubt = await sharedDoubt(baseDir(cacheDir, current), shared, commit);
         if (doubt === null) base = shared;
         else {
           onRebuild(current, doubt);

@@ -13,11 +13,22 @@ export interface WorktreeUsage {
   over: 'worktree_bytes' | 'worktree_files' | null;
 }
 
-export function worktreeUsage(root: string, bounds: { bytes: number; files: number }): WorktreeUsage {
+/**
+ * What `worktreeUsage` may take without walking: the entries and bytes below the directory `rel`
+ * (relative to the root), when something else already knows them (an overlay sandbox's directory
+ * the mission never wrote in is the base's: overlay-tree-facts.ts); null: walk it.
+ */
+export type UsageShortcut = (rel: string) => { bytes: number; files: number } | null;
+
+export function worktreeUsage(
+  root: string,
+  bounds: { bytes: number; files: number },
+  shortcut: UsageShortcut = () => null,
+): WorktreeUsage {
   const usage: WorktreeUsage = { bytes: 0, files: 0, over: null };
-  const stack = [root];
+  const stack: Array<[string, string]> = [[root, '']];
   while (stack.length > 0 && usage.over === null) {
-    const dir = stack.pop() as string;
+    const [dir, rel] = stack.pop() as [string, string];
     let entries;
     try {
       entries = readdirSync(dir, { withFileTypes: true });
@@ -27,9 +38,16 @@ export function worktreeUsage(root: string, bounds: { bytes: number; files: numb
     for (const entry of entries) {
       if (dir === root && entry.name === '.git') continue;
       const path = join(dir, entry.name);
+      const child = rel === '' ? entry.name : `${rel}/${entry.name}`;
       usage.files += 1;
-      if (entry.isDirectory()) stack.push(path);
-      else if (entry.isFile()) usage.bytes += sizeOf(path);
+      if (entry.isDirectory()) {
+        const known = shortcut(child);
+        if (known === null) stack.push([path, child]);
+        else {
+          usage.files += known.files;
+          usage.bytes += known.bytes;
+        }
+      } else if (entry.isFile()) usage.bytes += sizeOf(path);
       if (usage.files > bounds.files) usage.over = 'worktree_files';
       else if (usage.bytes > bounds.bytes) usage.over = 'worktree_bytes';
       if (usage.over !== null) break;

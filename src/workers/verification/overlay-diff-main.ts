@@ -8,6 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { changedPathspecs } from '../sandbox/overlay-changes.js';
+import { overlayShortcuts } from '../sandbox/overlay-tree-facts.js';
 import { GIT_PROCESSES, IN_PROCESS_GIT } from '../git-path.js';
 import { captureDiff } from './capture-diff.js';
 import { OverlayDiffRequestSchema } from './overlay-diff.js';
@@ -23,7 +24,8 @@ async function main(): Promise<void> {
   const input: unknown = JSON.parse(readFileSync(0, 'utf8'));
   if (typeof input === 'object' && input !== null && 'tree' in input) {
     const { tree, views } = TreeRequestSchema.parse(input);
-    const result = await treeWork(tree, { pathspecs: () => changedPathspecs(views) });
+    const shortcuts = overlayShortcuts(views.upper, views.lower, tree.pathBounds);
+    const result = await treeWork(tree, { pathspecs: () => changedPathspecs(views), shortcuts });
     process.stdout.write(JSON.stringify(result));
     return;
   }

@@ -48,12 +48,16 @@ const DiffCaptureSchema = z.object({
   listed: z.number().nullable(),
 });
 
-/** The compiled helper: `dist/src/workers/verification/overlay-diff-main.js` of uh's installation. */
+/**
+ * The helper of uh's installation: `dist/bundle/overlay-helper.cjs` (scripts/bundle.mjs: one file
+ * to load), else the compiled module `dist/src/workers/verification/overlay-diff-main.js`.
+ */
 export function overlayDiffMain(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
+    const bundled = join(dir, 'dist', 'bundle', 'overlay-helper.cjs');
     const built = join(dir, 'dist', 'src', 'workers', 'verification', 'overlay-diff-main.js');
-    if (existsSync(join(dir, 'package.json'))) return built;
+    if (existsSync(join(dir, 'package.json'))) return existsSync(bundled) ? bundled : built;
     const up = dirname(dir);
     if (up === dir) return built;
     dir = up;

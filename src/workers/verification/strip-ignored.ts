@@ -34,6 +34,11 @@ export interface StripInput {
   factsDir: string | null;
   /** The fast path's listing (`GitPath.listIgnored`); null from it, or absent: git lists. */
   listInProcess?: GitPath['listIgnored'];
+  /**
+   * Only these paths can be new (an overlay's upper layer names them): git lists only under them,
+   * and none means nothing to strip. Absent: the whole worktree.
+   */
+  pathspecs?: readonly string[];
 }
 
 export interface Stripped {
@@ -47,13 +52,15 @@ export interface Stripped {
 export async function stripIgnored(input: StripInput, call: GitCallOptions = {}): Promise<Stripped> {
   const paths = sandboxPaths(input.workDir);
   const base = await readBaseFacts(paths.gitDir, input.baseCommit, input.factsDir, call);
-  if (base.excludes === '') return { removed: [], kept: [] };
-  const listed = input.listInProcess?.({
-    workDir: input.workDir,
-    uhIndex: paths.index,
-    baseCommit: input.baseCommit,
-    ignoreRules: base.excludes,
-  });
+  if (base.excludes === '' || input.pathspecs?.length === 0) return { removed: [], kept: [] };
+  const listed = input.pathspecs
+    ? null
+    : input.listInProcess?.({
+        workDir: input.workDir,
+        uhIndex: paths.index,
+        baseCommit: input.baseCommit,
+        ignoreRules: base.excludes,
+      });
   const listing = listed ? listed.join('\0') : await listWithGit(input, base.excludes, call);
   return removeListed(input, listing);
 }
@@ -66,6 +73,7 @@ async function listWithGit(input: StripInput, excludes: string, call: GitCallOpt
   if (rules === null) writeFileSync((rules = scratch), excludes);
   try {
     const args = ['ls-files', '-z', '--others', '--ignored', `--exclude-from=${rules}`];
+    if (input.pathspecs) args.push('--', ...input.pathspecs);
     const env = { GIT_INDEX_FILE: paths.index, GIT_LITERAL_PATHSPECS: '1' };
     const at = { ...call, cwd: input.workDir, gitDir: paths.gitDir, workTree: input.workDir, env };
     return (await git(args, at)).stdout;

@@ -44,7 +44,18 @@ export interface TreeWalk {
   emptyDirs: string[];
 }
 
-export function walkTree(worktree: string, bounds: PathBounds = DEFAULT_PATH_BOUNDS): TreeWalk {
+/**
+ * What `walkTree` may take without walking: the violations and empty directories at or below the
+ * directory `rel`, when something else already knows them (an overlay sandbox's directory the
+ * mission never wrote in is the base's: overlay-tree-facts.ts); null: walk it.
+ */
+export type WalkShortcut = (rel: string) => TreeWalk | null;
+
+export function walkTree(
+  worktree: string,
+  bounds: PathBounds = DEFAULT_PATH_BOUNDS,
+  shortcut: WalkShortcut = () => null,
+): TreeWalk {
   const out: TreeWalk = { violations: [], emptyDirs: [] };
   const walk = (dir: string, rel: string, depth: number): void => {
     let names: string[];
@@ -60,7 +71,14 @@ export function walkTree(worktree: string, bounds: PathBounds = DEFAULT_PATH_BOU
       const reason = violation(name, path, depth + 1, st?.isSymbolicLink() === true, bounds);
       if (reason === 'top_git_dir') continue;
       if (reason !== null) out.violations.push({ path, reason });
-      else if (st?.isDirectory()) walk(join(dir, name), path, depth + 1);
+      else if (st?.isDirectory()) {
+        const known = shortcut(path);
+        if (known === null) walk(join(dir, name), path, depth + 1);
+        else {
+          out.violations.push(...known.violations);
+          out.emptyDirs.push(...known.emptyDirs);
+        }
+      }
     }
   };
   walk(worktree, '', 0);

@@ -13,11 +13,11 @@
  */
 import { z } from 'zod';
 import { restoreGitLink } from '../sandbox/git-link.js';
-import { worktreeUsage, type WorktreeUsage } from '../sandbox/worktree-usage.js';
+import { worktreeUsage, type UsageShortcut, type WorktreeUsage } from '../sandbox/worktree-usage.js';
 import { GIT_PROCESSES, IN_PROCESS_GIT } from '../git-path.js';
 import { captureDiff, type DiffCapture } from './capture-diff.js';
 import { removeEmptyDirs, stripIgnored, type Stripped } from './strip-ignored.js';
-import { walkTree } from './tree-violations.js';
+import { walkTree, type WalkShortcut } from './tree-violations.js';
 import type { ScopeViolation } from './scope-check.js';
 
 export const TreeWorkRequestSchema = z.strictObject({
@@ -48,27 +48,34 @@ export interface TreeWorkResult {
 
 export interface TreeWorkCall {
   signal?: AbortSignal;
-  /** Only these paths can differ from the base (the overlay's upper layer); absent: all of them. */
+  /**
+   * Only these paths can differ from the base (the overlay's upper layer, asked again after the
+   * ignored files are gone); absent or null: any of them.
+   */
   pathspecs?: () => string[] | null;
+  /** Directories the walks may take as known (an overlay's untouched base directories). */
+  shortcuts?: { usage: UsageShortcut; walk: WalkShortcut };
 }
 
 export async function treeWork(request: TreeWorkRequest, call: TreeWorkCall = {}): Promise<TreeWorkResult> {
   const { workDir, baseCommit, scratchDir, factsDir } = request;
   const none: Stripped = { removed: [], kept: [] };
-  const usage = worktreeUsage(workDir, request.worktreeBounds);
+  const usage = worktreeUsage(workDir, request.worktreeBounds, call.shortcuts?.usage);
   if (usage.over !== null) return { usage, replaced: null, walked: [], ignored: none, diff: null };
   const replaced = restoreGitLink({ path: workDir, mirror: { path: request.mirrorPath }, commit: baseCommit });
-  const { violations: walked, emptyDirs } = walkTree(workDir, request.pathBounds);
+  const { violations: walked, emptyDirs } = walkTree(workDir, request.pathBounds, call.shortcuts?.walk);
   const excluded = walked.map((v) => v.path);
   const git = request.gitFastPath ? IN_PROCESS_GIT : GIT_PROCESSES;
   const signal = call.signal ? { signal: call.signal } : {};
   // The checks run on exactly the diff's tree: the agent's ignored files go (unless kept, then staged).
+  const candidates = call.pathspecs?.() ?? null;
+  const strip = { workDir, baseCommit, scratchDir, factsDir, keep: request.keep, excluded };
   const ignored = await stripIgnored(
-    { workDir, baseCommit, scratchDir, factsDir, keep: request.keep, excluded, listInProcess: git.listIgnored },
+    { ...strip, listInProcess: git.listIgnored, ...(candidates ? { pathspecs: candidates } : {}) },
     signal,
   );
   removeEmptyDirs(workDir, emptyDirs);
-  const pathspecs = call.pathspecs?.() ?? undefined;
+  const pathspecs = candidates === null ? undefined : (call.pathspecs?.() ?? undefined);
   const diff = await captureDiff(workDir, baseCommit, request.patchPath, scratchDir, {
     git,
     keptIgnored: ignored.kept,

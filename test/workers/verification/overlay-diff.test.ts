@@ -7,18 +7,39 @@
  * rebuilt, leases hold a base against collection.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GIT_PROCESSES, IN_PROCESS_GIT } from '../../../src/workers/git-path.js';
 import { resolveInMirror } from '../../../src/workers/sandbox/mirror-cache.js';
-import { acquireBase, collectBase, releaseBase, unusedBases } from '../../../src/workers/sandbox/overlay-base.js';
+import {
+  acquireBase,
+  baseSeal,
+  collectBase,
+  releaseBase,
+  unusedBases,
+} from '../../../src/workers/sandbox/overlay-base.js';
 import { overlayLaunchArgv, probeOverlay } from '../../../src/workers/sandbox/overlay-mount.js';
 import { createOverlaySandbox, removeOverlaySandbox } from '../../../src/workers/sandbox/overlay-sandbox.js';
 import { createSandbox, sandboxPaths } from '../../../src/workers/sandbox/worktree.js';
 import { captureDiff } from '../../../src/workers/verification/capture-diff.js';
 import { readBaseFacts } from '../../../src/workers/verification/base-ignore.js';
-import { captureOverlayDiff, overlayDiffMain } from '../../../src/workers/verification/overlay-diff.js';
+import {
+  captureOverlayDiff,
+  overlayDiffMain,
+  overlayTreeWork,
+} from '../../../src/workers/verification/overlay-diff.js';
+import { treeWork, type TreeWorkRequest, type TreeWorkResult } from '../../../src/workers/verification/tree-work.js';
 import { DEFAULT_DIFF_CAP_BYTES } from '../../../src/shared/config.js';
 import { applyGc, planGc } from '../../../src/workers/sandbox/gc.js';
 import { git } from '../../support/git-repo.js';
@@ -100,6 +121,13 @@ function runIn(argv: string[], cwd: string): void {
   if (run.status !== 0) throw new Error(`${argv.join(' ')}: ${run.stderr}`);
 }
 
+/** The tree of the (one) base checkout in `cacheDir`. */
+function acquiredTree(cacheDir: string): string {
+  const bases = join(cacheDir, 'sandboxes', '.bases');
+  const [name] = readdirSync(bases).filter((b) => existsSync(join(bases, b, 'tree')));
+  return join(bases, name as string, 'tree');
+}
+
 const patchOf = (path: string) => readFileSync(path).toString('latin1');
 
 describe('the overlay backend diff against the worktree backend', () => {
@@ -155,6 +183,55 @@ describe('the overlay backend diff against the worktree backend', () => {
       await removeOverlaySandbox(cacheDir, { ...overlay, mirror: mirror.path, base: overlay.base.name });
     }
     expect([...seen].sort()).toEqual([...EDIT_NAMES].sort());
+  }, 240_000);
+
+  it('runs the whole tree step (bounds, .git, walk, ignored files, diff) as a worktree does, walking only what the upper layer touched', async () => {
+    const repo = baseRepo();
+    const cacheDir = temp('uh-ovl-cache-');
+    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD', {}, GIT_PROCESSES);
+    const factsDir = join(cacheDir, 'derived', 'base-facts');
+    // Depth 4: the base's own a/b/c/d/deep.txt is past it, a violation the base's facts must carry.
+    const request = (workDir: string, scratch: string): TreeWorkRequest => ({
+      workDir,
+      mirrorPath: mirror.path,
+      baseCommit: commit,
+      patchPath: join(scratch, 'diff.patch'),
+      scratchDir: scratch,
+      factsDir,
+      gitFastPath: true,
+      capBytes: DEFAULT_DIFF_CAP_BYTES,
+      keep: ['build/**'],
+      pathBounds: { maxBytes: 1024, maxDepth: 4 },
+      worktreeBounds: { bytes: 1e9, files: 1e6 },
+    });
+    for (let seed = 1; seed <= 14; seed++) {
+      const rnd = seeded(seed * 40503);
+      const edits = Array.from(
+        { length: 1 + Math.floor(rnd() * 3) },
+        () => EDIT_NAMES[Math.floor(rnd() * EDIT_NAMES.length)]!,
+      );
+      if (seed === 1) edits.push('.git replaced by a gitfile');
+      const all = { ...EDITS, '.git replaced by a gitfile': 'rm -rf .git && printf "gitdir: /tmp\\n" > .git' };
+      const script = edits.map((e) => `(${all[e as keyof typeof all]}) || true`).join('\n');
+      const tree = await createSandbox(cacheDir, mirror, commit, `op-tw-${seed}`, new Date());
+      const overlay = await createOverlaySandbox(cacheDir, mirror, commit, `op-to-${seed}`, new Date());
+      runIn(['/bin/sh', '-c', script], tree.path);
+      runIn(overlayLaunchArgv(unshare, overlay.layers, ['/bin/sh', '-c', `cd "$0" && ${script}`, overlay.path]), '/');
+      const byTree = await treeWork(request(tree.path, temp('uh-tw-a-')));
+      const { workDir: _w, ...rest } = request(overlay.path, temp('uh-tw-b-'));
+      const byOverlay = await overlayTreeWork(rest, { unshare, layers: overlay.layers, timeoutMs: 60_000 });
+      const why = `seed ${seed}: ${edits.join(', ')}`;
+      const strip = (r: TreeWorkResult) => ({ ...r, diff: r.diff && { ...r.diff, patchPath: '' } });
+      expect(strip(byOverlay), why).toEqual(strip(byTree));
+      expect(
+        byTree.walked.map((v) => v.path),
+        why,
+      ).toContain('a/b/c/d/deep.txt');
+      await removeOverlaySandbox(cacheDir, { ...overlay, mirror: mirror.path, base: overlay.base.name });
+    }
+    // The base's facts were found once, beside it, and only its untouched directories were taken from them.
+    const facts = JSON.parse(readFileSync(join(dirname(acquiredTree(cacheDir)), 'tree-facts.json'), 'utf8'));
+    expect(facts.violations).toEqual([{ path: 'a/b/c/d/deep.txt', reason: 'path_too_deep' }]);
   }, 240_000);
 
   it('catches an overlay listing that misses the upper layer: the diff then differs', async () => {
@@ -230,6 +307,33 @@ describe('base checkouts', () => {
     expect(await collectBase(cacheDir, rebuilt.name, new Set())).toBe(true);
     expect(existsSync(rebuilt.tree)).toBe(false);
     await releaseBase(cacheDir, rebuilt.name, 'op-three-x');
+  }, 60_000);
+
+  it('are shared on their seal; a seal that differs is decided by the strict proof, which seals again or rebuilds', async () => {
+    const repo = baseRepo();
+    const cacheDir = temp('uh-ovl-cache-');
+    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD', {}, GIT_PROCESSES);
+    const first = await acquireBase(cacheDir, mirror, commit, 'op-s1');
+    const sealPath = join(dirname(first.tree), 'seal');
+    const sealed = readFileSync(sealPath, 'utf8').trim();
+    expect(sealed).toBe(await baseSeal(first.tree));
+    expect((await acquireBase(cacheDir, mirror, commit, 'op-s2')).name).toBe(first.name);
+    // A lost or stale seal is no doubt by itself: the strict proof passes and seals the base again.
+    writeFileSync(sealPath, 'stale\n');
+    expect((await acquireBase(cacheDir, mirror, commit, 'op-s3')).name).toBe(first.name);
+    expect(readFileSync(sealPath, 'utf8').trim()).toBe(sealed);
+    // A file written again with its own bytes: size and mtime can be put back, its ctime cannot.
+    const file = join(first.tree, 'fill', 'd1', 'f1.txt');
+    const { atime, mtime } = statSync(file);
+    writeFileSync(file, readFileSync(file));
+    utimesSync(file, atime, mtime);
+    expect(await baseSeal(first.tree)).not.toBe(sealed);
+    const reasons: string[] = [];
+    const rebuilt = await acquireBase(cacheDir, mirror, commit, 'op-s4', (_n, why) => reasons.push(why));
+    expect(rebuilt.name).not.toBe(first.name);
+    expect(reasons.join()).toMatch(/fill\/d1\/f1\.txt: it changed since the checkout/);
+    for (const holder of ['op-s1', 'op-s2', 'op-s3']) await releaseBase(cacheDir, first.name, holder);
+    await releaseBase(cacheDir, rebuilt.name, 'op-s4');
   }, 60_000);
 
   it('are collected by uh gc once no live sandbox leases them: when idle, and first under the cache cap', async () => {
