@@ -74,7 +74,11 @@ export function dirBytes(path: string): number {
 /** What removing a sandbox frees: its worktree, and for an overlay one its upper layer (on the host the mount point is empty). */
 function sandboxBytes(record: SandboxRecord): number {
   const own = dirBytes(record.path);
-  return record.backend === 'overlay' ? own + dirBytes(sandboxPaths(record.path).privateDir) : own;
+  if (record.backend !== 'overlay') return own;
+  const { privateDir, index } = sandboxPaths(record.path);
+  // uh's index there is a hard link to the base's (overlay-sandbox.ts): the base's bytes, not the sandbox's.
+  const linked = statSync(index, { throwIfNoEntry: false });
+  return own + dirBytes(privateDir) - (linked && linked.nlink > 1 ? linked.size : 0);
 }
 
 function mirrors(cacheDir: string): Array<{ path: string; usedAt: number }> {
