@@ -22,7 +22,12 @@ import {
   ownCgroups,
   type CgroupBackend,
 } from '../../src/shared/process/cgroup-probe.js';
-import { cgroupParents, createMissionCgroup, type MissionCgroup } from '../../src/shared/process/mission-cgroup.js';
+import {
+  cgroupParents,
+  cgroupScope,
+  createMissionCgroup,
+  type MissionCgroup,
+} from '../../src/shared/process/mission-cgroup.js';
 import { cgroupsOf } from '../../src/shared/process/mission-cgroup.js';
 import { runCli } from '../support/cli.js';
 import { commandMission, fleetEnv, startFleet, stopFleet } from '../support/fleet.js';
@@ -142,31 +147,35 @@ describe.each(
     .filter(writable)
     .map((p) => [p]),
 )('uh gc under %s', (parent) => {
-  it("removes a crashed owner's cgroups, killing what is left in them, and leaves a live owner's alone", async () => {
+  it("removes a crashed owner's cgroups of its cache, killing what is left in them, and leaves a live owner's and another cache's alone", async () => {
     const dead = spawnSync('true').pid as number;
-    const stale = join(parent, `uh-${dead}-1-agent-op-cgt-stale-${process.pid}`);
-    const live = join(parent, `uh-${process.pid}-999-agent-op-cgt-live`);
-    mkdirSync(stale);
-    mkdirSync(live);
-    const sleeper = spawn('sleep', ['60'], { stdio: 'ignore' });
-    writeFileSync(join(stale, 'cgroup.procs'), String(sleeper.pid));
     const cache = tempDir('uh-cgroups-cache-');
     const state = tempDir('uh-cgroups-state-');
     dirs.push(cache, state);
+    const stale = join(parent, `uh-${dead}-1-agent-op-cgt-stale-${process.pid}`);
+    const own = join(parent, `uh-${dead}-2-agent.${cgroupScope(cache)}-op-cgt-own-${process.pid}`);
+    // Another deployment's orphan on this host: its own owner watch ends it and says so in its receipt.
+    const other = join(parent, `uh-${dead}-3-agent.${cgroupScope('/elsewhere')}-op-cgt-other-${process.pid}`);
+    const live = join(parent, `uh-${process.pid}-999-agent-op-cgt-live`);
+    for (const dir of [stale, own, other, live]) mkdirSync(dir);
+    const sleeper = spawn('sleep', ['60'], { stdio: 'ignore' });
+    writeFileSync(join(stale, 'cgroup.procs'), String(sleeper.pid));
     try {
       const result = await runCli(['gc', '--json', '--state-dir', state], {
         cwd: state,
         env: { UH_CACHE_DIR: cache, REDIS_URL: '' },
       });
       expect(result.code).toBe(0);
-      expect(JSON.parse(result.stdout).cgroups).toContain(stale);
+      expect(JSON.parse(result.stdout).cgroups).toEqual(expect.arrayContaining([stale, own]));
       expect(existsSync(stale)).toBe(false);
+      expect(existsSync(own)).toBe(false);
+      expect(existsSync(other)).toBe(true);
       await until('the stale cgroup process to die', () => !aliveNow(sleeper.pid as number));
       expect(existsSync(live)).toBe(true);
     } finally {
       sleeper.kill('SIGKILL');
       rmdirSync(live);
-      if (existsSync(stale)) rmdirSync(stale);
+      for (const dir of [stale, own, other]) if (existsSync(dir)) rmdirSync(dir);
     }
   }, 30_000);
 });

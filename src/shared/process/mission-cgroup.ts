@@ -6,12 +6,14 @@
  * `cgroup.procs`, then `exec`s the program, so not one instruction of it runs outside; a join that
  * fails exits 125 and the program never runs), read for the kernel's refusals (`pids.events` max,
  * the OOM kills), and at the end emptied (v2 `cgroup.kill`; v1 SIGKILL of every pid until none is
- * left) and removed. Names are `uh-<pid>-<n>-<phase>-<operation>`: a cgroup whose owning process is
- * gone is swept by `uh gc` and by a worker's retention sweep (`sweepStaleCgroups`, sparing what the
- * worker says to), and a dead owner's cgroups of one operation are ended by the owner watch
- * (`endOrphanedCgroups`).
+ * left) and removed. Names are `uh-<pid>-<n>-<phase>.<scope>-<operation>` (`cgroupScope` of the
+ * run's cache): a cgroup of that cache whose owning process is gone is swept by `uh gc` and by a
+ * worker's retention sweep (`sweepStaleCgroups`, sparing what the worker says to), and a dead
+ * owner's cgroups of one operation are ended by the owner watch (`endOrphanedCgroups`, whatever
+ * the cache: the operation is the fleet's).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { cgroupMounts, ownCgroups, type CgroupBackend } from './cgroup-probe.js';
 
@@ -78,10 +80,11 @@ export interface CgroupLimits {
 /** Make the phase's cgroup with the limits set, or throw (the caller fails the run: never unlimited). */
 export function createMissionCgroup(
   backend: CgroupBackend,
-  name: { phase: string; operationId: string },
+  name: { phase: string; operationId: string; scope?: string },
   limits: CgroupLimits,
 ): MissionCgroup {
-  const leaf = `uh-${process.pid}-${++made}-${name.phase}-${name.operationId}`;
+  const scope = name.scope === undefined ? '' : `.${name.scope}`;
+  const leaf = `uh-${process.pid}-${++made}-${name.phase}${scope}-${name.operationId}`;
   const dirs =
     backend.kind === 'cgroup-v2'
       ? [join(backend.parent, leaf)]
@@ -208,10 +211,23 @@ const alive = (pid: number): boolean => {
   }
 };
 
-/** `uh-<pid>-<n>-<phase>-<operation>`: the owning pid and the operation, or null for a name not uh's. */
-function cgroupName(entry: string): { owner: number; operationId: string } | null {
-  const m = /^uh-(\d+)-\d+-[a-z]+-(.+)$/.exec(entry);
-  return m ? { owner: Number(m[1]), operationId: m[2] as string } : null;
+/**
+ * `uh-<pid>-<n>-<phase>[.<scope>]-<operation>`: the owning pid, the scope (`cgroupScope` of the
+ * cache the run used; absent in names made before scopes) and the operation, or null for a name
+ * not uh's.
+ */
+function cgroupName(entry: string): { owner: number; scope: string | null; operationId: string } | null {
+  const m = /^uh-(\d+)-\d+-[a-z]+(?:\.([0-9a-f]{12}))?-(.+)$/.exec(entry);
+  return m ? { owner: Number(m[1]), scope: m[2] ?? null, operationId: m[3] as string } : null;
+}
+
+/**
+ * The scope of a cache dir in cgroup names: a sweep ends only its own cache's cgroups (and
+ * unscoped ones), never another deployment's on the same host, whose own owner watch ends
+ * them and says so in the receipt. Pure.
+ */
+export function cgroupScope(cacheDir: string): string {
+  return createHash('sha256').update(cacheDir).digest('hex').slice(0, 12);
 }
 
 /** Empty a stale cgroup and remove it; the pids it still held (now killed), or null when it stayed. */
@@ -224,13 +240,14 @@ async function endStale(dir: string): Promise<number | null> {
 
 /**
  * uh's cgroups under `parents` whose owning process is gone (a crashed worker's): emptied and
- * removed. `spare` keeps an operation's cgroups for whoever settles it (a worker's sweep spares
+ * removed; with `scope`, only that cache's (and unscoped ones). `spare` keeps an operation's cgroups for whoever settles it (a worker's sweep spares
  * operations still running: the owner watch that declares the owner dead kills the agent and
  * says so in the receipt).
  */
 export async function sweepStaleCgroups(
   parents: readonly string[] = cgroupParents(),
   spare: (operationId: string) => Promise<boolean> = async () => false,
+  scope: string | null = null,
 ): Promise<string[]> {
   const removed: string[] = [];
   for (const parent of parents) {
@@ -242,7 +259,8 @@ export async function sweepStaleCgroups(
     }
     for (const entry of entries) {
       const name = cgroupName(entry);
-      if (!name || alive(name.owner) || (await spare(name.operationId))) continue;
+      if (!name || alive(name.owner) || (scope !== null && name.scope !== null && name.scope !== scope)) continue;
+      if (await spare(name.operationId)) continue;
       const dir = join(parent, entry);
       if ((await endStale(dir)) !== null) removed.push(dir);
     }

@@ -47,6 +47,8 @@ export interface RunLimits {
   readonly backend: LimitBackendChoice;
   /** On a cgroup backend: the kernel's refusals, summed over the phases' cgroups. */
   kernel: { forks_refused: number; oom_kills: number } | null;
+  /** The cache's scope in the phases' cgroup names (`cgroupScope`): its sweeps end only its own. */
+  readonly scope?: string;
 }
 
 export function runLimitsFor(
@@ -102,7 +104,8 @@ export function rlimitedSpawn(spawn: SpawnGroup, prefix: readonly string[]): Spa
  */
 export function openPhaseCgroup(limits: RunLimits, phase: string, operationId: string): MissionCgroup | null {
   if (limits.backend.kind === 'rlimit') return null;
-  return createMissionCgroup(limits.backend, { phase, operationId }, limits.values);
+  const scope = limits.scope === undefined ? {} : { scope: limits.scope };
+  return createMissionCgroup(limits.backend, { phase, operationId, ...scope }, limits.values);
 }
 
 /** Every child of the phase joins `cgroup` before it execs (outside bwrap: bwrap and all inside are in it). */

@@ -28,6 +28,7 @@ import type { AbortReasonV1, RuntimeJournalV1 } from '../../shared/runtime/v1/in
 import { operationDir, writeRecord, type OperationRecord } from '../../operation/operation-files.js';
 import type { PreparedOperation } from '../../operation/prepare-operation.js';
 import { decideIsolation, probeBwrap, type IsolationDecision } from '../sandbox/isolation.js';
+import { cgroupScope } from '../../shared/process/mission-cgroup.js';
 import { egressFor, type OperationEgress } from './egress-phase.js';
 import { runLimitsFor, type RunLimits } from './limits-phase.js';
 import type { Sandbox } from '../sandbox/worktree.js';
@@ -257,13 +258,16 @@ export async function openOperation(options: ExecuteOptions): Promise<OperationR
     isolation,
     secretRefusal: resolved.missing,
     egress: await egressFor(prepared, isolation, env.runtime),
-    limits: runLimitsFor(
-      options.settings.limits,
-      mission.sandbox.limits,
-      isolation,
-      options.settings.env.PATH,
-      options.settings.limitBackend,
-    ),
+    limits: {
+      ...runLimitsFor(
+        options.settings.limits,
+        mission.sandbox.limits,
+        isolation,
+        options.settings.env.PATH,
+        options.settings.limitBackend,
+      ),
+      scope: cgroupScope(options.settings.cacheDir),
+    },
     sandbox: null,
     deadlineMs: null,
     folded: initialFold({ status: 'failed', raw: 'not_started', message: 'runtime did not start', timed_out: false }),

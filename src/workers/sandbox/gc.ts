@@ -22,7 +22,7 @@
  */
 import { existsSync, lstatSync, readdirSync, statSync, statfsSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { sweepStaleCgroups } from '../../shared/process/mission-cgroup.js';
+import { cgroupScope, sweepStaleCgroups } from '../../shared/process/mission-cgroup.js';
 import { removeTree, treeBytes } from '../../shared/fs/deep-tree.js';
 import { withFileLock } from './file-lock.js';
 import { mirrorLockDir } from './mirror-cache.js';
@@ -256,8 +256,8 @@ export async function applyGc(
     }
   }
   const swept = await sweepSandboxes(cacheDir, now);
-  // A crashed worker's phase cgroups (their owner is gone): emptied and removed, but for those spared.
-  const cgroups = await sweepStaleCgroups(undefined, spareCgroupsOf);
+  // A crashed worker's phase cgroups of this cache (their owner is gone): emptied and removed, but for those spared.
+  const cgroups = await sweepStaleCgroups(undefined, spareCgroupsOf, cgroupScope(cacheDir));
   return { removed, orphans: swept.removed, cgroups };
 }
 
