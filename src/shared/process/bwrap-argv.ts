@@ -14,7 +14,7 @@
  */
 import { byCodeUnit } from '../compare.js';
 import { bridgedArgv, egressBwrapArgs, egressEnv, type EgressBridge } from './egress-bridge.js';
-import { userNamespaceArgs } from './bwrap-probe.js';
+import { ownUserNamespace, userNamespaceArgs } from './bwrap-probe.js';
 
 export interface BwrapPlan {
   /** The bwrap executable. */
@@ -80,10 +80,7 @@ export function bwrapArgv(plan: BwrapPlan, argv: readonly string[]): string[] {
   for (const path of byDepth(plan.readable)) out.push('--ro-bind-try', path, path);
   for (const path of byDepth(plan.writable)) out.push('--bind-try', path, path);
   for (const path of plan.hidden ?? []) out.push('--ro-bind', '/dev/null', path);
-  const ns = plan.userNs;
-  const user = ns
-    ? ['--unshare-user', '--uid', String(ns.uid), '--gid', String(ns.gid), '--cap-drop', 'ALL']
-    : userNamespaceArgs(plan.uid);
+  const user = plan.userNs ? ownUserNamespace(plan.userNs) : userNamespaceArgs(plan.uid);
   out.push(...user, '--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session');
   const egress = plan.egress ?? null;
   if (egress) out.push(...egressBwrapArgs(egress));

@@ -133,9 +133,12 @@ const PROBE_ARGS = [
  */
 export const ROOT_SANDBOX_ID = 65534;
 export function userNamespaceArgs(uid: number | undefined = process.getuid?.()): string[] {
-  if (uid !== 0) return [];
-  const id = String(ROOT_SANDBOX_ID);
-  return ['--unshare-user', '--uid', id, '--gid', id, '--cap-drop', 'ALL'];
+  return uid === 0 ? ownUserNamespace({ uid: ROOT_SANDBOX_ID, gid: ROOT_SANDBOX_ID }) : [];
+}
+
+/** A user namespace of the child's own, with these ids and no capability. Pure. */
+export function ownUserNamespace(ids: { uid: number; gid: number }): string[] {
+  return ['--unshare-user', '--uid', String(ids.uid), '--gid', String(ids.gid), '--cap-drop', 'ALL'];
 }
 
 /** The effective capability set of the probe's child (`CapEff` of /proc/self/status), hex. */

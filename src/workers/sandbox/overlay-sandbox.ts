@@ -26,7 +26,7 @@ import type { Mirror } from './mirror-cache.js';
 import { acquireBase, releaseBase, type OverlayBase } from './overlay-base.js';
 import { unlockWorkDir, type OverlayLayers } from './overlay-mount.js';
 import {
-  FAR_FUTURE,
+  activeRecord,
   fileStamp,
   gitDirSpec,
   removeSandbox,
@@ -76,19 +76,8 @@ export async function createOverlaySandbox(
   const layers = overlayLayers(paths.path, realpathSync(base.tree));
   makeDir(paths.path);
   makeDir(layers.work);
-  writeRecord(cacheDir, {
-    name,
-    path: paths.path,
-    mirror: mirror.path,
-    operation_id: operationId,
-    commit,
-    created_at: now.toISOString(),
-    keep_until: FAR_FUTURE,
-    state: 'active',
-    dir_mode: base.dirMode,
-    backend: 'overlay',
-    base: base.name,
-  });
+  const made = { name, path: paths.path, mirror, commit, dirMode: base.dirMode };
+  writeRecord(cacheDir, { ...activeRecord(made, operationId, now), backend: 'overlay', base: base.name });
   writeGitDir(paths.gitDir, gitDirSpec(mirror, commit, true));
   // A link, not a copy: 50,000 entries are ~4 MB a sandbox. uh reads this index and never writes it;
   // git writes an index through index.lock and a rename, which replaces the link and leaves the base's.

@@ -5,22 +5,23 @@
  * base's entries (overlayfs shows the lower directory as it is), so its entries and bytes below
  * it (`worktreeUsage`) and its violations and empty directories (`walkTree`) are the base's,
  * found once per base by the same walks and kept beside it in `tree-facts.json` (keyed by the
- * path bounds they were found under). The result is the same as walking the merged tree;
- * test/workers/sandbox/overlay-tree-facts.test.ts compares the two over generated changes.
+ * path bounds they were found under). The result is the same as walking the merged tree:
+ * test/workers/verification/overlay-diff.test.ts runs the whole tree step on both backends over
+ * generated changes and compares them.
  */
 import { lstatSync, readFileSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
+import { ScopeViolationSchema } from '../../shared/contracts/receipt.js';
 import type { PathBounds } from '../../shared/path-bounds.js';
 import { walkTree, type TreeWalk, type WalkShortcut } from '../verification/tree-violations.js';
 import type { UsageShortcut } from './worktree-usage.js';
 
-const ViolationSchema = z.object({ path: z.string(), reason: z.string() });
 const FactsSchema = z.object({
   bounds: z.object({ maxBytes: z.number(), maxDepth: z.number() }),
   /** Per directory (relative path): the entries and bytes below it. */
   dirs: z.record(z.string(), z.tuple([z.number(), z.number()])),
-  violations: z.array(ViolationSchema),
+  violations: z.array(ScopeViolationSchema),
   emptyDirs: z.array(z.string()),
 });
 type Facts = z.infer<typeof FactsSchema>;
@@ -91,7 +92,7 @@ export function overlayShortcuts(
     },
     walk: (rel): TreeWalk | null => {
       if (!untouched(rel)) return null;
-      const violations = facts.violations.filter((v) => under(rel)(v.path)) as TreeWalk['violations'];
+      const violations = facts.violations.filter((v) => under(rel)(v.path));
       return { violations, emptyDirs: facts.emptyDirs.filter(under(rel)) };
     },
   };

@@ -154,6 +154,25 @@ export function writeAgentGitDir(paths: SandboxPaths, mirror: Pick<Mirror, 'path
   copyFileSync(paths.index, join(paths.agentGitDir, 'index'));
 }
 
+/** The record of a sandbox just made for `operationId`: active, kept until it is removed. Pure. */
+export function activeRecord(
+  made: { name: string; path: string; mirror: Pick<Mirror, 'path'>; commit: string; dirMode: number },
+  operationId: string,
+  now: Date,
+): SandboxRecord {
+  return {
+    name: made.name,
+    path: made.path,
+    mirror: made.mirror.path,
+    operation_id: operationId,
+    commit: made.commit,
+    created_at: now.toISOString(),
+    keep_until: FAR_FUTURE,
+    state: 'active',
+    dir_mode: made.dirMode,
+  };
+}
+
 /** A new, unique sandbox name for an operation (or `pool` for a pooled one). */
 export function sandboxName(owner: string): string {
   return `${owner}-${randomBytes(4).toString('hex')}`;
@@ -185,17 +204,7 @@ export async function createSandbox(
   const { name, paths } = newSandboxSlot(cacheDir, operationId);
   makeDir(paths.path);
   const dirMode = lstatSync(paths.path).mode & 0o7777;
-  writeRecord(cacheDir, {
-    name,
-    path: paths.path,
-    mirror: mirror.path,
-    operation_id: operationId,
-    commit,
-    created_at: now.toISOString(),
-    keep_until: FAR_FUTURE,
-    state: 'active',
-    dir_mode: dirMode,
-  });
+  writeRecord(cacheDir, activeRecord({ name, path: paths.path, mirror, commit, dirMode }, operationId, now));
   writeGitDir(paths.gitDir, gitDirSpec(mirror, commit, true));
   await git(['read-tree', '--reset', '-u', commit], {
     ...call,

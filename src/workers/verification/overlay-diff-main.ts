@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { changedPathspecs } from '../sandbox/overlay-changes.js';
 import { overlayShortcuts } from '../sandbox/overlay-tree-facts.js';
-import { GIT_PROCESSES, IN_PROCESS_GIT } from '../git-path.js';
+import { gitPathOf } from '../git-path.js';
 import { captureDiff } from './capture-diff.js';
 import { OverlayDiffRequestSchema } from './overlay-diff.js';
 import { TreeWorkRequestSchema, treeWork } from './tree-work.js';
@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   const request = OverlayDiffRequestSchema.parse(input);
   const pathspecs = changedPathspecs(request.views) ?? undefined;
   const result = await captureDiff(request.workDir, request.baseCommit, request.patchPath, request.scratchDir, {
-    git: request.gitFastPath ? IN_PROCESS_GIT : GIT_PROCESSES,
+    git: gitPathOf(request),
     capBytes: request.capBytes,
     keptIgnored: request.keptIgnored,
     excluded: request.excluded,

@@ -14,7 +14,7 @@
 import { z } from 'zod';
 import { restoreGitLink } from '../sandbox/git-link.js';
 import { worktreeUsage, type UsageShortcut, type WorktreeUsage } from '../sandbox/worktree-usage.js';
-import { GIT_PROCESSES, IN_PROCESS_GIT } from '../git-path.js';
+import { gitPathOf } from '../git-path.js';
 import { captureDiff, type DiffCapture } from './capture-diff.js';
 import { removeEmptyDirs, stripIgnored, type Stripped } from './strip-ignored.js';
 import { walkTree, type WalkShortcut } from './tree-violations.js';
@@ -65,7 +65,7 @@ export async function treeWork(request: TreeWorkRequest, call: TreeWorkCall = {}
   const replaced = restoreGitLink({ path: workDir, mirror: { path: request.mirrorPath }, commit: baseCommit });
   const { violations: walked, emptyDirs } = walkTree(workDir, request.pathBounds, call.shortcuts?.walk);
   const excluded = walked.map((v) => v.path);
-  const git = request.gitFastPath ? IN_PROCESS_GIT : GIT_PROCESSES;
+  const git = gitPathOf(request);
   const signal = call.signal ? { signal: call.signal } : {};
   // The checks run on exactly the diff's tree: the agent's ignored files go (unless kept, then staged).
   const candidates = call.pathspecs?.() ?? null;
