@@ -90,6 +90,7 @@ describe('the bridge', () => {
     const bridge = egressBridgeFor(
       { socket: '/run/x/proxy.sock', dir: '/nonexistent-dir-never-written' },
       egressRules(['127.0.0.1:3128', '*.example.com', '10.1.2.3:80', 'localhost:5000', '[::1]:6000']),
+      null,
     );
     // The proxy port moves off 3128, which an allowed loopback server holds.
     expect(bridge.proxyPort).toBe(3129);
@@ -123,6 +124,34 @@ describe('the bridge', () => {
     expect(argv.filter((a) => a === 'http://evil:1')).toEqual([]);
     expect(argv.slice(argv.indexOf('--') + 1, argv.indexOf('--') + 3)).toEqual([process.execPath, '-e']);
     expect(argv.slice(-2)).toEqual(['codex', 'exec']);
+  });
+
+  it('with perl, the sockets are opened first, each as family, address and port, then node and the child', () => {
+    const bridge = egressBridgeFor(
+      { socket: '/run/x/proxy.sock', dir: '/nonexistent-dir-never-written' },
+      egressRules(['localhost:5000']),
+      '/usr/bin/perl',
+    );
+    const plan = { bwrap: 'bwrap', masked: [], home: null, tmpfsBytes: null, readable: [], writable: [] };
+    const argv = bwrapArgv({ ...plan, network: false, egress: bridge, env: {}, cwd: '/w' }, ['codex', 'exec']);
+    expect(argv.join(' ')).toContain('--ro-bind-try /usr/bin/perl /usr/bin/perl');
+    const child = argv.slice(argv.indexOf('--') + 1);
+    expect(child.slice(0, 2)).toEqual(['/usr/bin/perl', '-e']);
+    const v6Loopback = `${'0'.repeat(30)}01`;
+    expect(child.slice(3, 13)).toEqual([
+      '3',
+      '2',
+      '7f000001',
+      '3128',
+      '2',
+      '7f000001',
+      '5000',
+      '10',
+      v6Loopback,
+      '5000',
+    ]);
+    expect(child[13]).toBe(process.execPath);
+    expect(child.slice(-3)).toEqual(['--', 'codex', 'exec']);
   });
 });
 

@@ -13,6 +13,14 @@
  *
  * then spawns the child with the same stdio and exits as it exits (its code, or its signal). A
  * connection the proxy refuses is reset. Nothing else leaves the namespace: fail closed.
+ *
+ * Where the host has perl (`prelisten`), the agent does not wait for node to start: a few lines of
+ * perl with no modules (~3 ms) open those listening sockets first, leave a grandchild (so the agent
+ * has no child it did not make) waiting for the first connection on any of them, and exec the
+ * child. The grandchild starts the bridge on those sockets when a connection comes, so an agent
+ * that never connects never pays for a node start; a connection waits in the socket's backlog
+ * until node accepts it, so none is lost, and a bridge that cannot serve kills every process of the
+ * sandbox's PID namespace, so nothing hangs on it.
  * Pure: this module only builds the argv (node's own executable runs the script with `-e`).
  */
 
@@ -34,6 +42,8 @@ export interface EgressBridge {
   hostsFile: string | null;
   /** The Node executable that runs the bridge (uh's own). */
   node: string;
+  /** perl (`/usr/bin/perl`), which opens the listening sockets so the child starts at once; null: node does. */
+  prelisten?: string | null;
 }
 
 /** The bridge, run as `node -e BRIDGE_SCRIPT -- <config json> <argv...>`. Plain ES2020: it is not compiled. */
@@ -62,8 +72,11 @@ const viaConnect = (client, target) => {
   up.write('CONNECT ' + target + ' HTTP/1.1\r\nHost: ' + target + '\r\n\r\n');
 };
 const listeners = [{ listen: '127.0.0.1', port: cfg.proxyPort, target: null }, ...cfg.forwards];
+// Started by PRELISTEN_SCRIPT: the sockets are open (fd -1: that forwarder could not listen) and the child runs.
+const fds = process.env.UH_BRIDGE_FDS === undefined ? null : process.env.UH_BRIDGE_FDS.split(',').map(Number);
 let pending = listeners.length;
 const start = () => {
+  if (fds !== null) return;
   const child = spawn(argv[0], argv.slice(1), { stdio: 'inherit' });
   for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP']) process.on(sig, () => child.kill(sig));
   child.on('error', (e) => { process.stderr.write('uh egress bridge: ' + e.message + '\n'); process.exit(127); });
@@ -82,10 +95,64 @@ for (const l of listeners) {
   server.on('error', (e) => {
     if (l.target !== null) return ready();
     process.stderr.write('uh egress bridge: cannot listen on ' + l.listen + ':' + l.port + ': ' + e.message + '\n');
+    if (fds !== null) process.kill(-1, 'SIGKILL');
     process.exit(125);
   });
-  server.listen(l.port, l.listen, ready);
+  const fd = fds === null ? null : fds[listeners.indexOf(l)];
+  if (fd === null) server.listen(l.port, l.listen, ready);
+  else if (fd >= 0) server.listen({ fd }, ready);
 }
+`;
+
+/**
+ * The pre-listener, run as `perl -e PRELISTEN_SCRIPT <n> (<family> <packed address hex> <port>)×n
+ * <node> <bridge script> <config json> -- <argv...>`: only perl's built-ins (no module loads, so it
+ * starts in ~3 ms). Each socket is opened, bound and listening before the child starts; one that
+ * cannot bind is -1 (the proxy's own, the first, is required: exit 125). `$^F` keeps them open
+ * across exec in the bridge; the child gets none of them.
+ */
+export const PRELISTEN_SCRIPT = String.raw`
+$^F = 1023;
+my $n = shift @ARGV; my (@socks, @fds);
+for my $i (1 .. $n) {
+  my ($family, $hex, $port) = splice(@ARGV, 0, 3);
+  my $addr = pack('H*', $hex);
+  my $sa = $family == 2 ? pack('S n a4 x8', 2, $port, $addr) : pack('S n N a16 N', 10, $port, 0, $addr, 0);
+  my $s;
+  if (socket($s, $family, 1, 0) && bind($s, $sa) && listen($s, 511)) { push @socks, $s; push @fds, fileno($s); }
+  else {
+    if ($i == 1) { print STDERR "uh egress bridge: cannot listen on port $port: $!
+"; exit 125; }
+    push @fds, -1;
+  }
+}
+my ($node, $script, $config) = splice(@ARGV, 0, 3);
+shift @ARGV;
+my $pid = fork();
+defined $pid or do { print STDERR "uh egress bridge: fork: $!
+"; exit 125; };
+if ($pid == 0) {
+  my $bridge = fork();
+  exit(defined $bridge ? 0 : 1) if !defined $bridge || $bridge;
+  open(STDIN, '<', '/dev/null'); open(STDOUT, '>', '/dev/null');
+  my $ready = '';
+  vec($ready, $_, 1) = 1 for grep { $_ >= 0 } @fds;
+  my $n = 0;
+  $n = select(my $out = $ready, undef, undef, undef) until $n > 0;
+  $ENV{UH_BRIDGE_FDS} = join(',', @fds);
+  exec { $node } $node, '-e', $script, '--', $config;
+  print STDERR "uh egress bridge: cannot start $node: $!
+"; kill 'KILL', -1; exit 125;
+}
+waitpid($pid, 0);
+if ($? != 0) { print STDERR "uh egress bridge: could not start the bridge
+"; exit 125; }
+close($_) for @socks;
+$^F = 2;
+exec { $ARGV[0] } @ARGV;
+print STDERR "uh egress bridge: cannot run $ARGV[0]: $!
+";
+exit 127;
 `;
 
 const LOOPBACK = 'localhost,127.0.0.1,::1';
@@ -106,12 +173,30 @@ export function egressEnv(bridge: EgressBridge): Record<string, string> {
 /** The bwrap arguments of egress mode (before `--clearenv`): no network but the bridged socket and hosts file. */
 export function egressBwrapArgs(bridge: EgressBridge): string[] {
   const out = ['--unshare-net', '--ro-bind', bridge.socket, bridge.socket, '--ro-bind-try', bridge.node, bridge.node];
+  if (bridge.prelisten) out.push('--ro-bind-try', bridge.prelisten, bridge.prelisten);
   if (bridge.hostsFile !== null) out.push('--ro-bind', bridge.hostsFile, '/etc/hosts');
   return out;
 }
 
-/** The child's argv wrapped in the bridge. */
+/** An address as perl's `socket` wants it: the family (2 or 10) and the packed address in hex. */
+function packedAddress(address: string): [string, string] {
+  if (address === '::1') return ['10', `${'0'.repeat(30)}01`];
+  return [
+    '2',
+    address
+      .split('.')
+      .map((b) => Number(b).toString(16).padStart(2, '0'))
+      .join(''),
+  ];
+}
+
+/** The child's argv wrapped in the bridge (started by the pre-listener where there is perl). */
 export function bridgedArgv(bridge: EgressBridge, argv: readonly string[]): string[] {
   const config = JSON.stringify({ socket: bridge.socket, proxyPort: bridge.proxyPort, forwards: bridge.forwards });
-  return [bridge.node, '-e', BRIDGE_SCRIPT, '--', config, ...argv];
+  const perl = bridge.prelisten ?? null;
+  if (perl === null) return [bridge.node, '-e', BRIDGE_SCRIPT, '--', config, ...argv];
+  const listeners = [{ listen: '127.0.0.1', port: bridge.proxyPort }, ...bridge.forwards];
+  const sockets = listeners.flatMap((l) => [...packedAddress(l.listen), String(l.port)]);
+  const bridgeArgs = [bridge.node, BRIDGE_SCRIPT, config];
+  return [perl, '-e', PRELISTEN_SCRIPT, String(listeners.length), ...sockets, ...bridgeArgs, '--', ...argv];
 }

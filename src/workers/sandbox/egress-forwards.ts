@@ -10,7 +10,7 @@
  *
  * The proxy still decides every connection by name; a forwarder widens nothing.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EgressRule } from '../../shared/contracts/egress.js';
 import type { EgressBridge, EgressForward } from '../../shared/process/egress-bridge.js';
@@ -58,8 +58,18 @@ function forwardsOf(rules: readonly EgressRule[]): { forwards: EgressForward[]; 
   return { forwards, hosts };
 }
 
-/** The bridge of one operation: its forwards, a hosts file in the proxy's private dir when names are forwarded. */
-export function egressBridgeFor(proxy: { socket: string; dir: string }, rules: readonly EgressRule[]): EgressBridge {
+/** Debian's perl-base (Essential): the bridge's pre-listener where it is there (egress-bridge.ts). */
+const PERL = '/usr/bin/perl';
+
+/**
+ * The bridge of one operation: its forwards, a hosts file in the proxy's private dir when names
+ * are forwarded, and perl to pre-listen with when the host has it (`prelisten` null: never).
+ */
+export function egressBridgeFor(
+  proxy: { socket: string; dir: string },
+  rules: readonly EgressRule[],
+  prelisten: string | null = existsSync(PERL) ? PERL : null,
+): EgressBridge {
   const { forwards, hosts } = forwardsOf(rules);
   let proxyPort = PROXY_PORT;
   while (forwards.some((f) => f.listen === '127.0.0.1' && f.port === proxyPort)) proxyPort += 1;
@@ -68,5 +78,5 @@ export function egressBridgeFor(proxy: { socket: string; dir: string }, rules: r
     hostsFile = join(proxy.dir, 'hosts');
     writeFileSync(hostsFile, ['127.0.0.1 localhost', '::1 localhost', ...hosts, ''].join('\n'), { mode: 0o644 });
   }
-  return { socket: proxy.socket, proxyPort, forwards, hostsFile, node: process.execPath };
+  return { socket: proxy.socket, proxyPort, forwards, hostsFile, node: process.execPath, prelisten };
 }

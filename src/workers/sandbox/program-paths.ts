@@ -83,7 +83,8 @@ export function secretLocations(home: string | null, own: ReadonlyArray<string |
 
 function real(p: string): string {
   try {
-    return realpathSync(p);
+    // One realpath(3) call: the JS version lstat()s every component of every path.
+    return realpathSync.native(p);
   } catch {
     return p;
   }
@@ -175,6 +176,7 @@ export function exposePath(
   pathVar: string | undefined,
   view: SandboxView,
   depth = 0,
+  which: (name: string, pathVar: string | undefined) => string | null = whichOnPath,
 ): ProgramExposure {
   const readable: string[] = [];
   const chain = symlinkChain(path);
@@ -189,10 +191,9 @@ export function exposePath(
   }
   const last = chain.at(-1) ?? path;
   const interpreter = depth < 3 && isFile(last) ? shebangProgram(last) : null;
-  const found =
-    interpreter === null ? null : interpreter.includes('/') ? interpreter : whichOnPath(interpreter, pathVar);
+  const found = interpreter === null ? null : interpreter.includes('/') ? interpreter : which(interpreter, pathVar);
   if (found) {
-    const inner = exposePath(found, 'interpreter', pathVar, view, depth + 1);
+    const inner = exposePath(found, 'interpreter', pathVar, view, depth + 1, which);
     return { readable: [...readable, ...inner.readable], refusal: inner.refusal };
   }
   return { readable, refusal: null };
@@ -239,6 +240,12 @@ const PATH_DIR_ENTRIES = 2000;
 /** The binds for the entries of each hidden PATH directory (what an agent runs from its PATH); never refuses. */
 export function exposePathEntries(dirs: readonly string[], pathVar: string | undefined, view: SandboxView): string[] {
   const out = new Set<string>();
+  // A bin dir's scripts mostly name the same few interpreters (pyenv's shims: bash): look each up once.
+  const found = new Map<string, string | null>();
+  const which = (name: string, path: string | undefined) => {
+    if (!found.has(name)) found.set(name, whichOnPath(name, path));
+    return found.get(name) ?? null;
+  };
   for (const dir of dirs) {
     let names: string[];
     try {
@@ -247,7 +254,7 @@ export function exposePathEntries(dirs: readonly string[], pathVar: string | und
       continue;
     }
     for (const name of names) {
-      const exposed = exposePath(join(dir, name), 'program', pathVar, view);
+      const exposed = exposePath(join(dir, name), 'program', pathVar, view, 0, which);
       if (exposed.refusal === null) exposed.readable.forEach((p) => out.add(p));
     }
   }
