@@ -187,7 +187,8 @@ describe('isolation: a hostile agent inline (uh mission run)', () => {
     const port = (server.address() as { port: number }).port;
     const stateDir = tempDir('uh-sec-state-');
     created.push(stateDir);
-    const script = `node -e "require('net').connect(${port},'127.0.0.1').on('connect',()=>{require('fs').writeFileSync('net.txt','connected');process.exit(0)}).on('error',()=>{require('fs').writeFileSync('net.txt','refused');process.exit(0)})"`;
+    // A client as agents are: it waits for the server's answer (here the end of the connection).
+    const script = `node -e "require('net').connect(${port},'127.0.0.1').on('connect',function(){this.resume()}).on('end',()=>{require('fs').writeFileSync('net.txt','connected');process.exit(0)}).on('error',()=>{require('fs').writeFileSync('net.txt','refused');process.exit(0)})"`;
     try {
       const off = hostileMission(repo, script, { sandbox: { network: 'none' } });
       const r = await runCli(['mission', 'run', off.path, '--json', '--state-dir', stateDir], {

@@ -9,9 +9,11 @@
  * whose only way out is uh's proxy; `none`; `host`). Where bwrap is missing
  * or cannot create namespaces, processes run unisolated and the receipt says `isolation: none`.
  */
+import { createHash } from 'node:crypto';
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
 import { isolationRefusal } from '../../shared/host-policy.js';
 import { bwrapArgv, type BwrapPlan } from '../../shared/process/bwrap-argv.js';
 import { overlayBwrapArgv } from './overlay-isolation.js';
@@ -34,6 +36,7 @@ import {
 } from './program-paths.js';
 import { refusedSpawn } from './refused-spawn.js';
 import { rootOnlyPaths, type RootOnlyPaths } from './root-only-paths.js';
+import { hostWalkFile, memoisedWalk, stamp } from './host-walk-memo.js';
 
 export { probeBwrap, whichOnPath, type BwrapProbe };
 import type { SpawnGroup } from '../../shared/process/spawn-group.js';
@@ -236,26 +239,63 @@ function ownMasks(scope: IsolationScope): string[] {
 
 /** Run as root: root's home and what only root may read, outside uh's own masks. */
 const rootOnlyOf = (scope: IsolationScope): RootOnlyPaths =>
-  rootOnlyPaths(scope.uid ?? process.getuid?.(), ownMasks(scope));
+  rootOnlyPaths(
+    scope.uid ?? process.getuid?.(),
+    ownMasks(scope),
+    Date.now(),
+    hostWalkFile(scope.cacheDir, 'root-only'),
+  );
 
 /** uh's own masks, then (run as root) root's home and the root-only directories. */
 function masksOf(scope: IsolationScope): string[] {
   return [...ownMasks(scope), ...rootOnlyOf(scope).dirs];
 }
 
+/** The secret locations of a phase: under the real home, and uh's own dirs and files. */
+function secretsOf(scope: IsolationScope): string[] {
+  const home = scope.home && scope.home !== '/' ? scope.home : null;
+  return secretLocations(home, [scope.cacheDir, scope.stateDir, ...(scope.ownSecrets ?? [])]);
+}
+
 /** How a phase's processes see the host: what is hidden, and what is never re-exposed (program-paths.ts). */
 export function isolationView(scope: IsolationScope, plan: Pick<BwrapPlan, 'readable' | 'writable'>): SandboxView {
-  const home = scope.home && scope.home !== '/' ? scope.home : null;
-  const secrets = secretLocations(home, [scope.cacheDir, scope.stateDir, ...(scope.ownSecrets ?? [])]);
-  return sandboxView(masksOf(scope), [...plan.readable, ...plan.writable], secrets);
+  return sandboxView(masksOf(scope), [...plan.readable, ...plan.writable], secretsOf(scope));
 }
 
 /** The operator's readable paths and what the entries of the hidden PATH directories need. */
 function programBinds(scope: IsolationScope, pathDirs: readonly string[], bound: string[]): string[] {
   const view = isolationView(scope, { readable: bound, writable: [] });
   const operator = (scope.operatorReadable ?? []).filter((p) => isAbsolute(p) && !view.holdsSecret(p));
-  const withOperator = isolationView(scope, { readable: [...bound, ...operator], writable: [] });
-  return [...operator, ...exposePathEntries(pathDirs, scope.path, withOperator)];
+  return [...operator, ...pathEntryBinds(scope, pathDirs, [...bound, ...operator])];
+}
+
+/** PATH-entry binds are walked again at least this often, and whenever a PATH directory changes. */
+const PATH_ENTRIES_MEMO_MS = 10 * 60_000;
+
+const StringsSchema = z.array(z.string());
+
+/**
+ * `exposePathEntries` of the hidden PATH directories, kept across runs (host-walk-memo.ts). The
+ * view leaves out the binds inside uh's own dirs (the operation's worktree, its git dirs, its
+ * files), so runs share one answer: they are secret locations, so no bind is ever taken from
+ * inside them, and an entry whose links lead into them is refused either way.
+ */
+function pathEntryBinds(scope: IsolationScope, pathDirs: readonly string[], bound: string[]): string[] {
+  if (pathDirs.length === 0) return [];
+  const own = [scope.cacheDir, scope.stateDir];
+  const shared = bound.filter((b) => !own.some((o) => b === o || b.startsWith(`${o}/`)));
+  const view = isolationView(scope, { readable: shared, writable: [] });
+  const inputs = { pathDirs, path: scope.path, masks: masksOf(scope), bound: shared, secrets: secretsOf(scope) };
+  const key = JSON.stringify(inputs);
+  const file = hostWalkFile(
+    scope.cacheDir,
+    `path-entries-${createHash('sha256').update(key).digest('hex').slice(0, 16)}`,
+  );
+  const parse = (v: unknown) => StringsSchema.safeParse(v).data ?? null;
+  return memoisedWalk(file, key, PATH_ENTRIES_MEMO_MS, parse, () => {
+    const dirs = pathDirs.map((d) => [d, stamp(d)] as const);
+    return { value: exposePathEntries(pathDirs, scope.path, view), dirs };
+  }).value;
 }
 
 /**

@@ -13,10 +13,12 @@
  * `WALK_BUDGET` entries; never into the paths the plan already hides (`skip`), a symlink, or a
  * shared temp dir (sticky and world-writable). A directory with more than `FILES_PER_DIR`
  * root-only files (a journal) is hidden whole instead, so the bwrap command line stays short.
- * Reads the file system; never writes.
+ * Reads the file system; writes only the walk's memo in uh's cache dir (host-walk-memo.ts).
  */
 import { lstatSync, readdirSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
+import { z } from 'zod';
+import { memoisedWalk, stamp } from './host-walk-memo.js';
 
 export interface RootOnlyPaths {
   /** Hidden behind an empty tmpfs (root's home first). */
@@ -62,17 +64,23 @@ const lstat = (p: string): Stats | null => {
   }
 };
 
-/** The root-only paths of this host outside `skip` (and what is under it). */
+/**
+ * The root-only paths of this host outside `skip` (and what is under it). `read`, when given,
+ * gets each directory the walk reads, stamped just before (host-walk-memo.ts).
+ */
 export function findRootOnlyPaths(
   skip: readonly string[],
   walk: ReadonlyArray<readonly [string, number]> = ROOT_ONLY_WALK,
   budget = WALK_BUDGET,
+  read?: Array<readonly [string, string]>,
 ): RootOnlyPaths {
+  read?.push(['/', stamp('/')]);
   const out: RootOnlyPaths = { dirs: lstat('/root')?.isDirectory() ? ['/root'] : [], files: [] };
   const skipped = (p: string) => skip.some((s) => p === s || p.startsWith(`${s}/`));
   let left = budget;
   const visit = (dir: string, depth: number, isRoot: boolean): void => {
     let names: string[];
+    read?.push([dir, stamp(dir)]);
     try {
       names = readdirSync(dir).sort();
     } catch {
@@ -103,16 +111,47 @@ export function findRootOnlyPaths(
 const MEMO_MS = 30_000;
 let memo: { key: string; at: number; paths: RootOnlyPaths } | null = null;
 
+const PathsSchema = z.object({ dirs: z.array(z.string()), files: z.array(z.string()) });
+
+/** The walk, or its answer from `memoFile` (host-walk-memo.ts: same skip, no directory changed, < MEMO_MS old). */
+function walkedOrMemoised(
+  skip: readonly string[],
+  memoFile: string | null,
+  now: number,
+): { value: RootOnlyPaths; at: number } {
+  const key = JSON.stringify({ skip, walk: ROOT_ONLY_WALK, budget: WALK_BUDGET, perDir: FILES_PER_DIR });
+  const parse = (v: unknown) => PathsSchema.safeParse(v).data ?? null;
+  return memoisedWalk(
+    memoFile,
+    key,
+    MEMO_MS,
+    parse,
+    () => {
+      const read: Array<readonly [string, string]> = [];
+      return { value: findRootOnlyPaths(skip, ROOT_ONLY_WALK, WALK_BUDGET, read), dirs: read };
+    },
+    now,
+  );
+}
+
 /**
  * `findRootOnlyPaths` for a sandbox run as `uid` (none unless 0), walked at most once per
- * `MEMO_MS` for the same `skip` (a worker's phases and missions), each path checked again here:
- * the plan never names one that is gone (bwrap could not mount over it on the read-only host).
+ * `MEMO_MS` for the same `skip` (a worker's phases and missions; across processes through
+ * `memoFile` while no directory the walk read has changed), each path checked again here: the
+ * plan never names one that is gone (bwrap could not mount over it on the read-only host).
  */
-export function rootOnlyPaths(uid: number | undefined, skip: readonly string[], now = Date.now()): RootOnlyPaths {
+export function rootOnlyPaths(
+  uid: number | undefined,
+  skip: readonly string[],
+  now = Date.now(),
+  memoFile: string | null = null,
+): RootOnlyPaths {
   if (uid !== 0) return { dirs: [], files: [] };
   const key = skip.join('\0');
-  if (memo === null || memo.key !== key || now - memo.at >= MEMO_MS || now < memo.at)
-    memo = { key, at: now, paths: findRootOnlyPaths(skip) };
+  if (memo === null || memo.key !== key || now - memo.at >= MEMO_MS || now < memo.at) {
+    const { value, at } = walkedOrMemoised(skip, memoFile, now);
+    memo = { key, at, paths: value };
+  }
   return {
     dirs: memo.paths.dirs.filter((p) => lstat(p)?.isDirectory()),
     files: memo.paths.files.filter((p) => lstat(p)?.isFile()),
