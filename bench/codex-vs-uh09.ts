@@ -7,7 +7,7 @@
  *             `uh mission run --runtime codex` → `uh sandbox discard --force`; and, for
  *             reference, `uh mission run` in place (no sandbox, in a fresh clone each round)
  * The agent is test/fixtures/bin/fake-codex (scenario success: edits hello.txt, writes -o).
- * Targets: ours ≤ 0.5× uh-0.9.0 in place (issue 16), and ≤ 0.5× its sandbox flow.
+ * Targets: ours ≤ 0.5× uh-0.9.0 in place (issue 16; ≤ 0.35× in issue 32), and ≤ 0.5× its sandbox flow.
  *
  * Every process runs without NODE_EXTRA_CA_CERTS: a host that sets it (this one does) makes each
  * node start load that CA bundle, ~70 ms here, which would weigh on each side by its number of
@@ -210,8 +210,9 @@ export async function runCodexVsUh09(): Promise<void> {
     const inPlaceRatio = ours / median(times['uh-0.9.0 in place']!);
     const sandboxed = ours / median(times['uh-0.9.0 sandbox']!);
     const paired = times.ours!.map((t, i) => t / times['uh-0.9.0 in place']![i]!);
+    const verdict = (target: number) => `≤ ${target.toFixed(2)}: ${inPlaceRatio <= target ? 'met' : 'NOT met'}`;
     console.log(
-      `\nratio ours / uh-0.9.0 in place (issue 16): ${inPlaceRatio.toFixed(3)} (target ≤ 0.50: ${inPlaceRatio <= 0.5 ? 'met' : 'NOT met'})`,
+      `\nratio ours / uh-0.9.0 in place: ${inPlaceRatio.toFixed(3)} (issue 16's target ${verdict(0.5)}; issue 32's ${verdict(0.35)})`,
     );
     console.log(
       `  the same, round by round (each round's pair run back to back): median ${median(paired).toFixed(3)}, ${Math.min(...paired).toFixed(2)}–${Math.max(...paired).toFixed(2)}`,

@@ -48,6 +48,8 @@ await build({
     'prom-client',
     '@bull-board/api',
     '@bull-board/fastify',
+    // Only an S3 artifact store loads it (~1 MB with @smithy: a third of the bundle, read on every run).
+    '@aws-sdk/client-s3',
   ],
   // A dynamic import() of an external package becomes a require() (bin/uh.js compiles the bundle
   // with vm.Script, which has no ESM loader of its own).

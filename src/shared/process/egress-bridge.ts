@@ -73,7 +73,8 @@ const viaConnect = (client, target) => {
 };
 const listeners = [{ listen: '127.0.0.1', port: cfg.proxyPort, target: null }, ...cfg.forwards];
 // Started by PRELISTEN_SCRIPT: the sockets are open (fd -1: that forwarder could not listen) and the child runs.
-const fds = process.env.UH_BRIDGE_FDS === undefined ? null : process.env.UH_BRIDGE_FDS.split(',').map(Number);
+const FDS = '--uh-bridge-fds=';
+const fds = argv.length === 1 && argv[0].startsWith(FDS) ? argv[0].slice(FDS.length).split(',').map(Number) : null;
 let pending = listeners.length;
 const start = () => {
   if (fds !== null) return;
@@ -139,8 +140,7 @@ if ($pid == 0) {
   vec($ready, $_, 1) = 1 for grep { $_ >= 0 } @fds;
   my $n = 0;
   $n = select(my $out = $ready, undef, undef, undef) until $n > 0;
-  $ENV{UH_BRIDGE_FDS} = join(',', @fds);
-  exec { $node } $node, '-e', $script, '--', $config;
+  exec { $node } $node, '-e', $script, '--', $config, '--uh-bridge-fds=' . join(',', @fds);
   print STDERR "uh egress bridge: cannot start $node: $!
 "; kill 'KILL', -1; exit 125;
 }

@@ -15,9 +15,10 @@
  * (atomically, mode 0600: the cache dir is uh's own and masked from every sandbox). A memo that
  * cannot be read, parsed or written is no memo: the walk runs. Never throws for the memo's sake.
  */
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
+import { makeDir } from '../../shared/fs/make-dir.js';
 
 const DirStampSchema = z.tuple([z.string(), z.string()]);
 const MemoSchema = z.object({ key: z.string(), at: z.number(), dirs: z.array(DirStampSchema), value: z.unknown() });
@@ -60,7 +61,7 @@ function readMemo(
 
 function writeMemo(file: string, memo: z.infer<typeof MemoSchema>): void {
   try {
-    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    makeDir(dirname(file), 0o700);
     const tmp = `${file}.${process.pid}.tmp`;
     writeFileSync(tmp, JSON.stringify(memo), { mode: 0o600 });
     renameSync(tmp, file);
