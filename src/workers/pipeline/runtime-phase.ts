@@ -19,6 +19,8 @@ import type { Sandbox } from '../sandbox/worktree.js';
 import { phaseSpawn, type PhaseSpawn } from './isolation-phase.js';
 import { bwrapProbeFile, cancelReason, setState, timed, type OperationRun } from './operation-run.js';
 import { reprobeBwrap } from '../../shared/process/bwrap-probe.js';
+import { reprobeOverlay } from '../sandbox/sandbox-backend.js';
+import { isOverlaySandbox } from '../sandbox/overlay-sandbox.js';
 import { agentStateSpawn, prepareAgentState, preparePersistentState, type AgentState } from './agent-state.js';
 import { stderrTailLines, withStderrTail } from './stderr-tail.js';
 import { monotonicMs } from '../../shared/clock.js';
@@ -240,12 +242,26 @@ function recordingStderr(spawn: SpawnGroup, files: string[]): SpawnGroup {
  */
 function blockedByBwrap(run: OperationRun, folded: FoldedRuntime): void {
   const probe = reprobeBwrap(run.env.PATH, bwrapProbeFile(run.settings.cacheDir));
-  if (probe.ok) return;
+  if (probe.ok) return blockedByOverlay(run, folded);
   folded.outcome = {
     status: 'blocked',
     raw: 'isolation:bwrap',
     message: `the sandbox could not be set up: ${probe.reason} (the runtime's own outcome was ${folded.outcome.raw}: ${folded.outcome.message})`,
     hint: 'allow unprivileged user namespaces again (or install bubblewrap); `uh doctor` shows the state; UH_ISOLATION=off runs unisolated',
+    timed_out: false,
+  };
+}
+
+/** The same for an overlay sandbox: its probe, too, was remembered (sandbox-backend.ts). */
+function blockedByOverlay(run: OperationRun, folded: FoldedRuntime): void {
+  if (run.sandbox === null || !isOverlaySandbox(run.sandbox)) return;
+  const probe = reprobeOverlay(run.settings.cacheDir, run.env.PATH);
+  if (probe.ok) return;
+  folded.outcome = {
+    status: 'blocked',
+    raw: 'isolation:overlay',
+    message: `the overlay sandbox could not be mounted: ${probe.reason} (the runtime's own outcome was ${folded.outcome.raw}: ${folded.outcome.message})`,
+    hint: 'UH_SANDBOX_BACKEND=auto falls back to a worktree where overlays cannot be mounted; `uh doctor` shows the state',
     timed_out: false,
   };
 }
