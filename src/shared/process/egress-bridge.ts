@@ -122,16 +122,14 @@ for my $i (1 .. $n) {
   my $s;
   if (socket($s, $family, 1, 0) && bind($s, $sa) && listen($s, 511)) { push @socks, $s; push @fds, fileno($s); }
   else {
-    if ($i == 1) { print STDERR "uh egress bridge: cannot listen on port $port: $!
-"; exit 125; }
+    if ($i == 1) { print STDERR "uh egress bridge: cannot listen on port $port: $!\n"; exit 125; }
     push @fds, -1;
   }
 }
 my ($node, $script, $config) = splice(@ARGV, 0, 3);
 shift @ARGV;
 my $pid = fork();
-defined $pid or do { print STDERR "uh egress bridge: fork: $!
-"; exit 125; };
+defined $pid or do { print STDERR "uh egress bridge: fork: $!\n"; exit 125; };
 if ($pid == 0) {
   my $bridge = fork();
   exit(defined $bridge ? 0 : 1) if !defined $bridge || $bridge;
@@ -141,17 +139,14 @@ if ($pid == 0) {
   my $n = 0;
   $n = select(my $out = $ready, undef, undef, undef) until $n > 0;
   exec { $node } $node, '-e', $script, '--', $config, '--uh-bridge-fds=' . join(',', @fds);
-  print STDERR "uh egress bridge: cannot start $node: $!
-"; kill 'KILL', -1; exit 125;
+  print STDERR "uh egress bridge: cannot start $node: $!\n"; kill 'KILL', -1; exit 125;
 }
 waitpid($pid, 0);
-if ($? != 0) { print STDERR "uh egress bridge: could not start the bridge
-"; exit 125; }
+if ($? != 0) { print STDERR "uh egress bridge: could not start the bridge\n"; exit 125; }
 close($_) for @socks;
 $^F = 2;
 exec { $ARGV[0] } @ARGV;
-print STDERR "uh egress bridge: cannot run $ARGV[0]: $!
-";
+print STDERR "uh egress bridge: cannot run $ARGV[0]: $!\n";
 exit 127;
 `;
 
