@@ -6,12 +6,11 @@
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { runCli } from '../support/cli.js';
 import { makeRepo } from '../support/git-repo.js';
+import { writeCodexMission } from '../support/mission-file.js';
 import { removeDir, tempDir } from '../support/temp.js';
 
-const FAKE_CODEX = new URL('../fixtures/bin/fake-codex', import.meta.url).pathname;
 const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
 
@@ -28,22 +27,7 @@ describe('a bwrap that stopped working after its probe', () => {
       `#!/bin/sh\nif [ ! -e ${work}/probed ]; then touch ${work}/probed; printf 'CapEff:\\t0000000000000000\\n'; exit 0; fi\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n`,
     );
     chmodSync(join(bin, 'bwrap'), 0o755);
-    const mission = join(work, 'mission.yaml');
-    writeFileSync(
-      mission,
-      stringify({
-        schema_version: 'uh.mission.v0',
-        mission_id: 'stale-bwrap',
-        operation_id: 'stale-bwrap-1',
-        title: 't',
-        objective: 'Create hello.txt.',
-        repository: { url: repo, ref: 'HEAD' },
-        runtime: 'codex',
-        runtime_config_overrides: { codex: { binary: FAKE_CODEX } },
-        scope: { allowed_change_globs: ['hello.txt'] },
-        timeout_seconds: 60,
-      }),
-    );
+    const mission = writeCodexMission(join(work, 'mission.yaml'), repo, 'stale-bwrap-1');
     const cacheDir = join(work, 'cache');
     const r = await runCli(['mission', 'run', mission, '--json', '--state-dir', join(work, 'state')], {
       cwd: work,

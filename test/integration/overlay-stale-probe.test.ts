@@ -7,35 +7,17 @@
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { whichOnPath } from '../../src/shared/process/bwrap-probe.js';
 import { runCli } from '../support/cli.js';
 import { makeRepo } from '../support/git-repo.js';
+import { writeCodexMission } from '../support/mission-file.js';
 import { removeDir, tempDir } from '../support/temp.js';
 
-const FAKE_CODEX = new URL('../fixtures/bin/fake-codex', import.meta.url).pathname;
 const dirs: string[] = [];
 afterAll(() => dirs.forEach(removeDir));
 
-function missionFile(work: string, repo: string, n: number): string {
-  const path = join(work, `mission-${n}.yaml`);
-  writeFileSync(
-    path,
-    stringify({
-      schema_version: 'uh.mission.v0',
-      mission_id: 'stale-overlay',
-      operation_id: `stale-overlay-${n}`,
-      title: 't',
-      objective: 'Create hello.txt.',
-      repository: { url: repo, ref: 'HEAD' },
-      runtime: 'codex',
-      runtime_config_overrides: { codex: { binary: FAKE_CODEX } },
-      scope: { allowed_change_globs: ['hello.txt'] },
-      timeout_seconds: 60,
-    }),
-  );
-  return path;
-}
+const missionFile = (work: string, repo: string, n: number): string =>
+  writeCodexMission(join(work, `mission-${n}.yaml`), repo, `stale-overlay-${n}`);
 
 describe('an overlay mount that stopped working after its probe', () => {
   it('blocks the run (exit 3) with the reason and a hint, forgets the probe, and auto then makes a worktree', async () => {

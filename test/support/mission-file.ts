@@ -30,3 +30,23 @@ export function writeMission(
   writeFileSync(path, format === 'json' ? JSON.stringify(mission) : stringify(mission));
   return { path, operationId };
 }
+
+const FAKE_CODEX = new URL('../fixtures/bin/fake-codex', import.meta.url).pathname;
+
+/** `path`: a mission for the fake codex (its scenario from FAKE_CODEX_SCENARIO) that may create hello.txt in `repo`. */
+export function writeCodexMission(path: string, repo: string, id: string): string {
+  const mission = {
+    schema_version: 'uh.mission.v0',
+    mission_id: id.replace(/-\d+$/, ''),
+    operation_id: id,
+    title: 't',
+    objective: 'Create hello.txt.',
+    repository: { url: repo, ref: 'HEAD' },
+    runtime: 'codex',
+    runtime_config_overrides: { codex: { binary: FAKE_CODEX } },
+    scope: { allowed_change_globs: ['hello.txt'] },
+    timeout_seconds: 60,
+  };
+  writeFileSync(path, stringify(mission));
+  return path;
+}

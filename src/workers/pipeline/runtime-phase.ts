@@ -191,7 +191,7 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
     folded.outcome = { status: 'blocked', raw: 'isolation:hidden_path', message, hint, timed_out: false };
   } else folded.outcome = withStderrTail(folded.outcome, stderrTailLines(stderrFiles.at(-1) ?? '', run.secrets));
   if (phase.isolated && folded.outcome.status !== 'completed' && folded.outcome.status !== 'cancelled')
-    blockedByBwrap(run, folded);
+    blockedByHost(run, folded);
   return folded;
 }
 
@@ -236,32 +236,32 @@ function recordingStderr(spawn: SpawnGroup, files: string[]): SpawnGroup {
 }
 
 /**
- * The probe that allowed bwrap may be an hour old (`bwrap-probe.ts`): when an isolated run failed,
- * probe again, and if bwrap can no longer set up its namespaces, the run is blocked on the host,
- * not failed by the agent.
+ * The probes that allowed bwrap and an overlay sandbox may be an hour old (`bwrap-probe.ts`,
+ * `sandbox-backend.ts`): when an isolated run failed, probe again, and if the host can no longer
+ * set up the sandbox, the run is blocked on the host, not failed by the agent.
  */
-function blockedByBwrap(run: OperationRun, folded: FoldedRuntime): void {
-  const probe = reprobeBwrap(run.env.PATH, bwrapProbeFile(run.settings.cacheDir));
-  if (probe.ok) return blockedByOverlay(run, folded);
-  folded.outcome = {
-    status: 'blocked',
-    raw: 'isolation:bwrap',
-    message: `the sandbox could not be set up: ${probe.reason} (the runtime's own outcome was ${folded.outcome.raw}: ${folded.outcome.message})`,
-    hint: 'allow unprivileged user namespaces again (or install bubblewrap); `uh doctor` shows the state; UH_ISOLATION=off runs unisolated',
-    timed_out: false,
-  };
+function blockedByHost(run: OperationRun, folded: FoldedRuntime): void {
+  const bwrap = reprobeBwrap(run.env.PATH, bwrapProbeFile(run.settings.cacheDir));
+  if (!bwrap.ok)
+    return blockOn(folded, 'isolation:bwrap', `the sandbox could not be set up: ${bwrap.reason}`, BWRAP_HINT);
+  if (run.sandbox === null || !isOverlaySandbox(run.sandbox)) return;
+  const overlay = reprobeOverlay(run.settings.cacheDir, run.env.PATH);
+  if (!overlay.ok)
+    blockOn(folded, 'isolation:overlay', `the overlay sandbox could not be mounted: ${overlay.reason}`, OVERLAY_HINT);
 }
 
-/** The same for an overlay sandbox: its probe, too, was remembered (sandbox-backend.ts). */
-function blockedByOverlay(run: OperationRun, folded: FoldedRuntime): void {
-  if (run.sandbox === null || !isOverlaySandbox(run.sandbox)) return;
-  const probe = reprobeOverlay(run.settings.cacheDir, run.env.PATH);
-  if (probe.ok) return;
+const BWRAP_HINT =
+  'allow unprivileged user namespaces again (or install bubblewrap); `uh doctor` shows the state; UH_ISOLATION=off runs unisolated';
+const OVERLAY_HINT =
+  'UH_SANDBOX_BACKEND=auto falls back to a worktree where overlays cannot be mounted; `uh doctor` shows the state';
+
+function blockOn(folded: FoldedRuntime, raw: string, why: string, hint: string): void {
+  const own = `${folded.outcome.raw}: ${folded.outcome.message}`;
   folded.outcome = {
     status: 'blocked',
-    raw: 'isolation:overlay',
-    message: `the overlay sandbox could not be mounted: ${probe.reason} (the runtime's own outcome was ${folded.outcome.raw}: ${folded.outcome.message})`,
-    hint: 'UH_SANDBOX_BACKEND=auto falls back to a worktree where overlays cannot be mounted; `uh doctor` shows the state',
+    raw,
+    message: `${why} (the runtime's own outcome was ${own})`,
+    hint,
     timed_out: false,
   };
 }

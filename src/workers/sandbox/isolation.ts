@@ -35,7 +35,7 @@ import {
   type SandboxView,
 } from './program-paths.js';
 import { refusedSpawn } from './refused-spawn.js';
-import { rootOnlyPaths, type RootOnlyPaths } from './root-only-paths.js';
+import { rootOnlyPaths } from './root-only-paths.js';
 import { hostWalkFile, memoisedWalk, stamp } from './host-walk-memo.js';
 
 export { probeBwrap, whichOnPath, type BwrapProbe };
@@ -197,11 +197,14 @@ function installRoot(): string | null {
 }
 const INSTALL_ROOT = installRoot();
 
+/** The real home when it is one (not `/`): masked, and the private home is mounted at it. */
+const homeOf = (scope: IsolationScope): string | null => (scope.home && scope.home !== '/' ? scope.home : null);
+
 /** The bwrap plan of one phase (everything but env and cwd). */
 export function isolationPlan(scope: IsolationScope): Omit<BwrapPlan, 'env' | 'cwd'> {
-  const home = scope.home && scope.home !== '/' ? scope.home : null;
-  const masked = masksOf(scope);
-  const hidden = rootOnlyOf(scope).files;
+  const home = homeOf(scope);
+  const hiding = hidingOf(scope);
+  const masked = hiding.masks;
   const underMask = (p: string) =>
     masked.some((m) => p === m || p.startsWith(`${m}/`)) || p === '/tmp' || p.startsWith('/tmp/');
   const pathDirs = (scope.path ?? '').split(delimiter).filter((d) => d && isAbsolute(d) && underMask(d) && isDir(d));
@@ -221,9 +224,9 @@ export function isolationPlan(scope: IsolationScope): Omit<BwrapPlan, 'env' | 'c
     masked: masked.filter((p) => p !== home),
     home,
     tmpfsBytes: scope.tmpfsBytes,
-    readable: [...readable, ...programBinds(scope, pathDirs, [...readable, ...writable])],
+    readable: [...readable, ...programBinds(scope, hiding, pathDirs, [...readable, ...writable])],
     writable,
-    hidden,
+    hidden: hiding.hidden,
     network: scope.network,
     egress: scope.egress ?? null,
   };
@@ -237,36 +240,38 @@ function ownMasks(scope: IsolationScope): string[] {
     .flatMap((p) => [...new Set([p, real(p)])]);
 }
 
-/** Run as root: root's home and what only root may read, outside uh's own masks. */
-const rootOnlyOf = (scope: IsolationScope): RootOnlyPaths =>
-  rootOnlyPaths(
-    scope.uid ?? process.getuid?.(),
-    ownMasks(scope),
-    Date.now(),
-    hostWalkFile(scope.cacheDir, 'root-only'),
-  );
-
-/** uh's own masks, then (run as root) root's home and the root-only directories. */
-function masksOf(scope: IsolationScope): string[] {
-  return [...ownMasks(scope), ...rootOnlyOf(scope).dirs];
+/** What a phase hides of the host, read once per plan. */
+interface Hiding {
+  /** uh's own masks, then (run as root) root's home and the root-only directories. */
+  masks: string[];
+  /** Run as root: the root-only files (each under a read-only /dev/null). */
+  hidden: string[];
+  /** The secret locations: under the real home, and uh's own dirs and files. */
+  secrets: string[];
 }
 
-/** The secret locations of a phase: under the real home, and uh's own dirs and files. */
-function secretsOf(scope: IsolationScope): string[] {
-  const home = scope.home && scope.home !== '/' ? scope.home : null;
-  return secretLocations(home, [scope.cacheDir, scope.stateDir, ...(scope.ownSecrets ?? [])]);
+function hidingOf(scope: IsolationScope): Hiding {
+  const own = ownMasks(scope);
+  const rootFile = hostWalkFile(scope.cacheDir, 'root-only');
+  const rootOnly = rootOnlyPaths(scope.uid ?? process.getuid?.(), own, Date.now(), rootFile);
+  const secrets = secretLocations(homeOf(scope), [scope.cacheDir, scope.stateDir, ...(scope.ownSecrets ?? [])]);
+  return { masks: [...own, ...rootOnly.dirs], hidden: rootOnly.files, secrets };
 }
 
 /** How a phase's processes see the host: what is hidden, and what is never re-exposed (program-paths.ts). */
-export function isolationView(scope: IsolationScope, plan: Pick<BwrapPlan, 'readable' | 'writable'>): SandboxView {
-  return sandboxView(masksOf(scope), [...plan.readable, ...plan.writable], secretsOf(scope));
+export function isolationView(
+  scope: IsolationScope,
+  plan: Pick<BwrapPlan, 'readable' | 'writable'>,
+  hiding: Hiding = hidingOf(scope),
+): SandboxView {
+  return sandboxView(hiding.masks, [...plan.readable, ...plan.writable], hiding.secrets);
 }
 
 /** The operator's readable paths and what the entries of the hidden PATH directories need. */
-function programBinds(scope: IsolationScope, pathDirs: readonly string[], bound: string[]): string[] {
-  const view = isolationView(scope, { readable: bound, writable: [] });
+function programBinds(scope: IsolationScope, hiding: Hiding, pathDirs: readonly string[], bound: string[]): string[] {
+  const view = isolationView(scope, { readable: bound, writable: [] }, hiding);
   const operator = (scope.operatorReadable ?? []).filter((p) => isAbsolute(p) && !view.holdsSecret(p));
-  return [...operator, ...pathEntryBinds(scope, pathDirs, [...bound, ...operator])];
+  return [...operator, ...pathEntryBinds(scope, hiding, pathDirs, [...bound, ...operator])];
 }
 
 /** PATH-entry binds are walked again at least this often, and whenever a PATH directory changes. */
@@ -280,20 +285,22 @@ const StringsSchema = z.array(z.string());
  * files), so runs share one answer: they are secret locations, so no bind is ever taken from
  * inside them, and an entry whose links lead into them is refused either way.
  */
-function pathEntryBinds(scope: IsolationScope, pathDirs: readonly string[], bound: string[]): string[] {
+function pathEntryBinds(scope: IsolationScope, hiding: Hiding, pathDirs: readonly string[], bound: string[]): string[] {
   if (pathDirs.length === 0) return [];
   const own = [scope.cacheDir, scope.stateDir];
   const shared = bound.filter((b) => !own.some((o) => b === o || b.startsWith(`${o}/`)));
-  const view = isolationView(scope, { readable: shared, writable: [] });
-  const inputs = { pathDirs, path: scope.path, masks: masksOf(scope), bound: shared, secrets: secretsOf(scope) };
-  const key = JSON.stringify(inputs);
-  const file = hostWalkFile(
-    scope.cacheDir,
-    `path-entries-${createHash('sha256').update(key).digest('hex').slice(0, 16)}`,
-  );
+  const key = JSON.stringify({
+    pathDirs,
+    path: scope.path,
+    masks: hiding.masks,
+    bound: shared,
+    secrets: hiding.secrets,
+  });
+  const digest = createHash('sha256').update(key).digest('hex').slice(0, 16);
   const parse = (v: unknown) => StringsSchema.safeParse(v).data ?? null;
-  return memoisedWalk(file, key, PATH_ENTRIES_MEMO_MS, parse, () => {
+  return memoisedWalk(hostWalkFile(scope.cacheDir, `path-entries-${digest}`), key, PATH_ENTRIES_MEMO_MS, parse, () => {
     const dirs = pathDirs.map((d) => [d, stamp(d)] as const);
+    const view = isolationView(scope, { readable: shared, writable: [] }, hiding);
     return { value: exposePathEntries(pathDirs, scope.path, view), dirs };
   }).value;
 }

@@ -72,15 +72,21 @@ function remembered(cacheDir: string, now: number): OverlayProbe | null {
   }
 }
 
+const probeKey = (cacheDir: string, path: string | undefined): string => `${cacheDir}\0${path ?? ''}`;
+
+/** One real probe, in a scratch dir on the cache's filesystem (upper and work must share it). */
+const probeIn = (cacheDir: string, path: string | undefined): OverlayProbe =>
+  probeOverlay(join(sandboxesRoot(cacheDir), '.probe'), path);
+
 /** This host's overlay probe for `cacheDir` (memoised; a success remembered across processes for an hour). */
 export function overlayProbeFor(cacheDir: string, path: string | undefined, now = Date.now()): OverlayProbe {
-  const key = `${cacheDir}\0${path ?? ''}`;
+  const key = probeKey(cacheDir, path);
   const cached = probes.get(key) ?? remembered(cacheDir, now);
   if (cached) {
     probes.set(key, cached);
     return cached;
   }
-  const probe = probeOverlay(join(sandboxesRoot(cacheDir), '.probe'), path);
+  const probe = probeIn(cacheDir, path);
   probes.set(key, probe);
   if (probe.ok) {
     const memo = { unshare: probe.unshare, identity: identityOf(probe.unshare), at: now };
@@ -94,8 +100,8 @@ export function overlayProbeFor(cacheDir: string, path: string | undefined, now 
  * longer mount an overlay in a user namespace, the remembered success is forgotten.
  */
 export function reprobeOverlay(cacheDir: string, path: string | undefined): OverlayProbe {
-  probes.delete(`${cacheDir}\0${path ?? ''}`);
-  const probe = probeOverlay(join(sandboxesRoot(cacheDir), '.probe'), path);
+  probes.delete(probeKey(cacheDir, path));
+  const probe = probeIn(cacheDir, path);
   if (!probe.ok) rmSync(probeFile(cacheDir), { force: true });
   return probe;
 }
