@@ -2,8 +2,8 @@
  * One phase's cgroup (the agent's, the checks', the hidden verifier's) on the backend the host
  * gives (cgroup-probe.ts): made with the mission's limits (`pids.max` = processes, enforced by the
  * kernel for root too; `memory.max` / `memory.limit_in_bytes` = memory, no swap beyond it), joined
- * by every child before it execs (`join`: a `/bin/sh` that writes its own pid into each
- * `cgroup.procs`, then `exec`s the program, so not one instruction of it runs outside; a join that
+ * by every child before it execs (`join`: a `/bin/sh` that writes itself into each cgroup (`JOIN`),
+ * then `exec`s the program, so not one instruction of it runs outside; a join that
  * fails exits 125 and the program never runs), read for the kernel's refusals (`pids.events` max,
  * the OOM kills), and at the end emptied (v2 `cgroup.kill`; v1 SIGKILL of every pid until none is
  * left) and removed. Names are `uh-<pid>-<n>-<phase>.<scope>-<operation>` (`cgroupScope` of the
@@ -39,8 +39,23 @@ export interface MissionCgroup {
   close(): Promise<CgroupEvents>;
 }
 
-/** The joining shell: each argument before `--` is a `cgroup.procs` to write its pid into. */
-const JOIN_SCRIPT = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
+/**
+ * The joining shell: each argument before `--` is a file to write its own task into, then it execs
+ * the rest. On v2 that is `cgroup.procs` and its pid. On v1 it is `tasks` and `0` (the writing
+ * thread: the shell's only one, so the whole process): the kernel then moves it without taking the
+ * global threadgroup lock for writing, which waits for an RCU grace period (`cgroup.procs` or a
+ * pid: 8-30 ms here on each join; `0` to `tasks`: none). Children forked afterwards start inside.
+ */
+const JOIN = {
+  'cgroup-v2': {
+    file: 'cgroup.procs',
+    script: 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"',
+  },
+  'cgroup-v1': {
+    file: 'tasks',
+    script: 'while [ "$1" != -- ]; do echo 0 > "$1" || exit 125; shift; done; shift; exec "$@"',
+  },
+} as const;
 
 let made = 0;
 
@@ -128,7 +143,14 @@ function cgroupHandle(backend: CgroupBackend, dirs: string[]): MissionCgroup {
   return {
     backend,
     dirs,
-    join: ['/bin/sh', '-c', JOIN_SCRIPT, 'uh-cgroup-join', ...dirs.map((d) => join(d, 'cgroup.procs')), '--'],
+    join: [
+      '/bin/sh',
+      '-c',
+      JOIN[backend.kind].script,
+      'uh-cgroup-join',
+      ...dirs.map((d) => join(d, JOIN[backend.kind].file)),
+      '--',
+    ],
     events,
     pids,
     close: async () => {
