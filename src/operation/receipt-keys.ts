@@ -104,8 +104,18 @@ function badKey(where: string, why: string, hint: string): UhError {
   return new UhError('invalid_input', `receipt key ${where}: ${why}`, { hint });
 }
 
+/** The last key parsed, by its PEM text: an operation loads it when it opens and again to sign. */
+let lastParsed: { pem: string; key: Ed25519ReceiptKey } | null = null;
+
 /** An Ed25519 signing key from PEM (PKCS#8) text; `where` names the variable or file in errors. */
 export function ed25519KeyFrom(pem: string, where: string): Ed25519ReceiptKey {
+  if (lastParsed?.pem === pem) return lastParsed.key;
+  const key = parseEd25519(pem, where);
+  lastParsed = { pem, key };
+  return key;
+}
+
+function parseEd25519(pem: string, where: string): Ed25519ReceiptKey {
   let privateKey: KeyObject;
   try {
     privateKey = createPrivateKey({ key: pem, format: 'pem' });
