@@ -25,6 +25,8 @@ const PRODUCER_ENTRY_POINTS = [
   '^src/workers/sandbox/sandbox-backend\\.ts$',
   // `uh gc` applies the retention policy.
   '^src/workers/sandbox/gc\\.ts$',
+  // `uh sandbox list|enter`: the kept sandboxes, and a command run in one.
+  '^src/workers/sandbox/kept-sandboxes\\.ts$',
   // The runtime catalog, injected into src/operation (runtime_config schemas, manifests, checks).
   '^src/workers/runtimes/registry\\.ts$',
   // The real ports of src/operation (runtime catalog, ref → commit in the mirror cache).

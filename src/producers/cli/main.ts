@@ -47,6 +47,10 @@ const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
   gc: {
     '': async () => (await import('./commands/gc.js')).gc,
   },
+  sandbox: {
+    list: async () => (await import('./commands/sandbox.js')).sandboxList,
+    enter: async () => (await import('./commands/sandbox.js')).sandboxEnter,
+  },
   adapter: {
     list: async () => (await import('./commands/adapter.js')).adapterList,
     add: async () => (await import('./commands/adapter.js')).adapterAdd,
@@ -85,6 +89,8 @@ usage: uh <group> <command> [options]   (every command takes --help)
   uh deploy redis-acl --passwords <dir>   the fleet's Redis ACL file: one user per role (docs/deploy.md)
   uh doctor                        is this machine ready (node, git, dirs, Redis, runtimes)?
   uh gc [--dry-run]                apply the cache retention policy; list what it frees, with sizes
+  uh sandbox list                  the sandboxes kept after failed missions (or UH_KEEP_SANDBOX=1)
+  uh sandbox enter <operation>     a shell (or -- command) in a kept sandbox, isolated as a check
 
 exit codes: 0 completed (verified or unverified) · 1 failed, verification failed or scope
 violation · 2 invalid input · 3 blocked · 4 cancelled · 5 unknown or wait timed out ·

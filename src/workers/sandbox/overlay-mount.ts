@@ -28,6 +28,11 @@ import { whichOnPath } from '../../shared/process/bwrap-probe.js';
 export interface OverlayLayers {
   /** The shared, read-only base checkout. */
   lower: string;
+  /**
+   * A read-only layer between the upper layer and the base: a kept sandbox's upper layer, shown
+   * to `uh sandbox enter` over a scratch upper layer of its own (kept-sandboxes.ts). Unset in a mission.
+   */
+  over?: string;
   /** The mission's writes (uh's private dir, never bound into the sandbox). */
   upper: string;
   /** The overlay's scratch dir: same filesystem as `upper`. */
@@ -51,7 +56,8 @@ const SCRIPT = [
 
 /** A path the launcher refuses (it would break the mount's options), or null. Pure. */
 export function unsafeLayerPath(layers: OverlayLayers): string | null {
-  return [layers.lower, layers.upper, layers.work, layers.mountPoint].find((p) => UNSAFE.test(p)) ?? null;
+  const paths = [layers.lower, layers.upper, layers.work, layers.mountPoint, ...(layers.over ? [layers.over] : [])];
+  return paths.find((p) => UNSAFE.test(p)) ?? null;
 }
 
 /** The argv that runs `argv` with the overlay mounted (see the module comment). Pure. */
@@ -69,7 +75,7 @@ export function overlayLaunchArgv(unshare: string, layers: OverlayLayers, argv: 
     '-c',
     SCRIPT,
     'uh-overlay',
-    layers.lower,
+    layers.over ? `${layers.over}:${layers.lower}` : layers.lower,
     layers.upper,
     layers.work,
     layers.mountPoint,
@@ -140,16 +146,18 @@ export function isWhiteout(st: { isCharacterDevice(): boolean; rdev: number }): 
 
 /**
  * Whether `path` exists in the merged tree, read from the layers on the host (where the mount
- * point is empty): the upper layer's entry (a whiteout: gone), else the lower one's. Paths
+ * point is empty): the upper layer's entry (a whiteout: gone), else `over`'s, else the lower one's. Paths
  * outside the mount point are looked up as they are. An entry under a directory the upper layer
  * made opaque may read as present: the process that looks for it in the namespace is told.
  */
 export function existsInOverlay(layers: OverlayLayers, path: string): boolean {
   const rel = relative(layers.mountPoint, path);
   if (rel.startsWith('..') || isAbsolute(rel)) return existsSync(path);
-  try {
-    return !isWhiteout(lstatSync(join(layers.upper, rel)));
-  } catch {
-    return existsSync(join(layers.lower, rel));
-  }
+  for (const layer of [layers.upper, ...(layers.over ? [layers.over] : [])])
+    try {
+      return !isWhiteout(lstatSync(join(layer, rel)));
+    } catch {
+      // not in this layer: the next one down
+    }
+  return existsSync(join(layers.lower, rel));
 }
