@@ -73,24 +73,28 @@ await build({
   logLevel: 'warning',
 });
 
-// bin/uh.js reads the bundle as latin1, a byte per character: decoding 1.9 MB as UTF-8 took
+// bin/run-bundle.js reads a bundle as latin1, a byte per character: decoding 1.9 MB as UTF-8 took
 // ~11 ms of every run (docs/benchmarks.md "Start-up"). That is only right for pure ASCII, so a
 // non-ASCII byte (a String.raw template, which esbuild must keep as written) fails the build here.
-const bundled = readFileSync('dist/bundle/uh.cjs');
-const wide = bundled.findIndex((byte) => byte > 0x7f);
-if (wide !== -1) {
-  const line = bundled.subarray(0, wide).toString('latin1').split('\n').length;
-  throw new Error(
-    `dist/bundle/uh.cjs: non-ASCII byte at line ${line}; write it as a \\u escape in the source (a String.raw template keeps it as written)`,
-  );
+// The digest beside it keys its code cache.
+function sealBundle(file) {
+  const bundled = readFileSync(file);
+  const wide = bundled.findIndex((byte) => byte > 0x7f);
+  if (wide !== -1) {
+    const line = bundled.subarray(0, wide).toString('latin1').split('\n').length;
+    throw new Error(
+      `${file}: non-ASCII byte at line ${line}; write it as a \\u escape in the source (a String.raw template keeps it as written)`,
+    );
+  }
+  writeFileSync(`${file}.sha256`, `${createHash('sha256').update(bundled).digest('hex')}\n`);
 }
-
-const digest = createHash('sha256').update(bundled).digest('hex');
-writeFileSync('dist/bundle/uh.cjs.sha256', `${digest}\n`);
+sealBundle('dist/bundle/uh.cjs');
 
 // The overlay sandboxes' helper (src/workers/verification/overlay-diff-main.ts), started once per
 // mission inside the sandbox's mount namespace: one file for node to read and compile instead of
-// the ~100 modules of dist/src it imports (~70 ms of module loading per start on a 2-core host).
+// the ~100 modules of dist/src it imports (~70 ms of module loading per start on a 2-core host),
+// compiled through a code cache by bin/overlay-helper.js as the CLI is by bin/uh.js: the same
+// wrapper, pure ASCII, a digest beside it.
 await build({
   entryPoints: ['src/workers/verification/overlay-diff-main.ts'],
   bundle: true,
@@ -99,8 +103,13 @@ await build({
   target: 'node20',
   outfile: 'dist/bundle/overlay-helper.cjs',
   define: { 'import.meta.url': '__uhImportMetaUrl' },
-  banner: { js: "'use strict'; var __uhImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  banner: {
+    js: "(function (exports, require, module, __filename, __dirname) { 'use strict'; var __uhImportMetaUrl = require('node:url').pathToFileURL(__filename).href;",
+  },
+  footer: { js: '})' },
   minifyWhitespace: true,
+  charset: 'ascii',
   plugins: [noFromJsonSchema],
   logLevel: 'warning',
 });
+sealBundle('dist/bundle/overlay-helper.cjs');

@@ -17,7 +17,7 @@ import { checkScope, type ScopeViolation } from '../verification/scope-check.js'
 import { restoreGitLink } from '../sandbox/git-link.js';
 import { sandboxPaths } from '../sandbox/worktree.js';
 import { treeWork, type TreeWorkRequest, type TreeWorkResult } from '../verification/tree-work.js';
-import { overlayTreeWork } from '../verification/overlay-diff.js';
+import { overlayTreeWork, startOverlayHelper, type OverlayHelper } from '../verification/overlay-diff.js';
 import { isOverlaySandbox } from '../sandbox/overlay-sandbox.js';
 import type { WorktreeUsage } from '../sandbox/worktree-usage.js';
 import { phaseSpawn } from './isolation-phase.js';
@@ -33,17 +33,34 @@ import {
 import { watchedSpawn, watchLimits, type LimitHit } from './limits-watch.js';
 import type { SpawnedGroup } from '../../shared/process/spawn-group.js';
 
+/** The overlay helper's code cache, beside the CLI's (bin/uh.js). */
+const codeCacheDir = (run: OperationRun): string => join(run.settings.cacheDir, 'code-cache');
+
 /** The overlay helper's own bound, behind the deadline's signal (which stops it first). */
 const HELPER_TIMEOUT_MS = 6 * 3600_000;
 
-export async function diffPhase(run: OperationRun, sandbox: Sandbox): Promise<void> {
+/**
+ * The tree step's helper of an overlay sandbox, started now (before the agent) so that its start-up
+ * is over when the agent ends (`startOverlayHelper`); null for a worktree sandbox. The caller closes it.
+ */
+export function startTreeHelper(run: OperationRun, sandbox: Sandbox): OverlayHelper | null {
+  if (!isOverlaySandbox(sandbox)) return null;
+  const timeoutMs = HELPER_TIMEOUT_MS + run.prepared.mission.timeout_seconds * 1000;
+  return startOverlayHelper({ unshare: sandbox.unshare, timeoutMs, codeCacheDir: codeCacheDir(run) });
+}
+
+export async function diffPhase(
+  run: OperationRun,
+  sandbox: Sandbox,
+  helper: OverlayHelper | null = null,
+): Promise<void> {
   const { folded, prepared } = run;
   await setState(run, 'verifying', {
     session_id: folded.session_id,
     thread_id: folded.thread_id,
     turn_id: folded.turn_id,
   });
-  const got = await boundedTreeWork(run, sandbox);
+  const got = await boundedTreeWork(run, sandbox, helper);
   if (got === null) return;
   const { usage, replaced, walked, ignored, diff } = got;
   // Over its worktree bounds, the tree is never diffed: the run fails naming the bound.
@@ -85,7 +102,11 @@ function overWorktree(run: OperationRun, usage: WorktreeUsage): boolean {
  * overlay sandbox, in its helper inside the sandbox's namespace; null when the deadline or the
  * cancel stopped it (`run.failure` says why, unless the runtime's own outcome already does).
  */
-async function boundedTreeWork(run: OperationRun, sandbox: Sandbox): Promise<TreeWorkResult | null> {
+async function boundedTreeWork(
+  run: OperationRun,
+  sandbox: Sandbox,
+  helper: OverlayHelper | null,
+): Promise<TreeWorkResult | null> {
   const { prepared, settings } = run;
   const completed = run.failure === null && run.folded.outcome.status === 'completed';
   // After a runtime that did not complete (a cancel among them) the diff records what it left.
@@ -111,6 +132,8 @@ async function boundedTreeWork(run: OperationRun, sandbox: Sandbox): Promise<Tre
             layers: sandbox.layers,
             timeoutMs: HELPER_TIMEOUT_MS,
             signal: bound.signal,
+            codeCacheDir: codeCacheDir(run),
+            ...(helper ? { started: helper } : {}),
           })
         : treeWork(request, { signal: bound.signal }),
     );

@@ -62,15 +62,23 @@ export function unsafeLayerPath(layers: OverlayLayers): string | null {
 
 /** The argv that runs `argv` with the overlay mounted (see the module comment). Pure. */
 export function overlayLaunchArgv(unshare: string, layers: OverlayLayers, argv: readonly string[]): string[] {
+  return [...ownMountNamespace(unshare), ...overlayMountArgv(layers, argv)];
+}
+
+/** `unshare` into a user namespace of its own (uh's uid as root) and a mount namespace. */
+export function ownMountNamespace(unshare: string): string[] {
+  return [unshare, '--user', '--map-root-user', '--mount', '--'];
+}
+
+/**
+ * The shell that mounts the overlay and execs `argv`, run inside a mount namespace of its own
+ * (`ownMountNamespace`); refuses a layer path that mount options cannot carry. Pure.
+ */
+export function overlayMountArgv(layers: OverlayLayers, argv: readonly string[]): string[] {
   const bad = unsafeLayerPath(layers);
   if (bad !== null)
     throw new Error(`overlay layer path ${JSON.stringify(bad)} holds a character mount options cannot carry`);
   return [
-    unshare,
-    '--user',
-    '--map-root-user',
-    '--mount',
-    '--',
     '/bin/sh',
     '-c',
     SCRIPT,

@@ -5,7 +5,11 @@
  * sandbox gets, over the merged tree, with the listing limited to what the upper layer names.
  * Same code, same bytes: test/workers/verification/overlay-diff.test.ts runs both backends over
  * generated changes and requires the same patch, digest, names and tree. One node start-up
- * (~50 ms) and one mount per diff, whatever the size of the tree.
+ * (~60 ms) and one mount per diff, whatever the size of the tree. The pipeline starts the
+ * helper ahead (`startOverlayHelper`, before the agent): its node start-up and module loading
+ * then happen while the agent runs, and it mounts the overlay only when its request comes, after
+ * the agent's namespace is gone (two mounts of one upper layer at once are undefined). A helper
+ * started ahead that is gone when it is needed is replaced by a fresh one.
  */
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -13,8 +17,13 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { ChangedFileSchema, ScopeViolationSchema } from '../../shared/contracts/receipt.js';
 import { UhError } from '../../shared/errors.js';
-import { spawnGroup } from '../../shared/process/spawn-group.js';
-import { overlayLaunchArgv, type OverlayLayers } from '../sandbox/overlay-mount.js';
+import { spawnGroup, type SpawnedGroup } from '../../shared/process/spawn-group.js';
+import {
+  overlayLaunchArgv,
+  overlayMountArgv,
+  ownMountNamespace,
+  type OverlayLayers,
+} from '../sandbox/overlay-mount.js';
 import type { DiffCapture } from './capture-diff.js';
 import type { TreeWorkRequest, TreeWorkResult } from './tree-work.js';
 
@@ -49,17 +58,21 @@ const DiffCaptureSchema = z.object({
 });
 
 /**
- * The helper of uh's installation: `dist/bundle/overlay-helper.cjs` (scripts/bundle.mjs: one file
- * to load), else the compiled module `dist/src/workers/verification/overlay-diff-main.js`.
+ * The helper of uh's installation: `bin/overlay-helper.js`, which runs
+ * `dist/bundle/overlay-helper.cjs` (scripts/bundle.mjs: one file to load) through a code cache
+ * in `codeCacheDir`; else the compiled module `dist/src/workers/verification/overlay-diff-main.js`.
+ * The argv after node.
  */
-export function overlayDiffMain(): string {
+export function overlayDiffMain(codeCacheDir?: string): string[] {
   let dir = dirname(fileURLToPath(import.meta.url));
+  const built = (root: string) => [join(root, 'dist', 'src', 'workers', 'verification', 'overlay-diff-main.js')];
   for (;;) {
-    const bundled = join(dir, 'dist', 'bundle', 'overlay-helper.cjs');
-    const built = join(dir, 'dist', 'src', 'workers', 'verification', 'overlay-diff-main.js');
-    if (existsSync(join(dir, 'package.json'))) return existsSync(bundled) ? bundled : built;
+    if (existsSync(join(dir, 'package.json'))) {
+      const bundled = existsSync(join(dir, 'dist', 'bundle', 'overlay-helper.cjs'));
+      return bundled ? [join(dir, 'bin', 'overlay-helper.js'), codeCacheDir ?? '-'] : built(dir);
+    }
     const up = dirname(dir);
-    if (up === dir) return built;
+    if (up === dir) return built(dir);
     dir = up;
   }
 }
@@ -71,6 +84,10 @@ export interface OverlayDiffRun {
   /** Bounds the helper (the diff's share of the mission's time). */
   timeoutMs: number;
   signal?: AbortSignal;
+  /** Where the helper keeps its code cache (uh's `<cache dir>/code-cache`); none when unset. */
+  codeCacheDir?: string;
+  /** A helper started ahead (`startOverlayHelper`) to use, when it is still there. */
+  started?: OverlayHelper;
 }
 
 /** The diff of the overlay sandbox `run.layers` describes; `listed` as the helper counted it. */
@@ -104,34 +121,93 @@ export async function overlayTreeWork(
   run: OverlayDiffRun,
 ): Promise<TreeWorkResult> {
   const tree: TreeWorkRequest = { ...request, workDir: run.layers.mountPoint };
-  return TreeWorkResultSchema.parse(await runHelper({ tree, views: viewsOf(run.layers) }, run));
+  const payload = { tree, views: viewsOf(run.layers) };
+  const started = run.started?.take();
+  const answer = started
+    ? await answerOf(started, { ...payload, mount: overlayMountArgv(run.layers, ['/bin/true']) }, run.signal)
+    : await runHelper(payload, run);
+  return TreeWorkResultSchema.parse(answer);
 }
 
 function viewsOf(layers: OverlayLayers): OverlayDiffRequest['views'] {
   return { upper: layers.upper, lower: layers.lower, merged: layers.mountPoint };
 }
 
-/** Start the helper in the sandbox's namespace with `payload` on stdin; its JSON answer. */
-async function runHelper(payload: unknown, run: OverlayDiffRun): Promise<unknown> {
-  const argv = overlayLaunchArgv(run.unshare, run.layers, [process.execPath, overlayDiffMain()]);
-  const child = spawnGroup({
+/** A helper waiting in its own namespaces for one request; `close` ends it if it got none. */
+export interface OverlayHelper {
+  readonly pid: number | undefined;
+  /** The helper, once, while it is still running; null after that, after `close`, or once it has exited. */
+  take(): SpawnedGroup | null;
+  close(): void;
+}
+
+/**
+ * Start the helper now, unmounted, to wait for its request: `overlayTreeWork` with `started`
+ * sends it one with the mount. Bounded by `timeoutMs` from now (a helper timed out is replaced).
+ */
+export function startOverlayHelper(run: Pick<OverlayDiffRun, 'unshare' | 'timeoutMs' | 'codeCacheDir'>): OverlayHelper {
+  const main = overlayDiffMain(run.codeCacheDir);
+  const child = helperChild([...ownMountNamespace(run.unshare), process.execPath, ...main], 'pipe', run);
+  child.stdin?.on('error', () => {}); // EPIPE when it has exited
+  let exited = false;
+  let taken = false;
+  void child.result.then(() => (exited = true));
+  return {
+    pid: child.pid,
+    take: () => {
+      if (taken || exited) return null;
+      taken = true;
+      return child;
+    },
+    close: () => {
+      if (!taken) child.stdin?.end();
+      taken = true;
+      if (!exited) child.terminate();
+    },
+  };
+}
+
+function helperChild(
+  argv: string[],
+  stdin: 'pipe' | { text: string },
+  run: Pick<OverlayDiffRun, 'timeoutMs' | 'signal'>,
+) {
+  return spawnGroup({
     argv,
     cwd: '/',
     env: { PATH: '/usr/bin:/bin' },
-    stdin: { text: JSON.stringify(payload) },
+    stdin,
     stdout: 'pipe',
     stderr: 'pipe',
     timeoutMs: run.timeoutMs,
     killGraceMs: 2000,
     ...(run.signal ? { signal: run.signal } : {}),
   });
+}
+
+/** Start the helper in the sandbox's namespace with `payload` on stdin; its JSON answer. */
+async function runHelper(payload: unknown, run: OverlayDiffRun): Promise<unknown> {
+  const argv = overlayLaunchArgv(run.unshare, run.layers, [process.execPath, ...overlayDiffMain(run.codeCacheDir)]);
+  return answerOf(helperChild(argv, { text: JSON.stringify(payload) }, run), null);
+}
+
+/** The helper's JSON answer (`payload`, when given, written to its stdin first). */
+async function answerOf(child: SpawnedGroup, payload: unknown, signal?: AbortSignal): Promise<unknown> {
   const out: Buffer[] = [];
   let err = '';
   child.stdout?.on('data', (chunk: Buffer) => out.push(chunk));
   child.stderr?.on('data', (chunk: Buffer) => (err = `${err}${chunk.toString('utf8')}`.slice(-2000)));
-  const exit = await child.result;
-  if (exit.exitCode !== 0 || exit.timedOut || exit.aborted) {
-    const why = exit.timedOut ? 'timed out' : exit.aborted ? 'was aborted' : `exited ${exit.exitCode}`;
+  const stop = () => child.terminate();
+  signal?.addEventListener('abort', stop, { once: true });
+  if (signal?.aborted) stop();
+  if (payload !== null) child.stdin?.end(JSON.stringify(payload));
+  const exit = await child.result.finally(() => signal?.removeEventListener('abort', stop));
+  if (exit.exitCode !== 0 || exit.timedOut || exit.aborted || signal?.aborted) {
+    const why = exit.timedOut
+      ? 'timed out'
+      : exit.aborted || signal?.aborted
+        ? 'was aborted'
+        : `exited ${exit.exitCode}`;
     throw new UhError('sandbox', `the overlay helper ${why}: ${err.trim().slice(-500)}`, {
       hint: 'run `uh doctor`: it says whether this host mounts overlays in a user namespace',
     });

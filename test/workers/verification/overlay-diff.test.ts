@@ -38,6 +38,7 @@ import {
   captureOverlayDiff,
   overlayDiffMain,
   overlayTreeWork,
+  startOverlayHelper,
 } from '../../../src/workers/verification/overlay-diff.js';
 import { treeWork, type TreeWorkRequest, type TreeWorkResult } from '../../../src/workers/verification/tree-work.js';
 import { DEFAULT_DIFF_CAP_BYTES } from '../../../src/shared/config.js';
@@ -59,7 +60,8 @@ beforeAll(() => {
   const probe = probeOverlay(temp('uh-ovl-probe-'), process.env.PATH);
   if (!probe.ok) throw new Error(`this host cannot mount an overlay in a user namespace: ${probe.reason}`);
   unshare = probe.unshare;
-  if (!existsSync(overlayDiffMain())) throw new Error(`${overlayDiffMain()} is missing: run npm run build first`);
+  if (!existsSync(overlayDiffMain()[0]!))
+    throw new Error(`${overlayDiffMain()[0]} is missing: run npm run build first`);
 });
 
 /** What an agent does, as a shell script run in the sandbox's root (guards keep a script valid after another). */
@@ -185,11 +187,12 @@ describe('the overlay backend diff against the worktree backend', () => {
     expect([...seen].sort()).toEqual([...EDIT_NAMES].sort());
   }, 240_000);
 
-  it('runs the whole tree step (bounds, .git, walk, ignored files, diff) as a worktree does, walking only what the upper layer touched', async () => {
+  it('runs the whole tree step (bounds, .git, walk, ignored files, diff) as a worktree does, walking only what the upper layer touched, started ahead or not', async () => {
     const repo = baseRepo();
     const cacheDir = temp('uh-ovl-cache-');
     const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD', {}, GIT_PROCESSES);
     const factsDir = join(cacheDir, 'derived', 'base-facts');
+    const codeCacheDir = join(cacheDir, 'code-cache');
     // Depth 4: the base's own a/b/c/d/deep.txt is past it, a violation the base's facts must carry.
     const request = (workDir: string, scratch: string): TreeWorkRequest => ({
       workDir,
@@ -215,11 +218,15 @@ describe('the overlay backend diff against the worktree backend', () => {
       const script = edits.map((e) => `(${all[e as keyof typeof all]}) || true`).join('\n');
       const tree = await createSandbox(cacheDir, mirror, commit, `op-tw-${seed}`, new Date());
       const overlay = await createOverlaySandbox(cacheDir, mirror, commit, `op-to-${seed}`, new Date());
+      // Odd seeds: the helper started before the agent's edits, as the pipeline does, mounting after them.
+      const started = seed % 2 === 1 ? startOverlayHelper({ unshare, timeoutMs: 60_000, codeCacheDir }) : undefined;
       runIn(['/bin/sh', '-c', script], tree.path);
       runIn(overlayLaunchArgv(unshare, overlay.layers, ['/bin/sh', '-c', `cd "$0" && ${script}`, overlay.path]), '/');
       const byTree = await treeWork(request(tree.path, temp('uh-tw-a-')));
       const { workDir: _w, ...rest } = request(overlay.path, temp('uh-tw-b-'));
-      const byOverlay = await overlayTreeWork(rest, { unshare, layers: overlay.layers, timeoutMs: 60_000 });
+      const run = { unshare, layers: overlay.layers, timeoutMs: 60_000, codeCacheDir, ...(started ? { started } : {}) };
+      const byOverlay = await overlayTreeWork(rest, run);
+      started?.close();
       const why = `seed ${seed}: ${edits.join(', ')}`;
       const strip = (r: TreeWorkResult) => ({ ...r, diff: r.diff && { ...r.diff, patchPath: '' } });
       expect(strip(byOverlay), why).toEqual(strip(byTree));
@@ -229,6 +236,10 @@ describe('the overlay backend diff against the worktree backend', () => {
       ).toContain('a/b/c/d/deep.txt');
       await removeOverlaySandbox(cacheDir, { ...overlay, mirror: mirror.path, base: overlay.base.name });
     }
+    // The helper's code cache was made (once: bin/overlay-helper.js) for the next helpers to start from.
+    expect(readdirSync(codeCacheDir).filter((n) => /^overlay-helper-[0-9a-f]{32}-.*-tree\.bin$/.test(n))).toHaveLength(
+      1,
+    );
     // The base's facts were found once, beside it, and only its untouched directories were taken from them.
     const facts = JSON.parse(readFileSync(join(dirname(acquiredTree(cacheDir)), 'tree-facts.json'), 'utf8'));
     expect(facts.violations).toEqual([{ path: 'a/b/c/d/deep.txt', reason: 'path_too_deep' }]);
@@ -265,6 +276,59 @@ describe('the overlay backend diff against the worktree backend', () => {
       timeoutMs: 60_000,
     });
     expect(missed.changed).toEqual([]);
+  }, 60_000);
+});
+
+/** Polls until process `pid` is gone; false at the deadline. */
+async function goneWithin(pid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return true;
+    }
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('a helper started ahead', () => {
+  it('is ended by close when it got no request, and one gone before its request is replaced by a fresh one', async () => {
+    const unused = startOverlayHelper({ unshare, timeoutMs: 60_000 });
+    expect(unused.pid).toBeGreaterThan(0);
+    unused.close();
+    expect(await goneWithin(unused.pid!, 10_000)).toBe(true);
+    expect(unused.take()).toBeNull();
+
+    const repo = baseRepo();
+    const cacheDir = temp('uh-ovl-cache-');
+    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD', {}, GIT_PROCESSES);
+    const overlay = await createOverlaySandbox(cacheDir, mirror, commit, 'op-ovl-gone', new Date());
+    runIn(
+      overlayLaunchArgv(unshare, overlay.layers, ['/bin/sh', '-c', `cd "$0" && ${EDITS.delete}`, overlay.path]),
+      '/',
+    );
+    // Its own bound ends it before the agent does (a mission longer than the bound).
+    const gone = startOverlayHelper({ unshare, timeoutMs: 1 });
+    expect(await goneWithin(gone.pid!, 10_000)).toBe(true);
+    const scratch = temp('uh-ovl-g-');
+    const result = await overlayTreeWork(
+      {
+        mirrorPath: mirror.path,
+        baseCommit: commit,
+        patchPath: join(scratch, 'diff.patch'),
+        scratchDir: scratch,
+        factsDir: join(cacheDir, 'derived', 'base-facts'),
+        gitFastPath: true,
+        capBytes: DEFAULT_DIFF_CAP_BYTES,
+        keep: [],
+        pathBounds: { maxBytes: 1024, maxDepth: 32 },
+        worktreeBounds: { bytes: 1e9, files: 1e6 },
+      },
+      { unshare, layers: overlay.layers, timeoutMs: 60_000, started: gone },
+    );
+    expect(result.diff?.changed).toEqual([{ path: 'src/app.ts', status: 'deleted' }]);
   }, 60_000);
 });
 
