@@ -2,6 +2,9 @@
  * codex runtime, end to end, on the same machine in the same run:
  *   ours      `uh mission run <mission> --json` inline (worktree sandbox at the base commit,
  *             codex exec, diff, scope, receipt, sandbox removed), one process
+ *   ours, overlay sandbox  the same with `UH_SANDBOX_BACKEND=auto` (a copy-on-write sandbox over
+ *             the shared base checkout, docs/sandboxes.md), where the host mounts overlays; for
+ *             reference (the default backend is the worktree)
  *   uh-0.9.0  Ultimate Harness 0.9.0 (npm, run with node), its codex adapter with `cli_command`
  *             pointed at the same fake codex, in its documented flow: `uh sandbox create` →
  *             `uh mission run --runtime codex` → `uh sandbox discard --force`; and, for
@@ -149,19 +152,31 @@ export async function runCodexVsUh09(): Promise<void> {
     let ourN = 0;
     let sbN = 0;
     let ipN = 0;
-    const contenders: Record<string, () => Promise<void>> = {
+    /** One inline `uh mission run`, one process; its receipt's sandbox backend. */
+    const ourRun = async (env: NodeJS.ProcessEnv): Promise<string> => {
+      const mission = ourMission(work, ourRepo, ourN++);
+      const { stdout } = await run(
+        process.execPath,
+        [UH, 'mission', 'run', mission, '--json', '--state-dir', ourState],
+        {
+          env,
+          maxBuffer: 64 * 1024 * 1024,
+        },
+      );
+      const receipt = JSON.parse(stdout) as {
+        status: string;
+        changed_files: Array<{ path: string }>;
+        sandbox?: { backend?: string };
+      };
+      if (receipt.status !== 'completed' || receipt.changed_files[0]?.path !== 'hello.txt')
+        throw new Error(`ours: unexpected receipt ${stdout.slice(0, 500)}`);
+      return receipt.sandbox?.backend ?? '';
+    };
+    const overlayEnv = { ...ourEnv, UH_SANDBOX_BACKEND: 'auto' };
+    const contenders: Record<string, () => Promise<unknown>> = {
       // The real inline `uh mission run` from main (merged into this branch), one process per run.
-      ours: async () => {
-        const mission = ourMission(work, ourRepo, ourN++);
-        const { stdout } = await run(
-          process.execPath,
-          [UH, 'mission', 'run', mission, '--json', '--state-dir', ourState],
-          { env: ourEnv, maxBuffer: 64 * 1024 * 1024 },
-        );
-        const receipt = JSON.parse(stdout) as { status: string; changed_files: Array<{ path: string }> };
-        if (receipt.status !== 'completed' || receipt.changed_files[0]?.path !== 'hello.txt')
-          throw new Error(`ours: unexpected receipt ${stdout.slice(0, 500)}`);
-      },
+      ours: () => ourRun(ourEnv),
+      'ours, overlay sandbox': () => ourRun(overlayEnv),
       'uh-0.9.0 sandbox': async () => {
         const sb = `sb-${sbN++}`;
         await uh09(theirSandboxRepo, 'sandbox', 'create', sb, '--mission', 'bench-1', '--root', '.');
@@ -181,11 +196,13 @@ export async function runCodexVsUh09(): Promise<void> {
         await uh09(inPlace[ipN++]!, 'mission', 'run', '.harness/missions/bench-1/mission.yaml', '--runtime', 'codex');
       },
     };
-    // One untimed warm-up each (module caches, git mirror of ours).
+    // One untimed warm-up each (module caches, git mirror of ours, the overlay's base checkout).
     for (const fn of Object.values(contenders)) await fn();
+    const overlayHere = (await ourRun(overlayEnv)) === 'overlay';
+    if (!overlayHere) console.log('(no overlay sandbox on this host: `uh doctor` says why; that row is left out)');
     // Ours and uh-0.9.0 in place run next to each other in every round, whichever way round, so a
     // round's pair shares the machine's state (this host's speed drifts by 20 % within a minute).
-    const names = ['ours', 'uh-0.9.0 in place', 'uh-0.9.0 sandbox'];
+    const names = ['ours', 'uh-0.9.0 in place', 'uh-0.9.0 sandbox', ...(overlayHere ? ['ours, overlay sandbox'] : [])];
     const times: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? names : [...names].reverse();

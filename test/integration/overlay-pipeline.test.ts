@@ -114,6 +114,24 @@ describe('copy-on-write sandboxes through the pipeline', () => {
     expect(JSON.stringify(forced.receipt.outcome)).toMatch(/UH_SANDBOX_BACKEND=overlay cannot make this sandbox/);
   });
 
+  it('renames a directory of the base only by copying: `mv` works, `git mv` fails with EXDEV (docs/sandboxes.md)', async () => {
+    const rename = (how: string) => ({
+      runtime_config_overrides: { command: { argv: ['sh', '-c', how] } },
+      verification: [],
+    });
+    const moved = await run({ UH_SANDBOX_BACKEND: 'overlay' }, rename('mv docs handbook'));
+    expect(moved.receipt.status, moved.result.stderr).toBe('completed');
+    expect(moved.receipt.sandbox.backend).toBe('overlay');
+    expect(moved.receipt.changed_files).toEqual([
+      { path: 'handbook/guide.md', from: 'docs/guide.md', status: 'renamed' },
+    ]);
+    const gitMoved = await run({ UH_SANDBOX_BACKEND: 'overlay' }, rename('git mv docs handbook'));
+    expect(gitMoved.receipt.status).toBe('failed');
+    expect(JSON.stringify(gitMoved.receipt)).toMatch(/renaming 'docs' failed: Invalid cross-device link/);
+    const inWorktree = await run({ UH_SANDBOX_BACKEND: 'worktree' }, rename('git mv docs handbook'));
+    expect(inWorktree.receipt.status, inWorktree.result.stderr).toBe('completed');
+  });
+
   it('uh doctor says which backend makes sandboxes, and fails overlay without bubblewrap by name', async () => {
     const cacheDir = tempDir('uh-cache-');
     const stateDir = tempDir('uh-state-');
@@ -124,7 +142,7 @@ describe('copy-on-write sandboxes through the pipeline', () => {
     const auto = await doctor({ UH_SANDBOX_BACKEND: 'auto' });
     expect(line(auto.stdout)).toMatchObject({
       ok: true,
-      detail: expect.stringMatching(/^overlay \(UH_SANDBOX_BACKEND=auto\)/),
+      detail: expect.stringMatching(/^overlay \(UH_SANDBOX_BACKEND=auto\).*EXDEV: `git mv` of one fails/),
     });
     const off = await doctor({ UH_SANDBOX_BACKEND: 'overlay', UH_ISOLATION: 'off' });
     expect(off.code).toBe(3);

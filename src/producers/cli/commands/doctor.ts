@@ -189,7 +189,7 @@ function sandboxesFinding(config: UhConfig): Finding {
     return {
       what,
       ok: true,
-      detail: `overlay (UH_SANDBOX_BACKEND=${setting}): copy-on-write over one base checkout per commit, mounted with ${probe.unshare}`,
+      detail: `overlay (UH_SANDBOX_BACKEND=${setting}): copy-on-write over one base checkout per commit, mounted with ${probe.unshare}; a directory of the base cannot be renamed there (EXDEV: \`git mv\` of one fails, \`mv\` copies), docs/sandboxes.md`,
       core: setting === 'overlay',
     };
   return {
