@@ -24,6 +24,17 @@ describe('CLI bundle', () => {
     expect(at === -1 ? null : bytes.subarray(Math.max(0, at - 60), at + 20).toString('latin1')).toBeNull();
   });
 
+  it("sets zod's mode before any module makes a schema (zod decides per schema, when it is made)", () => {
+    const main = readFileSync(join(ROOT, 'src/producers/cli/main.ts'), 'utf8');
+    const imports = [...main.matchAll(/^import .* from '([^']+)';$/gm)].map((m) => m[1]);
+    expect(imports[0]).toBe('./zod-mode.js');
+    // In the bundle, main's body runs zod-mode's z.config before it initialises the config module.
+    const bundle = readFileSync(BUNDLE, 'latin1');
+    const mode = bundle.indexOf('.config({jitless:true})');
+    expect(mode).toBeGreaterThan(-1);
+    expect(bundle.indexOf('init_config();', mode)).toBeGreaterThan(mode);
+  });
+
   it('stubs zod fromJSONSchema, which no source file may use (the stub throws)', () => {
     const users = sourceFiles(join(ROOT, 'src')).filter((path) =>
       /\bfromJSONSchema\b/.test(readFileSync(path, 'utf8')),

@@ -2,8 +2,10 @@
  * `uh`: the command line. Each command module is imported only when it runs, so start-up stays
  * lean (no BullMQ for an inline run).
  */
-import { loadConfig, type UhConfig } from '../../shared/config.js';
+// First: zod's mode is set before the modules below make their schemas.
+import { longRunning } from './zod-mode.js';
 import { z } from 'zod';
+import { loadConfig, type UhConfig } from '../../shared/config.js';
 import { printError, type Handler } from './cli-kit.js';
 
 const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
@@ -142,9 +144,6 @@ export async function main(argv: string[], config: UhConfig): Promise<number> {
   return handler(rest, config);
 }
 
-/** Commands that serve until stopped: they keep zod's compiled parsers. */
-const LONG_RUNNING = new Set(['worker start', 'api start']);
-
 /**
  * The process entry (bin/uh.js): no top-level await, so the same module bundles to CommonJS
  * for the V8 code cache (scripts/bundle.mjs). The exit code is set when the command settles.
@@ -155,10 +154,8 @@ export function runCli(argv: string[] = process.argv.slice(2)): Promise<void> {
     if (error.code === 'EPIPE') process.exit(process.exitCode ?? 0);
     throw error;
   });
-  // zod compiles a fast path for each object schema on its first parse (`new Function`), which pays
-  // off in a process that parses the same shapes thousands of times; a command that parses its
-  // config, one mission and a few dozen runtime lines is ~4% faster without it (docs/benchmarks.md).
-  if (!LONG_RUNNING.has(`${argv[0]} ${argv[1]}`)) z.config({ jitless: true });
+  // zod-mode.ts set the mode from process.argv; a caller's own argv decides for what it makes next.
+  z.config({ jitless: !longRunning(argv) });
   let config: UhConfig | undefined;
   const failed = (error: unknown) => {
     process.exitCode = printError(error, argv.includes('--json'), config?.core.debug ?? false);
