@@ -127,7 +127,8 @@ describe('copy-on-write sandboxes through the pipeline', () => {
     ]);
     const gitMoved = await run({ UH_SANDBOX_BACKEND: 'overlay' }, rename('git mv docs handbook'));
     expect(gitMoved.receipt.status).toBe('failed');
-    expect(JSON.stringify(gitMoved.receipt)).toMatch(/renaming 'docs' failed: Invalid cross-device link/);
+    expect(gitMoved.receipt.outcome.message).toMatch(/renaming 'docs' failed: Invalid cross-device link/);
+    expect(gitMoved.receipt.outcome.hint).toMatch(/run this mission with UH_SANDBOX_BACKEND=worktree/);
     const inWorktree = await run({ UH_SANDBOX_BACKEND: 'worktree' }, rename('git mv docs handbook'));
     expect(inWorktree.receipt.status, inWorktree.result.stderr).toBe('completed');
   });

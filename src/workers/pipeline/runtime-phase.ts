@@ -22,7 +22,7 @@ import { reprobeBwrap } from '../../shared/process/bwrap-probe.js';
 import { reprobeOverlay } from '../sandbox/sandbox-backend.js';
 import { isOverlaySandbox } from '../sandbox/overlay-sandbox.js';
 import { agentStateSpawn, prepareAgentState, preparePersistentState, type AgentState } from './agent-state.js';
-import { stderrTailLines, withStderrTail } from './stderr-tail.js';
+import { stderrTailLines, withOverlayHint, withStderrTail } from './stderr-tail.js';
 import { monotonicMs } from '../../shared/clock.js';
 import { watchedSpawn, watchLimits } from './limits-watch.js';
 import { cgroupHit, closePhaseCgroup, limitOutcome, openPhaseCgroup, writesOf } from './limits-phase.js';
@@ -189,7 +189,11 @@ async function launchAndFold(run: OperationRun, sandbox: Sandbox): Promise<Folde
   if (refusal) {
     const { message, hint } = refusal;
     folded.outcome = { status: 'blocked', raw: 'isolation:hidden_path', message, hint, timed_out: false };
-  } else folded.outcome = withStderrTail(folded.outcome, stderrTailLines(stderrFiles.at(-1) ?? '', run.secrets));
+  } else {
+    const tail = stderrTailLines(stderrFiles.at(-1) ?? '', run.secrets);
+    folded.outcome = withStderrTail(folded.outcome, tail);
+    if (isOverlaySandbox(sandbox)) folded.outcome = withOverlayHint(folded.outcome, tail);
+  }
   if (phase.isolated && folded.outcome.status !== 'completed' && folded.outcome.status !== 'cancelled')
     blockedByHost(run, folded);
   return folded;

@@ -3,7 +3,9 @@
  * `why:`, the receipt) ends with the last lines of what its program wrote on stderr, bounded and
  * scrubbed of the run's secrets, unless the message already says them. bubblewrap's own
  * `bwrap: execvp <program>: No such file or directory` (a program the sandbox cannot see) is the
- * same as a program that is not installed: blocked `spawn:ENOENT` with the fix.
+ * same as a program that is not installed: blocked `spawn:ENOENT` with the fix. On an overlay
+ * sandbox, what the program wrote about what that backend does differently gets a hint
+ * (`withOverlayHint`, docs/sandboxes.md).
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { Outcome } from '../../shared/contracts/runtime-result.js';
@@ -62,4 +64,20 @@ export function withStderrTail(outcome: Outcome, lines: readonly string[]): Outc
   const fresh = lines.filter((l) => !outcome.message.includes(l));
   if (fresh.length === 0) return outcome;
   return { ...outcome, message: `${outcome.message} (stderr: ${fresh.join(' | ')})` };
+}
+
+/** What a program writes when it meets what an overlay sandbox does differently, and the fix. */
+const OVERLAY_HINTS: ReadonlyArray<{ says: RegExp; hint: string }> = [
+  {
+    says: /Invalid cross-device link|\bEXDEV\b/,
+    hint: 'an overlay sandbox cannot rename a directory of the base in place (EXDEV: `git mv` of a directory fails, `mv` copies); run this mission with UH_SANDBOX_BACKEND=worktree (docs/sandboxes.md)',
+  },
+];
+
+/** A failed run on an overlay sandbox whose message or stderr tail says why, with the fix as its hint. Pure. */
+export function withOverlayHint(outcome: Outcome, lines: readonly string[]): Outcome {
+  if (outcome.status !== 'failed' || outcome.hint) return outcome;
+  const said = [outcome.message, ...lines].join('\n');
+  const found = OVERLAY_HINTS.find((h) => h.says.test(said));
+  return found ? { ...outcome, hint: found.hint } : outcome;
 }

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Outcome } from '../../../src/shared/contracts/runtime-result.js';
-import { stderrTailLines, withStderrTail } from '../../../src/workers/pipeline/stderr-tail.js';
+import { stderrTailLines, withOverlayHint, withStderrTail } from '../../../src/workers/pipeline/stderr-tail.js';
 import { removeDir, tempDir } from '../../support/temp.js';
 
 const dir = tempDir('uh-stderr-tail-');
@@ -51,5 +51,20 @@ describe('stderr tail in the why line', () => {
     ],
   ])('%s', (_name, outcome, lines, expected) => {
     expect(withStderrTail(outcome as Outcome, lines)).toMatchObject(expected);
+  });
+});
+
+describe('the overlay sandbox hint', () => {
+  const exdev = "fatal: renaming 'src/old' failed: Invalid cross-device link";
+  it.each([
+    ['names the worktree backend for a rename refused with EXDEV', failed, [exdev], /UH_SANDBOX_BACKEND=worktree/],
+    ['reads the message too', { ...failed, message: `agent: ${exdev}` }, [], /cannot rename a directory of the base/],
+    ['leaves other failures alone', failed, ['boom'], undefined],
+    ['keeps a hint already given', { ...failed, hint: 'their own' }, [exdev], /^their own$/],
+    ['leaves a blocked run alone', { ...failed, status: 'blocked' as const }, [exdev], undefined],
+  ])('%s', (_name, outcome, lines, hint) => {
+    const got = withOverlayHint(outcome as Outcome, lines);
+    if (hint === undefined) expect(got.hint).toBeUndefined();
+    else expect(got.hint).toMatch(hint);
   });
 });
