@@ -41,12 +41,16 @@ const HELPER_TIMEOUT_MS = 6 * 3600_000;
 
 /**
  * The tree step's helper of an overlay sandbox, started now (before the agent) so that its start-up
- * is over when the agent ends (`startOverlayHelper`); null for a worktree sandbox. The caller closes it.
+ * is over when a short agent ends (`startOverlayHelper`: it waits `HELPER_WAIT_MS` at most); null
+ * for a worktree sandbox. The caller closes it.
  */
 export function startTreeHelper(run: OperationRun, sandbox: Sandbox): OverlayHelper | null {
   if (!isOverlaySandbox(sandbox)) return null;
-  const timeoutMs = HELPER_TIMEOUT_MS + run.prepared.mission.timeout_seconds * 1000;
-  return startOverlayHelper({ unshare: sandbox.unshare, timeoutMs, codeCacheDir: codeCacheDir(run) });
+  return startOverlayHelper({
+    unshare: sandbox.unshare,
+    timeoutMs: HELPER_TIMEOUT_MS,
+    codeCacheDir: codeCacheDir(run),
+  });
 }
 
 export async function diffPhase(

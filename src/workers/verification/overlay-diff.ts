@@ -9,7 +9,7 @@
  * helper ahead (`startOverlayHelper`, before the agent): its node start-up and module loading
  * then happen while the agent runs, and it mounts the overlay only when its request comes, after
  * the agent's namespace is gone (two mounts of one upper layer at once are undefined). A helper
- * started ahead that is gone when it is needed is replaced by a fresh one.
+ * started ahead waits `HELPER_WAIT_MS` at most; one gone when it is needed is replaced by a fresh one.
  */
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -142,29 +142,41 @@ export interface OverlayHelper {
 }
 
 /**
- * Start the helper now, unmounted, to wait for its request: `overlayTreeWork` with `started`
- * sends it one with the mount. Bounded by `timeoutMs` from now (a helper timed out is replaced).
+ * How long a helper started ahead waits for its request before it ends itself: it holds ~50 MB
+ * while it waits, and what it saves (~50 ms) only counts for a short agent; after a longer one
+ * the diff starts a fresh helper, as it would have without this.
  */
-export function startOverlayHelper(run: Pick<OverlayDiffRun, 'unshare' | 'timeoutMs' | 'codeCacheDir'>): OverlayHelper {
+export const HELPER_WAIT_MS = 5000;
+
+/**
+ * Start the helper now, unmounted, to wait for its request: `overlayTreeWork` with `started`
+ * sends it one with the mount. Bounded by `timeoutMs` from now; one not asked within `waitMs`
+ * is closed. A helper gone by then is replaced by a fresh one.
+ */
+export function startOverlayHelper(
+  run: Pick<OverlayDiffRun, 'unshare' | 'timeoutMs' | 'codeCacheDir'> & { waitMs?: number },
+): OverlayHelper {
   const main = overlayDiffMain(run.codeCacheDir);
   const child = helperChild([...ownMountNamespace(run.unshare), process.execPath, ...main], 'pipe', run);
   child.stdin?.on('error', () => {}); // EPIPE when it has exited
   let exited = false;
   let taken = false;
   void child.result.then(() => (exited = true));
-  return {
-    pid: child.pid,
-    take: () => {
-      if (taken || exited) return null;
-      taken = true;
-      return child;
-    },
-    close: () => {
-      if (!taken) child.stdin?.end();
-      taken = true;
-      if (!exited) child.terminate();
-    },
+  const close = () => {
+    clearTimeout(waiting);
+    if (!taken) child.stdin?.end();
+    taken = true;
+    if (!exited) child.terminate();
   };
+  const waiting = setTimeout(close, run.waitMs ?? HELPER_WAIT_MS);
+  waiting.unref();
+  const take = () => {
+    if (taken || exited) return null;
+    clearTimeout(waiting);
+    taken = true;
+    return child;
+  };
+  return { pid: child.pid, take, close };
 }
 
 function helperChild(
@@ -197,17 +209,17 @@ async function answerOf(child: SpawnedGroup, payload: unknown, signal?: AbortSig
   let err = '';
   child.stdout?.on('data', (chunk: Buffer) => out.push(chunk));
   child.stderr?.on('data', (chunk: Buffer) => (err = `${err}${chunk.toString('utf8')}`.slice(-2000)));
-  const stop = () => child.terminate();
+  let stopped = false;
+  const stop = () => {
+    stopped = true;
+    child.terminate();
+  };
   signal?.addEventListener('abort', stop, { once: true });
   if (signal?.aborted) stop();
   if (payload !== null) child.stdin?.end(JSON.stringify(payload));
   const exit = await child.result.finally(() => signal?.removeEventListener('abort', stop));
-  if (exit.exitCode !== 0 || exit.timedOut || exit.aborted || signal?.aborted) {
-    const why = exit.timedOut
-      ? 'timed out'
-      : exit.aborted || signal?.aborted
-        ? 'was aborted'
-        : `exited ${exit.exitCode}`;
+  if (exit.exitCode !== 0 || exit.timedOut || exit.aborted || stopped) {
+    const why = exit.timedOut ? 'timed out' : exit.aborted || stopped ? 'was aborted' : `exited ${exit.exitCode}`;
     throw new UhError('sandbox', `the overlay helper ${why}: ${err.trim().slice(-500)}`, {
       hint: 'run `uh doctor`: it says whether this host mounts overlays in a user namespace',
     });

@@ -294,7 +294,7 @@ async function goneWithin(pid: number, ms: number): Promise<boolean> {
 }
 
 describe('a helper started ahead', () => {
-  it('is ended by close when it got no request, and one gone before its request is replaced by a fresh one', async () => {
+  it('is ended by close or by its wait when it got no request, and one gone before its request is replaced by a fresh one', async () => {
     const unused = startOverlayHelper({ unshare, timeoutMs: 60_000 });
     expect(unused.pid).toBeGreaterThan(0);
     unused.close();
@@ -309,9 +309,12 @@ describe('a helper started ahead', () => {
       overlayLaunchArgv(unshare, overlay.layers, ['/bin/sh', '-c', `cd "$0" && ${EDITS.delete}`, overlay.path]),
       '/',
     );
-    // Its own bound ends it before the agent does (a mission longer than the bound).
+    // An agent that runs longer than the helper waits: it has ended itself (its bound, too, ends it).
+    const waited = startOverlayHelper({ unshare, timeoutMs: 60_000, waitMs: 100 });
     const gone = startOverlayHelper({ unshare, timeoutMs: 1 });
+    expect(await goneWithin(waited.pid!, 3000)).toBe(true); // well before HELPER_WAIT_MS
     expect(await goneWithin(gone.pid!, 10_000)).toBe(true);
+    expect(waited.take()).toBeNull();
     const scratch = temp('uh-ovl-g-');
     const result = await overlayTreeWork(
       {
