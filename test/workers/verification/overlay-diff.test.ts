@@ -132,6 +132,32 @@ function acquiredTree(cacheDir: string): string {
 
 const patchOf = (path: string) => readFileSync(path).toString('latin1');
 
+/** A tree step's request over `mirror` at `commit` (no kept ignored files, generous bounds); workDir apart. */
+function treeRequest(mirror: string, commit: string, factsDir: string, scratch: string) {
+  return {
+    mirrorPath: mirror,
+    baseCommit: commit,
+    patchPath: join(scratch, 'diff.patch'),
+    scratchDir: scratch,
+    factsDir,
+    gitFastPath: true,
+    capBytes: DEFAULT_DIFF_CAP_BYTES,
+    keep: [] as string[],
+    pathBounds: { maxBytes: 1024, maxDepth: 32 },
+    worktreeBounds: { bytes: 1e9, files: 1e6 },
+  };
+}
+
+/** A fresh base and cache, and an overlay sandbox `name` over it in which the agent deleted src/app.ts. */
+async function deletedInOverlay(name: string) {
+  const cacheDir = temp('uh-ovl-cache-');
+  const { mirror, commit } = await resolveInMirror(cacheDir, baseRepo(), 'HEAD', {}, GIT_PROCESSES);
+  const overlay = await createOverlaySandbox(cacheDir, mirror, commit, name, new Date());
+  const edit = ['/bin/sh', '-c', `cd "$0" && ${EDITS.delete}`, overlay.path];
+  runIn(overlayLaunchArgv(unshare, overlay.layers, edit), '/');
+  return { cacheDir, mirror, commit, overlay };
+}
+
 describe('the overlay backend diff against the worktree backend', () => {
   it('gives the same names, tree, patch, digest and flags over generated changes, listing only the upper layer', async () => {
     const repo = baseRepo();
@@ -196,16 +222,9 @@ describe('the overlay backend diff against the worktree backend', () => {
     // Depth 4: the base's own a/b/c/d/deep.txt is past it, a violation the base's facts must carry.
     const request = (workDir: string, scratch: string): TreeWorkRequest => ({
       workDir,
-      mirrorPath: mirror.path,
-      baseCommit: commit,
-      patchPath: join(scratch, 'diff.patch'),
-      scratchDir: scratch,
-      factsDir,
-      gitFastPath: true,
-      capBytes: DEFAULT_DIFF_CAP_BYTES,
+      ...treeRequest(mirror.path, commit, factsDir, scratch),
       keep: ['build/**'],
       pathBounds: { maxBytes: 1024, maxDepth: 4 },
-      worktreeBounds: { bytes: 1e9, files: 1e6 },
     });
     for (let seed = 1; seed <= 14; seed++) {
       const rnd = seeded(seed * 40503);
@@ -246,14 +265,7 @@ describe('the overlay backend diff against the worktree backend', () => {
   }, 240_000);
 
   it('catches an overlay listing that misses the upper layer: the diff then differs', async () => {
-    const repo = baseRepo();
-    const cacheDir = temp('uh-ovl-cache-');
-    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD', {}, GIT_PROCESSES);
-    const overlay = await createOverlaySandbox(cacheDir, mirror, commit, 'op-ovl-blind', new Date());
-    runIn(
-      overlayLaunchArgv(unshare, overlay.layers, ['/bin/sh', '-c', `cd "$0" && ${EDITS.delete}`, overlay.path]),
-      '/',
-    );
+    const { commit, overlay } = await deletedInOverlay('op-ovl-blind');
     const scratch = temp('uh-ovl-c-');
     const request = {
       baseCommit: commit,
@@ -301,14 +313,7 @@ describe('a helper started ahead', () => {
     expect(await goneWithin(unused.pid!, 10_000)).toBe(true);
     expect(unused.take()).toBeNull();
 
-    const repo = baseRepo();
-    const cacheDir = temp('uh-ovl-cache-');
-    const { mirror, commit } = await resolveInMirror(cacheDir, repo, 'HEAD', {}, GIT_PROCESSES);
-    const overlay = await createOverlaySandbox(cacheDir, mirror, commit, 'op-ovl-gone', new Date());
-    runIn(
-      overlayLaunchArgv(unshare, overlay.layers, ['/bin/sh', '-c', `cd "$0" && ${EDITS.delete}`, overlay.path]),
-      '/',
-    );
+    const { cacheDir, mirror, commit, overlay } = await deletedInOverlay('op-ovl-gone');
     // An agent that runs longer than the helper waits: it has ended itself (its bound, too, ends it).
     const waited = startOverlayHelper({ unshare, timeoutMs: 60_000, waitMs: 100 });
     const gone = startOverlayHelper({ unshare, timeoutMs: 1 });
@@ -317,18 +322,7 @@ describe('a helper started ahead', () => {
     expect(waited.take()).toBeNull();
     const scratch = temp('uh-ovl-g-');
     const result = await overlayTreeWork(
-      {
-        mirrorPath: mirror.path,
-        baseCommit: commit,
-        patchPath: join(scratch, 'diff.patch'),
-        scratchDir: scratch,
-        factsDir: join(cacheDir, 'derived', 'base-facts'),
-        gitFastPath: true,
-        capBytes: DEFAULT_DIFF_CAP_BYTES,
-        keep: [],
-        pathBounds: { maxBytes: 1024, maxDepth: 32 },
-        worktreeBounds: { bytes: 1e9, files: 1e6 },
-      },
+      treeRequest(mirror.path, commit, join(cacheDir, 'derived', 'base-facts'), scratch),
       { unshare, layers: overlay.layers, timeoutMs: 60_000, started: gone },
     );
     expect(result.diff?.changed).toEqual([{ path: 'src/app.ts', status: 'deleted' }]);
