@@ -7,12 +7,12 @@
 // src/shared/config.ts (UH_CACHE_DIR, else $XDG_CACHE_HOME/uh, else ~/.cache/uh): the config
 // module loads after this.
 // CommonJS (bin/package.json), which node starts a few ms sooner than an ES module.
-const { homedir } = require('node:os');
 const { join } = require('node:path');
-const { runBundle } = require('./run-bundle.js');
+const { handOver } = require('./resident-client.js');
 
 const env = process.env;
-const cacheDir = env.UH_CACHE_DIR || join(env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'uh');
+const home = () => require('node:os').homedir();
+const cacheDir = env.UH_CACHE_DIR || join(env.XDG_CACHE_HOME || join(home(), '.cache'), 'uh');
 const word = (w) => (w !== undefined && /^[a-z][a-z-]{0,30}$/.test(w) ? w : '_');
 // The cache holds what the run compiled, so a `--help` or `--dry-run` run gets its own: made
 // first, it would otherwise stand for the command's real runs (a cache V8 accepts is kept).
@@ -20,4 +20,9 @@ const args = process.argv.slice(2);
 const mode = args.some((a) => a === '--help' || a === '-h') ? '-help' : args.includes('--dry-run') ? '-dry-run' : '';
 const command = `${word(args[0])}-${word(args[1])}${mode}`;
 
-runBundle(join(__dirname, '../dist/bundle/uh.cjs'), join(cacheDir, 'code-cache'), command, (cli) => cli.runCli());
+const bundle = join(__dirname, '../dist/bundle/uh.cjs');
+// `uh mission run` goes to a resident uh of this cache dir when one takes it (uh daemon start).
+handOver(cacheDir, args, env, bundle).then((code) => {
+  if (code !== null) process.exitCode = code;
+  else require('./run-bundle.js').runBundle(bundle, join(cacheDir, 'code-cache'), command, (cli) => cli.runCli());
+});

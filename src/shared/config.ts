@@ -125,6 +125,11 @@ const VARIABLES = {
   UH_ALLOW_HTTP_REPOS: v(flagValue, 'allow http:// repository URLs'),
   UH_PRICES: v(text, 'price table (JSON)'),
   UH_PRICES_FILE: v(text, 'price table file (JSON)'),
+  UH_RESIDENT: v(
+    () => z.enum(['auto', 'off']),
+    'uh mission run hands its run to a resident uh of this cache dir (uh daemon start): auto, or off (never)',
+    'auto',
+  ),
   UH_ISOLATION: v(() => z.enum(['auto', 'require', 'off']), 'OS isolation of runtimes and checks (bubblewrap)', 'auto'),
   UH_GIT_FAST_PATH: v(flagValue, 'in-process git fast path of the diff and the ref lookup (0 = git processes only)'),
   UH_DIFF_CAP_BYTES: v(

@@ -41,7 +41,8 @@ export function createLogger(level = 'warn', bindings: Record<string, unknown> =
               censor: '[redacted]',
             },
           },
-          pino.destination({ fd: 2, sync: true }),
+          // Through process.stderr, synchronous on Linux, so a resident uh's served run logs to its client.
+          { write: (line: string) => process.stderr.write(line) },
         ) as unknown as Logger
       ).child(bindings);
     }

@@ -49,7 +49,12 @@ export function parseCommand(spec: CommandSpec, argv: string[]) {
 }
 
 /** A command: its arguments and the configuration the entry point parsed once. */
-export type Handler = (argv: string[], config: UhConfig) => Promise<number>;
+export type Handler = (argv: string[], config: UhConfig, cli: CliSelf) => Promise<number>;
+
+/** What the entry point lends a command: running another command line in this process. */
+export interface CliSelf {
+  run(argv: string[]): Promise<number>;
+}
 
 /** `--state-dir`, else `UH_STATE_DIR` (config.core.stateDir), else `.harness/` at the invoking repository's root. */
 export function resolveStateDir(flag: string | undefined, config: UhConfig): string {

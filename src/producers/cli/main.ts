@@ -49,6 +49,11 @@ const COMMANDS: Record<string, Record<string, () => Promise<Handler>>> = {
   gc: {
     '': async () => (await import('./commands/gc.js')).gc,
   },
+  daemon: {
+    start: async () => (await import('./commands/daemon.js')).daemonStart,
+    status: async () => (await import('./commands/daemon.js')).daemonStatus,
+    stop: async () => (await import('./commands/daemon.js')).daemonStop,
+  },
   sandbox: {
     list: async () => (await import('./commands/sandbox.js')).sandboxList,
     enter: async () => (await import('./commands/sandbox.js')).sandboxEnter,
@@ -91,6 +96,7 @@ usage: uh <group> <command> [options]   (every command takes --help)
   uh deploy redis-acl --passwords <dir>   the fleet's Redis ACL file: one user per role (docs/deploy.md)
   uh doctor                        is this machine ready (node, git, dirs, Redis, runtimes)?
   uh gc [--dry-run]                apply the cache retention policy; list what it frees, with sizes
+  uh daemon start                  a resident uh: later uh mission run here skip start-up (status, stop)
   uh sandbox list                  the sandboxes kept after failed missions (or UH_KEEP_SANDBOX=1)
   uh sandbox enter <operation>     a shell (or -- command) in a kept sandbox, isolated as a check
 
@@ -122,7 +128,7 @@ export async function main(argv: string[], config: UhConfig): Promise<number> {
   // Single-word commands (`uh doctor`) keep every argument.
   if (commands?.[''] && (command === undefined || command.startsWith('-'))) {
     const handler = await commands['']();
-    return handler(argv.slice(1), config);
+    return handler(argv.slice(1), config, { run: runCommand });
   }
   if (commands && (command === undefined || command === '--help' || command === '-h' || command === 'help')) {
     process.stdout.write(groupHelp(group));
@@ -141,7 +147,18 @@ export async function main(argv: string[], config: UhConfig): Promise<number> {
     return 2;
   }
   const handler = await load();
-  return handler(rest, config);
+  return handler(rest, config, { run: runCommand });
+}
+
+/** One command with its configuration parsed from the environment: its exit code (errors printed). */
+export async function runCommand(argv: string[]): Promise<number> {
+  let config: UhConfig | undefined;
+  try {
+    config = loadConfig();
+    return await main(argv, config);
+  } catch (error) {
+    return printError(error, argv.includes('--json'), config?.core.debug ?? false);
+  }
 }
 
 /**
@@ -156,17 +173,7 @@ export function runCli(argv: string[] = process.argv.slice(2)): Promise<void> {
   });
   // zod-mode.ts set the mode from process.argv; a caller's own argv decides for what it makes next.
   z.config({ jitless: !longRunning(argv) });
-  let config: UhConfig | undefined;
-  const failed = (error: unknown) => {
-    process.exitCode = printError(error, argv.includes('--json'), config?.core.debug ?? false);
-  };
-  try {
-    config = loadConfig();
-    return main(argv, config).then((code) => {
-      process.exitCode = code;
-    }, failed);
-  } catch (error) {
-    failed(error);
-    return Promise.resolve();
-  }
+  return runCommand(argv).then((code) => {
+    process.exitCode = code;
+  });
 }

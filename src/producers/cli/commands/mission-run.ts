@@ -9,6 +9,7 @@ import { printReceiptSummary, receiptJson } from '../receipt-view.js';
 import { reportReceipt, reportRefused, reportUnsettled, resetJunit } from '../../ci/ci-report.js';
 import { OVERRIDE_DETAILS, OVERRIDE_OPTIONS, overridesOf } from '../mission-overrides-flags.js';
 import type { Mission } from '../../../shared/contracts/mission.js';
+import { onInterrupt } from '../interrupts.js';
 type RunInline = typeof import('../../../workers/inline/run-inline.js').runInline;
 
 export const MISSION_RUN: CommandSpec = {
@@ -87,17 +88,30 @@ function promotionLine(p: Promotion): string {
 async function runAndReport(mission: Mission, values: Values, config: UhConfig): Promise<number> {
   const stateDir = resolveStateDir(values['state-dir'] as string | undefined, config);
   const runtime = values.runtime as string | undefined;
-  const { runInline } = await import('../../../workers/inline/run-inline.js');
   const controller = new AbortController();
   const onSignal = (signal: string) => {
     if (controller.signal.aborted) return;
     process.stderr.write(`uh: ${signal}: cancelling ${mission.operation_id}…\n`);
     controller.abort({ kind: 'cancel', message: `cancelled by ${signal}` });
   };
-  process.once('SIGINT', () => onSignal('SIGINT'));
-  process.once('SIGTERM', () => onSignal('SIGTERM'));
+  const stopListening = onInterrupt(onSignal);
+  try {
+    return await runUntilSettled(mission, values, config, { stateDir, runtime, signal: controller.signal });
+  } finally {
+    stopListening();
+  }
+}
+
+async function runUntilSettled(
+  mission: Mission,
+  values: Values,
+  config: UhConfig,
+  run: { stateDir: string; runtime: string | undefined; signal: AbortSignal },
+): Promise<number> {
+  const { stateDir, runtime } = run;
   if (!values.json)
     process.stderr.write(`uh: running ${mission.operation_id} (${terminalText(mission.title, { oneLine: true })})…\n`);
+  const { runInline } = await import('../../../workers/inline/run-inline.js');
   const { compileSettings } = await import('../../../operation/settings.js');
   const settings = compileSettings(config, {
     stateDir,
@@ -105,7 +119,7 @@ async function runAndReport(mission: Mission, values: Values, config: UhConfig):
     keepSandbox: Boolean(values['keep-sandbox']),
   });
   void settings.limitBackend; // probed now: UH_LIMIT_BACKEND=cgroup with no cgroup here is exit 2 before anything starts
-  const outcome = await runInline(mission, { settings, signal: controller.signal, ...(runtime ? { runtime } : {}) });
+  const outcome = await runInline(mission, { settings, signal: run.signal, ...(runtime ? { runtime } : {}) });
   if (outcome.kind === 'in_progress' || outcome.kind === 'unknown') {
     const message =
       outcome.kind === 'in_progress'
