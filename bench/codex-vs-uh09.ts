@@ -2,6 +2,8 @@
  * codex runtime, end to end, on the same machine in the same run:
  *   ours      `uh mission run <mission> --json` inline (worktree sandbox at the base commit,
  *             codex exec, diff, scope, receipt, sandbox removed), one process
+ *   ours, resident uh  the same command line, handed by bin/uh.js to a resident uh (`uh daemon
+ *             start`, docs/resident.md) started with the same environment: the run skips uh's start-up
  *   ours, overlay sandbox  the same with `UH_SANDBOX_BACKEND=auto` (a copy-on-write sandbox over
  *             the shared base checkout, docs/sandboxes.md), where the host mounts overlays; for
  *             reference (the default backend is the worktree)
@@ -16,7 +18,7 @@
  * node start load that CA bundle, ~70 ms here, which would weigh on each side by its number of
  * node processes (and uh gives its agent a clean environment), not by its own work.
  */
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -130,6 +132,27 @@ function ourMission(dir: string, repo: string, n: number): string {
   return file;
 }
 
+/** `uh daemon start` with `env`, once its socket answers (polled, 10 s at most). */
+async function startResident(env: NodeJS.ProcessEnv): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [UH, 'daemon', 'start'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const status = await run(process.execPath, [UH, 'daemon', 'status'], { env }).then(
+      () => true,
+      () => false,
+    );
+    if (status) return child;
+    if (Date.now() > deadline || child.exitCode !== null) throw new Error('uh daemon start did not come up in 10 s');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** How many runs the resident uh served. */
+async function servedByResident(env: NodeJS.ProcessEnv): Promise<number> {
+  const { stdout } = await run(process.execPath, [UH, 'daemon', 'status', '--json'], { env });
+  return (JSON.parse(stdout) as { served: number }).served;
+}
+
 export async function runCodexVsUh09(): Promise<void> {
   ensureUh09();
   const work = mkdtempSync(join(tmpdir(), 'uh-bench-codex-'));
@@ -173,9 +196,17 @@ export async function runCodexVsUh09(): Promise<void> {
       return receipt.sandbox?.backend ?? '';
     };
     const overlayEnv = { ...ourEnv, UH_SANDBOX_BACKEND: 'auto' };
+    // The resident uh has a cache dir of its own, so the one-shot rows never hand over to it.
+    const residentEnv = { ...ourEnv, UH_CACHE_DIR: join(work, 'resident-cache') };
+    const resident = await startResident(residentEnv);
+    let residentRuns = 0;
     const contenders: Record<string, () => Promise<unknown>> = {
       // The real inline `uh mission run` from main (merged into this branch), one process per run.
       ours: () => ourRun(ourEnv),
+      'ours, resident uh': async () => {
+        residentRuns++;
+        await ourRun(residentEnv);
+      },
       'ours, overlay sandbox': () => ourRun(overlayEnv),
       'uh-0.9.0 sandbox': async () => {
         const sb = `sb-${sbN++}`;
@@ -202,7 +233,13 @@ export async function runCodexVsUh09(): Promise<void> {
     if (!overlayHere) console.log('(no overlay sandbox on this host: `uh doctor` says why; that row is left out)');
     // Ours and uh-0.9.0 in place run next to each other in every round, whichever way round, so a
     // round's pair shares the machine's state (this host's speed drifts by 20 % within a minute).
-    const names = ['ours', 'uh-0.9.0 in place', 'uh-0.9.0 sandbox', ...(overlayHere ? ['ours, overlay sandbox'] : [])];
+    const names = [
+      'ours',
+      'uh-0.9.0 in place',
+      'ours, resident uh',
+      'uh-0.9.0 sandbox',
+      ...(overlayHere ? ['ours, overlay sandbox'] : []),
+    ];
     const times: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? names : [...names].reverse();
@@ -212,6 +249,9 @@ export async function runCodexVsUh09(): Promise<void> {
         times[name]!.push(Number(process.hrtime.bigint() - start) / 1e6);
       }
     }
+    const served = await servedByResident(residentEnv);
+    resident.kill('SIGTERM');
+    if (served !== residentRuns) throw new Error(`the resident uh served ${served} of ${residentRuns} runs`);
     const ours = median(times.ours!);
     printTable(
       `codex: inline uh mission run vs Ultimate Harness ${UH09_VERSION} (fake codex, ${ROUNDS} rounds, node ${process.version})`,
@@ -233,6 +273,14 @@ export async function runCodexVsUh09(): Promise<void> {
     );
     console.log(
       `  the same, round by round (each round's pair run back to back): median ${median(paired).toFixed(3)}, ${Math.min(...paired).toFixed(2)}–${Math.max(...paired).toFixed(2)}`,
+    );
+    const residentRatio = median(times['ours, resident uh']!) / median(times['uh-0.9.0 in place']!);
+    const residentPaired = times['ours, resident uh']!.map((t, i) => t / times['uh-0.9.0 in place']![i]!);
+    console.log(
+      `ratio ours with a resident uh / uh-0.9.0 in place: ${residentRatio.toFixed(3)} (issue 32's target ≤ 0.35: ${residentRatio <= 0.35 ? 'met' : 'NOT met'}; ${served} of ${residentRuns} runs served by it)`,
+    );
+    console.log(
+      `  the same, round by round: median ${median(residentPaired).toFixed(3)}, ${Math.min(...residentPaired).toFixed(2)}–${Math.max(...residentPaired).toFixed(2)}`,
     );
     console.log(
       `ratio ours / uh-0.9.0 sandbox flow (both with worktree sandboxes): ${sandboxed.toFixed(2)} (target ≤ 0.50: ${sandboxed <= 0.5 ? 'met' : 'NOT met'})`,
