@@ -1,4 +1,8 @@
+import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { resetJunit, writeJunit } from '../../src/producers/ci/ci-report.js';
 import { parse as parseJunit, type TestSuites } from 'junit2json';
 import { githubAnnotations, githubStepSummary } from '../../src/producers/ci/github-report.js';
 import { receiptJunit, xmlEscape } from '../../src/producers/ci/junit.js';
@@ -80,5 +84,30 @@ describe('CI reports of a receipt', () => {
     expect(blocked.testsuite?.[0]?.testcase?.[0]?.error?.[0]?.inner).toContain('hint: do this');
     expect(githubAnnotations(ended('blocked', false))[0]).toBe('::error title=uh blocked::op-1: why%0Ahint: do this');
     expect(githubStepSummary(ended('blocked', false))).toContain('> **hint:** do this');
+  });
+});
+
+describe('resetJunit', () => {
+  it('removes a previous report, but never what a symlink or a device path names (--junit /dev/stdout)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'uh-junit-'));
+    try {
+      const plain = join(dir, 'junit.xml');
+      writeFileSync(plain, 'stale');
+      resetJunit(plain);
+      expect(existsSync(plain)).toBe(false);
+      // A link, as /dev/stdout is one: kept, and the report goes through it.
+      const target = join(dir, 'target.xml');
+      const link = join(dir, 'stdout');
+      writeFileSync(target, 'stale');
+      symlinkSync(target, link);
+      resetJunit(link);
+      expect(lstatSync(link).isSymbolicLink()).toBe(true);
+      writeJunit(link, receipt);
+      expect(lstatSync(link).isSymbolicLink()).toBe(true);
+      expect(readFileSync(target, 'utf8')).toContain('<testsuite');
+      resetJunit(join(dir, 'missing.xml'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -6,7 +6,7 @@
  * receipt (`reportReceipt`), no receipt (`reportUnsettled`: wait timed out, unknown, untrusted,
  * detached) and a refused mission (`reportRefused`: invalid input, conflict, runtime unavailable).
  */
-import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, lstatSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { UhConfig } from '../../shared/config.js';
 import type { Receipt } from '../../shared/contracts/receipt.js';
@@ -63,9 +63,14 @@ export function writeJunit(path: string, receipt: Receipt): void {
   writeJunitText(path, receiptJunit(receipt));
 }
 
-/** Remove a previous run's JUnit file so a run that ends early never leaves a stale report behind. */
+/**
+ * Remove a previous run's JUnit file so a run that ends early never leaves a stale report behind.
+ * Only a regular file: `--junit /dev/stdout` (a symlink to the process's stdout) or a FIFO is
+ * written through when the report comes, never removed (as root, removing it took /dev/stdout
+ * from the whole host).
+ */
 export function resetJunit(path: string | undefined): void {
-  if (path) rmSync(resolve(path), { force: true });
+  if (path && lstatSync(resolve(path), { throwIfNoEntry: false })?.isFile()) rmSync(resolve(path), { force: true });
 }
 
 const escapeData = (s: string): string => s.replace(/%/g, '%25').replace(/\r/g, '%0D').replace(/\n/g, '%0A');
