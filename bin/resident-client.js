@@ -17,10 +17,18 @@ const HANDOVER_WAIT_MS = 2000;
 // The exit code of an operation whose state is unknown (src/shared/contracts/exit-codes.ts).
 const EXIT_UNKNOWN = 5;
 
+/**
+ * A path that means something else in another process: /dev/stdin, /dev/stdout, /proc/self/…
+ * (a mission piped in, a JUnit report to the terminal) would be the resident uh's own.
+ */
+const OWN_PROCESS_PATH = /^\/(?:dev|proc)\//;
+
 /** True for the command lines a resident uh serves. */
 function handedOver(args, env) {
   if (env.UH_RESIDENT === 'off' || args[0] !== 'mission' || args[1] !== 'run') return false;
-  return !args.some((a) => a === '--help' || a === '-h' || a === '--dry-run');
+  const { resolve } = require('node:path');
+  const ownPath = (a) => OWN_PROCESS_PATH.test(resolve(a.slice(a.indexOf('=') + 1)));
+  return !args.some((a) => a === '--help' || a === '-h' || a === '--dry-run' || ownPath(a));
 }
 
 /** `<dir>/uh.sock` when it and `dir` are this user's and `dir` is closed to others; else null. */

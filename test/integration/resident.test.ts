@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, UH_BIN } from '../support/cli.js';
 import { makeRepo } from '../support/git-repo.js';
@@ -106,6 +106,21 @@ describe('uh mission run with a resident uh', () => {
     expect(JSON.stringify(after)).not.toContain('a-value-never-logged');
     expect(resident.stderr()).toContain('UH_TEST_ONLY_HERE');
     expect(resident.stderr()).not.toContain('a-value-never-logged');
+  }, 60_000);
+
+  it('keeps a command line naming /dev or /proc paths (they are per process) in its own process', async () => {
+    const before = await residentStatus(cacheDir);
+    const { path } = writeMission(repo, ['noop']);
+    const state = stateDir();
+    // /proc/self/cwd/… is the mission in the client; in another process it would be that one's.
+    const r = await runCli(['mission', 'run', `/proc/self/cwd/${basename(path)}`, '--json', '--state-dir', state], {
+      cwd: dirname(path),
+      env: { UH_CACHE_DIR: cacheDir },
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const after = await residentStatus(cacheDir);
+    expect(after.served).toBe(before.served);
+    expect(after.refused).toBe(before.refused);
   }, 60_000);
 
   it("cancels the served run on the client's Ctrl-C (exit 4, receipt written), and runs a second client meanwhile in its own process", async () => {
