@@ -57,7 +57,16 @@ function hello(args, env, bundle) {
   } catch {
     // no digest: the resident uh refuses, and the command runs here
   }
-  return { kind: 'run', v: PROTOCOL_VERSION, argv: args, cwd: process.cwd(), env, build, node: process.version };
+  return {
+    kind: 'run',
+    v: PROTOCOL_VERSION,
+    argv: args,
+    cwd: process.cwd(),
+    umask: process.umask(),
+    env,
+    build,
+    node: process.version,
+  };
 }
 
 /**

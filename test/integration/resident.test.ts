@@ -6,7 +6,7 @@
  * served run; `uh daemon stop` waits for it. Needs `npm run build` (bin/uh.js runs the bundle).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, UH_BIN } from '../support/cli.js';
@@ -106,6 +106,25 @@ describe('uh mission run with a resident uh', () => {
     expect(JSON.stringify(after)).not.toContain('a-value-never-logged');
     expect(resident.stderr()).toContain('UH_TEST_ONLY_HERE');
     expect(resident.stderr()).not.toContain('a-value-never-logged');
+  }, 60_000);
+
+  it("makes the run's files with the client's umask, not its own", async () => {
+    const before = await residentStatus(cacheDir);
+    const { path, operationId } = writeMission(repo, ['edit', 'hello.txt', 'hi\n']);
+    const state = stateDir();
+    const child = spawn(
+      'sh',
+      ['-c', 'umask 077; exec "$@"', 'sh', process.execPath, UH_BIN, 'mission', 'run', path, '--state-dir', state],
+      {
+        cwd: repo,
+        env: cliEnv(cacheDir),
+        stdio: 'ignore',
+      },
+    );
+    expect(await new Promise((resolve) => child.on('exit', resolve))).toBe(0);
+    expect((await residentStatus(cacheDir)).served).toBe(before.served + 1);
+    for (const name of ['receipt.json', 'diff.patch'])
+      expect(statSync(join(state, 'operations', operationId, name)).mode & 0o777).toBe(0o600);
   }, 60_000);
 
   it('keeps a command line naming /dev or /proc paths (they are per process) in its own process', async () => {

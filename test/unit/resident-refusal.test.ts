@@ -23,6 +23,7 @@ function hello(patch: Partial<RunHello> = {}): RunHello {
     v: 1,
     argv: ['mission', 'run', 'm.yaml'],
     cwd: '/',
+    umask: 0o022,
     env,
     build: options.build,
     node: process.version,

@@ -26,6 +26,8 @@ const Run = z.strictObject({
   v: z.literal(PROTOCOL_VERSION),
   argv: z.array(z.string().max(64 * 1024)).max(256),
   cwd: z.string().min(1).max(4096),
+  /** The client's umask: the files of the run are made with it. */
+  umask: z.number().int().min(0).max(0o777),
   env: z.record(z.string().max(4096), z.string().max(256 * 1024)),
   build: z.string().max(128),
   node: z.string().max(32),

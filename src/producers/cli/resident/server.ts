@@ -352,9 +352,10 @@ function safeJson(line: string): unknown {
 
 type Send = (stream: 'out' | 'err', data: Buffer) => void;
 
-/** The command line in the client's directory, its output the client's; the process is as it was after. */
+/** The command line in the client's directory and umask, its output the client's; the process is as it was after. */
 async function runServed(hello: RunHello, options: ResidentOptions, source: InterruptSource, send: Send) {
   const home = process.cwd();
+  const umask = process.umask(hello.umask);
   const restore = captureOutput(send);
   try {
     process.chdir(hello.cwd);
@@ -365,6 +366,7 @@ async function runServed(hello: RunHello, options: ResidentOptions, source: Inte
   } finally {
     restore();
     process.chdir(home);
+    process.umask(umask);
     process.exitCode = undefined;
   }
 }
