@@ -36,6 +36,8 @@ export interface ResidentOptions {
   env: Readonly<Record<string, string | undefined>>;
   /** Stop after this long with no run served. */
   idleMs: number;
+  /** Close a connection that has not said what it is (its hello, or a run's `go`) by then (default 10 s). */
+  helloWaitMs?: number;
   /** Runs one command line in this process and returns its exit code. */
   run(argv: string[]): Promise<number>;
   /** The daemon's own lines (not a served run's): its stderr as it was at start. */
@@ -220,8 +222,11 @@ export function answers(socket: string): Promise<boolean> {
   });
 }
 
+const HELLO_WAIT_MS = 10_000;
+
 /** One connection: its hello decides what it is. */
 function handle(conn: Socket, options: ResidentOptions, state: State, resident: Resident): void {
+  conn.setTimeout(options.helloWaitMs ?? HELLO_WAIT_MS, () => conn.destroy());
   const split = lineSplitter(MAX_HELLO_BYTES);
   const onData = (chunk: Buffer) => {
     let lines: string[];
@@ -232,13 +237,26 @@ function handle(conn: Socket, options: ResidentOptions, state: State, resident: 
     }
     if (lines.length === 0) return;
     conn.off('data', onData);
-    answer(conn, lines[0] as string, options, state, resident);
+    // The lines after the hello (a client may send its `go` early) go to the run.
+    answer(conn, lines[0] as string, { split, rest: lines.slice(1) }, { options, state, resident });
   };
   conn.on('data', onData);
   conn.on('error', () => conn.destroy());
 }
 
-function answer(conn: Socket, line: string, options: ResidentOptions, state: State, resident: Resident): void {
+/** The connection's line reader, and the lines it has read past the hello. */
+interface Reader {
+  split: (chunk: Buffer) => string[];
+  rest: string[];
+}
+
+interface Daemon {
+  options: ResidentOptions;
+  state: State;
+  resident: Resident;
+}
+
+function answer(conn: Socket, line: string, reader: Reader, { options, state, resident }: Daemon): void {
   let hello: Hello;
   try {
     hello = Hello.parse(JSON.parse(line));
@@ -257,7 +275,7 @@ function answer(conn: Socket, line: string, options: ResidentOptions, state: Sta
     options.log(`uh daemon: refused a run (${reason}); it ran in its own process`);
     return void conn.end(frame({ kind: 'refused', reason }));
   }
-  serve(conn, hello, options, state);
+  serve(conn, hello, reader, { options, state, resident });
 }
 
 /**
@@ -265,7 +283,7 @@ function answer(conn: Socket, line: string, options: ResidentOptions, state: Sta
  * runs the command itself and never says it); the client's signals interrupt the run, and so does
  * the client going away.
  */
-function serve(conn: Socket, hello: RunHello, options: ResidentOptions, state: State): void {
+function serve(conn: Socket, hello: RunHello, reader: Reader, { options, state }: Daemon): void {
   const listeners = new Set<InterruptListener>();
   const interrupt = (signal: Interrupt) => {
     for (const listener of [...listeners]) {
@@ -285,6 +303,7 @@ function serve(conn: Socket, hello: RunHello, options: ResidentOptions, state: S
   let phase: 'accepted' | 'running' | 'ended' = 'accepted';
   const start = () => {
     phase = 'running';
+    conn.setTimeout(0);
     const began = performance.now();
     void runServed(hello, options, source, (stream, data) => {
       if (!conn.destroyed) conn.write(frame({ kind: stream, data: data.toString('base64') }));
@@ -299,7 +318,14 @@ function serve(conn: Socket, hello: RunHello, options: ResidentOptions, state: S
       setImmediate(() => collectGarbage(state.served % MAJOR_EVERY === 0 ? 'major' : 'minor'));
     });
   };
-  conn.on('data', clientFrames(start, interrupt));
+  const onLines = clientFrames(start, interrupt);
+  conn.on('data', (chunk: Buffer) => {
+    try {
+      onLines(reader.split(chunk));
+    } catch {
+      conn.destroy(); // a line past the bound: not our client
+    }
+  });
   conn.once('close', () => {
     if (phase === 'running') interrupt('SIGTERM');
     if (phase !== 'accepted') return;
@@ -307,6 +333,7 @@ function serve(conn: Socket, hello: RunHello, options: ResidentOptions, state: S
     release();
   });
   conn.write(frame({ kind: 'accepted', pid: process.pid }));
+  onLines(reader.rest);
 }
 
 let gc: ((options: { type: 'minor' | 'major' }) => void) | undefined;
@@ -327,11 +354,10 @@ function collectGarbage(type: 'minor' | 'major'): void {
   gc?.({ type });
 }
 
-function clientFrames(start: () => void, interrupt: (signal: Interrupt) => void): (chunk: Buffer) => void {
-  const split = lineSplitter(64 * 1024);
+function clientFrames(start: () => void, interrupt: (signal: Interrupt) => void): (lines: string[]) => void {
   let started = false;
-  return (chunk) => {
-    for (const line of split(chunk)) {
+  return (lines) => {
+    for (const line of lines) {
       const parsed = DuringRun.safeParse(safeJson(line));
       if (!parsed.success) continue;
       if (parsed.data.kind === 'go' && !started) {
