@@ -119,7 +119,16 @@ function talk(socket, first, env, resolve) {
   conn.on('data', (chunk) => {
     const lines = (pending + chunk.toString('utf8')).split('\n');
     pending = lines.pop();
-    for (const line of lines) if (line !== '') onFrame(JSON.parse(line));
+    for (const line of lines) {
+      if (line === '') continue;
+      let parsed;
+      try {
+        parsed = JSON.parse(line);
+      } catch {
+        return void conn.destroy(); // not our protocol: handled as the connection's end below
+      }
+      onFrame(parsed);
+    }
   });
   conn.on('error', () => {});
   conn.on('close', () => {

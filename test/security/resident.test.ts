@@ -27,12 +27,13 @@ beforeAll(() => {
 });
 
 /** A socket at `<cache>/daemon/uh.sock` that answers every run "completed" without running it. */
-async function forgedResident(cacheDir: string): Promise<{ server: Server; hellos: () => number }> {
+async function forgedResident(cacheDir: string, garbage = false): Promise<{ server: Server; hellos: () => number }> {
   mkdirSync(join(cacheDir, 'daemon'), { recursive: true, mode: 0o700 });
   let hellos = 0;
   const server = createServer((conn) => {
     conn.once('data', () => {
       hellos++;
+      if (garbage) return void conn.end('HTTP/1.1 400 Bad Request\r\n\r\n');
       conn.write(`${JSON.stringify({ kind: 'accepted', pid: 1 })}\n`);
       conn.once('data', () => {
         const out = Buffer.from('{"status":"completed","verdict":"verified","forged":true}\n').toString('base64');
@@ -94,6 +95,20 @@ describe('the client hands a run over only to its own user', () => {
       }
     }, 30_000);
   }
+
+  it('runs the command itself when the socket answers something else than the protocol', async () => {
+    const cacheDir = tempDir('uh-resident-garbage-');
+    created.push(cacheDir);
+    const other = await forgedResident(cacheDir, true);
+    try {
+      const r = await runAgainst(cacheDir);
+      expect(other.hellos()).toBe(1);
+      expect(r.code).toBe(1);
+      expect(r.ranHere).toBe(true);
+    } finally {
+      other.server.close();
+    }
+  }, 30_000);
 
   it('ignores a daemon path that is a symlink to a sound directory', async () => {
     const cacheDir = tempDir('uh-resident-link-');
