@@ -193,6 +193,20 @@ describe('uh mission run with a resident uh', () => {
 });
 
 describe('uh daemon', () => {
+  it('is reported by uh doctor, and its absence too (never as a problem)', async () => {
+    const doctor = async (dir: string) => {
+      const r = await runCli(['doctor', '--json'], { cwd: repo, env: { UH_CACHE_DIR: dir } });
+      return JSON.parse(r.stdout).findings.find((f: { what: string }) => f.what === 'resident');
+    };
+    expect(await doctor(cacheDir)).toMatchObject({ ok: true, core: false });
+    expect((await doctor(cacheDir)).detail).toMatch(
+      new RegExp(`^pid ${resident.child.pid} serves uh mission run here: \\d+ served`),
+    );
+    const none = tempDir('uh-resident-none-');
+    created.push(none);
+    expect((await doctor(none)).detail).toContain('none: each uh mission run starts uh');
+  }, 60_000);
+
   it('refuses a second resident uh on the same cache dir (exit 2, naming the socket)', async () => {
     const r = await runCli(['daemon', 'start'], { cwd: '/', env: { UH_CACHE_DIR: cacheDir } });
     expect(r.code).toBe(2);

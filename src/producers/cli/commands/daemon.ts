@@ -1,13 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { UhConfig } from '../../../shared/config.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput } from '../../../shared/errors.js';
 import { helpText, parseCommand, writeJson, type CliSelf, type CommandSpec } from '../cli-kit.js';
 import { onInterrupt } from '../interrupts.js';
-import { frame, lineSplitter, PROTOCOL_VERSION, SOCKET_NAME } from '../resident/protocol.js';
+import { askResident, residentDir, residentStatus } from '../resident/ask.js';
 import type { ResidentStatus } from '../resident/server.js';
 
 const HELP = { type: 'boolean' as const, short: 'h', default: false };
@@ -43,8 +41,6 @@ const STOP: CommandSpec = {
   examples: ['uh daemon stop'],
 };
 
-const daemonDir = (config: UhConfig) => join(config.core.cacheDir, 'daemon');
-
 /** The digest of the bundle this module runs in (bin/run-bundle.js reads it the same way); null outside it. */
 function buildDigest(): string | null {
   try {
@@ -79,7 +75,7 @@ export async function daemonStart(argv: string[], config: UhConfig, cli: CliSelf
   const stderr = process.stderr.write.bind(process.stderr);
   const log = (line: string) => void stderr(`${line}\n`);
   const resident = await startResident({
-    dir: daemonDir(config),
+    dir: residentDir(config.core.cacheDir),
     build: buildDigest(),
     env: config.childEnv,
     idleMs,
@@ -95,28 +91,14 @@ export async function daemonStart(argv: string[], config: UhConfig, cli: CliSelf
   return EXIT.ok;
 }
 
-/** Sends one hello to the resident uh of this cache dir; its answers, or null when none serves. */
-function ask(config: UhConfig, kind: 'status' | 'stop'): Promise<Array<Record<string, unknown>> | null> {
-  return new Promise((resolve) => {
-    const conn = createConnection(join(daemonDir(config), SOCKET_NAME));
-    const split = lineSplitter(1024 * 1024);
-    const answers: Array<Record<string, unknown>> = [];
-    conn.on('connect', () => conn.write(frame({ kind, v: PROTOCOL_VERSION })));
-    conn.on('data', (chunk: Buffer) => answers.push(...split(chunk).map((l) => JSON.parse(l))));
-    conn.on('error', () => resolve(null));
-    conn.on('close', () => resolve(answers));
-  });
-}
-
 export async function daemonStatus(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(STATUS, argv);
   if (values.help) {
     process.stdout.write(`${helpText(STATUS)}\n`);
     return EXIT.ok;
   }
-  const status = (await ask(config, 'status'))?.find((a) => a.kind === 'status') as
-    (ResidentStatus & { kind: string }) | undefined;
-  if (values.json) writeJson(status ? { running: true, ...status, kind: undefined } : { running: false });
+  const status = await residentStatus(config.core.cacheDir);
+  if (values.json) writeJson(status ? { running: true, ...status } : { running: false });
   else if (!status) process.stdout.write(`no resident uh serves ${config.core.cacheDir} (uh daemon start)\n`);
   else process.stdout.write(statusLines(status));
   return status ? EXIT.ok : EXIT.failed;
@@ -140,7 +122,7 @@ export async function daemonStop(argv: string[], config: UhConfig): Promise<numb
     process.stdout.write(`${helpText(STOP)}\n`);
     return EXIT.ok;
   }
-  const answers = await ask(config, 'stop');
+  const answers = await askResident(config.core.cacheDir, 'stop');
   const stopping = answers?.find((a) => a.kind === 'stopping');
   process.stdout.write(
     stopping ? `stopped the resident uh (pid ${stopping.pid})\n` : `no resident uh serves ${config.core.cacheDir}\n`,

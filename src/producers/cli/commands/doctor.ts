@@ -31,6 +31,7 @@ import type { Keyring } from '../../../operation/receipt-keys.js';
 import { fleetKeyFindings, receiptKeyFindings } from '../receipt-doctor.js';
 import { limitsFindings } from '../limits-doctor.js';
 import { overlayProbeFor } from '../../../workers/sandbox/sandbox-backend.js';
+import { residentStatus } from '../resident/ask.js';
 
 const DOCTOR: CommandSpec = {
   usage: 'uh doctor [--json] [--redis url] [--state-dir dir]',
@@ -357,6 +358,15 @@ function printFindings(findings: Finding[], ok: boolean, stalled: boolean): void
   process.stdout.write(ok ? 'ready to run missions\n' : `not ready: fix the ✖ lines above${why}\n`);
 }
 
+/** Whether a resident uh serves this cache dir (never a problem either way). */
+async function residentFinding(config: UhConfig): Promise<Finding> {
+  const s = await residentStatus(config.core.cacheDir);
+  const detail = s
+    ? `pid ${s.pid} serves uh mission run here: ${s.served} served, ${s.refused} refused${s.last_refusal ? ` (last: ${s.last_refusal})` : ''}`
+    : 'none: each uh mission run starts uh (uh daemon start keeps it loaded, docs/resident.md)';
+  return { what: 'resident', ok: true, detail, core: false };
+}
+
 export async function doctor(argv: string[], config: UhConfig): Promise<number> {
   const { values } = parseCommand(DOCTOR, argv);
   if (values.help) return (void process.stdout.write(`${helpText(DOCTOR)}\n`), EXIT.ok);
@@ -382,7 +392,7 @@ export async function doctor(argv: string[], config: UhConfig): Promise<number> 
     problem === null && !redis.defaulted ? await fleetFindings(config, redisUrl, receipts.keyring, stateDir) : null;
   findings.push(...(fleet?.findings ?? []));
   findings.push(isolationFinding(config), sandboxesFinding(config), networkFinding(config), ...limitsFindings(config));
-  findings.push(...(await runtimeFindings(config, stateDir)));
+  findings.push(...(await runtimeFindings(config, stateDir)), await residentFinding(config));
   const ok = findings.filter((f) => f.core).every((f) => f.ok);
   if (values.json) writeJson({ ok, findings, ...(fleet ? { fleet: fleet.report } : {}) });
   else printFindings(findings, ok, (fleet?.report.stalled_runtimes.length ?? 0) > 0);
