@@ -7,10 +7,9 @@
 // this user owns that no one else may enter: a socket someone else made could otherwise answer
 // for the run (its output and exit code). It resolves null whenever the run was not handed over
 // (no resident uh, a refusal, no answer within HANDOVER_WAIT_MS): the caller then runs the command
-// itself, as it would have without one.
-// node:net loads only when a socket is there to talk to.
+// itself, as it would have without one. node:net loads only when a socket is there to talk to.
 const { lstatSync, readFileSync } = require('node:fs');
-const { join } = require('node:path');
+const { join, resolve: resolvePath } = require('node:path');
 
 const PROTOCOL_VERSION = 1;
 const HANDOVER_WAIT_MS = 2000;
@@ -26,8 +25,7 @@ const OWN_PROCESS_PATH = /^\/(?:dev|proc)\//;
 /** True for the command lines a resident uh serves. */
 function handedOver(args, env) {
   if (env.UH_RESIDENT === 'off' || args[0] !== 'mission' || args[1] !== 'run') return false;
-  const { resolve } = require('node:path');
-  const ownPath = (a) => OWN_PROCESS_PATH.test(resolve(a.slice(a.indexOf('=') + 1)));
+  const ownPath = (a) => OWN_PROCESS_PATH.test(resolvePath(a.slice(a.indexOf('=') + 1)));
   return !args.some((a) => a === '--help' || a === '-h' || a === '--dry-run' || ownPath(a));
 }
 
