@@ -134,7 +134,14 @@ describe('codex-app-server in queue mode', () => {
         recovered: true,
       });
       const receipt = JSON.parse((await storedArtifact(redis.redis, env(prefix), operationId, 'receipt')) as string);
-      expect(receipt.outcome).toMatchObject({ status: 'failed', raw: 'readback:interrupted' });
+      // Which way codex recorded the turn is a race it runs itself: the killed worker took uh's egress
+      // proxy with it, so the app server either saw its model stream cut first and wrote the turn
+      // failed ("stream disconnected before completion"), or was ended first and the turn reads
+      // interrupted. Under load on 2 cores both happen (3 of 8 runs the first); either is the truth.
+      expect(receipt.outcome.status).toBe('failed');
+      if (receipt.outcome.raw === 'readback:failed:other')
+        expect(receipt.outcome.message).toMatch(/^stream disconnected before completion/);
+      else expect(receipt.outcome.raw).toBe('readback:interrupted');
       expect(receipt.runtime).toMatchObject({ thread_id: left.thread_id, turn_id: left.turn_id });
       // Ended by the live worker through the one finishing module: signed with the fleet's key.
       const file = join(tempDir('uh-verify-'), 'receipt.json');
