@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { differingNames, lineSplitter, type RunHello } from '../../src/producers/cli/resident/protocol.js';
-import { refusalOf, type ResidentOptions } from '../../src/producers/cli/resident/server.js';
+import { newState, refusalOf, type ResidentOptions, type State } from '../../src/producers/cli/resident/server.js';
 
 const env = { PATH: '/usr/bin', HOME: '/home/u', UH_CACHE_DIR: '/c' };
 const options = {
@@ -31,18 +31,8 @@ function hello(patch: Partial<RunHello> = {}): RunHello {
   };
 }
 
-function state(patch: Record<string, unknown> = {}) {
-  return {
-    served: 0,
-    refused: 0,
-    lastRefusal: null,
-    lastRunMs: null,
-    current: null,
-    stopping: false,
-    idleAt: 0,
-    rearm: () => undefined,
-    ...patch,
-  };
+function state(patch: Partial<State> = {}): State {
+  return { ...newState(), ...patch };
 }
 
 describe('refusalOf', () => {

@@ -3,13 +3,12 @@ import { fileURLToPath } from 'node:url';
 import type { UhConfig } from '../../../shared/config.js';
 import { EXIT } from '../../../shared/contracts/status.js';
 import { invalidInput } from '../../../shared/errors.js';
-import { helpText, parseCommand, writeJson, type CliSelf, type CommandSpec } from '../cli-kit.js';
+import { COMMON_OPTIONS, helpText, parseCommand, writeJson, type CliSelf, type CommandSpec } from '../cli-kit.js';
 import { onInterrupt } from '../interrupts.js';
 import { askResident, residentDir, residentStatus } from '../resident/ask.js';
 import type { ResidentStatus } from '../resident/server.js';
 
-const HELP = { type: 'boolean' as const, short: 'h', default: false };
-const JSON_FLAG = { type: 'boolean' as const, default: false };
+const { help: HELP, json: JSON_FLAG } = COMMON_OPTIONS;
 
 const START: CommandSpec = {
   usage: 'uh daemon start [--idle-minutes n]',

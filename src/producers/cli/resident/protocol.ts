@@ -19,7 +19,7 @@ export const MAX_HELLO_BYTES = 1024 * 1024;
  * Variables a shell sets for each command or each directory, which say nothing about how uh
  * behaves: a run differing only in them is served.
  */
-export const UNCOMPARED = new Set(['_', 'PWD', 'OLDPWD', 'SHLVL']);
+const UNCOMPARED = new Set(['_', 'PWD', 'OLDPWD', 'SHLVL']);
 
 const Run = z.strictObject({
   kind: z.literal('run'),

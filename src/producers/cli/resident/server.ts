@@ -70,7 +70,7 @@ export interface Resident {
   stopped: Promise<void>;
 }
 
-interface State {
+export interface State {
   served: number;
   refused: number;
   lastRefusal: string | null;
@@ -80,6 +80,20 @@ interface State {
   idleAt: number;
   /** Restarts the idle clock (at start and after each served run). */
   rearm: () => void;
+}
+
+/** A resident uh's state before it serves anything. */
+export function newState(): State {
+  return {
+    served: 0,
+    refused: 0,
+    lastRefusal: null,
+    lastRunMs: null,
+    current: null,
+    stopping: false,
+    idleAt: 0,
+    rearm: () => undefined,
+  };
 }
 
 /** Why `hello` is not served here, or null (a table, in order). */
@@ -110,16 +124,7 @@ function isDirectory(path: string): boolean {
 /** Starts serving at `<dir>/uh.sock`; refuses (invalid input) when another resident uh serves there. */
 export async function startResident(options: ResidentOptions): Promise<Resident> {
   const socket = await claimSocket(options.dir);
-  const state: State = {
-    served: 0,
-    refused: 0,
-    lastRefusal: null,
-    lastRunMs: null,
-    current: null,
-    stopping: false,
-    idleAt: 0,
-    rearm: () => undefined,
-  };
+  const state = newState();
   const startedAt = new Date().toISOString();
   let finish!: () => void;
   const stopped = new Promise<void>((resolve) => (finish = resolve));
@@ -211,7 +216,7 @@ function removeSocket(socket: string): void {
 }
 
 /** True when something accepts a connection on `socket`. */
-export function answers(socket: string): Promise<boolean> {
+function answers(socket: string): Promise<boolean> {
   return new Promise((resolve) => {
     const conn = createConnection(socket);
     conn.once('connect', () => {
@@ -382,7 +387,7 @@ type Send = (stream: 'out' | 'err', data: Buffer) => void;
 async function runServed(hello: RunHello, options: ResidentOptions, source: InterruptSource, send: Send) {
   const home = process.cwd();
   const umask = process.umask(hello.umask);
-  const restore = captureOutput(send);
+  const restore = redirectOutput(send);
   try {
     process.chdir(hello.cwd);
     return await withInterrupts(source, () => options.run(hello.argv));
@@ -398,7 +403,7 @@ async function runServed(hello: RunHello, options: ResidentOptions, source: Inte
 }
 
 /** Sends what this process writes to stdout and stderr, until the returned function restores them. */
-export function captureOutput(send: Send): () => void {
+function redirectOutput(send: Send): () => void {
   const saved = { out: process.stdout.write, err: process.stderr.write };
   const writer =
     (stream: 'out' | 'err') =>
