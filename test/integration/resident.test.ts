@@ -50,6 +50,26 @@ async function run(agentArgs: string[], extra: string[] = [], env: Record<string
   return { ...result, operationId, state };
 }
 
+/** A client whose mission hangs, once the resident uh runs it (its record says `running`). */
+async function hangingClient(stdio: 'ignore' | 'pipe') {
+  const { path, operationId } = writeMission(repo, ['hang']);
+  const state = stateDir();
+  const child = spawn(process.execPath, [UH_BIN, 'mission', 'run', path, '--state-dir', state], {
+    cwd: repo,
+    env: cliEnv(cacheDir),
+    stdio: ['ignore', stdio, stdio],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (c) => (stderr += c));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const dir = join(state, 'operations', operationId);
+  const record = join(dir, 'operation.json');
+  expect(await waitFor(() => existsSync(record) && readFileSync(record, 'utf8').includes('"running"'), 20_000)).toBe(
+    true,
+  );
+  return { child, path, dir, exited, stderr: () => stderr };
+}
+
 /** What a user compares between two runs: the receipt without its ids, times and signature. */
 function receiptView(stdout: string) {
   const r = JSON.parse(stdout);
@@ -143,20 +163,7 @@ describe('uh mission run with a resident uh', () => {
   }, 60_000);
 
   it("cancels the served run on the client's Ctrl-C (exit 4, receipt written), and runs a second client meanwhile in its own process", async () => {
-    const { path, operationId } = writeMission(repo, ['hang']);
-    const state = stateDir();
-    const child = spawn(process.execPath, [UH_BIN, 'mission', 'run', path, '--state-dir', state], {
-      cwd: repo,
-      env: cliEnv(cacheDir),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (c) => (stderr += c));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const record = join(state, 'operations', operationId, 'operation.json');
-    expect(await waitFor(() => existsSync(record) && readFileSync(record, 'utf8').includes('"running"'), 20_000)).toBe(
-      true,
-    );
+    const { child, path, dir, exited, stderr } = await hangingClient('pipe');
     expect((await residentStatus(cacheDir)).serving).toEqual(expect.arrayContaining(['mission', 'run', path]));
     // Meanwhile another run is not held up behind it.
     const second = await run(['edit', 'second.txt', 'x\n'], ['--json']);
@@ -164,25 +171,15 @@ describe('uh mission run with a resident uh', () => {
     expect((await residentStatus(cacheDir)).last_refusal).toContain('serving another run');
     child.kill('SIGINT');
     expect(await exited).toBe(4);
-    expect(stderr).toContain('SIGINT: cancelling');
-    const receipt = JSON.parse(readFileSync(join(state, 'operations', operationId, 'receipt.json'), 'utf8'));
+    expect(stderr()).toContain('SIGINT: cancelling');
+    const receipt = JSON.parse(readFileSync(join(dir, 'receipt.json'), 'utf8'));
     expect(receipt.status).toBe('cancelled');
   }, 60_000);
 
   it('cancels the served run when its client is killed, and serves the next one', async () => {
-    const { path, operationId } = writeMission(repo, ['hang']);
-    const state = stateDir();
-    const child = spawn(process.execPath, [UH_BIN, 'mission', 'run', path, '--state-dir', state], {
-      cwd: repo,
-      env: cliEnv(cacheDir),
-      stdio: 'ignore',
-    });
-    const record = join(state, 'operations', operationId, 'operation.json');
-    expect(await waitFor(() => existsSync(record) && readFileSync(record, 'utf8').includes('"running"'), 20_000)).toBe(
-      true,
-    );
+    const { child, dir } = await hangingClient('ignore');
     child.kill('SIGKILL');
-    const receiptFile = join(state, 'operations', operationId, 'receipt.json');
+    const receiptFile = join(dir, 'receipt.json');
     expect(await waitFor(() => existsSync(receiptFile), 20_000)).toBe(true);
     expect(JSON.parse(readFileSync(receiptFile, 'utf8')).status).toBe('cancelled');
     expect(await waitFor(async () => (await residentStatus(cacheDir)).serving === null, 10_000)).toBe(true);

@@ -45,6 +45,18 @@ async function forgedResident(cacheDir: string, garbage = false): Promise<{ serv
   return { server, hellos: () => hellos };
 }
 
+/** `fn` with a forged resident uh listening in a fresh cache dir, closed after. */
+async function withForged(fn: (cacheDir: string, hellos: () => number) => Promise<void>, garbage = false) {
+  const cacheDir = tempDir('uh-resident-forged-');
+  created.push(cacheDir);
+  const forged = await forgedResident(cacheDir, garbage);
+  try {
+    await fn(cacheDir, forged.hellos);
+  } finally {
+    forged.server.close();
+  }
+}
+
 async function runAgainst(cacheDir: string) {
   const { path, operationId } = writeMission(repo, ['exit', '1', 'the real run fails']);
   const state = tempDir('uh-resident-sec-state-');
@@ -64,66 +76,47 @@ describe('the client hands a run over only to its own user', () => {
   ];
 
   it('uses a forged socket in a sound directory (the check below is what stops it)', async () => {
-    const cacheDir = tempDir('uh-resident-forged-');
-    created.push(cacheDir);
-    const forged = await forgedResident(cacheDir);
-    try {
+    await withForged(async (cacheDir, hellos) => {
       const r = await runAgainst(cacheDir);
-      expect(forged.hellos()).toBe(1);
+      expect(hellos()).toBe(1);
       expect(r.code).toBe(0);
       expect(r.stdout).toContain('"forged":true');
       expect(r.ranHere).toBe(false);
-    } finally {
-      forged.server.close();
-    }
+    });
   }, 30_000);
 
   for (const [name, spoil] of cases) {
     it(`ignores ${name}: the run goes on in its own process, with its own verdict`, async () => {
-      const cacheDir = tempDir('uh-resident-forged-');
-      created.push(cacheDir);
-      const forged = await forgedResident(cacheDir);
-      try {
+      await withForged(async (cacheDir, hellos) => {
         spoil(cacheDir);
         const r = await runAgainst(cacheDir);
-        expect(forged.hellos()).toBe(0);
+        expect(hellos()).toBe(0);
         expect(r.stdout).not.toContain('"forged":true');
         expect(r.code).toBe(1);
         expect(r.ranHere).toBe(true);
-      } finally {
-        forged.server.close();
-      }
+      });
     }, 30_000);
   }
 
   it('runs the command itself when the socket answers something else than the protocol', async () => {
-    const cacheDir = tempDir('uh-resident-garbage-');
-    created.push(cacheDir);
-    const other = await forgedResident(cacheDir, true);
-    try {
+    await withForged(async (cacheDir, hellos) => {
       const r = await runAgainst(cacheDir);
-      expect(other.hellos()).toBe(1);
+      expect(hellos()).toBe(1);
       expect(r.code).toBe(1);
       expect(r.ranHere).toBe(true);
-    } finally {
-      other.server.close();
-    }
+    }, true);
   }, 30_000);
 
   it('ignores a daemon path that is a symlink to a sound directory', async () => {
-    const cacheDir = tempDir('uh-resident-link-');
-    const other = tempDir('uh-resident-link-target-');
-    created.push(cacheDir, other);
-    const forged = await forgedResident(other);
-    try {
-      symlinkSync(join(other, 'daemon'), join(cacheDir, 'daemon'));
+    await withForged(async (forgedDir, hellos) => {
+      const cacheDir = tempDir('uh-resident-link-');
+      created.push(cacheDir);
+      symlinkSync(join(forgedDir, 'daemon'), join(cacheDir, 'daemon'));
       const r = await runAgainst(cacheDir);
-      expect(forged.hellos()).toBe(0);
+      expect(hellos()).toBe(0);
       expect(r.code).toBe(1);
       expect(r.ranHere).toBe(true);
-    } finally {
-      forged.server.close();
-    }
+    });
   }, 30_000);
 });
 
