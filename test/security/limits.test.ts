@@ -125,7 +125,10 @@ describe.each(ROWS)('limits (%s, UH_ISOLATION=%s, as %s)', (mode: Mode, isolatio
     if (marker) await expectNoSurvivors(marker);
     expect(cgroupsOf(receipt.operation_id)).toEqual([]);
     const next = await run('echo ok > src/ok.txt');
-    expect(next.verdict).toBe('verified');
+    // On a failure, the receipt's outcome says which step failed and why.
+    expect(next.verdict, JSON.stringify({ status: next.status, outcome: next.outcome, scope: next.scope })).toBe(
+      'verified',
+    );
     expect(next.limits.exceeded).toBeNull();
     if (f.worker) expect(next.worker.pid).toBe(f.worker.pid);
   };

@@ -66,7 +66,7 @@ export async function diffPhase(
   });
   const got = await boundedTreeWork(run, sandbox, helper);
   if (got === null) return;
-  const { usage, replaced, walked, ignored, diff } = got;
+  const { usage, replaced, walked, ignored, diff, helperFailure } = got;
   // Over its worktree bounds, the tree is never diffed: the run fails naming the bound.
   if (overWorktree(run, usage) || diff === null) return;
   run.diff = diff;
@@ -77,6 +77,7 @@ export async function diffPhase(
     head_commit: diff.headCommit,
     ...(diff.truncated ? { truncated: true, bytes_total: diff.bytesTotal, cap_bytes: diff.capBytes } : {}),
     ...(replaced === null ? {} : { git_link_restored: replaced }),
+    ...(helperFailure === undefined ? {} : { helper_replaced: helperFailure }),
     ...(ignored.removed.length + ignored.kept.length === 0
       ? {}
       : {
@@ -110,7 +111,7 @@ async function boundedTreeWork(
   run: OperationRun,
   sandbox: Sandbox,
   helper: OverlayHelper | null,
-): Promise<TreeWorkResult | null> {
+): Promise<(TreeWorkResult & { helperFailure?: string }) | null> {
   const { prepared, settings } = run;
   const completed = run.failure === null && run.folded.outcome.status === 'completed';
   // After a runtime that did not complete (a cancel among them) the diff records what it left.

@@ -9,7 +9,8 @@
  * helper ahead (`startOverlayHelper`, before the agent): its node start-up and module loading
  * then happen while the agent runs, and it mounts the overlay only when its request comes, after
  * the agent's namespace is gone (two mounts of one upper layer at once are undefined). A helper
- * started ahead waits `HELPER_WAIT_MS` at most; one gone when it is needed is replaced by a fresh one.
+ * started ahead waits `HELPER_WAIT_MS` at most; one gone when it is needed, or one that fails, is
+ * replaced by a fresh one (the `diff.captured` event then says why, `helper_replaced`).
  */
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -119,14 +120,24 @@ const TreeWorkResultSchema = z.object({
 export async function overlayTreeWork(
   request: Omit<TreeWorkRequest, 'workDir'>,
   run: OverlayDiffRun,
-): Promise<TreeWorkResult> {
+): Promise<TreeWorkResult & { helperFailure?: string }> {
   const tree: TreeWorkRequest = { ...request, workDir: run.layers.mountPoint };
   const payload = { tree, views: viewsOf(run.layers) };
   const started = run.started?.take();
-  const answer = started
-    ? await answerOf(started, { ...payload, mount: overlayMountArgv(run.layers, ['/bin/true']) }, run.signal)
-    : await runHelper(payload, run);
-  return TreeWorkResultSchema.parse(answer);
+  let helperFailure: string | undefined;
+  if (started) {
+    const mount = overlayMountArgv(run.layers, ['/bin/true']);
+    try {
+      return TreeWorkResultSchema.parse(await answerOf(started, { ...payload, mount }, run.signal));
+    } catch (error) {
+      // Its namespace (and its mount) died with it; a fresh helper does the whole step again
+      // (each part of it can be done twice). A cancel or the deadline is not retried.
+      if (run.signal?.aborted) throw error;
+      helperFailure = error instanceof Error ? error.message.slice(0, 500) : String(error);
+    }
+  }
+  const result = TreeWorkResultSchema.parse(await runHelper(payload, run));
+  return helperFailure === undefined ? result : { ...result, helperFailure };
 }
 
 function viewsOf(layers: OverlayLayers): OverlayDiffRequest['views'] {

@@ -30,6 +30,7 @@ import {
   unusedBases,
 } from '../../../src/workers/sandbox/overlay-base.js';
 import { overlayLaunchArgv, probeOverlay } from '../../../src/workers/sandbox/overlay-mount.js';
+import { spawnGroup } from '../../../src/shared/process/spawn-group.js';
 import { createOverlaySandbox, removeOverlaySandbox } from '../../../src/workers/sandbox/overlay-sandbox.js';
 import { createSandbox, sandboxPaths } from '../../../src/workers/sandbox/worktree.js';
 import { captureDiff } from '../../../src/workers/verification/capture-diff.js';
@@ -326,6 +327,28 @@ describe('a helper started ahead', () => {
       { unshare, layers: overlay.layers, timeoutMs: 60_000, started: gone },
     );
     expect(result.diff?.changed).toEqual([{ path: 'src/app.ts', status: 'deleted' }]);
+  }, 60_000);
+
+  it('one that fails on its request is replaced by a fresh one, and the result says why', async () => {
+    const { cacheDir, mirror, commit, overlay } = await deletedInOverlay('op-ovl-failed');
+    // Running when taken, then failing as a helper would that lost its mount.
+    const failing = spawnGroup({
+      argv: ['sh', '-c', 'read -r line; echo mount went away >&2; exit 3'],
+      cwd: '/',
+      env: { PATH: '/usr/bin:/bin' },
+      stdin: 'pipe',
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    let taken = false;
+    const started = { pid: failing.pid, take: () => (taken ? null : ((taken = true), failing)), close: () => {} };
+    const result = await overlayTreeWork(
+      treeRequest(mirror.path, commit, join(cacheDir, 'derived', 'base-facts'), temp('uh-ovl-f-')),
+      { unshare, layers: overlay.layers, timeoutMs: 60_000, started },
+    );
+    expect(taken).toBe(true);
+    expect(result.diff?.changed).toEqual([{ path: 'src/app.ts', status: 'deleted' }]);
+    expect(result.helperFailure).toMatch(/the overlay helper exited 3: mount went away/);
   }, 60_000);
 });
 
