@@ -14,7 +14,8 @@ const CHUNK = 64 * 1024;
 /** Scrub one file in place (through a temp file and a rename); true when it changed. */
 export function scrubFile(path: string, secrets: readonly string[]): boolean {
   const scrub = byteRedactor(secrets);
-  if (!scrub.active) return false;
+  // Most files hold no secret: a pass that only reads says whether the file is to be rewritten.
+  if (!scrub.active || !redactsAny(path, secrets)) return false;
   const tmp = `${path}.${process.pid}.scrub`;
   const input = openSync(path, 'r');
   const output = openSync(tmp, 'w');
@@ -37,6 +38,20 @@ export function scrubFile(path: string, secrets: readonly string[]): boolean {
   if (changed) renameSync(tmp, path);
   else rmSync(tmp, { force: true });
   return changed;
+}
+
+/** True when the redactor changes something in the file at `path` (it is only read). */
+function redactsAny(path: string, secrets: readonly string[]): boolean {
+  const scrub = byteRedactor(secrets);
+  const input = openSync(path, 'r');
+  try {
+    const buf = Buffer.alloc(CHUNK);
+    for (let n = readSync(input, buf); n > 0; n = readSync(input, buf))
+      if (scrub.push(buf.subarray(0, n)).includes('[redacted]')) return true;
+    return scrub.end().includes('[redacted]');
+  } finally {
+    closeSync(input);
+  }
 }
 
 /** Scrub every regular file of an operation dir but the diff, the receipt, the record and the events. */
