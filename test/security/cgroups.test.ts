@@ -13,7 +13,7 @@
  *   operation still running) or sweeps.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -142,6 +142,39 @@ describe.each([...V2, ...V1])('a phase cgroup under %s', (parent, backend) => {
     const r = spawnSync(missing[0] as string, [...missing.slice(1), '/bin/sh', '-c', 'echo ran'], { encoding: 'utf8' });
     expect(r.status).toBe(125);
     expect(r.stdout).toBe('');
+  });
+
+  it('its join sets the per-file byte limit: a write past it fails, and a write within it does not', async () => {
+    const work = tempDir('uh-cgroups-fsize-');
+    dirs.push(work);
+    const cgroup = createMissionCgroup(
+      backend,
+      { phase: 'agent', operationId: `op-cgt-fsize-${process.pid}` },
+      { processes: 64, memory_bytes: 256 * 1024 * 1024, worktree_bytes: 64 * 1024 },
+    );
+    try {
+      // dd writes 64 KiB, then 64 KiB + 1 block: the kernel refuses the part past the limit (EFBIG).
+      const write = (name: string, blocks: number) =>
+        spawnSync(
+          cgroup.join[0] as string,
+          [
+            ...cgroup.join.slice(1),
+            '/bin/sh',
+            '-c',
+            `trap '' XFSZ; dd if=/dev/zero of=${join(work, name)} bs=1024 count=${blocks} 2>&1; ulimit -f`,
+          ],
+          { encoding: 'utf8' },
+        );
+      const within = write('within', 64);
+      expect(within.status).toBe(0);
+      expect(within.stdout.trim().split('\n').pop()).toBe('128'); // 512-byte blocks
+      expect(statSync(join(work, 'within')).size).toBe(64 * 1024);
+      const past = write('past', 65);
+      expect(past.stdout).toMatch(/File too large/);
+      expect(statSync(join(work, 'past')).size).toBe(64 * 1024);
+    } finally {
+      await cgroup.close();
+    }
   });
 });
 

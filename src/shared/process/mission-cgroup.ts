@@ -2,9 +2,9 @@
  * One phase's cgroup (the agent's, the checks', the hidden verifier's) on the backend the host
  * gives (cgroup-probe.ts): made with the mission's limits (`pids.max` = processes, enforced by the
  * kernel for root too; `memory.max` / `memory.limit_in_bytes` = memory, no swap beyond it), joined
- * by every child before it execs (`join`: a `/bin/sh` that writes itself into each cgroup (`JOIN`),
- * then `exec`s the program, so not one instruction of it runs outside; a join that
- * fails exits 125 and the program never runs), read for the kernel's refusals (`pids.events` max,
+ * by every child before it execs (`join`: a `/bin/sh` that sets the per-file byte limit, writes
+ * itself into each cgroup (`JOIN`), then `exec`s the program, so not one instruction of it runs
+ * outside; a join that fails exits 125 and the program never runs), read for the kernel's refusals (`pids.events` max,
  * the OOM kills), and at the end emptied (v2 `cgroup.kill`; v1 SIGKILL of every pid until none is
  * left) and removed. Names are `uh-<pid>-<n>-<phase>.<scope>-<operation>` (`cgroupScope` of the
  * run's cache): a cgroup of that cache whose owning process is gone is swept by `uh gc` and by a
@@ -90,6 +90,16 @@ function set(dir: string, file: string, value: string, optional = false): void {
 export interface CgroupLimits {
   processes: number;
   memory_bytes: number;
+  /**
+   * The largest file a process of the phase may write (`RLIMIT_FSIZE`), set by the joining shell
+   * (`ulimit -f`, in POSIX's 512-byte blocks, rounded up) so no `prlimit` is exec'd as well; unset: none.
+   */
+  worktree_bytes?: number;
+}
+
+/** The joining shell's script: with `fsize`, it sets `RLIMIT_FSIZE` first (`$1` blocks). */
+function joinScript(kind: CgroupBackend['kind'], fsize: boolean): string {
+  return fsize ? `ulimit -f "$1" || exit 125; shift; ${JOIN[kind].script}` : JOIN[kind].script;
 }
 
 /** Make the phase's cgroup with the limits set, or throw (the caller fails the run: never unlimited). */
@@ -124,10 +134,18 @@ export function createMissionCgroup(
     for (const dir of dirs) removeDir(dir);
     throw error;
   }
-  return cgroupHandle(backend, dirs);
+  return cgroupHandle(backend, dirs, joinArgv(backend, dirs, limits.worktree_bytes));
 }
 
-function cgroupHandle(backend: CgroupBackend, dirs: string[]): MissionCgroup {
+/** The joining shell's argv up to the program's: `/bin/sh -c <script> uh-cgroup-join [blocks] <files…> --`. */
+function joinArgv(backend: CgroupBackend, dirs: readonly string[], fileBytes: number | undefined): string[] {
+  const { file } = JOIN[backend.kind];
+  const blocks = fileBytes === undefined ? [] : [String(Math.ceil(fileBytes / 512))];
+  const script = joinScript(backend.kind, fileBytes !== undefined);
+  return ['/bin/sh', '-c', script, 'uh-cgroup-join', ...blocks, ...dirs.map((d) => join(d, file)), '--'];
+}
+
+function cgroupHandle(backend: CgroupBackend, dirs: string[], joinArgs: readonly string[]): MissionCgroup {
   const v2 = backend.kind === 'cgroup-v2';
   const events = (): CgroupEvents => {
     const [first, memory = first] = dirs as [string, string?];
@@ -143,14 +161,7 @@ function cgroupHandle(backend: CgroupBackend, dirs: string[]): MissionCgroup {
   return {
     backend,
     dirs,
-    join: [
-      '/bin/sh',
-      '-c',
-      JOIN[backend.kind].script,
-      'uh-cgroup-join',
-      ...dirs.map((d) => join(d, JOIN[backend.kind].file)),
-      '--',
-    ],
+    join: joinArgs,
     events,
     pids,
     close: async () => {

@@ -81,7 +81,8 @@ export function limitMechanisms(host: LimitHost): Record<LimitName, LimitMechani
     processes: host.cgroup !== null ? 'cgroup' : host.isolated && !host.root ? rlimit : 'watcher',
     memory: host.cgroup !== null ? 'cgroup' : rlimit,
     shm: host.isolated && host.tmpfsSize ? 'tmpfs' : 'none',
-    worktree_bytes: rlimit,
+    // On a cgroup backend the joining shell sets RLIMIT_FSIZE (mission-cgroup.ts), prlimit or not.
+    worktree_bytes: host.cgroup !== null ? 'rlimit+watcher' : rlimit,
     worktree_files: 'watcher',
   };
 }

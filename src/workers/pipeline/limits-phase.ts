@@ -37,7 +37,7 @@ import { hitMessage, type LimitHit } from './limits-watch.js';
 export interface RunLimits {
   readonly values: MissionLimits;
   readonly host: LimitHost;
-  /** `prlimit … --`, or [] where prlimit is missing. */
+  /** `prlimit … --`, or [] where prlimit is missing or a cgroup backend holds (its join sets the file size). */
   readonly prefix: readonly string[];
   /** The first limit reached (the watcher's, or the worktree walk's after the agent). */
   hit: LimitHit | null;
@@ -70,7 +70,8 @@ export function runLimitsFor(
   return {
     values,
     host: limitHost,
-    prefix: prlimit === null ? [] : rlimitPrefix(prlimit, values, limitHost),
+    // On a cgroup backend the cgroup holds processes and memory, and its joining shell the file size.
+    prefix: prlimit === null || limitHost.cgroup !== null ? [] : rlimitPrefix(prlimit, values, limitHost),
     hit: null,
     worktree: null,
     backend,
