@@ -70,6 +70,12 @@ function neededMasks(plan: BwrapPlan): string[] {
   return byDepth(plan.masked).filter((path) => !covers.some((dir) => dir !== path && within(path, dir)));
 }
 
+/** True when a tmpfs of the sandbox (a mask, /tmp, the home) covers `path`. */
+function shadowed(plan: BwrapPlan, path: string): boolean {
+  const covers = [...plan.masked, '/tmp', ...(plan.home === null ? [] : [plan.home])];
+  return covers.some((dir) => path === dir || within(path, dir));
+}
+
 export function bwrapArgv(plan: BwrapPlan, argv: readonly string[]): string[] {
   const out = [plan.bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
   const shm = plan.shmBytes ?? null;
@@ -83,7 +89,7 @@ export function bwrapArgv(plan: BwrapPlan, argv: readonly string[]): string[] {
   const user = plan.userNs ? ownUserNamespace(plan.userNs) : userNamespaceArgs(plan.uid);
   out.push(...user, '--unshare-pid', '--unshare-ipc', '--die-with-parent', '--new-session');
   const egress = plan.egress ?? null;
-  if (egress) out.push(...egressBwrapArgs(egress));
+  if (egress) out.push(...egressBwrapArgs(egress, (path) => shadowed(plan, path)));
   else if (!plan.network) out.push('--unshare-net');
   out.push('--clearenv');
   for (const [key, value] of Object.entries({ ...plan.env, ...(egress ? egressEnv(egress) : {}) })) {

@@ -10,7 +10,7 @@
  *
  * The proxy still decides every connection by name; a forwarder widens nothing.
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EgressRule } from '../../shared/contracts/egress.js';
 import type { EgressBridge, EgressForward } from '../../shared/process/egress-bridge.js';
@@ -69,7 +69,7 @@ const PERL = HOST_PERL;
 export function egressBridgeFor(
   proxy: { socket: string; dir: string },
   rules: readonly EgressRule[],
-  prelisten: string | null = existsSync(PERL) ? PERL : null,
+  prelisten: string | null = existsSync(PERL) ? realpathSync.native(PERL) : null,
 ): EgressBridge {
   const { forwards, hosts } = forwardsOf(rules);
   let proxyPort = PROXY_PORT;

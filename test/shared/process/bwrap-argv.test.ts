@@ -68,4 +68,24 @@ describe('bwrapArgv', () => {
   it('network none unshares the network', () => {
     expect(bwrapArgv({ ...plan, network: false }, ['true'])).toContain('--unshare-net');
   });
+
+  it("egress binds the bridge's node and perl only where a tmpfs of the sandbox would hide them", () => {
+    const egress = (node: string, prelisten: string | null) => ({
+      socket: '/run/uh-egress/proxy.sock',
+      proxyPort: 3128,
+      forwards: [],
+      hostsFile: null,
+      node,
+      prelisten,
+    });
+    const binds = (argv: string[]) => argv.flatMap((a, i) => (a === '--ro-bind-try' ? [argv[i + 1]] : []));
+    const seen = binds(bwrapArgv({ ...plan, egress: egress('/usr/bin/node', '/usr/bin/perl') }, ['true']));
+    expect(seen).not.toContain('/usr/bin/node');
+    expect(seen).not.toContain('/usr/bin/perl');
+    // An nvm under the home, a node under /tmp or under a mask: bound, so the bridge can start.
+    for (const node of ['/home/u/.nvm/versions/node/v20/bin/node', '/tmp/n/node', '/srv/cache/uh/node'])
+      expect(binds(bwrapArgv({ ...plan, masked: ['/srv/cache/uh'], egress: egress(node, null) }, ['true']))).toContain(
+        node,
+      );
+  });
 });
