@@ -9,7 +9,6 @@ import { createWriteStream, openSync, closeSync } from 'node:fs';
 import type { Readable, Writable } from 'node:stream';
 import { LIMITS } from '../contracts/input-limits.js';
 import { byteRedactor } from '../redact.js';
-import { takeLauncher, type AheadStdio } from './spawn-ahead.js';
 
 export type OutputSpec =
   | 'ignore'
@@ -169,11 +168,6 @@ function launch(options: SpawnGroupOptions): ChildProcess {
   const [program, ...args] = options.argv;
   if (program === undefined) throw new Error('spawnGroup: empty argv');
   countSpawn(program, args);
-  const ahead = takeLauncher({
-    ...options,
-    stdio: [aheadStdio(stdinMode(options)), aheadOf(options.stdout), aheadOf(options.stderr)],
-  });
-  if (ahead !== null) return ahead;
   try {
     return nodeSpawn(program, args, {
       cwd: options.cwd,
@@ -185,14 +179,6 @@ function launch(options: SpawnGroupOptions): ChildProcess {
     for (const fd of fds) closeSync(fd); // the child holds its own copy
   }
 }
-
-/** Where a launcher started ahead (spawn-ahead.ts) sends a stream: as `launch` would. */
-function aheadOf(spec: OutputSpec | 'pipe' | undefined): AheadStdio {
-  if (spec === undefined || spec === 'ignore') return 'null';
-  return spec === 'pipe' || piped(spec) ? 'pipe' : { file: spec.file };
-}
-
-const aheadStdio = (mode: 'ignore' | 'pipe'): AheadStdio => (mode === 'pipe' ? 'pipe' : 'null');
 
 function stdinMode(options: SpawnGroupOptions): 'ignore' | 'pipe' {
   return options.stdin === undefined || options.stdin === 'ignore' ? 'ignore' : 'pipe';

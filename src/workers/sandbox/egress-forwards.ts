@@ -14,7 +14,6 @@ import { existsSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { EgressRule } from '../../shared/contracts/egress.js';
 import type { EgressBridge, EgressForward } from '../../shared/process/egress-bridge.js';
-import { HOST_PERL } from '../../shared/process/spawn-ahead.js';
 
 /** The in-sandbox proxy's first choice of port; the next free one when a forward takes it. */
 const PROXY_PORT = 3128;
@@ -60,7 +59,7 @@ function forwardsOf(rules: readonly EgressRule[]): { forwards: EgressForward[]; 
 }
 
 /** Debian's perl-base (Essential): the bridge's pre-listener where it is there (egress-bridge.ts). */
-const PERL = HOST_PERL;
+const PERL = '/usr/bin/perl';
 
 /**
  * The bridge of one operation: its forwards, a hosts file in the proxy's private dir when names

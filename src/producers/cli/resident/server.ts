@@ -8,13 +8,12 @@
  * refused, and runs in its own process. While a run is served, this process's stdout and stderr
  * are the client's, and the client's Ctrl-C is the run's.
  */
-import { chmodSync, existsSync, lstatSync, statSync, unlinkSync } from 'node:fs';
+import { chmodSync, lstatSync, statSync, unlinkSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { makeDir } from '../../../shared/fs/make-dir.js';
-import { HOST_PERL, startSpawnAhead, stopSpawnAhead } from '../../../shared/process/spawn-ahead.js';
 import { invalidInput, errorMessage } from '../../../shared/errors.js';
 import { withInterrupts, type Interrupt, type InterruptListener, type InterruptSource } from '../interrupts.js';
 import {
@@ -160,7 +159,6 @@ export async function startResident(options: ResidentOptions): Promise<Resident>
         clearTimeout(idle);
         server.close();
         removeSocket(socket);
-        stopSpawnAhead();
       }
       const current = state.current;
       if (current && interrupt) current.interrupt(interrupt);
@@ -171,8 +169,6 @@ export async function startResident(options: ResidentOptions): Promise<Resident>
   state.rearm = rearm;
   await listen(server, socket);
   chmodSync(socket, 0o600);
-  // Its runs' children start without forking this (large) process: spawn-ahead.ts.
-  if (existsSync(HOST_PERL)) startSpawnAhead(HOST_PERL);
   rearm();
   return resident;
 }
