@@ -4,13 +4,13 @@
  * kernel for root too; `memory.max` / `memory.limit_in_bytes` = memory, no swap beyond it), joined
  * by every child before it execs (`join`: a `/bin/sh` that sets the per-file byte limit, writes
  * itself into each cgroup (`JOIN`), then `exec`s the program, so not one instruction of it runs
- * outside; a join that fails exits 125 and the program never runs), read for the kernel's refusals (`pids.events` max,
- * the OOM kills), and at the end emptied (v2 `cgroup.kill`; v1 SIGKILL of every pid until none is
- * left) and removed. Names are `uh-<pid>-<n>-<phase>.<scope>-<operation>` (`cgroupScope` of the
- * run's cache): a cgroup of that cache whose owning process is gone is swept by `uh gc` and by a
- * worker's retention sweep (`sweepStaleCgroups`, sparing what the worker says to), and a dead
- * owner's cgroups of one operation are ended by the owner watch (`endOrphanedCgroups`, whatever
- * the cache: the operation is the fleet's).
+ * outside; a join that fails exits 125 and the program never runs), read for the kernel's refusals
+ * (`pids.events` max, the OOM kills), and at the end emptied (v2 `cgroup.kill`; v1 SIGKILL of
+ * every pid until none is left) and removed. Names are `uh-<pid>-<n>-<phase>.<scope>-<operation>`
+ * (`cgroupScope` of the run's cache): a cgroup of that cache whose owning process is gone is swept
+ * by `uh gc` and by a worker's retention sweep (`sweepStaleCgroups`, sparing what the worker says
+ * to), and a dead owner's cgroups of one operation are ended by the owner watch
+ * (`endOrphanedCgroups`, whatever the cache: the operation is the fleet's).
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -97,7 +97,7 @@ export interface CgroupLimits {
   worktree_bytes?: number;
 }
 
-/** The joining shell's script: with `fsize`, it sets `RLIMIT_FSIZE` first (`$1` blocks). */
+/** The joining shell's script; with `fsize`, it sets `RLIMIT_FSIZE` first (`$1`: the limit in 512-byte blocks). */
 function joinScript(kind: CgroupBackend['kind'], fsize: boolean): string {
   return fsize ? `ulimit -f "$1" || exit 125; shift; ${JOIN[kind].script}` : JOIN[kind].script;
 }
