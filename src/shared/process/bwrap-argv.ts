@@ -66,14 +66,16 @@ const within = (path: string, dir: string): boolean => path.startsWith(dir.endsW
  * after the masks), is hidden by that tmpfs anyway (a state dir under /tmp, a cache under home).
  */
 function neededMasks(plan: BwrapPlan): string[] {
-  const covers = [...plan.masked, '/tmp', ...(plan.home === null ? [] : [plan.home])];
+  const covers = tmpfsCovers(plan);
   return byDepth(plan.masked).filter((path) => !covers.some((dir) => dir !== path && within(path, dir)));
 }
 
-/** True when a tmpfs of the sandbox (a mask, /tmp, the home) covers `path`. */
+/** Every directory a tmpfs of the sandbox covers: the masks, the private /tmp, the home. */
+const tmpfsCovers = (plan: BwrapPlan): string[] => [...plan.masked, '/tmp', ...(plan.home === null ? [] : [plan.home])];
+
+/** True when a tmpfs of the sandbox covers `path`. */
 function shadowed(plan: BwrapPlan, path: string): boolean {
-  const covers = [...plan.masked, '/tmp', ...(plan.home === null ? [] : [plan.home])];
-  return covers.some((dir) => path === dir || within(path, dir));
+  return tmpfsCovers(plan).some((dir) => path === dir || within(path, dir));
 }
 
 export function bwrapArgv(plan: BwrapPlan, argv: readonly string[]): string[] {

@@ -171,7 +171,7 @@ export function egressEnv(bridge: EgressBridge): Record<string, string> {
  * nvm under the masked home); elsewhere the read-only root already shows them (each bind costs
  * bwrap ~0.1 ms).
  */
-export function egressBwrapArgs(bridge: EgressBridge, shadowed: (path: string) => boolean = () => true): string[] {
+export function egressBwrapArgs(bridge: EgressBridge, shadowed: (path: string) => boolean): string[] {
   const out = ['--unshare-net', '--ro-bind', bridge.socket, bridge.socket];
   for (const program of [bridge.node, bridge.prelisten ?? null])
     if (program !== null && shadowed(program)) out.push('--ro-bind-try', program, program);

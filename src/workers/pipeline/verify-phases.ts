@@ -16,8 +16,13 @@ import { makeDir } from '../../shared/fs/make-dir.js';
 import { checkScope, type ScopeViolation } from '../verification/scope-check.js';
 import { restoreGitLink } from '../sandbox/git-link.js';
 import { sandboxPaths } from '../sandbox/worktree.js';
-import { treeWork, type TreeWorkRequest, type TreeWorkResult } from '../verification/tree-work.js';
-import { overlayTreeWork, startOverlayHelper, type OverlayHelper } from '../verification/overlay-diff.js';
+import { treeWork, type TreeWorkRequest } from '../verification/tree-work.js';
+import {
+  overlayTreeWork,
+  startOverlayHelper,
+  type OverlayHelper,
+  type OverlayTreeWorkResult,
+} from '../verification/overlay-diff.js';
 import { isOverlaySandbox } from '../sandbox/overlay-sandbox.js';
 import type { WorktreeUsage } from '../sandbox/worktree-usage.js';
 import { phaseSpawn } from './isolation-phase.js';
@@ -111,7 +116,7 @@ async function boundedTreeWork(
   run: OperationRun,
   sandbox: Sandbox,
   helper: OverlayHelper | null,
-): Promise<(TreeWorkResult & { helperFailure?: string }) | null> {
+): Promise<OverlayTreeWorkResult | null> {
   const { prepared, settings } = run;
   const completed = run.failure === null && run.folded.outcome.status === 'completed';
   // After a runtime that did not complete (a cancel among them) the diff records what it left.

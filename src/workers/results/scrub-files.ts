@@ -13,26 +13,14 @@ const CHUNK = 64 * 1024;
 
 /** Scrub one file in place (through a temp file and a rename); true when it changed. */
 export function scrubFile(path: string, secrets: readonly string[]): boolean {
-  const scrub = byteRedactor(secrets);
   // Most files hold no secret: a pass that only reads says whether the file is to be rewritten.
-  if (!scrub.active || !redactsAny(path, secrets)) return false;
+  if (!byteRedactor(secrets).active || !redacted(path, secrets)) return false;
   const tmp = `${path}.${process.pid}.scrub`;
-  const input = openSync(path, 'r');
   const output = openSync(tmp, 'w');
-  let changed = false;
+  let changed: boolean;
   try {
-    const buf = Buffer.alloc(CHUNK);
-    for (let n = readSync(input, buf); n > 0; n = readSync(input, buf)) {
-      const raw = buf.subarray(0, n);
-      const out = scrub.push(raw);
-      writeSync(output, out);
-      if (!changed && out.includes('[redacted]')) changed = true;
-    }
-    const rest = scrub.end();
-    writeSync(output, rest);
-    changed ||= rest.includes('[redacted]');
+    changed = redacted(path, secrets, (out) => writeSync(output, out));
   } finally {
-    closeSync(input);
     closeSync(output);
   }
   if (changed) renameSync(tmp, path);
@@ -40,15 +28,25 @@ export function scrubFile(path: string, secrets: readonly string[]): boolean {
   return changed;
 }
 
-/** True when the redactor changes something in the file at `path` (it is only read). */
-function redactsAny(path: string, secrets: readonly string[]): boolean {
+/**
+ * The file at `path` through the redactor, each redacted chunk to `write`; true when a secret was
+ * replaced. Without `write` it only reads, and stops at the first one.
+ */
+function redacted(path: string, secrets: readonly string[], write?: (out: Buffer) => void): boolean {
   const scrub = byteRedactor(secrets);
   const input = openSync(path, 'r');
+  let changed = false;
   try {
     const buf = Buffer.alloc(CHUNK);
-    for (let n = readSync(input, buf); n > 0; n = readSync(input, buf))
-      if (scrub.push(buf.subarray(0, n)).includes('[redacted]')) return true;
-    return scrub.end().includes('[redacted]');
+    for (let n = readSync(input, buf); n > 0; n = readSync(input, buf)) {
+      const out = scrub.push(buf.subarray(0, n));
+      write?.(out);
+      changed ||= out.includes('[redacted]');
+      if (changed && !write) return true;
+    }
+    const rest = scrub.end();
+    write?.(rest);
+    return changed || rest.includes('[redacted]');
   } finally {
     closeSync(input);
   }

@@ -117,10 +117,13 @@ const TreeWorkResultSchema = z.object({
  * an overlay sandbox, in one helper inside its namespace; the listing limited to what the upper
  * layer names once the ignored files are gone.
  */
+/** The tree step's result; `helperFailure`: why the helper started ahead was replaced. */
+export type OverlayTreeWorkResult = TreeWorkResult & { helperFailure?: string };
+
 export async function overlayTreeWork(
   request: Omit<TreeWorkRequest, 'workDir'>,
   run: OverlayDiffRun,
-): Promise<TreeWorkResult & { helperFailure?: string }> {
+): Promise<OverlayTreeWorkResult> {
   const tree: TreeWorkRequest = { ...request, workDir: run.layers.mountPoint };
   const payload = { tree, views: viewsOf(run.layers) };
   const started = run.started?.take();
