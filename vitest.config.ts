@@ -30,6 +30,7 @@ export const UNIT = [
   'test/architecture/test-dirs.test.ts',
   'test/architecture/test-projects.test.ts',
   'test/operation/build-receipt-cost.test.ts',
+  'test/shared/load-file.test.ts',
   'test/shared/redact-stream.test.ts',
   'test/shared/sentinel-long-lines.test.ts',
   'test/shared/process/bwrap-argv.test.ts',

@@ -30,15 +30,28 @@ export function readBoundedFile(path: string, max: number = LIMITS.missionBytes)
     throw new UhError('not_found', `cannot read ${path}: ${errorMessage(error)}`, { hint: 'check the path' });
   }
   try {
-    if (!fstatSync(fd).isFile()) throw refuse(path, 'not a regular file');
-    const buffer = Buffer.alloc(max + 1);
-    let length = 0;
-    for (let n = 1; n > 0 && length <= max; length += n) n = readSync(fd, buffer, length, max + 1 - length, null);
-    if (length > max) throw refuse(path, `larger than ${max} bytes`);
-    return buffer.subarray(0, length).toString('utf8');
+    const opened = fstatSync(fd);
+    if (!opened.isFile()) throw refuse(path, 'not a regular file');
+    const read = readUpTo(fd, max + 1, Math.min(opened.size, max) + 1);
+    if (read.bytes > max) throw refuse(path, `larger than ${max} bytes`);
+    return read.buffer.subarray(0, read.bytes).toString('utf8');
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Read `fd` to its end or `limit` bytes, into a buffer of the size it had when opened (`guess`),
+ * grown to `limit` only if the file grew since: a mission is read without zeroing a megabyte.
+ */
+function readUpTo(fd: number, limit: number, guess: number): { buffer: Buffer; bytes: number } {
+  let buffer = Buffer.allocUnsafe(guess);
+  let bytes = 0;
+  for (let n = 1; n > 0 && bytes < limit; bytes += n) {
+    if (bytes === buffer.length) buffer = Buffer.concat([buffer], limit);
+    n = readSync(fd, buffer, bytes, buffer.length - bytes, null);
+  }
+  return { buffer, bytes };
 }
 
 /** Walk a parsed YAML tree once: unique plain keys, no prototype keys, bounded keys and depth. */
