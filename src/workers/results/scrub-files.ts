@@ -10,6 +10,8 @@ import { byteRedactor } from '../../shared/redact.js';
 
 const UNTOUCHED = new Set(['diff.patch', 'receipt.json', 'operation.json', 'events.jsonl']);
 const CHUNK = 64 * 1024;
+/** One read buffer for every scrub: each is synchronous, and the redactor keeps no view into it. */
+let chunk: Buffer | null = null;
 
 /** Scrub one file in place (through a temp file and a rename); true when it changed. */
 export function scrubFile(path: string, secrets: readonly string[]): boolean {
@@ -37,7 +39,7 @@ function redacted(path: string, secrets: readonly string[], write?: (out: Buffer
   const input = openSync(path, 'r');
   let changed = false;
   try {
-    const buf = Buffer.alloc(CHUNK);
+    const buf = (chunk ??= Buffer.allocUnsafe(CHUNK));
     for (let n = readSync(input, buf); n > 0; n = readSync(input, buf)) {
       const out = scrub.push(buf.subarray(0, n));
       write?.(out);
