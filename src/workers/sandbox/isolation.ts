@@ -250,7 +250,16 @@ interface Hiding {
   secrets: string[];
 }
 
+/** Each scope's hiding, read once: a phase's plan and its view ask for it of the same scope. */
+const hidings = new WeakMap<IsolationScope, Hiding>();
+
 function hidingOf(scope: IsolationScope): Hiding {
+  let hiding = hidings.get(scope);
+  if (!hiding) hidings.set(scope, (hiding = readHiding(scope)));
+  return hiding;
+}
+
+function readHiding(scope: IsolationScope): Hiding {
   const own = ownMasks(scope);
   const rootFile = hostWalkFile(scope.cacheDir, 'root-only');
   const rootOnly = rootOnlyPaths(scope.uid ?? process.getuid?.(), own, Date.now(), rootFile);

@@ -11,7 +11,7 @@
  * program or path argument that cannot be exposed (under /tmp, in a secret location) is refused.
  * Reads the file system; never writes.
  */
-import { closeSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { whichOnPath } from '../../shared/process/bwrap-probe.js';
 
@@ -83,6 +83,9 @@ export function secretLocations(home: string | null, own: ReadonlyArray<string |
 
 function real(p: string): string {
   try {
+    // Most of the home's secret locations do not exist: an lstat that returns nothing for them is
+    // cheaper than the error realpath throws (what it resolves would fail the same way).
+    if (!lstatSync(p, { throwIfNoEntry: false })) return p;
     // One realpath(3) call: the JS version lstat()s every component of every path.
     return realpathSync.native(p);
   } catch {
