@@ -284,6 +284,20 @@ describe('warm sandboxes: nothing of one mission reaches the next', () => {
     expect(next.print).toBe(cold);
   });
 
+  it("uh's private git dir rewritten while pooled (config, attributes; same size): discarded at acquire", async () => {
+    for (const part of ['config', 'info/attributes']) {
+      await observe(cacheDir); // leaves one pooled (at least)
+      for (const r of pooledRecords(cacheDir)) {
+        const path = join(sandboxPaths(r.path).gitDir, part);
+        const text = readFileSync(path, 'utf8');
+        writeFileSync(path, `${text.slice(0, -2)}x\n`); // the same length: only the stat data tells
+      }
+      const next = await observe(cacheDir);
+      expect(next.warm, part).toBe(false);
+      expect(next.print).toBe(cold);
+    }
+  });
+
   it('a retained sandbox (failed mission) is never pooled', async () => {
     const before = pooledRecords(cacheDir).length;
     const failed = await mission(cacheDir, 'echo leak > leak.txt; exit 3');

@@ -115,6 +115,21 @@ function fileIs(path: string, text: string): boolean {
 
 const same = (a: string[] | null, b: string[]) => a !== null && a.length === b.length && a.every((x, i) => x === b[i]);
 
+/** Every file and dir of uh's private git dir that `privateGitDirDoubt` reads (but the loose objects). */
+export const PRIVATE_GIT_DIR_PARTS: readonly string[] = [
+  'HEAD',
+  'config',
+  'info',
+  'info/attributes',
+  'objects',
+  'objects/info',
+  'objects/info/alternates',
+  'objects/pack',
+  'refs',
+  'refs/heads',
+  'refs/tags',
+];
+
 /**
  * uh's private git dir is exactly as uh wrote it: the same HEAD, config and alternates, no hooks,
  * an `info/` holding only the neutral attributes, no refs, no packs, nothing else; loose objects (`objects/xx/`, written by the diff

@@ -45,6 +45,7 @@ import {
   objectFormatOf,
   objectIdBytes,
   privateGitDirDoubt,
+  PRIVATE_GIT_DIR_PARTS,
   setHead,
 } from './git-dir.js';
 import { git, type GitCallOptions } from './git.js';
@@ -103,9 +104,16 @@ function recordOf(cacheDir: string, name: string): SandboxRecord | null {
   }
 }
 
-/** What a sandbox at rest must not see change: its top dirs, the agent's git files, uh's index and dirs. */
+/**
+ * What a sandbox at rest must not see change: its top dirs, the agent's git files, uh's index and
+ * every file and dir of uh's private git dir that `privateGitDirDoubt` reads. Release proved them
+ * as uh wrote them just before these were taken, so equal stamps at acquire (inode, size, mtime,
+ * ctime: a write changes the ctime, which no one can set back) prove them still so without
+ * reading them again.
+ */
 function restStamps(paths: SandboxPaths): Record<string, string> {
   const g = paths.agentGitDir;
+  const u = paths.gitDir;
   const parts = {
     root: paths.path,
     git: g,
@@ -114,8 +122,9 @@ function restStamps(paths: SandboxPaths): Record<string, string> {
     index: join(g, 'index'),
     alternates: join(g, 'objects', 'info', 'alternates'),
     uh_dir: paths.privateDir,
-    uh_git: paths.gitDir,
+    uh_git: u,
     uh_index: paths.index,
+    ...Object.fromEntries(PRIVATE_GIT_DIR_PARTS.map((part) => [`uh_git/${part}`, join(u, part)])),
   };
   return Object.fromEntries(Object.entries(parts).map(([k, p]) => [k, fileStamp(p)]));
 }
@@ -162,9 +171,7 @@ function claim(
   for (const pooled of candidates) {
     rmSync(join(dir, pooled.name), { force: true });
     const from = sandboxPaths(pooled.path);
-    const doubt = !sameStamps(pooled.stamps, restStamps(from))
-      ? 'changed while pooled'
-      : privateGitDirDoubt(from.gitDir, gitDirSpec(mirror, pooled.commit, true));
+    const doubt = sameStamps(pooled.stamps, restStamps(from)) ? null : 'changed while pooled';
     if (doubt !== null) {
       onDiscard(pooled.path, doubt);
       void removeSandbox(cacheDir, pooled).catch(() => undefined);
