@@ -111,6 +111,44 @@ export function findRootOnlyPaths(
 const MEMO_MS = 30_000;
 let memo: { key: string; at: number; paths: RootOnlyPaths } | null = null;
 
+/** How long a long-lived process keeps the walk fresh after its last mission: a CI's missions minutes apart. */
+export const WALK_WARM_MS = 15 * 60_000;
+
+/** Set by `keepRootOnlyWalkWarm`: how long after the last call the walk is kept fresh. */
+let warm: { forMs: number; timer: NodeJS.Timeout | undefined } | null = null;
+
+/**
+ * For a long-lived process (the resident uh, a worker): while it is idle, the walk is done again
+ * as soon as its memo runs out, with the last call's inputs, for up to `forMs` after that call.
+ * The next mission then finds the answer fresh instead of walking in its own time (7-8 ms warm,
+ * ~24 ms after a while idle on a slow host: docs/benchmarks.md). The timer never keeps the
+ * process alive. Off by default: a one-shot `uh mission run` walks only when it asks.
+ */
+export function keepRootOnlyWalkWarm(forMs: number): void {
+  clearTimeout(warm?.timer);
+  warm = forMs > 0 ? { forMs, timer: undefined } : null;
+}
+
+function armRefresh(
+  w: NonNullable<typeof warm>,
+  skip: readonly string[],
+  memoFile: string | null,
+  calledAt: number,
+): void {
+  clearTimeout(w.timer);
+  if (memo === null || Date.now() - calledAt > w.forMs) return;
+  w.timer = setTimeout(
+    () => {
+      if (warm !== w || memo === null) return;
+      const { value, at } = walkedOrMemoised(skip, memoFile, Date.now());
+      memo = { key: skip.join('\0'), at, paths: value };
+      armRefresh(w, skip, memoFile, calledAt);
+    },
+    Math.max(0, memo.at + MEMO_MS - Date.now()) + 5,
+  );
+  w.timer.unref();
+}
+
 const PathsSchema = z.object({ dirs: z.array(z.string()), files: z.array(z.string()) });
 
 /** The walk, or its answer from `memoFile` (host-walk-memo.ts: same skip, no directory changed, < MEMO_MS old). */
@@ -152,6 +190,7 @@ export function rootOnlyPaths(
     const { value, at } = walkedOrMemoised(skip, memoFile, now);
     memo = { key, at, paths: value };
   }
+  if (warm) armRefresh(warm, skip, memoFile, Date.now());
   return {
     dirs: memo.paths.dirs.filter((p) => lstat(p)?.isDirectory()),
     files: memo.paths.files.filter((p) => lstat(p)?.isFile()),

@@ -1,8 +1,12 @@
-import { chmodSync, mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { hostWalkFile, memoisedWalk, stamp } from '../../../src/workers/sandbox/host-walk-memo.js';
-import { findRootOnlyPaths } from '../../../src/workers/sandbox/root-only-paths.js';
+import {
+  findRootOnlyPaths,
+  keepRootOnlyWalkWarm,
+  rootOnlyPaths,
+} from '../../../src/workers/sandbox/root-only-paths.js';
 import { tempDir } from '../../support/temp.js';
 
 /** A walk over `dir` (its entries' names) that counts its runs. */
@@ -70,5 +74,42 @@ describe('host walks kept across processes (host-walk-memo.ts)', () => {
     findRootOnlyPaths([], [[join(root, 'etc'), Infinity]], 1000, read);
     expect(read.map(([d]) => d)).toEqual(['/', join(root, 'etc'), join(root, 'etc/deep'), join(root, 'etc/deep/er')]);
     expect(read.every(([d, s]) => s === stamp(d))).toBe(true);
+  });
+});
+
+describe('a long-lived process keeps the root-only walk fresh while idle (keepRootOnlyWalkWarm)', () => {
+  afterEach(() => {
+    keepRootOnlyWalkWarm(0);
+    vi.useRealTimers();
+  });
+  const walkedAt = (file: string) => (JSON.parse(readFileSync(file, 'utf8')) as { at: number }).at;
+
+  it('walked again as its memo runs out, with no mission asking, until forMs after the last call', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const file = hostWalkFile(tempDir('uh-walk-cache-'), 'root-only');
+    keepRootOnlyWalkWarm(90_000);
+    const skip = [tempDir('uh-walk-skip-')]; // a key no other test's memo holds
+    const first = Date.now();
+    rootOnlyPaths(0, skip, first, file);
+    expect(walkedAt(file)).toBe(first);
+    vi.advanceTimersByTime(30_010);
+    expect(walkedAt(file)).toBeGreaterThanOrEqual(first + 30_000); // refreshed, idle
+    vi.advanceTimersByTime(30_000);
+    const last = walkedAt(file);
+    expect(last).toBeGreaterThanOrEqual(first + 60_000);
+    vi.advanceTimersByTime(120_000); // past forMs: no more walks
+    expect(walkedAt(file)).toBeLessThanOrEqual(first + 90_000 + 30_010);
+    const settled = walkedAt(file);
+    vi.advanceTimersByTime(60_000);
+    expect(walkedAt(file)).toBe(settled);
+  });
+
+  it('off (a one-shot process): nothing walks between calls', () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const file = hostWalkFile(tempDir('uh-walk-cache-'), 'root-only');
+    const first = Date.now();
+    rootOnlyPaths(0, [tempDir('uh-walk-skip-')], first, file);
+    vi.advanceTimersByTime(120_000);
+    expect(walkedAt(file)).toBe(first);
   });
 });

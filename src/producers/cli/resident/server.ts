@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { makeDir } from '../../../shared/fs/make-dir.js';
+import { keepHostWalksWarm } from '../../../workers/inline/run-inline.js';
 import { invalidInput, errorMessage } from '../../../shared/errors.js';
 import { withInterrupts, type Interrupt, type InterruptListener, type InterruptSource } from '../interrupts.js';
 import {
@@ -157,6 +158,7 @@ export async function startResident(options: ResidentOptions): Promise<Resident>
       if (!state.stopping) {
         state.stopping = true;
         clearTimeout(idle);
+        keepHostWalksWarm(false);
         server.close();
         removeSocket(socket);
       }
@@ -170,6 +172,7 @@ export async function startResident(options: ResidentOptions): Promise<Resident>
   await listen(server, socket);
   chmodSync(socket, 0o600);
   rearm();
+  keepHostWalksWarm(true); // a run after a pause finds the root host's walk fresh
   return resident;
 }
 
