@@ -9,7 +9,6 @@ import { prepareOperation, type PreparedOperation } from '../../operation/prepar
 import { executeOperation, type ExecuteResult } from '../execute-operation.js';
 import { operationPorts } from '../operation-ports.js';
 import { sweepSandboxes } from '../sandbox/retention.js';
-import { keepRootOnlyWalkWarm, WALK_WARM_MS } from '../sandbox/root-only-paths.js';
 import {
   claimOperationDir,
   readReceipt,
@@ -21,14 +20,8 @@ import type { Receipt } from '../../shared/contracts/receipt.js';
 import { automaticPromotion, type PromotionRecord } from '../../shared/contracts/promotion.js';
 import { hostSettings, type OperationSettings } from '../../operation/settings.js';
 
-/**
- * For a process that runs inline missions one after another (the resident uh): the host walks of
- * the isolation plan are kept fresh while it is idle, for 15 minutes after its last mission
- * (root-only-paths.ts), so a mission after a pause does not walk in its own time. `false`: off.
- */
-export function keepHostWalksWarm(on: boolean): void {
-  keepRootOnlyWalkWarm(on ? WALK_WARM_MS : 0);
-}
+/** For the resident uh, which runs inline missions one after another (root-only-paths.ts). */
+export { keepHostWalksWarm } from '../sandbox/root-only-paths.js';
 
 export interface InlineOptions {
   /** The host's settings, compiled once (src/operation/settings.ts). */

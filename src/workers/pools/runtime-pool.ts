@@ -31,7 +31,7 @@ import { startDiskGuard } from './disk-guard.js';
 import { openArtifactStore } from '../../shared/artifacts/open-artifact-store.js';
 import { freeBytes } from '../sandbox/gc.js';
 import { startWorkerHeartbeat, type RunningHeartbeat } from '../../shared/queue/worker-heartbeat.js';
-import { keepRootOnlyWalkWarm, WALK_WARM_MS } from '../sandbox/root-only-paths.js';
+import { keepHostWalksWarm } from '../sandbox/root-only-paths.js';
 
 export interface PoolOptions {
   /** The host's settings, compiled once (src/operation/settings.ts). */
@@ -93,7 +93,7 @@ export async function startRuntimePool(options: PoolOptions): Promise<RuntimePoo
   });
   for (const runtime of options.runtimes) await startWorker(pool, runtime);
   await Promise.all(pool.workers.map((w) => w.waitUntilReady()));
-  keepRootOnlyWalkWarm(WALK_WARM_MS); // a job after a pause finds a root host's walk fresh
+  keepHostWalksWarm(true); // a job after a pause finds a root host's walk fresh
   const stopGuard = options.gc
     ? startDiskGuard({
         gc: options.gc,
@@ -121,7 +121,7 @@ export async function startRuntimePool(options: PoolOptions): Promise<RuntimePoo
     shutdown: (reason, graceMs) => {
       stopWatch();
       stopGuard();
-      keepRootOnlyWalkWarm(0);
+      keepHostWalksWarm(false);
       shuttingDown ??= shutdown(pool, { reason, graceMs, cancelAll, heartbeat, subscriber });
       return shuttingDown;
     },

@@ -112,7 +112,7 @@ const MEMO_MS = 30_000;
 let memo: { key: string; at: number; paths: RootOnlyPaths } | null = null;
 
 /** How long a long-lived process keeps the walk fresh after its last mission: a CI's missions minutes apart. */
-export const WALK_WARM_MS = 15 * 60_000;
+const WALK_WARM_MS = 15 * 60_000;
 
 /** Set by `keepRootOnlyWalkWarm`: how long after the last call the walk is kept fresh. */
 let warm: { forMs: number; timer: NodeJS.Timeout | undefined } | null = null;
@@ -129,6 +129,11 @@ export function keepRootOnlyWalkWarm(forMs: number): void {
   warm = forMs > 0 ? { forMs, timer: undefined } : null;
 }
 
+/** `keepRootOnlyWalkWarm` for the resident uh and the workers: on for WALK_WARM_MS, or off. */
+export function keepHostWalksWarm(on: boolean): void {
+  keepRootOnlyWalkWarm(on ? WALK_WARM_MS : 0);
+}
+
 function armRefresh(
   w: NonNullable<typeof warm>,
   skip: readonly string[],
@@ -139,14 +144,22 @@ function armRefresh(
   if (memo === null || Date.now() - calledAt > w.forMs) return;
   w.timer = setTimeout(
     () => {
-      if (warm !== w || memo === null) return;
-      const { value, at } = walkedOrMemoised(skip, memoFile, Date.now());
-      memo = { key: skip.join('\0'), at, paths: value };
+      if (warm !== w) return;
+      remember(skip, memoFile, Date.now());
       armRefresh(w, skip, memoFile, calledAt);
     },
     Math.max(0, memo.at + MEMO_MS - Date.now()) + 5,
   );
   w.timer.unref();
+}
+
+const memoKey = (skip: readonly string[]) => skip.join('\0');
+
+/** The walk's answer for `skip` (walked, or from `memoFile`), held as this process's memo. */
+function remember(skip: readonly string[], memoFile: string | null, now: number): RootOnlyPaths {
+  const { value, at } = walkedOrMemoised(skip, memoFile, now);
+  memo = { key: memoKey(skip), at, paths: value };
+  return value;
 }
 
 const PathsSchema = z.object({ dirs: z.array(z.string()), files: z.array(z.string()) });
@@ -185,14 +198,13 @@ export function rootOnlyPaths(
   memoFile: string | null = null,
 ): RootOnlyPaths {
   if (uid !== 0) return { dirs: [], files: [] };
-  const key = skip.join('\0');
-  if (memo === null || memo.key !== key || now - memo.at >= MEMO_MS || now < memo.at) {
-    const { value, at } = walkedOrMemoised(skip, memoFile, now);
-    memo = { key, at, paths: value };
-  }
+  const paths =
+    memo !== null && memo.key === memoKey(skip) && now - memo.at < MEMO_MS && now >= memo.at
+      ? memo.paths
+      : remember(skip, memoFile, now);
   if (warm) armRefresh(warm, skip, memoFile, Date.now());
   return {
-    dirs: memo.paths.dirs.filter((p) => lstat(p)?.isDirectory()),
-    files: memo.paths.files.filter((p) => lstat(p)?.isFile()),
+    dirs: paths.dirs.filter((p) => lstat(p)?.isDirectory()),
+    files: paths.files.filter((p) => lstat(p)?.isFile()),
   };
 }

@@ -113,7 +113,6 @@ function recordOf(cacheDir: string, name: string): SandboxRecord | null {
  */
 function restStamps(paths: SandboxPaths): Record<string, string> {
   const g = paths.agentGitDir;
-  const u = paths.gitDir;
   const parts = {
     root: paths.path,
     git: g,
@@ -122,9 +121,9 @@ function restStamps(paths: SandboxPaths): Record<string, string> {
     index: join(g, 'index'),
     alternates: join(g, 'objects', 'info', 'alternates'),
     uh_dir: paths.privateDir,
-    uh_git: u,
+    uh_git: paths.gitDir,
     uh_index: paths.index,
-    ...Object.fromEntries(PRIVATE_GIT_DIR_PARTS.map((part) => [`uh_git/${part}`, join(u, part)])),
+    ...Object.fromEntries(PRIVATE_GIT_DIR_PARTS.map((part) => [`uh_git/${part}`, join(paths.gitDir, part)])),
   };
   return Object.fromEntries(Object.entries(parts).map(([k, p]) => [k, fileStamp(p)]));
 }
@@ -171,9 +170,8 @@ function claim(
   for (const pooled of candidates) {
     rmSync(join(dir, pooled.name), { force: true });
     const from = sandboxPaths(pooled.path);
-    const doubt = sameStamps(pooled.stamps, restStamps(from)) ? null : 'changed while pooled';
-    if (doubt !== null) {
-      onDiscard(pooled.path, doubt);
+    if (!sameStamps(pooled.stamps, restStamps(from))) {
+      onDiscard(pooled.path, 'changed while pooled');
       void removeSandbox(cacheDir, pooled).catch(() => undefined);
       continue;
     }
